@@ -1,0 +1,125 @@
+// orch/executor.h — the leaf interface: how one attempt of one step runs.
+//
+// The engine renders a step (placeholders filled) into an AttemptSpec and asks the
+// step's Executor to start it on the shared EventLoop. The executor reports exactly
+// once through the `done` callback, from inside the loop (never synchronously from
+// start()). Every executor — shell, builtin, and later llm / worker / tool — returns
+// the same AttemptOutcome: result text, how it ended, tokens and cost, duration.
+// Executors never decide whether a step is done: postconditions do (verify layer).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "orch/diagnostic.h"
+#include "orch/error.h"
+#include "orch/event_loop.h"
+#include "orch/plan.h"
+
+namespace orch {
+
+// One attempt, fully rendered. Paths are absolute.
+struct AttemptSpec {
+  std::string run_id;
+  std::string step_id;
+  int attempt = 1;
+  std::string executor;
+  std::vector<std::string> argv;  // shell: the command (sh steps: {"/bin/sh", "-c", script})
+  // Added to (or overriding) orch's own environment: the step's env, ORCH_IN_<NAME>,
+  // ORCH_RUN_ID, ORCH_STEP_ID, ORCH_ATTEMPT, ORCH_PREVIOUS_FAILURE, ORCH_USAGE_FILE.
+  std::vector<std::pair<std::string, std::string>> env;
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::object();  // rendered
+  std::filesystem::path workspace;
+  std::filesystem::path stdout_path;  // created only when the stream has output
+  std::filesystem::path stderr_path;
+  std::filesystem::path usage_path;   // a step may write {"tokens_in":..,"tokens_out":..,"cost_usd":..} here
+  std::optional<std::filesystem::path> output_file;  // result = this file instead of stdout
+  std::optional<std::chrono::milliseconds> timeout;
+  std::chrono::milliseconds kill_grace{2000};
+  std::int64_t max_output = 16 * 1024 * 1024;  // per stream; beyond it the file ends with a marker
+};
+
+enum class AttemptEnding {
+  Exited,       // ran to completion (exit_code says how; builtins: 0)
+  Signaled,     // killed by a signal it did not get from orch
+  TimedOut,     // orch killed it at its timeout
+  Cancelled,    // orch killed it on request (cancel, interrupt, abort)
+  SpawnFailed,  // could not be started (missing executable, ...)
+  Error,        // the executor failed (bad input to a builtin, unreadable output file, ...)
+};
+const char* attempt_ending_name(AttemptEnding ending);
+
+struct AttemptOutcome {
+  AttemptEnding ending = AttemptEnding::Error;
+  int exit_code = -1;
+  int signal = 0;
+  std::string result;  // stdout with one trailing newline trimmed, or the output file
+  std::string message;  // why it ended, for anything but a clean exit
+  std::string output_tail;  // last 2 KiB of stdout+stderr, for the retry's previous_failure
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  std::int64_t stdout_bytes = 0;  // bytes the process wrote (including any beyond the cap)
+  std::int64_t stderr_bytes = 0;
+  std::int64_t tokens_in = 0;
+  std::int64_t tokens_out = 0;
+  double cost_usd = 0;
+  std::chrono::milliseconds duration{0};
+};
+
+// A started attempt. Destroying it without cancel() while running kills it.
+class RunningAttempt {
+ public:
+  virtual ~RunningAttempt() = default;
+  // Stops the attempt (process group: SIGTERM, SIGKILL after the grace). The
+  // done callback still fires, with ending Cancelled and `reason` as message.
+  virtual void cancel(const std::string& reason) = 0;
+};
+
+// What a step is expected to spend, reserved from the budgets before dispatch.
+struct SpendEstimate {
+  std::int64_t tokens = 0;
+  double cost_usd = 0;
+};
+
+class Executor {
+ public:
+  using DoneCallback = std::function<void(AttemptOutcome)>;
+  virtual ~Executor() = default;
+
+  // Checks executor-specific fields of a step at validation time.
+  virtual void check_step(const Step& step, Diagnostics& out) const;
+  // The default postconditions when a step declares none.
+  virtual std::vector<Postcondition> default_post() const;
+  // Upper estimate of what one attempt spends (0 for executors with no token cost).
+  virtual SpendEstimate estimate(const Step& step) const;
+  // Starts an attempt; `done` is called exactly once from within `loop`.
+  virtual Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
+                                                          DoneCallback done) = 0;
+};
+
+// Maps executor names to executors: exact names ("shell", "builtin:echo") and
+// prefixes ending in ':' ("worker:" serves every "worker:NAME").
+class ExecutorRegistry {
+ public:
+  void add(std::string name, std::shared_ptr<Executor> executor);
+  Executor* find(const std::string& name) const;
+  bool known(const std::string& name) const { return find(name) != nullptr; }
+  std::vector<std::string> names() const;
+
+  // shell, builtin:echo, builtin:json.
+  static ExecutorRegistry with_builtins();
+
+ private:
+  std::map<std::string, std::shared_ptr<Executor>> executors_;
+};
+
+}  // namespace orch

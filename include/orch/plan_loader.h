@@ -1,0 +1,38 @@
+// orch/plan_loader.h — reading a plan from YAML or JSON text.
+//
+// Both formats go through one YAML parser (JSON is YAML), so every node has a
+// line number. Accepted shapes:
+//   * the orch plan format (a mapping with `steps:`; docs/plan-format.md);
+//   * the seed StepSpec JSON: a top-level list of {goal, deps (indices), inputs,
+//     executor, postcondition}; ids become "s0", "s1", ... (from_stepspec = true).
+// Structural problems (unknown keys, wrong types, bad durations/sizes, unknown
+// postcondition kinds) are all collected into Diagnostics rather than stopping at
+// the first. Semantic checks (deps, cycles, placeholders) are validate_plan's job.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "orch/diagnostic.h"
+#include "orch/error.h"
+#include "orch/plan.h"
+
+namespace orch {
+
+struct LoadResult {
+  Plan plan;               // as much of the plan as could be read
+  Diagnostics diagnostics;  // empty when the text was well-formed
+};
+
+// Parses `text`; `file` is used in diagnostics and as Plan::source_path.
+LoadResult parse_plan(std::string_view text, const std::string& file);
+
+// Reads and parses a file. Fails (NotFound/Io) only when the file cannot be read.
+Expected<LoadResult> load_plan_file(const std::string& path);
+
+// Parses "250ms", "30s", "5m", "1h30m", "2h" (a bare number is seconds).
+Expected<Millis> parse_duration(std::string_view text);
+// Parses "512", "64KiB", "16MiB", "1GiB", "10KB", "1MB" (KB/MB = 1000-based).
+Expected<std::int64_t> parse_size(std::string_view text);
+
+}  // namespace orch

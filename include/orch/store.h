@@ -1,0 +1,170 @@
+// orch/store.h — the durable ledger: runs, plan versions, steps, attempts, events.
+//
+// The Store is the single source of truth for what happened. Status views, reports
+// and resume read it, never the engine's memory. Contract:
+//   * Attempts are append-only: insert_attempt() adds a row in status running;
+//     finish_attempt() moves it once to a final status; a finished row never
+//     changes again (the SQLite schema enforces this with a trigger).
+//   * Every state change the engine makes is also an event row (append_event), in
+//     order (seq is strictly increasing per store).
+//   * The engine groups the writes of one loop turn between begin() and commit().
+//   * Readers (orch status/runs/logs in another process) never block a writer
+//     (SQLite WAL); two writers on different runs wait for each other briefly
+//     (busy timeout), never fail.
+// A Store object is used from one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "orch/error.h"
+
+namespace orch {
+
+enum class RunStatus { Running, Succeeded, Failed, Cancelled, BudgetExhausted, Escalated, Interrupted };
+enum class StepStatus { Pending, Running, Done, Failed, Skipped, Cancelled };
+enum class AttemptStatus { Running, Succeeded, Failed, TimedOut, Cancelled, Interrupted };
+
+const char* run_status_name(RunStatus s);    // "running", "succeeded", ..., "budget_exhausted"
+const char* step_status_name(StepStatus s);  // "pending", "running", "done", ...
+const char* attempt_status_name(AttemptStatus s);  // "running", ..., "timed_out", "interrupted"
+std::optional<RunStatus> parse_run_status(std::string_view name);
+std::optional<StepStatus> parse_step_status(std::string_view name);
+std::optional<AttemptStatus> parse_attempt_status(std::string_view name);
+
+// Times are milliseconds since the Unix epoch (UTC).
+struct RunRecord {
+  std::string id;
+  std::string name;
+  RunStatus status = RunStatus::Running;
+  std::string reason;     // why the run ended the way it did ("step 'b' failed", ...)
+  std::string plan_path;  // as given on the command line (absolute)
+  std::string workspace;  // absolute
+  int plan_version = 1;   // latest version in the plans table
+  int concurrency = 1;
+  bool keep_going = false;
+  int exit_code = -1;     // -1 while running
+  std::int64_t created_at = 0;
+  std::int64_t updated_at = 0;
+  std::int64_t finished_at = 0;  // 0 while not finished
+  std::int64_t spent_tokens = 0;
+  double spent_cost_usd = 0;
+  std::int64_t spent_attempts = 0;  // counted attempts (interrupted ones are not)
+  std::int64_t spent_wall_ms = 0;   // time the run was being driven, summed over resumes
+  int owner_pid = 0;                // the process driving it now, 0 when none
+  bool cancel_requested = false;
+};
+
+struct PlanVersion {
+  std::string run_id;
+  int version = 1;
+  std::string path;
+  std::string text;  // the plan exactly as submitted
+  std::int64_t created_at = 0;
+};
+
+struct StepRecord {
+  std::string run_id;
+  std::string step_id;
+  int idx = 0;
+  std::string goal;
+  std::string executor;
+  StepStatus status = StepStatus::Pending;
+  std::string reason;        // why it failed or was skipped
+  std::string result;        // the result of the attempt that made it done
+  std::string fingerprint;   // of the rendered attempt that made it done
+  int attempts_counted = 0;  // attempts counted against the step's cap since it was last reset
+  int last_attempt = 0;      // highest attempt number so far (numbers never reuse)
+  std::int64_t tokens_in = 0;
+  std::int64_t tokens_out = 0;
+  double cost_usd = 0;
+  std::int64_t wall_ms = 0;  // summed duration of its attempts
+  std::int64_t started_at = 0;
+  std::int64_t finished_at = 0;
+};
+
+struct AttemptRecord {
+  std::string run_id;
+  std::string step_id;
+  int number = 1;
+  AttemptStatus status = AttemptStatus::Running;
+  bool counted = true;       // false for interrupted attempts (not charged to the cap)
+  std::string ending;        // attempt_ending_name(): exited, signaled, timed_out, ...
+  int exit_code = -1;
+  int signal = 0;
+  std::string reason;        // the failed check or error, "" when it succeeded
+  std::string checks_json;   // [{"kind":..,"held":..,"reason":..}, ...]
+  std::string fingerprint;
+  std::string stdout_path;
+  std::string stderr_path;
+  std::int64_t stdout_bytes = 0;
+  std::int64_t stderr_bytes = 0;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  std::string output_tail;   // last 2 KiB of output (for previous_failure)
+  std::int64_t tokens_in = 0;
+  std::int64_t tokens_out = 0;
+  double cost_usd = 0;
+  std::int64_t started_at = 0;
+  std::int64_t finished_at = 0;  // 0 while running
+  std::int64_t duration_ms = 0;
+  std::string snapshot_dir;  // where `writes:` files were saved before it started ("" if none)
+};
+
+struct EventRecord {
+  std::int64_t seq = 0;  // assigned by the store
+  std::string run_id;
+  std::int64_t ts = 0;
+  std::string kind;       // run_started, step_ready, attempt_started, attempt_finished, step_done, ...
+  std::string step_id;    // "" for run-level events
+  int attempt = 0;        // 0 when not about an attempt
+  std::string data_json;  // "{}" or a JSON object with details
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // The folder the store lives in (.orch/ by default); logs and snapshots go under it.
+  virtual const std::filesystem::path& folder() const = 0;
+
+  virtual Expected<void> begin() = 0;
+  virtual Expected<void> commit() = 0;
+  virtual Expected<void> rollback() = 0;
+
+  virtual Expected<void> insert_run(const RunRecord& run) = 0;
+  virtual Expected<void> update_run(const RunRecord& run) = 0;  // every column but id
+  virtual Expected<void> insert_plan_version(const PlanVersion& plan) = 0;
+  virtual Expected<void> upsert_step(const StepRecord& step) = 0;
+  virtual Expected<void> insert_attempt(const AttemptRecord& attempt) = 0;
+  // Moves a running attempt to its final status. Fails (Store) for a finished row.
+  virtual Expected<void> finish_attempt(const AttemptRecord& attempt) = 0;
+  virtual Expected<std::int64_t> append_event(const EventRecord& event) = 0;
+  virtual Expected<void> request_cancel(const std::string& run_id) = 0;
+
+  virtual Expected<std::optional<RunRecord>> find_run(const std::string& run_id) = 0;
+  virtual Expected<std::vector<RunRecord>> list_runs() = 0;  // newest first
+  virtual Expected<PlanVersion> latest_plan(const std::string& run_id) = 0;
+  virtual Expected<std::vector<StepRecord>> steps(const std::string& run_id) = 0;  // by idx
+  // All attempts of a run (step_id empty) or of one step, by step then number.
+  virtual Expected<std::vector<AttemptRecord>> attempts(const std::string& run_id,
+                                                        const std::string& step_id = "") = 0;
+  virtual Expected<std::vector<EventRecord>> events(const std::string& run_id, std::int64_t after_seq = 0,
+                                                    int limit = -1) = 0;
+  virtual Expected<bool> cancel_requested(const std::string& run_id) = 0;
+};
+
+// Opens (creating if needed) a SQLite ledger at `db_path` (e.g. .orch/orch.db),
+// in WAL mode, migrating its schema to the current version. Fails with a clear
+// message when the file is not an orch ledger or is from a newer orch.
+Expected<std::unique_ptr<Store>> open_sqlite_store(const std::filesystem::path& db_path);
+
+// The schema version this orch writes (docs/store.md).
+int store_schema_version();
+
+}  // namespace orch

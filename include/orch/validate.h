@@ -1,0 +1,37 @@
+// orch/validate.h — mechanical checks of a plan before anything runs.
+//
+// validate_plan reports every problem at once: missing or duplicate ids, unknown
+// deps (with a did-you-mean), cycles (the cycle printed), placeholders naming a
+// step that is not an ancestor or an input that is not declared, unknown
+// executors, postconditions that cannot be evaluated (bad regex, bad schema),
+// and paths (post, writes, output) that escape the workspace.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "orch/diagnostic.h"
+#include "orch/plan.h"
+
+namespace orch {
+
+struct ValidateOptions {
+  // Used to resolve relative paths (after symlinks) and reject those that escape.
+  std::filesystem::path workspace = ".";
+  // Returns true when an executor name is known. Default: shell, builtin:echo, builtin:json.
+  std::function<bool(const std::string&)> executor_known;
+  // Optional per-executor check of a step (e.g. builtin:echo needs input `text`).
+  std::function<void(const Step&, Diagnostics&)> executor_check;
+};
+
+Diagnostics validate_plan(const Plan& plan, const ValidateOptions& options);
+
+// The steps in an order where every step comes after its deps (plan order
+// preserved among independent steps). Requires a plan without cycles.
+std::vector<int> topological_order(const Plan& plan);
+
+// Ancestor test used for placeholder checks: is `ancestor` reachable from `step` via deps?
+bool is_ancestor(const Plan& plan, int ancestor, int step);
+
+}  // namespace orch

@@ -1,0 +1,50 @@
+// testing/testing.h — helpers shared by orch's tests.
+//
+// TempDir: a fresh directory removed at the end of the test.
+// run_command: runs a real process (the orch binary, usually) and captures its
+// exit code, stdout and stderr; never uses a shell unless asked.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace orch::testing {
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& rel) const { return path_ / rel; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;  // 128+N when killed by signal N
+  std::string out;
+  std::string err;
+};
+
+// Runs argv in `cwd` with extra environment; waits at most `timeout_s` seconds
+// (then kills it and fails the current test).
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                          const std::map<std::string, std::string>& env = {}, int timeout_s = 120);
+
+// The orch binary under test (ORCH_BINARY from CTest) and the source tree.
+std::string orch_binary();
+std::filesystem::path source_dir();
+
+// Runs the orch binary with `args` in `cwd`.
+CommandResult run_orch(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                       const std::map<std::string, std::string>& env = {}, int timeout_s = 120);
+
+void write_file(const std::filesystem::path& path, const std::string& content);
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace orch::testing
