@@ -1,0 +1,44 @@
+#include <utility>
+
+#include "orch/executor.h"
+
+namespace orch {
+
+const char* attempt_ending_name(AttemptEnding ending) {
+  switch (ending) {
+    case AttemptEnding::Exited: return "exited";
+    case AttemptEnding::Signaled: return "signaled";
+    case AttemptEnding::TimedOut: return "timed_out";
+    case AttemptEnding::Cancelled: return "cancelled";
+    case AttemptEnding::SpawnFailed: return "spawn_failed";
+    case AttemptEnding::Error: return "error";
+  }
+  return "error";
+}
+
+void Executor::check_step(const Step&, Diagnostics&) const {}
+
+std::vector<Postcondition> Executor::default_post() const { return {}; }
+
+SpendEstimate Executor::estimate(const Step&) const { return {}; }
+
+void ExecutorRegistry::add(std::string name, std::shared_ptr<Executor> executor) {
+  executors_[std::move(name)] = std::move(executor);
+}
+
+Executor* ExecutorRegistry::find(const std::string& name) const {
+  if (auto it = executors_.find(name); it != executors_.end()) return it->second.get();
+  auto colon = name.find(':');
+  if (colon != std::string::npos && colon + 1 < name.size()) {
+    if (auto it = executors_.find(name.substr(0, colon + 1)); it != executors_.end()) return it->second.get();
+  }
+  return nullptr;
+}
+
+std::vector<std::string> ExecutorRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : executors_) out.push_back(name);
+  return out;
+}
+
+}  // namespace orch

@@ -1,0 +1,56 @@
+#include <array>
+#include <utility>
+
+#include "orch/store.h"
+
+namespace orch {
+
+namespace {
+template <class E, std::size_t N>
+const char* name_of(const std::array<std::pair<E, const char*>, N>& table, E value) {
+  for (const auto& [v, n] : table)
+    if (v == value) return n;
+  return "unknown";
+}
+template <class E, std::size_t N>
+std::optional<E> parse_of(const std::array<std::pair<E, const char*>, N>& table, std::string_view name) {
+  for (const auto& [v, n] : table)
+    if (name == n) return v;
+  return std::nullopt;
+}
+
+constexpr std::array<std::pair<RunStatus, const char*>, 7> kRun{{
+    {RunStatus::Running, "running"},
+    {RunStatus::Succeeded, "succeeded"},
+    {RunStatus::Failed, "failed"},
+    {RunStatus::Cancelled, "cancelled"},
+    {RunStatus::BudgetExhausted, "budget_exhausted"},
+    {RunStatus::Escalated, "escalated"},
+    {RunStatus::Interrupted, "interrupted"},
+}};
+constexpr std::array<std::pair<StepStatus, const char*>, 6> kStep{{
+    {StepStatus::Pending, "pending"},
+    {StepStatus::Running, "running"},
+    {StepStatus::Done, "done"},
+    {StepStatus::Failed, "failed"},
+    {StepStatus::Skipped, "skipped"},
+    {StepStatus::Cancelled, "cancelled"},
+}};
+constexpr std::array<std::pair<AttemptStatus, const char*>, 6> kAttempt{{
+    {AttemptStatus::Running, "running"},
+    {AttemptStatus::Succeeded, "succeeded"},
+    {AttemptStatus::Failed, "failed"},
+    {AttemptStatus::TimedOut, "timed_out"},
+    {AttemptStatus::Cancelled, "cancelled"},
+    {AttemptStatus::Interrupted, "interrupted"},
+}};
+}  // namespace
+
+const char* run_status_name(RunStatus s) { return name_of(kRun, s); }
+const char* step_status_name(StepStatus s) { return name_of(kStep, s); }
+const char* attempt_status_name(AttemptStatus s) { return name_of(kAttempt, s); }
+std::optional<RunStatus> parse_run_status(std::string_view n) { return parse_of(kRun, n); }
+std::optional<StepStatus> parse_step_status(std::string_view n) { return parse_of(kStep, n); }
+std::optional<AttemptStatus> parse_attempt_status(std::string_view n) { return parse_of(kAttempt, n); }
+
+}  // namespace orch

@@ -1,0 +1,15 @@
+#include <nlohmann/json.hpp>
+
+#include "orch/postcondition.h"
+
+namespace orch {
+
+std::string checks_to_json(const std::vector<CheckResult>& checks) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& c : checks) {
+    arr.push_back({{"kind", post_kind_name(c.kind)}, {"held", c.held}, {"reason", c.reason}});
+  }
+  return arr.dump();
+}
+
+}  // namespace orch
