@@ -33,11 +33,6 @@ struct CheckContext {
 // "shell_zero must be run by the engine").
 CheckResult evaluate_post(const Postcondition& post, const CheckContext& ctx);
 
-// Whether a postcondition can be evaluated at all: the regex compiles, the inline
-// schema or schema file is a valid JSON Schema, required fields are present.
-// Returns the problem, or nullopt when it is evaluable. Used by validate_plan.
-std::optional<std::string> post_problem(const Postcondition& post, const std::filesystem::path& plan_dir);
-
 // Serialises check results as the JSON array stored in AttemptRecord::checks_json.
 std::string checks_to_json(const std::vector<CheckResult>& checks);
 

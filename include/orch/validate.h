@@ -3,7 +3,9 @@
 // validate_plan reports every problem at once: missing or duplicate ids, unknown
 // deps (with a did-you-mean), cycles (the cycle printed), placeholders naming a
 // step that is not an ancestor or an input that is not declared, unknown
-// executors, postconditions that cannot be evaluated (bad regex, bad schema),
+// executors, postconditions that cannot be evaluated (missing fields, a regex
+// that does not compile, a schema that is not a JSON Schema or a schema file that
+// cannot be read),
 // and paths (post, writes, output) that escape the workspace.
 #pragma once
 
@@ -23,6 +25,8 @@ struct ValidateOptions {
   std::function<bool(const std::string&)> executor_known;
   // Optional per-executor check of a step (e.g. builtin:echo needs input `text`).
   std::function<void(const Step&, Diagnostics&)> executor_check;
+  // Folder of the plan file, for result_json schema_path (default: the file's parent).
+  std::filesystem::path plan_dir;
 };
 
 Diagnostics validate_plan(const Plan& plan, const ValidateOptions& options);
