@@ -104,6 +104,9 @@ struct Plan {
   PlanDefaults defaults;
   std::vector<Step> steps;
   bool from_stepspec = false;  // loaded from the seed's StepSpec JSON list
+  // Where each plan-level field was written ("concurrency", "budget.tokens",
+  // "defaults.attempts", "steps"), so validation can name the line.
+  std::map<std::string, SourceLoc> field_locs;
 
   const Step* find_step(std::string_view id) const;
 };

@@ -1,1 +1,59 @@
-// engine placeholder
+#include "orch/engine.h"
+
+#include <thread>
+
+#include "engine/scheduler.h"
+
+namespace orch {
+
+int exit_code_for(RunStatus status) {
+  switch (status) {
+    case RunStatus::Succeeded: return kExitSucceeded;
+    case RunStatus::Failed: return kExitFailed;
+    case RunStatus::Escalated: return kExitEscalated;
+    case RunStatus::BudgetExhausted: return kExitBudget;
+    case RunStatus::Interrupted:
+    case RunStatus::Cancelled: return kExitInterrupted;
+    case RunStatus::Running: return kExitFailed;
+  }
+  return kExitFailed;
+}
+
+ValidateOptions validate_options_for(const std::filesystem::path& workspace, const std::string& plan_file,
+                                     const ExecutorRegistry& executors) {
+  ValidateOptions v;
+  v.workspace = workspace;
+  v.plan_dir = plan_file.empty() ? workspace : std::filesystem::absolute(plan_file).parent_path();
+  v.executor_known = [&executors](const std::string& name) { return executors.known(name); };
+  v.executor_check = [&executors](const Step& step, Diagnostics& out) {
+    if (const Executor* e = executors.find(step.executor)) e->check_step(step, out);
+  };
+  return v;
+}
+
+struct Engine::Impl {
+  Impl(Store& store, EngineOptions options) : scheduler(store, options) {}
+  Scheduler scheduler;
+};
+
+Engine::Engine(Store& store, EngineOptions options) {
+  if (!options.executors)
+    options.executors = std::make_shared<ExecutorRegistry>(ExecutorRegistry::with_builtins());
+  impl_ = std::make_unique<Impl>(store, std::move(options));
+}
+
+Engine::~Engine() = default;
+
+Expected<RunOutcome> Engine::run(const Plan& plan, const std::string& plan_text) {
+  ORCH_TRY(impl_->scheduler.prepare_new(plan, plan_text));
+  return impl_->scheduler.run_loop();
+}
+
+Expected<RunOutcome> Engine::resume(const std::string& run_id, const std::optional<std::string>& replan_path) {
+  ORCH_TRY(impl_->scheduler.prepare_resume(run_id, replan_path));
+  return impl_->scheduler.run_loop();
+}
+
+const std::string& Engine::run_id() const { return impl_->scheduler.run_id(); }
+
+}  // namespace orch

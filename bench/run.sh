@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# bench/run.sh — orch's benchmarks, all in one invocation (see bench/README.md).
+#
+#   bench/run.sh [--smoke] [--orch PATH] [--spawn-loop PATH] [--runs N] [--keep DIR]
+#                [--no-hyperfine]
+#
+#   1. N independent `true` commands at -j2 (N = 5000): the raw posix_spawn loop
+#      (bench/spawn_loop.cc), `make -j2`, `ninja -j2` and `orch run` with a fresh
+#      store and workspace; wall seconds and the ratio of each to the raw loop.
+#   2. A chain of builtin:echo steps (1000), each depending on the previous:
+#      orch's per-step overhead in µs (the wall time of `orch run` / steps).
+#   3. A plan of 100,000 independent steps: `orch validate` wall time and peak RSS;
+#      then `orch run` is killed with SIGKILL mid-run and `orch resume` is timed
+#      until it has made its first new attempt row in the ledger.
+#
+# Each timing is the mean of --runs runs (default 3) measured with hyperfine when
+# it is installed (and --no-hyperfine is not given), else with bash's clock. --smoke runs everything small (200
+# commands, 100-step chain, 2000-step plan, 1 run) to check that the benchmark
+# works; its figures are not judged against the targets. Exit status: 0 when every
+# command ran successfully (a figure that misses its target is reported, not a
+# failure), 1 when a command failed. Without an orch binary the orch parts are
+# skipped and reported as such.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+smoke=0
+orch="$repo/build/orch"
+spawn_loop=""
+runs=""
+keep=""
+use_hyperfine=1
+while (($#)); do
+  case "$1" in
+    --smoke) smoke=1 ;;
+    --orch) orch=$2; shift ;;
+    --spawn-loop) spawn_loop=$2; shift ;;
+    --runs) runs=$2; shift ;;
+    --keep) keep=$2; shift ;;
+    --no-hyperfine) use_hyperfine=0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if ((smoke)); then
+  n=200 chain=100 big=2000 kill_after=100 runs=${runs:-1}
+else
+  n=5000 chain=1000 big=100000 kill_after=1000 runs=${runs:-3}
+fi
+
+# Targets (issue 2, "Benchmarks").
+target_ratio=1.10       # orch / raw spawn loop
+target_step_us=100      # per builtin step
+target_validate_s=1     # orch validate of the big plan
+target_rss_mb=200       # its peak RSS
+target_resume_s=1       # kill -9, then resume to the first new dispatch
+
+if [[ -n "$keep" ]]; then
+  work=$keep
+  mkdir -p "$work"
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/orch-bench.XXXXXX")
+fi
+background=()
+cleanup() {
+  local pid
+  for pid in "${background[@]}"; do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  if [[ -z "$keep" ]]; then rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+failures=0
+report=()  # the summary lines, printed at the end
+note() { report+=("$1"); }
+banner() { printf '\n===== %s =====\n' "$*"; }
+have() { command -v "$1" >/dev/null 2>&1; }
+q() { printf '%q' "$1"; }
+# calc EXPR: floating-point arithmetic (awk), printed with 3 decimals by default.
+calc() { awk "BEGIN { printf \"${2:-%.3f}\", $1 }"; }
+# judge VALUE OP TARGET: "ok" or "MISS" (or "-" in smoke mode).
+judge() {
+  if ((smoke)); then echo "-"; return; fi
+  if awk "BEGIN { exit !($1 $2 $3) }"; then echo "ok"; else echo "MISS"; fi
+}
+now_ns() { date +%s%N; }
+
+# measure NAME PREPARE COMMAND: prints the mean wall seconds of COMMAND over $runs
+# runs, running PREPARE (a shell command, may be "") before each. Command output
+# goes to $work/NAME.out; returns non-zero if any run failed.
+measure() {
+  local name=$1 prepare=$2 command=$3
+  if ((use_hyperfine)) && have hyperfine; then
+    local args=(--runs "$runs" --style basic --command-name "$name" --export-json "$work/$name.json")
+    [[ -n "$prepare" ]] && args+=(--prepare "$prepare")
+    hyperfine "${args[@]}" "$command" >&2 || return 1
+    python3 -c 'import json, sys; print("%.3f" % json.load(open(sys.argv[1]))["results"][0]["mean"])' \
+      "$work/$name.json"
+  else
+    local i start total=0
+    for ((i = 0; i < runs; i++)); do
+      [[ -n "$prepare" ]] && bash -c "$prepare"
+      start=$(now_ns)
+      bash -c "$command" >"$work/$name.out" 2>&1 || { cat "$work/$name.out" >&2; return 1; }
+      total=$((total + $(now_ns) - start))
+    done
+    calc "$total / $runs / 1e9"
+  fi
+}
+
+# --- the programs ---------------------------------------------------------------
+if [[ -z "$spawn_loop" ]]; then
+  spawn_loop="$(dirname "$orch")/bench_spawn_loop"
+  if [[ ! -x "$spawn_loop" ]]; then
+    spawn_loop="$repo/build/bench_spawn_loop"
+    if [[ ! -x "$spawn_loop" ]]; then
+      banner "building bench_spawn_loop"
+      cmake -S "$repo" -B "$repo/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+      cmake --build "$repo/build" --target bench_spawn_loop
+    fi
+  fi
+fi
+have_orch=1
+if [[ ! -x "$orch" ]]; then
+  echo "bench/run.sh: no orch binary at $orch (build it, or pass --orch PATH): orch parts skipped" >&2
+  have_orch=0
+fi
+for tool in make ninja python3 sqlite3; do
+  have "$tool" || { echo "bench/run.sh: $tool not found (run scripts/install-deps.sh)" >&2; exit 1; }
+done
+
+banner "generating inputs in $work (n=$n chain=$chain big=$big, $runs run(s) each)"
+python3 "$repo/bench/gen_commands.py" "$work" --n "$n" --chain "$chain" --big "$big"
+flat=$work/flat
+
+# --- 1. N independent commands ---------------------------------------------------
+banner "1. $n independent \`true\` commands, -j2"
+printf -v orch_store_prep 'rm -rf %s %s && mkdir -p %s' "$(q "$work/store")" "$(q "$work/ws")" "$(q "$work/ws")"
+orch_run() {  # orch_run PLAN: the command line of a fresh durable run
+  printf '%s run %s -j 2 --store %s --workspace %s' \
+    "$(q "$orch")" "$(q "$1")" "$(q "$work/store/orch.db")" "$(q "$work/ws")"
+}
+raw=""
+if raw=$(measure raw "" "$(q "$spawn_loop") $n 2 true"); then
+  note "$(printf '%-28s %9.3f s   1.00x' "raw spawn loop (J=2)" "$raw")"
+else
+  note "raw spawn loop: FAILED"; failures=$((failures + 1))
+fi
+ratio_line() {  # ratio_line LABEL SECONDS [TARGET]
+  local label=$1 secs=$2 target=${3:-} ratio="-"
+  [[ -n "$raw" ]] && ratio=$(calc "$secs / $raw" "%.2f")
+  if [[ -n "$target" && -n "$raw" ]]; then
+    note "$(printf '%-28s %9.3f s   %sx   target <= %sx   %s' "$label" "$secs" "$ratio" "$target" \
+      "$(judge "$ratio" "<=" "$target")")"
+  else
+    note "$(printf '%-28s %9.3f s   %sx' "$label" "$secs" "$ratio")"
+  fi
+}
+if secs=$(measure make "" "make -s -j2 -C $(q "$flat")"); then
+  ratio_line "make -j2" "$secs"
+else
+  note "make -j2: FAILED"; failures=$((failures + 1))
+fi
+if secs=$(measure ninja "rm -f $(q "$flat/.ninja_log")" "ninja -j2 -C $(q "$flat")"); then
+  ratio_line "ninja -j2" "$secs"
+else
+  note "ninja -j2: FAILED"; failures=$((failures + 1))
+fi
+if ((have_orch)); then
+  if secs=$(measure orch "$orch_store_prep" "$(orch_run "$flat/plan.yaml")"); then
+    ratio_line "orch run -j 2" "$secs" "$target_ratio"
+  else
+    note "orch run -j 2: FAILED"; failures=$((failures + 1))
+  fi
+else
+  note "orch run -j 2: skipped (no orch binary)"
+fi
+
+# --- 2. builtin chain -------------------------------------------------------------
+banner "2. chain of $chain builtin:echo steps"
+if ((have_orch)); then
+  if secs=$(measure orch-chain "$orch_store_prep" "$(orch_run "$work/chain.yaml")"); then
+    us=$(calc "$secs / $chain * 1e6" "%.1f")
+    note "$(printf '%-28s %9.3f s   %s µs/step   target <= %s µs   %s' "orch chain ($chain steps)" \
+      "$secs" "$us" "$target_step_us" "$(judge "$us" "<=" "$target_step_us")")"
+  else
+    note "orch chain: FAILED"; failures=$((failures + 1))
+  fi
+else
+  note "orch chain: skipped (no orch binary)"
+fi
+
+# --- 3. big plan: validate, then kill -9 and resume ---------------------------------
+banner "3. $big-step plan: validate, kill -9, resume"
+attempt_count() {  # rows in the ledger's attempts table (0 before it exists)
+  sqlite3 -batch -cmd '.timeout 2000' "$1" 'select count(*) from attempts' 2>/dev/null || echo 0
+}
+if ((have_orch)); then
+  if secs=$(measure orch-validate "" "$(q "$orch") validate $(q "$work/big.yaml")"); then
+    note "$(printf '%-28s %9.3f s   target < %s s   %s' "orch validate ($big steps)" "$secs" \
+      "$target_validate_s" "$(judge "$secs" "<" "$target_validate_s")")"
+  else
+    note "orch validate: FAILED"; failures=$((failures + 1))
+  fi
+  if [[ -x /usr/bin/time ]]; then
+    if /usr/bin/time -f '%M' -o "$work/validate.rss" "$orch" validate "$work/big.yaml" >/dev/null 2>&1; then
+      mb=$(calc "$(tail -n 1 "$work/validate.rss") / 1024" "%.1f")
+      note "$(printf '%-28s %9s MB  target < %s MB  %s' "orch validate peak RSS" "$mb" "$target_rss_mb" \
+        "$(judge "$mb" "<" "$target_rss_mb")")"
+    else
+      note "orch validate peak RSS: FAILED"; failures=$((failures + 1))
+    fi
+  else
+    note "orch validate peak RSS: skipped (/usr/bin/time not installed)"
+  fi
+
+  # Kill a run of the big plan once it has made $kill_after attempts.
+  rs_store=$work/resume/orch.db
+  rm -rf "$work/resume" "$work/resume-ws" && mkdir -p "$work/resume" "$work/resume-ws"
+  "$orch" run "$work/big.yaml" -j 2 --store "$rs_store" --workspace "$work/resume-ws" \
+    >"$work/resume-run.out" 2>&1 &
+  run_pid=$!
+  background+=("$run_pid")
+  deadline=$(($(date +%s) + 120))
+  while (($(attempt_count "$rs_store") < kill_after)) && kill -0 "$run_pid" 2>/dev/null &&
+    (($(date +%s) < deadline)); do
+    sleep 0.05
+  done
+  resume_ok=0
+  if ! kill -KILL "$run_pid" 2>/dev/null; then
+    echo "orch run ended before it could be killed:" >&2
+    cat "$work/resume-run.out" >&2
+  else
+    wait "$run_pid" 2>/dev/null || true
+    before=$(attempt_count "$rs_store")
+    run_id=$(sqlite3 -batch "$rs_store" 'select id from runs order by rowid desc limit 1' 2>/dev/null || true)
+    if [[ -z "$run_id" ]]; then
+      echo "no run recorded in $rs_store" >&2
+    else
+      echo "killed run $run_id after $before attempts; resuming"
+      start=$(now_ns)
+      "$orch" resume "$run_id" -j 2 --store "$rs_store" >"$work/resume.out" 2>&1 &
+      resume_pid=$!
+      background+=("$resume_pid")
+      deadline=$(($(date +%s) + 60))
+      while (($(attempt_count "$rs_store") <= before)) && kill -0 "$resume_pid" 2>/dev/null &&
+        (($(date +%s) < deadline)); do
+        :
+      done
+      if (($(attempt_count "$rs_store") > before)); then
+        secs=$(calc "($(now_ns) - $start) / 1e9")
+        resume_ok=1
+        note "$(printf '%-28s %9.3f s   target < %s s   %s' "resume to first dispatch" "$secs" \
+          "$target_resume_s" "$(judge "$secs" "<" "$target_resume_s")")"
+      else
+        echo "orch resume made no new attempt:" >&2
+        cat "$work/resume.out" >&2
+      fi
+      kill -TERM "$resume_pid" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$resume_pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$resume_pid" 2>/dev/null || true
+      wait "$resume_pid" 2>/dev/null || true
+    fi
+  fi
+  if ((!resume_ok)); then
+    note "resume to first dispatch: FAILED"; failures=$((failures + 1))
+  fi
+else
+  note "orch validate / resume: skipped (no orch binary)"
+fi
+
+# --- summary ----------------------------------------------------------------------
+banner "summary$( ((smoke)) && echo " (smoke: sizes too small to judge targets)")"
+echo "machine: $(nproc) cores, $(uname -sr); orch: $orch"
+printf '%s\n' "${report[@]}"
+if ((failures)); then
+  echo "bench/run.sh: $failures benchmark(s) failed" >&2
+  exit 1
+fi

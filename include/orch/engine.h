@@ -1,0 +1,114 @@
+// orch/engine.h — driving a plan to a terminal state through the ledger.
+//
+// The Engine is the scheduler: one event loop (event_loop.h) runs every attempt;
+// each loop turn settles finished attempts (postconditions, retries, budgets),
+// skips what can no longer run, reserves budget and starts ready steps up to the
+// concurrency limit, and commits all of that turn's ledger writes in one
+// transaction — before any process of the turn is started.
+//
+// Guarantees (tested in tests/crash and src/engine):
+//   * a step recorded done is never run again, across kill -9 and resume;
+//   * attempts are append-only rows; a retry is a new row;
+//   * a budget is never overshot by dispatch: a step is started only when the
+//     remaining budget covers its reservation;
+//   * SIGINT/SIGTERM (when handle_signals) stop dispatch, kill the running
+//     process groups, record the attempts interrupted and end the run
+//     "interrupted" (exit 130); the run stays resumable.
+// One Engine drives one run at a time, from one thread. The run is locked for the
+// duration (a second process resuming it gets ErrorCode::Busy).
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "orch/error.h"
+#include "orch/executor.h"
+#include "orch/plan.h"
+#include "orch/store.h"
+#include "orch/validate.h"
+
+namespace orch {
+
+// Exit codes of orch (docs/cli.md).
+enum ExitCode : int {
+  kExitSucceeded = 0,
+  kExitFailed = 1,
+  kExitInvalid = 2,
+  kExitEscalated = 3,
+  kExitBudget = 4,
+  kExitInterrupted = 130,
+};
+int exit_code_for(RunStatus status);
+
+// What the engine tells its caller as the run goes (for progress output).
+struct ProgressEvent {
+  enum class Kind { AttemptStarted, StepFinished, Tick };
+  Kind kind = Kind::Tick;
+  std::string step_id;
+  StepStatus step_status = StepStatus::Pending;
+  int attempt = 0;
+  std::string reason;
+  std::int64_t duration_ms = 0;
+  // Counts at the time of the event.
+  int total = 0, done = 0, running = 0, failed = 0, skipped = 0;
+  std::int64_t tokens = 0;
+  double cost_usd = 0;
+};
+
+struct EngineOptions {
+  std::filesystem::path workspace = ".";
+  std::optional<int> concurrency;  // overrides the plan's
+  bool keep_going = false;         // on_failure: continue, whatever the plan says
+  std::shared_ptr<ExecutorRegistry> executors;  // default: ExecutorRegistry::with_builtins()
+  bool handle_signals = false;     // install SIGINT/SIGTERM handlers for the run's duration
+  std::function<void(const ProgressEvent&)> on_progress;
+  std::function<void(const std::string& run_id)> on_started;  // once the run is durable
+  std::chrono::milliseconds tick_interval{500};  // how often Tick progress events come
+};
+
+struct RunOutcome {
+  std::string run_id;
+  RunStatus status = RunStatus::Failed;
+  std::string reason;
+  int exit_code() const { return exit_code_for(status); }
+};
+
+// ValidateOptions wired to an executor registry (executor names, executor checks).
+ValidateOptions validate_options_for(const std::filesystem::path& workspace, const std::string& plan_file,
+                                     const ExecutorRegistry& executors);
+
+// Asks run `run_id` to stop. When a live process drives it, the ledger's cancel
+// flag is set (the engine sees it within 250 ms, kills its steps and ends the run
+// "cancelled") and this waits up to `wait` for that. When no process drives it,
+// the run is marked cancelled here, its unfinished steps skipped. Returns the
+// run's status afterwards. A run that already ended is an InvalidInput error.
+Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chrono::milliseconds wait);
+
+class Engine {
+ public:
+  Engine(Store& store, EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Creates a run for `plan` (which must have passed validate_plan) and drives it.
+  // `plan_text` is the plan as submitted, stored in the ledger for resume.
+  Expected<RunOutcome> run(const Plan& plan, const std::string& plan_text);
+
+  // Continues a run from what the ledger says. With `replan_path`, the plan is
+  // replaced: done steps whose fingerprint changed re-run with their descendants.
+  Expected<RunOutcome> resume(const std::string& run_id, const std::optional<std::string>& replan_path);
+
+  // The run id of the run being driven (set as soon as it exists).
+  const std::string& run_id() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace orch

@@ -1,0 +1,27 @@
+// orch/report.h — the run report: what happened in a run, read from the ledger.
+//
+// The report is built only from ledger rows (never from an engine's memory), so
+// `orch status --json` in another process, or after a crash, says the same as the
+// `orch run --json` that drove the run. Its shape is published as
+// schemas/run-report.schema.json (validated in tests).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "orch/error.h"
+#include "orch/store.h"
+
+namespace orch {
+
+Expected<nlohmann::ordered_json> build_run_report(Store& store, const std::string& run_id);
+
+// A fixed-width table of the steps of a report (one row each) and a closing line.
+std::string format_report_table(const nlohmann::ordered_json& report);
+
+// "2026-11-30T03:12:01.123Z" for milliseconds since the epoch ("" for 0).
+std::string iso_time(std::int64_t ms);
+// "850ms", "3.2s", "4m05s", "1h02m".
+std::string human_duration(std::int64_t ms);
+
+}  // namespace orch

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12's apt registry, everything orch's build, tests,
+# fuzzers and benchmarks need. Idempotent: when every package is already
+# installed it does nothing (no `apt-get update`), so repeated runs are fast.
+# Runs as root directly, or through sudo when not root.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential g++ cmake ninja-build pkg-config make
+  # libraries
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
+  libpcre2-dev libvalijson-dev
+  # tests
+  libgtest-dev libgmock-dev sqlite3 python3
+  # fuzzing: libstdc++ 12's <expected> needs a compiler newer than clang 14
+  clang-16 libclang-rt-16-dev
+  # benchmarks (`time` is /usr/bin/time, for peak RSS)
+  hyperfine time
+)
+
+# One dpkg-query for all packages; a package dpkg has never heard of prints
+# nothing (its error goes to /dev/null) and so counts as missing.
+declare -A installed=()
+while read -r name status; do
+  if [[ "$status" == ii* ]]; then installed[$name]=1; fi
+done < <(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${packages[@]}" 2>/dev/null || true)
+missing=()
+for pkg in "${packages[@]}"; do
+  [[ -n "${installed[$pkg]:-}" ]] || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo)
+else
+  echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+"${as_root[@]}" apt-get update
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y --no-install-recommends "${packages[@]}"

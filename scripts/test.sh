@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# scripts/test.sh — every test of orch, in one command (the README's and CI's).
+#
+#   scripts/test.sh [--no-install] [--fuzz-seconds N]
+#
+# Stages, in order; a stage that fails is reported and the next ones still run:
+#   deps         scripts/install-deps.sh (apt-get; skipped with --no-install)
+#   build        build/       RelWithDebInfo, Ninja
+#   ctest        ctest in build/
+#   asan-build   build-asan/  -DORCH_SANITIZE=ON (ASan + UBSan)
+#   asan-ctest   ctest in build-asan/ with leak detection, halting on UB
+#   fuzz         fuzz/run.sh N (default 20 s per target), with clang 16
+#   crash        tests/crash/crash_test.sh (when present)
+#   bench-smoke  bench/run.sh --smoke (the benchmarks work; figures not judged)
+# The last line is "N passed, M failed" (stages); the exit status is 0 only when
+# every stage passed. Uses -j2 throughout (the CI machine has 2 cores).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+install=1
+fuzz_seconds=20
+while (($#)); do
+  case "$1" in
+    --no-install) install=0 ;;
+    --fuzz-seconds) fuzz_seconds=$2; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "scripts/test.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+jobs=2
+passed=0
+failed=0
+results=()
+started=$(date +%s)
+
+# stage NAME COMMAND...: runs one stage, records whether it passed.
+stage() {
+  local name=$1 t0 status=0
+  shift
+  t0=$(date +%s)
+  printf '\n=============== %s ===============\n' "$name"
+  "$@" || status=$?
+  local took=$(($(date +%s) - t0))
+  if ((status == 0)); then
+    passed=$((passed + 1))
+    results+=("$(printf 'PASS  %-12s %4ds' "$name" "$took")")
+  else
+    failed=$((failed + 1))
+    results+=("$(printf 'FAIL  %-12s %4ds  (exit %d)' "$name" "$took" "$status")")
+  fi
+  printf -- '--------------- %s: %s\n' "$name" "$( ((status == 0)) && echo passed || echo "FAILED (exit $status)")"
+}
+
+# skip NAME WHY: a stage that does not apply here.
+skip() {
+  results+=("$(printf 'SKIP  %-12s       (%s)' "$1" "$2")")
+  printf '\n=============== %s: skipped (%s)\n' "$1" "$2"
+}
+
+configure_and_build() {  # DIR CMAKE_ARGS...
+  local dir=$1
+  shift
+  cmake -S "$repo" -B "$repo/$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
+    cmake --build "$repo/$dir" -j "$jobs"
+}
+
+run_ctest() {  # DIR
+  ctest --test-dir "$repo/$1" --output-on-failure -j "$jobs"
+}
+
+run_asan_ctest() {
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_ctest build-asan
+}
+
+if ((install)); then
+  stage deps "$repo/scripts/install-deps.sh"
+else
+  skip deps "--no-install"
+fi
+
+stage build configure_and_build build
+if [[ ${results[-1]} == PASS* ]]; then
+  stage ctest run_ctest build
+else
+  skip ctest "build failed"
+fi
+
+stage asan-build configure_and_build build-asan -DORCH_SANITIZE=ON
+if [[ ${results[-1]} == PASS* ]]; then
+  stage asan-ctest run_asan_ctest
+else
+  skip asan-ctest "build failed"
+fi
+
+if ((fuzz_seconds > 0)); then
+  stage fuzz "$repo/fuzz/run.sh" "$fuzz_seconds"
+else
+  skip fuzz "--fuzz-seconds 0"
+fi
+
+if [[ -f "$repo/tests/crash/crash_test.sh" ]]; then
+  stage crash env ORCH_BINARY="$repo/build/orch" bash "$repo/tests/crash/crash_test.sh" "$repo/build/orch"
+else
+  skip crash "tests/crash/crash_test.sh not written yet"
+fi
+
+stage bench-smoke "$repo/bench/run.sh" --smoke --orch "$repo/build/orch"
+
+printf '\n=============== summary (%ds) ===============\n' "$(($(date +%s) - started))"
+printf '%s\n' "${results[@]}"
+echo "$passed passed, $failed failed"
+((failed == 0))

@@ -1,0 +1,61 @@
+// orch logs RUN_ID STEP [--attempt N] [--stderr]
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+
+namespace orch::cli {
+
+namespace {
+struct LogsArgs {
+  std::string run_id;
+  std::string step;
+  int attempt = 0;
+  bool err = false;
+  std::string store = kDefaultStore;
+};
+}  // namespace
+
+Command add_logs(CLI::App& app) {
+  auto args = std::make_shared<LogsArgs>();
+  CLI::App* sub = app.add_subcommand("logs", "Print the stdout (or stderr) an attempt of a step wrote.");
+  sub->add_option("RUN_ID", args->run_id, "the run")->required();
+  sub->add_option("STEP", args->step, "the step id")->required();
+  sub->add_option("--attempt", args->attempt, "attempt number (default: the latest)")->check(CLI::PositiveNumber);
+  sub->add_flag("--stderr", args->err, "print stderr instead of stdout");
+  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  return [args]() -> int {
+    auto store = open_store(args->store, true);
+    if (!store) return report_error(store.error());
+    auto run = (*store)->find_run(args->run_id);
+    if (!run) return report_error(run.error());
+    if (!*run) return report_error(Error{ErrorCode::NotFound, fmt::format("no run '{}'", args->run_id)});
+    auto attempts = (*store)->attempts(args->run_id, args->step);
+    if (!attempts) return report_error(attempts.error());
+    if (attempts->empty())
+      return report_error(Error{ErrorCode::NotFound,
+                                fmt::format("run {} has no attempts of step '{}'", args->run_id, args->step)});
+    const AttemptRecord* chosen = &attempts->back();
+    if (args->attempt > 0) {
+      chosen = nullptr;
+      for (const auto& a : *attempts)
+        if (a.number == args->attempt) chosen = &a;
+      if (!chosen)
+        return report_error(Error{ErrorCode::NotFound, fmt::format("step '{}' has no attempt {} (it has {})",
+                                                                   args->step, args->attempt, attempts->size())});
+    }
+    const std::string& path = args->err ? chosen->stderr_path : chosen->stdout_path;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return kExitSucceeded;  // the stream wrote nothing, so no file was made
+    char buf[65536];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+      std::fwrite(buf, 1, static_cast<std::size_t>(in.gcount()), stdout);
+    }
+    return kExitSucceeded;
+  };
+}
+
+}  // namespace orch::cli

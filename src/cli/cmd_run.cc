@@ -1,0 +1,114 @@
+// orch run PLAN ... and orch resume RUN_ID ...
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/plan_input.h"
+#include "cli/progress.h"
+#include "orch/engine.h"
+#include "orch/report.h"
+
+namespace orch::cli {
+
+namespace {
+
+struct RunArgs {
+  std::string plan;
+  std::string run_id;
+  std::string replan;
+  int jobs = 0;
+  bool keep_going = false;
+  std::string store = kDefaultStore;
+  std::string workspace = ".";
+  bool json = false;
+};
+
+// Drives `start` (a new run or a resume) with progress output and prints the result.
+int drive(const RunArgs& args, Store& store, const std::function<Expected<RunOutcome>(Engine&)>& start) {
+  ProgressPrinter::Mode mode = args.json        ? ProgressPrinter::Mode::Quiet
+                               : stderr_is_tty() ? ProgressPrinter::Mode::Live
+                                                 : ProgressPrinter::Mode::Lines;
+  ProgressPrinter progress(mode);
+  EngineOptions options;
+  options.workspace = args.workspace;
+  if (args.jobs > 0) options.concurrency = args.jobs;
+  options.keep_going = args.keep_going;
+  options.handle_signals = true;
+  options.on_progress = [&progress](const ProgressEvent& e) { progress.on_event(e); };
+  options.on_started = [&args, &store](const std::string& id) {
+    if (!args.json)
+      std::fprintf(stderr, "orch: run %s (store %s)\n", id.c_str(), store.folder().string().c_str());
+  };
+  Engine engine(store, options);
+  auto outcome = start(engine);
+  progress.finish();
+  if (!outcome) return report_error(outcome.error());
+  auto report = build_run_report(store, outcome->run_id);
+  if (!report) return report_error(report.error());
+  if (args.json) {
+    std::printf("%s\n", report->dump(2).c_str());
+  } else if (mode == ProgressPrinter::Mode::Live) {
+    std::printf("%s", format_report_table(*report).c_str());
+  } else {
+    std::string table = format_report_table(*report);
+    // The per-step lines were printed as steps finished; end with the summary lines.
+    std::size_t pos = table.find("\nrun ");
+    std::printf("%s", pos == std::string::npos ? table.c_str() : table.substr(pos + 1).c_str());
+  }
+  return outcome->exit_code();
+}
+
+}  // namespace
+
+Command add_run(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* sub = app.add_subcommand("run", "Validate a plan, then run it to the end through the ledger.");
+  sub->add_option("PLAN", args->plan, "plan file (YAML or JSON)")->required();
+  sub->add_option("-j,--jobs", args->jobs, "steps run at once (default: the plan's concurrency, else #CPUs)")
+      ->check(CLI::PositiveNumber);
+  sub->add_flag("--keep-going", args->keep_going,
+                "on a failed step, go on with independent branches (on_failure: continue)");
+  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  sub->add_option("--workspace", args->workspace, "folder steps run in (default: .)");
+  sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json) instead of progress");
+  return [args]() -> int {
+    auto executors = ExecutorRegistry::with_builtins();
+    PlanInput in = read_and_validate(args->plan, args->workspace, executors);
+    if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});
+    if (!in.problems.empty()) {
+      print_problems(in.problems);
+      std::fprintf(stderr, "orch: %s is not valid (%zu problem%s); nothing was run\n", args->plan.c_str(),
+                   in.problems.size(), in.problems.size() == 1 ? "" : "s");
+      return kExitInvalid;
+    }
+    auto store = open_store(args->store, false);
+    if (!store) return report_error(store.error());
+    return drive(*args, **store, [&in](Engine& engine) { return engine.run(in.plan, in.text); });
+  };
+}
+
+Command add_resume(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "resume", "Continue a run after a crash, kill, interrupt or failure; done steps are never re-run.");
+  sub->add_option("RUN_ID", args->run_id, "the run to continue")->required();
+  sub->add_option("-j,--jobs", args->jobs, "steps run at once (default: as the run was started)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--replan", args->replan,
+                  "continue with an edited plan: done steps whose fingerprint changed re-run, with their descendants");
+  sub->add_flag("--keep-going", args->keep_going, "on a failed step, go on with independent branches");
+  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  sub->add_flag("--json", args->json, "print the run report instead of progress");
+  return [args]() -> int {
+    auto store = open_store(args->store, true);
+    if (!store) return report_error(store.error());
+    std::optional<std::string> replan;
+    if (!args->replan.empty()) replan = args->replan;
+    return drive(*args, **store, [&](Engine& engine) { return engine.resume(args->run_id, replan); });
+  };
+}
+
+}  // namespace orch::cli

@@ -1,0 +1,113 @@
+// orch status [RUN_ID] [--json] [--watch]   and   orch runs [--json]
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "engine/run_lock.h"
+#include "orch/report.h"
+
+namespace orch::cli {
+
+namespace {
+struct StatusArgs {
+  std::string run_id;
+  std::string store = kDefaultStore;
+  bool json = false;
+  bool watch = false;
+  double interval = 1.0;
+};
+
+bool is_running(const nlohmann::ordered_json& report) { return report["run"]["status"] == "running"; }
+
+std::string header(const nlohmann::ordered_json& r) {
+  const auto& run = r["run"];
+  std::string driven = run["status"] == "running" ? (run["active"].get<bool>() ? " (active)" : " (no live process: resume it)") : "";
+  return fmt::format("run {}  {}  plan {}\nstatus {}{}\n", run["id"].get<std::string>(),
+                     run["name"].get<std::string>(), run["plan"].get<std::string>(),
+                     run["status"].get<std::string>(), driven);
+}
+}  // namespace
+
+Command add_status(CLI::App& app) {
+  auto args = std::make_shared<StatusArgs>();
+  CLI::App* sub = app.add_subcommand("status", "Show a run (default: the newest) from the ledger; safe while it runs.");
+  sub->add_option("RUN_ID", args->run_id, "the run to show (default: the newest)");
+  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json)");
+  sub->add_flag("--watch", args->watch, "redraw until the run ends");
+  sub->add_option("--interval", args->interval, "seconds between redraws with --watch (default 1)")
+      ->check(CLI::PositiveNumber);
+  return [args]() -> int {
+    auto store = open_store(args->store, true);
+    if (!store) return report_error(store.error());
+    std::string id = args->run_id;
+    if (id.empty()) {
+      auto latest = latest_run_id(**store);
+      if (!latest) return report_error(latest.error());
+      id = *latest;
+    }
+    for (;;) {
+      auto report = build_run_report(**store, id);
+      if (!report) return report_error(report.error());
+      // A run marked running whose lock no process holds was orphaned by a crash.
+      if (args->json) {
+        std::printf("%s\n", report->dump(2).c_str());
+      } else {
+        if (args->watch && stdout_is_tty()) std::printf("\033[H\033[2J");
+        std::printf("%s%s", header(*report).c_str(), format_report_table(*report).c_str());
+      }
+      std::fflush(stdout);
+      if (!args->watch || !is_running(*report) || !(*report)["run"]["active"].get<bool>()) {
+        return args->watch ? exit_code_for(parse_run_status((*report)["run"]["status"].get<std::string>())
+                                               .value_or(RunStatus::Failed))
+                           : kExitSucceeded;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(args->interval * 1000)));
+      if (!args->json && !stdout_is_tty()) std::printf("\n");
+    }
+  };
+}
+
+Command add_runs(CLI::App& app) {
+  auto args = std::make_shared<StatusArgs>();
+  CLI::App* sub = app.add_subcommand("runs", "List the runs in the store, newest first.");
+  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  sub->add_flag("--json", args->json, "print the list as JSON");
+  return [args]() -> int {
+    auto store = open_store(args->store, true);
+    if (!store) return report_error(store.error());
+    auto runs = (*store)->list_runs();
+    if (!runs) return report_error(runs.error());
+    if (args->json) {
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (const auto& r : *runs) {
+        list.push_back({{"id", r.id},
+                        {"name", r.name},
+                        {"status", run_status_name(r.status)},
+                        {"reason", r.reason},
+                        {"plan", r.plan_path},
+                        {"workspace", r.workspace},
+                        {"created_at", iso_time(r.created_at)},
+                        {"finished_at", iso_time(r.finished_at)},
+                        {"spent_tokens", r.spent_tokens},
+                        {"spent_cost_usd", r.spent_cost_usd},
+                        {"spent_attempts", r.spent_attempts},
+                        {"active", r.status == RunStatus::Running && RunLock::is_held((*store)->folder(), r.id)}});
+      }
+      std::printf("%s\n", list.dump(2).c_str());
+      return kExitSucceeded;
+    }
+    std::printf("%-21s  %-16s  %-16s  %-24s  %8s  %s\n", "RUN", "STATUS", "NAME", "STARTED", "ATTEMPTS", "PLAN");
+    for (const auto& r : *runs) {
+      std::printf("%-21s  %-16s  %-16s  %-24s  %8lld  %s\n", r.id.c_str(), run_status_name(r.status),
+                  r.name.substr(0, 16).c_str(), iso_time(r.created_at).c_str(),
+                  static_cast<long long>(r.spent_attempts), r.plan_path.c_str());
+    }
+    return kExitSucceeded;
+  };
+}
+
+}  // namespace orch::cli

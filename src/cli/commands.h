@@ -1,0 +1,20 @@
+// cli/commands.h — one function per subcommand: registers its flags on the CLI11
+// app and returns the callback that runs it (returning the exit code).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace orch::cli {
+
+using Command = std::function<int()>;
+
+Command add_validate(CLI::App& app);
+Command add_run(CLI::App& app);
+Command add_resume(CLI::App& app);
+Command add_status(CLI::App& app);
+Command add_runs(CLI::App& app);
+Command add_logs(CLI::App& app);
+Command add_cancel(CLI::App& app);
+
+}  // namespace orch::cli

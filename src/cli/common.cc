@@ -1,0 +1,41 @@
+#include "cli/common.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace orch::cli {
+
+int exit_code_for_error(const Error& e) {
+  switch (e.code) {
+    case ErrorCode::InvalidInput:
+    case ErrorCode::NotFound:
+    case ErrorCode::Busy: return kExitInvalid;
+    default: return kExitFailed;
+  }
+}
+
+int report_error(const Error& e) {
+  std::fprintf(stderr, "orch: %s\n", e.message.c_str());
+  return exit_code_for_error(e);
+}
+
+Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_exist) {
+  if (must_exist && !std::filesystem::exists(path))
+    return fail(ErrorCode::NotFound,
+                fmt::format("no orch store at {} (run `orch run PLAN` first, or pass --store PATH)", path));
+  return open_sqlite_store(path);
+}
+
+Expected<std::string> latest_run_id(Store& store) {
+  auto runs = ORCH_TRY(store.list_runs());
+  if (runs.empty()) return fail(ErrorCode::NotFound, "the store has no runs yet");
+  return runs.front().id;
+}
+
+bool stdout_is_tty() { return isatty(STDOUT_FILENO) == 1; }
+bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
+
+}  // namespace orch::cli

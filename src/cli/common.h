@@ -1,0 +1,32 @@
+// cli/common.h — what every subcommand shares: opening the store, reporting
+// errors with the right exit code, and terminal detection.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "orch/engine.h"
+#include "orch/error.h"
+#include "orch/store.h"
+
+namespace orch::cli {
+
+constexpr const char* kDefaultStore = ".orch/orch.db";
+
+// Exit code for an error: invalid input, unknown run, busy run → 2; everything else → 1.
+int exit_code_for_error(const Error& e);
+
+// Prints "orch: <message>" to stderr and returns the exit code for it.
+int report_error(const Error& e);
+
+// Opens the ledger; when `must_exist`, a missing database is a NotFound error
+// ("no orch store at .orch/orch.db (run `orch run PLAN` first, or pass --store)").
+Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_exist);
+
+// The newest run in the store, for commands whose RUN_ID is optional.
+Expected<std::string> latest_run_id(Store& store);
+
+bool stdout_is_tty();
+bool stderr_is_tty();
+
+}  // namespace orch::cli

@@ -1,0 +1,41 @@
+#include "cli/plan_input.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "orch/engine.h"
+#include "orch/plan_loader.h"
+#include "orch/validate.h"
+
+namespace orch::cli {
+
+PlanInput read_and_validate(const std::string& path, const std::string& workspace, const ExecutorRegistry& executors) {
+  PlanInput in;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    in.readable = false;
+    in.read_error = path + ": cannot read the plan file";
+    return in;
+  }
+  std::stringstream ss;
+  ss << file.rdbuf();
+  in.text = ss.str();
+  LoadResult loaded = parse_plan(in.text, path);
+  in.plan = std::move(loaded.plan);
+  in.problems = std::move(loaded.diagnostics);
+  // Every problem at once: the checks of what could be read run even when some
+  // fields could not be read, and the two lists are merged in file order.
+  Diagnostics semantic = validate_plan(in.plan, validate_options_for(workspace, path, executors));
+  in.problems.insert(in.problems.end(), semantic.begin(), semantic.end());
+  std::stable_sort(in.problems.begin(), in.problems.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+  return in;
+}
+
+void print_problems(const Diagnostics& problems) {
+  for (const auto& d : problems) std::fprintf(stderr, "%s\n", d.to_string().c_str());
+}
+
+}  // namespace orch::cli

@@ -1,0 +1,25 @@
+// cli/plan_input.h — reading a plan file and validating it completely.
+#pragma once
+
+#include <string>
+
+#include "orch/diagnostic.h"
+#include "orch/executor.h"
+#include "orch/plan.h"
+
+namespace orch::cli {
+
+struct PlanInput {
+  Plan plan;
+  std::string text;       // the file as submitted
+  Diagnostics problems;   // parse and validation problems, all of them
+  bool readable = true;   // false when the file could not be read at all
+  std::string read_error;
+};
+
+PlanInput read_and_validate(const std::string& path, const std::string& workspace, const ExecutorRegistry& executors);
+
+// Prints every problem, one per line, to stderr.
+void print_problems(const Diagnostics& problems);
+
+}  // namespace orch::cli

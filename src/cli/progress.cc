@@ -1,0 +1,50 @@
+#include "cli/progress.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "orch/report.h"
+
+namespace orch::cli {
+
+ProgressPrinter::ProgressPrinter(Mode mode) : mode_(mode), start_(std::chrono::steady_clock::now()) {}
+
+namespace {
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+}  // namespace
+
+void ProgressPrinter::draw(const ProgressEvent& e) {
+  auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_);
+  std::string line = fmt::format("[{}/{}] {} running, {} failed, {} skipped  {}  tokens {}", e.done, e.total,
+                                 e.running, e.failed, e.skipped, human_duration(elapsed.count()), e.tokens);
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void ProgressPrinter::on_event(const ProgressEvent& e) {
+  if (mode_ == Mode::Quiet) return;
+  if (mode_ == Mode::Lines) {
+    if (e.kind != ProgressEvent::Kind::StepFinished) return;
+    std::string status = step_status_name(e.step_status);
+    std::string detail = e.reason.empty() ? "" : "  " + first_line(e.reason);
+    std::printf("%-9s %s  (attempt %d, %s)%s\n", status.c_str(), e.step_id.c_str(), e.attempt,
+                human_duration(e.duration_ms).c_str(), detail.c_str());
+    std::fflush(stdout);
+    return;
+  }
+  if (e.kind == ProgressEvent::Kind::StepFinished && e.step_status == StepStatus::Failed) {
+    std::fprintf(stderr, "\r\033[Kfailed    %s: %s\n", e.step_id.c_str(), first_line(e.reason).c_str());
+  }
+  draw(e);
+}
+
+void ProgressPrinter::finish() {
+  if (mode_ == Mode::Live && drawn_) {
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+}
+
+}  // namespace orch::cli

@@ -1,0 +1,30 @@
+// cli/progress.h — what `orch run` and `orch resume` print while a run goes.
+//
+// On a terminal (stderr is a TTY): one live progress line, redrawn in place
+// (done/running/failed/total, elapsed, tokens), with failed steps printed above it.
+// Otherwise: one plain line per finished step on stdout, nothing redrawn.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "orch/engine.h"
+
+namespace orch::cli {
+
+class ProgressPrinter {
+ public:
+  enum class Mode { Live, Lines, Quiet };
+  explicit ProgressPrinter(Mode mode);
+  void on_event(const ProgressEvent& e);
+  // Clears the live line (before the summary is printed).
+  void finish();
+
+ private:
+  void draw(const ProgressEvent& e);
+  Mode mode_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace orch::cli

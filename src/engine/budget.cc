@@ -1,0 +1,57 @@
+#include "engine/budget.h"
+
+#include <fmt/format.h>
+
+namespace orch {
+
+BudgetGuard::BudgetGuard(BudgetLimits limits, Spend spent, std::int64_t wall_ms_before)
+    : limits_(limits), spent_(spent), wall_before_(wall_ms_before) {}
+
+std::optional<std::string> BudgetGuard::shortfall(const Spend& r, std::int64_t wall_ms_now) const {
+  if (auto why = exhausted(wall_ms_now)) return why;
+  if (limits_.attempts && spent_.attempts + reserved_.attempts + r.attempts > *limits_.attempts)
+    return fmt::format("attempts: {} made + {} running + {} > limit {}", spent_.attempts, reserved_.attempts,
+                       r.attempts, *limits_.attempts);
+  if (limits_.tokens && spent_.tokens + reserved_.tokens + r.tokens > *limits_.tokens)
+    return fmt::format("tokens: {} spent + {} reserved + {} needed > limit {}", spent_.tokens, reserved_.tokens,
+                       r.tokens, *limits_.tokens);
+  if (limits_.cost_usd && spent_.cost_usd + reserved_.cost_usd + r.cost_usd > *limits_.cost_usd + 1e-12)
+    return fmt::format("cost: ${:.4f} spent + ${:.4f} reserved + ${:.4f} needed > limit ${:.4f}", spent_.cost_usd,
+                       reserved_.cost_usd, r.cost_usd, *limits_.cost_usd);
+  return std::nullopt;
+}
+
+void BudgetGuard::reserve(const Spend& r) {
+  reserved_.tokens += r.tokens;
+  reserved_.cost_usd += r.cost_usd;
+  reserved_.attempts += r.attempts;
+}
+
+void BudgetGuard::settle(const Spend& r, const Spend& actual) {
+  reserved_.tokens -= r.tokens;
+  reserved_.cost_usd -= r.cost_usd;
+  reserved_.attempts -= r.attempts;
+  spent_.tokens += actual.tokens;
+  spent_.cost_usd += actual.cost_usd;
+  spent_.attempts += actual.attempts;
+}
+
+std::optional<std::string> BudgetGuard::exhausted(std::int64_t wall_ms_now) const {
+  // A zero spend never exhausts: a budget of 0 tokens still admits steps that cost none.
+  if (limits_.tokens && spent_.tokens > 0 && spent_.tokens >= *limits_.tokens)
+    return fmt::format("tokens: {} spent of {}", spent_.tokens, *limits_.tokens);
+  if (limits_.cost_usd && spent_.cost_usd > 0 && spent_.cost_usd >= *limits_.cost_usd)
+    return fmt::format("cost: ${:.4f} spent of ${:.4f}", spent_.cost_usd, *limits_.cost_usd);
+  if (limits_.attempts && spent_.attempts >= *limits_.attempts)
+    return fmt::format("attempts: {} made of {}", spent_.attempts, *limits_.attempts);
+  if (limits_.wall && wall_before_ + wall_ms_now >= limits_.wall->count())
+    return fmt::format("wall: {} ms used of {} ms", wall_before_ + wall_ms_now, limits_.wall->count());
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> BudgetGuard::wall_left(std::int64_t wall_ms_now) const {
+  if (!limits_.wall) return std::nullopt;
+  return limits_.wall->count() - wall_before_ - wall_ms_now;
+}
+
+}  // namespace orch

@@ -1,0 +1,55 @@
+// engine/budget.h — reserve-then-settle accounting of a run's budgets.
+//
+// Before a step is dispatched the engine reserves what its attempt may spend
+// (the step's declared budget, or its executor's estimate) plus one attempt; the
+// step starts only if the plan's remaining budget covers spent + reserved + this
+// reservation. After the attempt the reservation is released and the actual
+// figures are charged (failed attempts too). So a wave of parallel steps can
+// never overshoot a budget through dispatch; only an executor that spends more
+// than it reserved can, and then the run stops at once.
+// Wall time is the time the run has been driven, summed over resumes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "orch/plan.h"
+
+namespace orch {
+
+struct Spend {
+  std::int64_t tokens = 0;
+  double cost_usd = 0;
+  std::int64_t attempts = 0;
+};
+
+class BudgetGuard {
+ public:
+  BudgetGuard(BudgetLimits limits, Spend spent, std::int64_t wall_ms_before);
+
+  // nullopt when `reservation` fits in what is left; otherwise why not
+  // ("tokens: 900 spent + 200 reserved + 150 needed > 1000").
+  std::optional<std::string> shortfall(const Spend& reservation, std::int64_t wall_ms_now) const;
+  void reserve(const Spend& reservation);
+  // Releases `reservation` and charges `actual`.
+  void settle(const Spend& reservation, const Spend& actual);
+
+  // Non-empty when what was actually spent already reaches a limit.
+  std::optional<std::string> exhausted(std::int64_t wall_ms_now) const;
+  // Milliseconds of wall budget left (nullopt: unlimited).
+  std::optional<std::int64_t> wall_left(std::int64_t wall_ms_now) const;
+
+  const Spend& spent() const { return spent_; }
+  const BudgetLimits& limits() const { return limits_; }
+  std::int64_t wall_ms_before() const { return wall_before_; }
+
+ private:
+  BudgetLimits limits_;
+  Spend spent_;
+  Spend reserved_;
+  std::int64_t wall_before_ = 0;
+};
+
+}  // namespace orch

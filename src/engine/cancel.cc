@@ -1,0 +1,82 @@
+// cancel_run (engine.h): stopping a run from another process.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "engine/run_lock.h"
+#include "orch/engine.h"
+
+namespace orch {
+
+namespace {
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Expected<void> event(Store& store, const std::string& run_id, const std::string& kind, const std::string& step = "",
+                     int attempt = 0, const nlohmann::json& data = nlohmann::json::object()) {
+  EventRecord e{0, run_id, now_ms(), kind, step, attempt, data.dump()};
+  ORCH_TRY(store.append_event(e));
+  return {};
+}
+
+// Marks a run that no process drives as cancelled, under its lock.
+Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*/) {
+  ORCH_TRY(store.begin());
+  ORCH_TRY(event(store, run.id, "cancel_requested", "", 0, {{"by_pid", getpid()}}));
+  for (AttemptRecord a : ORCH_TRY(store.attempts(run.id))) {
+    if (a.status != AttemptStatus::Running) continue;
+    a.status = AttemptStatus::Interrupted;
+    a.counted = false;
+    a.ending = "interrupted";
+    a.reason = "interrupted: the orch process driving it stopped";
+    a.finished_at = now_ms();
+    ORCH_TRY(store.finish_attempt(a));
+    ORCH_TRY(event(store, run.id, "attempt_interrupted", a.step_id, a.number));
+  }
+  for (StepRecord s : ORCH_TRY(store.steps(run.id))) {
+    if (s.status != StepStatus::Pending && s.status != StepStatus::Running) continue;
+    s.status = StepStatus::Skipped;
+    s.reason = "not started: run cancelled";
+    ORCH_TRY(store.upsert_step(s));
+    ORCH_TRY(event(store, run.id, "step_skipped", s.step_id, 0, {{"reason", s.reason}}));
+  }
+  run.status = RunStatus::Cancelled;
+  run.reason = "cancelled by `orch cancel`";
+  run.exit_code = exit_code_for(RunStatus::Cancelled);
+  run.finished_at = run.updated_at = now_ms();
+  run.owner_pid = 0;
+  ORCH_TRY(store.update_run(run));
+  ORCH_TRY(event(store, run.id, "run_finished", "", 0, {{"status", "cancelled"}, {"reason", run.reason}}));
+  ORCH_TRY(store.commit());
+  return RunStatus::Cancelled;
+}
+}  // namespace
+
+Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chrono::milliseconds wait) {
+  auto found = ORCH_TRY(store.find_run(run_id));
+  if (!found) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+  RunRecord run = *found;
+  if (run.status != RunStatus::Running && run.status != RunStatus::Interrupted)
+    return fail(ErrorCode::InvalidInput, fmt::format("run {} already ended: {}", run_id, run_status_name(run.status)));
+  auto lock = RunLock::acquire(store.folder(), run_id);
+  if (lock) return cancel_idle_run(store, run, std::move(*lock));
+  if (lock.error().code != ErrorCode::Busy) return std::unexpected(lock.error());
+
+  // A live process drives it: ask, then wait for it to notice.
+  ORCH_TRY(store.begin());
+  ORCH_TRY(store.request_cancel(run_id));
+  ORCH_TRY(event(store, run_id, "cancel_requested", "", 0, {{"by_pid", getpid()}}));
+  ORCH_TRY(store.commit());
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    auto now_run = ORCH_TRY(store.find_run(run_id));
+    if (now_run && now_run->status != RunStatus::Running) return now_run->status;
+    if (std::chrono::steady_clock::now() >= deadline) return RunStatus::Running;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace orch

@@ -1,0 +1,263 @@
+// Building the scheduler's state: a new run, or a resume (with or without --replan).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "engine/attempt_render.h"
+#include "engine/scheduler.h"
+#include "engine/snapshot.h"
+#include "orch/plan_loader.h"
+#include "orch/validate.h"
+
+namespace orch {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string new_run_id() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::random_device rd;
+  return fmt::format("{:04}{:02}{:02}-{:02}{:02}{:02}-{:04x}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
+}
+
+int default_concurrency() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+std::string diagnostics_text(const Diagnostics& d) {
+  std::string out;
+  for (const auto& x : d) out += (out.empty() ? "" : "\n") + x.to_string();
+  return out;
+}
+
+}  // namespace
+
+Expected<void> Scheduler::load_plan_state(Plan plan) {
+  plan_ = std::move(plan);
+  std::vector<StepState> old = std::move(steps_);
+  steps_.clear();
+  steps_.resize(plan_.steps.size());
+  index_of_.clear();
+  for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+    index_of_[plan_.steps[i].id] = static_cast<int>(i);
+  }
+  for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+    StepState& s = steps_[i];
+    s.step = &plan_.steps[i];
+    s.executor = executors_->find(s.step->executor);
+    if (s.executor == nullptr)
+      return fail(ErrorCode::InvalidInput, fmt::format("step '{}': unknown executor '{}'", s.step->id, s.step->executor));
+    for (const auto& d : s.step->deps) {
+      auto it = index_of_.find(d);
+      if (it == index_of_.end())
+        return fail(ErrorCode::InvalidInput, fmt::format("step '{}': unknown dependency '{}'", s.step->id, d));
+      steps_[static_cast<std::size_t>(it->second)].children.push_back(static_cast<int>(i));
+    }
+  }
+  for (auto& o : old) {
+    auto it = index_of_.find(o.rec.step_id);
+    if (it != index_of_.end()) steps_[static_cast<std::size_t>(it->second)].rec = std::move(o.rec);
+  }
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    StepState& s = steps_[i];
+    if (s.rec.step_id.empty()) {
+      s.rec.run_id = run_.id;
+      s.rec.step_id = s.step->id;
+      s.rec.status = StepStatus::Pending;
+    }
+    s.rec.idx = static_cast<int>(i);
+    s.rec.goal = s.step->goal;
+    s.rec.executor = s.step->executor;
+  }
+  return {};
+}
+
+void Scheduler::index_ready() {
+  ready_.clear();
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    StepState& s = steps_[i];
+    s.deps_left = 0;
+    for (const auto& d : s.step->deps)
+      if (steps_[static_cast<std::size_t>(index_of_[d])].rec.status != StepStatus::Done) ++s.deps_left;
+    if (s.rec.status == StepStatus::Pending && s.deps_left == 0) ready_.insert(static_cast<int>(i));
+  }
+}
+
+Expected<void> Scheduler::prepare_new(const Plan& plan, const std::string& plan_text) {
+  std::error_code ec;
+  fs::path workspace = fs::canonical(options_.workspace, ec);
+  if (ec)
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("workspace '{}' is not a usable folder: {}", options_.workspace.string(), ec.message()));
+  run_ = RunRecord{};
+  run_.id = new_run_id();
+  run_.name = plan.name;
+  run_.plan_path = plan.source_path.empty() ? "" : fs::absolute(plan.source_path).string();
+  run_.workspace = workspace.string();
+  run_.concurrency = options_.concurrency.value_or(plan.concurrency.value_or(default_concurrency()));
+  run_.keep_going = options_.keep_going;
+  run_.created_at = run_.updated_at = now_ms();
+  run_.owner_pid = static_cast<int>(getpid());
+  run_.status = RunStatus::Running;
+  lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
+
+  ORCH_TRY(load_plan_state(plan));
+  budget_.emplace(plan_.budget, Spend{}, 0);
+
+  ORCH_TRY(tx());
+  ORCH_TRY(store_.insert_run(run_));
+  ORCH_TRY(store_.insert_plan_version(PlanVersion{run_.id, 1, run_.plan_path, plan_text, run_.created_at}));
+  for (auto& s : steps_) ORCH_TRY(store_.upsert_step(s.rec));
+  event("run_started", "", 0,
+        {{"plan", run_.plan_path}, {"steps", steps_.size()}, {"concurrency", run_.concurrency}, {"pid", getpid()}});
+  if (store_error_) return std::unexpected(*store_error_);
+  return commit();
+}
+
+Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::optional<std::string>& replan_path) {
+  auto found = ORCH_TRY(store_.find_run(run_id));
+  if (!found) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
+  run_ = *found;
+  lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
+
+  // The plan: the latest version in the ledger, or the replacement.
+  PlanVersion stored = ORCH_TRY(store_.latest_plan(run_.id));
+  std::string text = stored.text;
+  std::string path = stored.path;
+  if (replan_path) {
+    std::ifstream in(*replan_path, std::ios::binary);
+    if (!in) return fail(ErrorCode::NotFound, fmt::format("{}: cannot read plan", *replan_path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    path = fs::absolute(*replan_path).string();
+  }
+  LoadResult loaded = parse_plan(text, path.empty() ? "<stored plan>" : path);
+  Diagnostics problems = loaded.diagnostics;
+  if (problems.empty()) problems = validate_plan(loaded.plan, validate_options_for(run_.workspace, path, *executors_));
+  if (!problems.empty()) return fail(ErrorCode::InvalidInput, diagnostics_text(problems));
+  loaded.plan.source_path = path;
+
+  std::vector<StepRecord> rows = ORCH_TRY(store_.steps(run_.id));
+  std::vector<AttemptRecord> attempts = ORCH_TRY(store_.attempts(run_.id));
+  RunStatus previous = run_.status;
+  run_.status = RunStatus::Running;
+  run_.owner_pid = static_cast<int>(getpid());
+  run_.finished_at = 0;
+  run_.exit_code = -1;
+  run_.reason.clear();
+  run_.cancel_requested = false;
+  if (options_.concurrency) run_.concurrency = *options_.concurrency;
+  if (options_.keep_going) run_.keep_going = true;
+
+  ORCH_TRY(tx());
+  event("run_resumed", "", 0, {{"previous_status", run_status_name(previous)}, {"pid", getpid()}});
+
+  // Attempts the dead process left running: interrupted, not counted, workspace restored.
+  for (AttemptRecord a : attempts) {
+    if (a.status != AttemptStatus::Running) continue;
+    a.status = AttemptStatus::Interrupted;
+    a.counted = false;
+    a.ending = "interrupted";
+    a.reason = "interrupted: the orch process driving it stopped";
+    a.finished_at = now_ms();
+    ORCH_TRY(store_.finish_attempt(a));
+    std::string restored;
+    if (!a.snapshot_dir.empty() && fs::exists(fs::path(a.snapshot_dir) / "manifest.json")) {
+      auto r = restore_snapshot(a.snapshot_dir);
+      restored = r ? "restored" : r.error().message;
+    }
+    event("attempt_interrupted", a.step_id, a.number, {{"writes", restored}});
+  }
+
+  // Step rows: done stays done; everything else gets another chance.
+  std::map<std::string, StepRecord> by_id;
+  for (auto& r : rows) by_id[r.step_id] = std::move(r);
+  std::vector<StepState> seeded(loaded.plan.steps.size());
+  for (std::size_t i = 0; i < loaded.plan.steps.size(); ++i) {
+    auto it = by_id.find(loaded.plan.steps[i].id);
+    if (it == by_id.end()) continue;
+    StepRecord& r = it->second;
+    if (r.status != StepStatus::Done) {
+      if (r.status == StepStatus::Failed || r.status == StepStatus::Skipped || r.status == StepStatus::Cancelled)
+        event("step_reset", r.step_id, 0, {{"why", "resume"}, {"previous_status", step_status_name(r.status)}});
+      r.status = StepStatus::Pending;
+      r.attempts_counted = 0;
+      r.reason.clear();
+      r.finished_at = 0;
+    }
+    seeded[i].rec = std::move(r);
+    by_id.erase(it);
+  }
+  // Steps the new plan no longer has.
+  for (auto& [id, r] : by_id) {
+    if (r.status == StepStatus::Done) continue;
+    r.status = StepStatus::Skipped;
+    r.reason = "removed from the plan by --replan";
+    ORCH_TRY(store_.upsert_step(r));
+    event("step_skipped", id, 0, {{"reason", r.reason}});
+  }
+  steps_ = std::move(seeded);
+  Plan plan = std::move(loaded.plan);
+  ORCH_TRY(load_plan_state(std::move(plan)));
+
+  if (replan_path) {
+    ++run_.plan_version;
+    run_.plan_path = path;
+    ORCH_TRY(store_.insert_plan_version(PlanVersion{run_.id, run_.plan_version, path, text, now_ms()}));
+    event("plan_replaced", "", 0, {{"version", run_.plan_version}, {"path", path}});
+    // A done step whose fingerprint changed re-runs, and so do its descendants.
+    std::vector<int> order = topological_order(plan_);
+    std::vector<bool> reset(steps_.size(), false);
+    for (int i : order) {
+      StepState& s = steps_[static_cast<std::size_t>(i)];
+      bool parent_reset = false;
+      for (const auto& d : s.step->deps) parent_reset = parent_reset || reset[static_cast<std::size_t>(index_of_[d])];
+      if (s.rec.status != StepStatus::Done) {
+        reset[static_cast<std::size_t>(i)] = true;
+        continue;
+      }
+      std::string why;
+      if (parent_reset) {
+        why = "an ancestor re-runs";
+      } else {
+        auto fp = step_fingerprint(*s.step, result_lookup());
+        if (!fp) {
+          why = "cannot render: " + fp.error().message;
+        } else if (*fp != s.rec.fingerprint) {
+          why = "fingerprint changed";
+        }
+      }
+      if (why.empty()) continue;
+      reset[static_cast<std::size_t>(i)] = true;
+      s.rec.status = StepStatus::Pending;
+      s.rec.attempts_counted = 0;
+      s.rec.result.clear();
+      s.rec.finished_at = 0;
+      event("step_reset", s.step->id, 0, {{"why", why}});
+    }
+  }
+  for (auto& s : steps_) {
+    s.rec.run_id = run_.id;
+    ORCH_TRY(store_.upsert_step(s.rec));
+  }
+  ORCH_TRY(store_.update_run(run_));
+  if (store_error_) return std::unexpected(*store_error_);
+  ORCH_TRY(commit());
+
+  Spend spent{run_.spent_tokens, run_.spent_cost_usd, run_.spent_attempts};
+  budget_.emplace(plan_.budget, spent, run_.spent_wall_ms);
+  return {};
+}
+
+}  // namespace orch

@@ -1,0 +1,483 @@
+// Engine tests: real plans, a real SQLite ledger, real processes.
+#include "orch/engine.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "engine/run_lock.h"
+#include "orch/plan_loader.h"
+#include "orch/report.h"
+#include "orch/validate.h"
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+using orch::testing::read_file;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+namespace fs = std::filesystem;
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(ws());
+    auto s = open_sqlite_store(dir_ / "store" / "orch.db");
+    ASSERT_TRUE(s) << s.error().message;
+    store_ = std::move(*s);
+  }
+
+  fs::path ws() const { return dir_ / "ws"; }
+
+  Plan load(const std::string& yaml) {
+    fs::path file = dir_ / "plan.yaml";
+    write_file(file, yaml);
+    LoadResult r = parse_plan(yaml, file.string());
+    std::string all;
+    for (const auto& d : r.diagnostics) all += d.to_string() + "\n";
+    EXPECT_TRUE(r.diagnostics.empty()) << all;
+    auto registry = ExecutorRegistry::with_builtins();
+    Diagnostics v = validate_plan(r.plan, validate_options_for(ws(), file.string(), registry));
+    for (const auto& d : v) all += d.to_string() + "\n";
+    EXPECT_TRUE(v.empty()) << all;
+    text_ = yaml;
+    return r.plan;
+  }
+
+  RunOutcome run(const std::string& yaml, EngineOptions options = {}) {
+    Plan plan = load(yaml);
+    options.workspace = ws();
+    Engine engine(*store_, options);
+    auto out = engine.run(plan, text_);
+    EXPECT_TRUE(out) << (out ? "" : out.error().message);
+    return out ? *out : RunOutcome{};
+  }
+
+  RunOutcome resume(const std::string& id, std::optional<std::string> replan = std::nullopt) {
+    Engine engine(*store_, EngineOptions{});
+    auto out = engine.resume(id, replan);
+    EXPECT_TRUE(out) << (out ? "" : out.error().message);
+    return out ? *out : RunOutcome{};
+  }
+
+  StepRecord step(const std::string& run_id, const std::string& id) {
+    auto steps = store_->steps(run_id);
+    for (auto& s : *steps)
+      if (s.step_id == id) return s;
+    ADD_FAILURE() << "no step " << id;
+    return {};
+  }
+
+  std::vector<AttemptRecord> attempts(const std::string& run_id, const std::string& id) {
+    return *store_->attempts(run_id, id);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+  std::string text_;
+};
+
+TEST_F(EngineTest, RunsADagAndPassesResultsThroughPlaceholders) {
+  auto out = run(R"(
+name: dag
+steps:
+  - id: a
+    run: [echo, "hello world"]
+  - id: b
+    executor: builtin:echo
+    deps: [a]
+    inputs: {text: "got ${steps.a.result}!"}
+  - id: c
+    deps: [b]
+    run: [sh, -c, 'printf "%s|%s" "$1" "$ORCH_IN_x" > c.txt', sh, "${steps.b.result}"]
+    inputs: {x: "#E0"}
+    post: [{file_contains: {path: c.txt, text: "got hello world!|hello world"}}]
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(out.exit_code(), 0);
+  EXPECT_EQ(read_file(ws() / "c.txt"), "got hello world!|hello world");
+  EXPECT_EQ(step(out.run_id, "b").result, "got hello world!");
+  auto events = *store_->events(out.run_id);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().kind, "run_started");
+  EXPECT_EQ(events.back().kind, "run_finished");
+  for (std::size_t i = 1; i < events.size(); ++i) EXPECT_LT(events[i - 1].seq, events[i].seq);
+}
+
+TEST_F(EngineTest, ShScriptsSeePlaceholdersAsShellVariablesNeverAsCode) {
+  auto out = run(R"(
+steps:
+  - id: evil
+    executor: builtin:echo
+    inputs: {text: "$(touch pwned); `touch pwned2`; ' \" ;"}
+  - id: use
+    deps: [evil]
+    sh: 'printf "%s" "${steps.evil.result}" > seen.txt; echo "$ORCH_IN_v" > v.txt'
+    inputs: {v: "${steps.evil.result}"}
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_FALSE(fs::exists(ws() / "pwned"));
+  EXPECT_FALSE(fs::exists(ws() / "pwned2"));
+  EXPECT_EQ(read_file(ws() / "seen.txt"), "$(touch pwned); `touch pwned2`; ' \" ;");
+}
+
+TEST_F(EngineTest, AbortSkipsTheRestWithAReason) {
+  auto out = run(R"(
+concurrency: 1
+steps:
+  - id: bad
+    run: [sh, -c, "echo oops >&2; exit 3"]
+  - id: later
+    run: [touch, later.txt]
+  - id: child
+    deps: [bad]
+    run: [touch, child.txt]
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(out.exit_code(), 1);
+  EXPECT_EQ(step(out.run_id, "bad").status, StepStatus::Failed);
+  EXPECT_NE(step(out.run_id, "bad").reason.find("exited with code 3"), std::string::npos)
+      << step(out.run_id, "bad").reason;
+  EXPECT_EQ(step(out.run_id, "later").status, StepStatus::Skipped);
+  EXPECT_NE(step(out.run_id, "later").reason.find("run aborted"), std::string::npos);
+  EXPECT_FALSE(fs::exists(ws() / "later.txt"));
+  EXPECT_FALSE(fs::exists(ws() / "child.txt"));
+}
+
+TEST_F(EngineTest, KeepGoingRunsIndependentBranchesAndSkipsDependents) {
+  EngineOptions o;
+  o.keep_going = true;
+  auto out = run(R"(
+concurrency: 1
+steps:
+  - id: bad
+    run: ["false"]
+  - id: child
+    deps: [bad]
+    run: [touch, child.txt]
+  - id: grandchild
+    deps: [child]
+    run: [touch, gc.txt]
+  - id: other
+    run: [touch, other.txt]
+)",
+                 o);
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_TRUE(fs::exists(ws() / "other.txt"));
+  EXPECT_EQ(step(out.run_id, "child").status, StepStatus::Skipped);
+  EXPECT_EQ(step(out.run_id, "child").reason, "dependency 'bad' failed");
+  EXPECT_EQ(step(out.run_id, "grandchild").status, StepStatus::Skipped);
+  EXPECT_FALSE(fs::exists(ws() / "gc.txt"));
+}
+
+TEST_F(EngineTest, ARetryIsToldWhyTheLastAttemptFailed) {
+  auto out = run(R"(
+steps:
+  - id: flaky
+    attempts: 3
+    sh: |
+      if [ "$ORCH_ATTEMPT" = 1 ]; then echo "first try output"; exit 7; fi
+      printf '%s' "$ORCH_PREVIOUS_FAILURE" > told.txt
+      echo "attempt ${attempt.number}"
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  auto as = attempts(out.run_id, "flaky");
+  ASSERT_EQ(as.size(), 2u);
+  EXPECT_EQ(as[0].status, AttemptStatus::Failed);
+  EXPECT_EQ(as[1].status, AttemptStatus::Succeeded);
+  std::string told = read_file(ws() / "told.txt");
+  EXPECT_NE(told.find("exited with code 7"), std::string::npos) << told;
+  EXPECT_NE(told.find("first try output"), std::string::npos) << told;
+  EXPECT_EQ(step(out.run_id, "flaky").result, "attempt 2");
+}
+
+TEST_F(EngineTest, SameFailureTwiceStopsRetrying) {
+  auto out = run(R"(
+steps:
+  - id: stuck
+    attempts: 6
+    run: [sh, -c, "exit 1"]
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(attempts(out.run_id, "stuck").size(), 2u);
+  EXPECT_NE(step(out.run_id, "stuck").reason.find("same failure twice"), std::string::npos);
+}
+
+TEST_F(EngineTest, AttemptsCapEndsWithTheLastReason) {
+  auto out = run(R"(
+steps:
+  - id: varied
+    attempts: 3
+    run: [sh, -c, 'exit $ORCH_ATTEMPT']
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(attempts(out.run_id, "varied").size(), 3u);
+  EXPECT_NE(step(out.run_id, "varied").reason.find("failed after 3 attempts"), std::string::npos)
+      << step(out.run_id, "varied").reason;
+}
+
+TEST_F(EngineTest, TokenBudgetIsNeverOvershotByAParallelWave) {
+  // Each step reserves 100 tokens and spends 90; the plan has 250. With -j 8 only
+  // two can ever be in flight, and after two have settled (180 spent) no third fits.
+  std::string yaml = "concurrency: 8\nbudget: {tokens: 250}\nsteps:\n";
+  for (int i = 0; i < 6; ++i) {
+    yaml += "  - id: s" + std::to_string(i) +
+            "\n    budget: {tokens: 100}\n"
+            "    sh: 'echo \"{\\\"tokens_in\\\": 40, \\\"tokens_out\\\": 50}\" > \"$ORCH_USAGE_FILE\"; "
+            "mkdir -p live; touch live/$ORCH_STEP_ID; n=$(ls live | wc -l); echo $n >> peak.txt; sleep 0.2; "
+            "rm live/$ORCH_STEP_ID'\n";
+  }
+  auto out = run(yaml);
+  EXPECT_EQ(out.status, RunStatus::BudgetExhausted) << out.reason;
+  EXPECT_EQ(out.exit_code(), 4);
+  auto run_row = *store_->find_run(out.run_id);
+  EXPECT_LE(run_row->spent_tokens, 250);
+  EXPECT_EQ(run_row->spent_tokens, 180);
+  int done = 0, skipped = 0;
+  auto steps = *store_->steps(out.run_id);
+  for (const auto& s : steps) {
+    if (s.status == StepStatus::Done) ++done;
+    if (s.status == StepStatus::Skipped) {
+      ++skipped;
+      EXPECT_NE(s.reason.find("budget exhausted"), std::string::npos) << s.reason;
+    }
+  }
+  EXPECT_EQ(done, 2);
+  EXPECT_EQ(skipped, 4);
+  for (char c : read_file(ws() / "peak.txt")) {
+    if (c != '\n') {
+      EXPECT_LE(c, '2');
+    }
+  }
+}
+
+TEST_F(EngineTest, PlanAttemptBudgetCountsOnlyAttemptsThatRan) {
+  // The seed's step budget counted steps that never ran, so a plan as long as its
+  // budget failed before starting. Here 3 steps with attempts: 3 all run.
+  auto out = run(R"(
+budget: {attempts: 3}
+concurrency: 1
+steps:
+  - {id: a, run: ["true"]}
+  - {id: b, run: ["true"]}
+  - {id: c, run: ["true"]}
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  auto out2 = run(R"(
+budget: {attempts: 2}
+concurrency: 1
+steps:
+  - {id: a, run: ["true"]}
+  - {id: b, run: ["true"]}
+  - {id: c, run: ["true"]}
+)");
+  EXPECT_EQ(out2.status, RunStatus::BudgetExhausted);
+  EXPECT_EQ(step(out2.run_id, "c").status, StepStatus::Skipped);
+  EXPECT_EQ((*store_->find_run(out2.run_id))->spent_attempts, 2);
+}
+
+TEST_F(EngineTest, FailedAttemptsAreChargedTheirTokens) {
+  auto out = run(R"(
+steps:
+  - id: s
+    attempts: 2
+    sh: 'echo "{\"tokens_in\": 10, \"tokens_out\": 5, \"cost_usd\": 0.25}" > "$ORCH_USAGE_FILE"; exit $ORCH_ATTEMPT'
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto row = *store_->find_run(out.run_id);
+  EXPECT_EQ(row->spent_tokens, 30);
+  EXPECT_DOUBLE_EQ(row->spent_cost_usd, 0.5);
+  EXPECT_EQ(step(out.run_id, "s").tokens_in, 20);
+}
+
+TEST_F(EngineTest, WritesAreRestoredWhenAnAttemptFailsItsChecks) {
+  write_file(ws() / "config.txt", "original\n");
+  auto out = run(R"(
+steps:
+  - id: edit
+    writes: [config.txt, new.txt, gen]
+    sh: 'echo broken > config.txt; echo x > new.txt; mkdir -p gen; echo y > gen/f'
+    post: [{file_contains: {path: config.txt, text: "fixed"}}]
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(read_file(ws() / "config.txt"), "original\n");
+  EXPECT_FALSE(fs::exists(ws() / "new.txt"));
+  EXPECT_FALSE(fs::exists(ws() / "gen"));
+}
+
+TEST_F(EngineTest, PostconditionsDecideNotTheExitCode) {
+  auto out = run(R"(
+on_failure: continue
+steps:
+  - id: says_ok_but_no_file
+    run: [echo, "done!"]
+    post: [exit_zero, {file_exists: out.txt}]
+  - id: shell_check
+    run: [sh, -c, "echo 42 > n.txt"]
+    post: [{shell_zero: "grep -q 42 n.txt"}, {shell_zero: "grep -q 43 n.txt"}]
+  - id: json_result
+    run: [echo, '{"a": {"b": [1, 2]}}']
+    post: [{kind: result_json, schema: {type: object, required: [a]}}]
+  - id: uses_json
+    deps: [json_result]
+    executor: builtin:echo
+    inputs: {text: "${steps.json_result.json.a.b.1}"}
+    post: [{result_matches: "^2$"}]
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  StepRecord a = step(out.run_id, "says_ok_but_no_file");
+  EXPECT_EQ(a.status, StepStatus::Failed);
+  EXPECT_NE(a.reason.find("out.txt"), std::string::npos) << a.reason;
+  StepRecord b = step(out.run_id, "shell_check");
+  EXPECT_EQ(b.status, StepStatus::Failed);
+  EXPECT_NE(b.reason.find("grep -q 43"), std::string::npos) << b.reason;
+  EXPECT_EQ(step(out.run_id, "json_result").status, StepStatus::Done);
+  EXPECT_EQ(step(out.run_id, "uses_json").status, StepStatus::Done);
+  EXPECT_EQ(step(out.run_id, "uses_json").result, "2");
+}
+
+TEST_F(EngineTest, TimeoutKillsAndRecordsTimedOut) {
+  auto start = std::chrono::steady_clock::now();
+  auto out = run(R"(
+defaults: {kill_grace: 200ms}
+steps:
+  - id: slow
+    timeout: 300ms
+    run: [sleep, "30"]
+)");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto as = attempts(out.run_id, "slow");
+  ASSERT_EQ(as.size(), 1u);
+  EXPECT_EQ(as[0].status, AttemptStatus::TimedOut);
+}
+
+TEST_F(EngineTest, ResumeNeverRerunsDoneStepsAndRetriesFailedOnes) {
+  auto out = run(R"(
+concurrency: 1
+steps:
+  - id: a
+    sh: 'echo ran >> a.log'
+  - id: b
+    deps: [a]
+    sh: 'echo ran >> b.log; test -f fixed'
+  - id: c
+    deps: [b]
+    sh: 'echo "${steps.a.result}" > c.txt; echo ran >> c.log'
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(step(out.run_id, "c").status, StepStatus::Skipped);
+  write_file(ws() / "fixed", "");
+  auto again = resume(out.run_id);
+  EXPECT_EQ(again.status, RunStatus::Succeeded) << again.reason;
+  EXPECT_EQ(read_file(ws() / "a.log"), "ran\n");
+  EXPECT_EQ(read_file(ws() / "b.log"), "ran\nran\n");
+  EXPECT_EQ(read_file(ws() / "c.log"), "ran\n");
+  auto bs = attempts(out.run_id, "b");
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(bs[1].number, 2);
+}
+
+TEST_F(EngineTest, ReplanRerunsChangedStepsAndTheirDescendantsOnly) {
+  std::string v1 = R"(
+concurrency: 1
+steps:
+  - {id: a, sh: 'echo a >> a.log'}
+  - {id: b, deps: [a], sh: 'echo b1 >> b.log'}
+  - {id: c, deps: [b], sh: 'echo c >> c.log'}
+  - {id: d, deps: [a], sh: 'echo d >> d.log'}
+)";
+  auto out = run(v1);
+  ASSERT_EQ(out.status, RunStatus::Succeeded);
+  std::string v2 = v1;
+  v2.replace(v2.find("b1"), 2, "b2");
+  write_file(dir_ / "plan2.yaml", v2);
+  auto again = resume(out.run_id, (dir_ / "plan2.yaml").string());
+  EXPECT_EQ(again.status, RunStatus::Succeeded) << again.reason;
+  EXPECT_EQ(read_file(ws() / "a.log"), "a\n");
+  EXPECT_EQ(read_file(ws() / "b.log"), "b1\nb2\n");
+  EXPECT_EQ(read_file(ws() / "c.log"), "c\nc\n");
+  EXPECT_EQ(read_file(ws() / "d.log"), "d\n");
+  EXPECT_EQ((*store_->find_run(out.run_id))->plan_version, 2);
+}
+
+TEST_F(EngineTest, ASecondDriverOfTheSameRunIsRefused) {
+  auto out = run("steps:\n  - {id: a, run: [\"false\"]}\n");
+  auto lock = RunLock::acquire(store_->folder(), out.run_id);
+  ASSERT_TRUE(lock);
+  Engine engine(*store_, EngineOptions{});
+  auto again = engine.resume(out.run_id, std::nullopt);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, ErrorCode::Busy);
+  EXPECT_NE(again.error().message.find("already being driven"), std::string::npos);
+}
+
+TEST_F(EngineTest, CancelFromAnotherConnectionStopsTheRun) {
+  Plan plan = load(R"(
+concurrency: 2
+steps:
+  - {id: long1, run: [sleep, "30"]}
+  - {id: long2, run: [sleep, "30"]}
+  - {id: after, deps: [long1], run: ["true"]}
+)");
+  EngineOptions o;
+  o.workspace = ws();
+  std::string id;
+  o.on_started = [&id](const std::string& run_id) { id = run_id; };
+  std::thread canceller;
+  o.on_progress = [&](const ProgressEvent& e) {
+    if (e.kind == ProgressEvent::Kind::AttemptStarted && !canceller.joinable()) {
+      std::string run_id = id;
+      fs::path db = store_->folder() / "orch.db";
+      canceller = std::thread([db, run_id] {
+        auto other = open_sqlite_store(db);
+        ASSERT_TRUE(other);
+        auto st = cancel_run(**other, run_id, std::chrono::milliseconds(0));
+        EXPECT_TRUE(st) << (st ? "" : st.error().message);
+      });
+    }
+  };
+  auto start = std::chrono::steady_clock::now();
+  Engine engine(*store_, o);
+  auto out = engine.run(plan, text_);
+  if (canceller.joinable()) canceller.join();
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(out->status, RunStatus::Cancelled);
+  EXPECT_EQ(step(out->run_id, "after").status, StepStatus::Skipped);
+  EXPECT_EQ(step(out->run_id, "long1").status, StepStatus::Cancelled);
+}
+
+TEST_F(EngineTest, BuiltinJsonComposesData) {
+  auto out = run(R"(
+steps:
+  - {id: name, executor: builtin:echo, inputs: {text: orch}}
+  - id: doc
+    deps: [name]
+    executor: builtin:json
+    inputs: {tool: "${steps.name.result}", n: 3, tags: [a, "${steps.name.result}"]}
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  auto j = nlohmann::json::parse(step(out.run_id, "doc").result);
+  EXPECT_EQ(j["tool"], "orch");
+  EXPECT_EQ(j["n"], 3);
+  EXPECT_EQ(j["tags"][1], "orch");
+}
+
+TEST_F(EngineTest, ReportIsBuiltFromTheLedger) {
+  auto out = run("steps:\n  - {id: a, run: [echo, hi]}\n  - {id: b, deps: [a], run: [\"false\"]}\n");
+  auto report = build_run_report(*store_, out.run_id);
+  ASSERT_TRUE(report);
+  EXPECT_EQ((*report)["run"]["status"], "failed");
+  EXPECT_EQ((*report)["counts"]["done"], 1);
+  EXPECT_EQ((*report)["counts"]["failed"], 1);
+  EXPECT_EQ((*report)["steps"][1]["attempts"][0]["exit_code"], 1);
+  std::string table = format_report_table(*report);
+  EXPECT_NE(table.find("exit_zero"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace orch

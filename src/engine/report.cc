@@ -1,0 +1,167 @@
+#include "orch/report.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <map>
+
+#include "engine/run_lock.h"
+#include "orch/plan_loader.h"
+
+namespace orch {
+
+using ojson = nlohmann::ordered_json;
+
+std::string iso_time(std::int64_t ms) {
+  if (ms <= 0) return "";
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
+}
+
+std::string human_duration(std::int64_t ms) {
+  if (ms < 1000) return fmt::format("{}ms", ms);
+  if (ms < 60'000) return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0);
+  std::int64_t s = ms / 1000;
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
+
+namespace {
+
+ojson limits_json(const BudgetLimits& b) {
+  ojson j = ojson::object();
+  if (b.tokens) j["tokens"] = *b.tokens;
+  if (b.cost_usd) j["cost_usd"] = *b.cost_usd;
+  if (b.wall) j["wall_ms"] = b.wall->count();
+  if (b.attempts) j["attempts"] = *b.attempts;
+  return j;
+}
+
+ojson stream_json(const std::string& path, std::int64_t bytes, bool truncated) {
+  return {{"path", path}, {"bytes", bytes}, {"truncated", truncated}};
+}
+
+ojson attempt_json(const AttemptRecord& a) {
+  ojson checks = ojson::parse(a.checks_json.empty() ? "[]" : a.checks_json, nullptr, false);
+  if (checks.is_discarded()) checks = ojson::array();
+  return {{"number", a.number},
+          {"status", attempt_status_name(a.status)},
+          {"counted", a.counted},
+          {"ending", a.ending},
+          {"exit_code", a.exit_code},
+          {"signal", a.signal},
+          {"reason", a.reason},
+          {"checks", checks},
+          {"tokens_in", a.tokens_in},
+          {"tokens_out", a.tokens_out},
+          {"cost_usd", a.cost_usd},
+          {"duration_ms", a.duration_ms},
+          {"started_at", iso_time(a.started_at)},
+          {"finished_at", iso_time(a.finished_at)},
+          {"stdout", stream_json(a.stdout_path, a.stdout_bytes, a.stdout_truncated)},
+          {"stderr", stream_json(a.stderr_path, a.stderr_bytes, a.stderr_truncated)}};
+}
+
+}  // namespace
+
+Expected<ojson> build_run_report(Store& store, const std::string& run_id) {
+  auto found = ORCH_TRY(store.find_run(run_id));
+  if (!found) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+  const RunRecord& run = *found;
+  std::vector<StepRecord> steps = ORCH_TRY(store.steps(run_id));
+  std::vector<AttemptRecord> attempts = ORCH_TRY(store.attempts(run_id));
+  std::map<std::string, std::vector<const AttemptRecord*>> by_step;
+  for (const auto& a : attempts) by_step[a.step_id].push_back(&a);
+
+  ojson limits = ojson::object();
+  if (auto plan = store.latest_plan(run_id)) {
+    LoadResult loaded = parse_plan(plan->text, plan->path);
+    limits = limits_json(loaded.plan.budget);
+  }
+
+  std::map<std::string, int> counts{{"total", 0},   {"done", 0},      {"failed", 0}, {"skipped", 0},
+                                    {"cancelled", 0}, {"pending", 0}, {"running", 0}};
+  ojson step_list = ojson::array();
+  for (const auto& s : steps) {
+    ++counts["total"];
+    ++counts[step_status_name(s.status)];
+    ojson att = ojson::array();
+    for (const AttemptRecord* a : by_step[s.step_id]) att.push_back(attempt_json(*a));
+    step_list.push_back({{"id", s.step_id},
+                         {"goal", s.goal},
+                         {"executor", s.executor},
+                         {"status", step_status_name(s.status)},
+                         {"reason", s.reason},
+                         {"attempts", att},
+                         {"tokens_in", s.tokens_in},
+                         {"tokens_out", s.tokens_out},
+                         {"cost_usd", s.cost_usd},
+                         {"duration_ms", s.wall_ms},
+                         {"fingerprint", s.fingerprint},
+                         {"result_bytes", s.result.size()}});
+  }
+  std::int64_t end = run.finished_at ? run.finished_at : run.updated_at;
+  ojson report = {
+      {"schema", "orch.run-report/1"},
+      {"run",
+       {{"id", run.id},
+        {"name", run.name},
+        {"status", run_status_name(run.status)},
+        {"reason", run.reason},
+        {"exit_code", run.exit_code},
+        {"plan", run.plan_path},
+        {"plan_version", run.plan_version},
+        {"workspace", run.workspace},
+        {"concurrency", run.concurrency},
+        {"keep_going", run.keep_going},
+        {"created_at", iso_time(run.created_at)},
+        {"finished_at", iso_time(run.finished_at)},
+        {"elapsed_ms", end > run.created_at ? end - run.created_at : 0},
+        // Only a live process holds the run's lock: after kill -9 the run still says
+        // running, but nothing drives it until `orch resume`.
+        {"active", run.status == RunStatus::Running && RunLock::is_held(store.folder(), run.id)}}},
+      {"budget",
+       {{"limits", limits},
+        {"spent",
+         {{"tokens", run.spent_tokens},
+          {"cost_usd", run.spent_cost_usd},
+          {"attempts", run.spent_attempts},
+          {"wall_ms", run.spent_wall_ms}}}}},
+      {"counts", counts},
+      {"steps", step_list}};
+  return report;
+}
+
+std::string format_report_table(const ojson& report) {
+  std::size_t id_w = 4;
+  for (const auto& s : report["steps"]) id_w = std::max(id_w, s["id"].get<std::string>().size());
+  id_w = std::min<std::size_t>(id_w, 32);
+  std::string out = fmt::format("{:<{}}  {:<9}  {:>3}  {:>8}  {:>8}  {}\n", "STEP", id_w, "STATUS", "TRY", "TIME",
+                                "TOKENS", "REASON");
+  for (const auto& s : report["steps"]) {
+    std::string reason = s["reason"].get<std::string>();
+    if (auto nl = reason.find('\n'); nl != std::string::npos) reason = reason.substr(0, nl);
+    if (reason.size() > 100) reason = reason.substr(0, 97) + "...";
+    std::int64_t tokens = s["tokens_in"].get<std::int64_t>() + s["tokens_out"].get<std::int64_t>();
+    out += fmt::format("{:<{}}  {:<9}  {:>3}  {:>8}  {:>8}  {}\n", s["id"].get<std::string>(), id_w,
+                       s["status"].get<std::string>(), s["attempts"].size(),
+                       human_duration(s["duration_ms"].get<std::int64_t>()), tokens, reason);
+  }
+  const auto& run = report["run"];
+  const auto& c = report["counts"];
+  out += fmt::format("run {} {}: {} done, {} failed, {} skipped, {} cancelled of {} in {}; tokens {}, cost ${:.4f}",
+                     run["id"].get<std::string>(), run["status"].get<std::string>(), c["done"].get<int>(),
+                     c["failed"].get<int>(), c["skipped"].get<int>(), c["cancelled"].get<int>(),
+                     c["total"].get<int>(), human_duration(run["elapsed_ms"].get<std::int64_t>()),
+                     report["budget"]["spent"]["tokens"].get<std::int64_t>(),
+                     report["budget"]["spent"]["cost_usd"].get<double>());
+  std::string reason = run["reason"].get<std::string>();
+  if (!reason.empty()) out += "\n  " + reason;
+  out += "\n";
+  return out;
+}
+
+}  // namespace orch

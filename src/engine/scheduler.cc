@@ -1,0 +1,825 @@
+// The scheduler loop: settle, dispatch, commit, start. See scheduler.h.
+#include "engine/scheduler.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "engine/attempt_render.h"
+#include "engine/snapshot.h"
+#include "orch/workspace.h"
+
+namespace orch {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+namespace {
+constexpr std::size_t kTailBytes = 2048;
+constexpr milliseconds kCancelPollInterval{250};
+constexpr milliseconds kShellZeroTimeout{60000};
+
+std::string tail_of(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
+
+int priority(StopKind k) {
+  switch (k) {
+    case StopKind::None: return 0;
+    case StopKind::Abort: return 1;
+    case StopKind::Budget: return 2;
+    case StopKind::Cancel: return 3;
+    case StopKind::Interrupt: return 4;
+    case StopKind::StoreError: return 5;
+  }
+  return 0;
+}
+}  // namespace
+
+Scheduler::Scheduler(Store& store, const EngineOptions& options)
+    : store_(store), options_(options), executors_(options.executors) {}
+
+std::int64_t Scheduler::now_ms() const {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::int64_t Scheduler::wall_ms_now() const {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started_).count();
+}
+
+int Scheduler::effective_concurrency() const { return std::max(1, run_.concurrency); }
+
+fs::path Scheduler::attempt_file(const StepState& s, int number, const std::string& suffix) const {
+  return store_.folder() / "runs" / run_.id / s.step->id / (std::to_string(number) + suffix);
+}
+
+ResultLookup Scheduler::result_lookup() const {
+  ResultLookup r;
+  r.by_id = [this](const std::string& id) -> std::optional<std::string> {
+    auto it = index_of_.find(id);
+    if (it == index_of_.end() || steps_[it->second].rec.status != StepStatus::Done) return std::nullopt;
+    return steps_[it->second].rec.result;
+  };
+  r.by_index = [this](int index) -> std::optional<std::string> {
+    if (index < 0 || index >= static_cast<int>(plan_.steps.size())) return std::nullopt;
+    const StepState& s = steps_[static_cast<std::size_t>(index)];
+    if (s.rec.status != StepStatus::Done) return std::nullopt;
+    return s.rec.result;
+  };
+  return r;
+}
+
+// ---- ledger writes ---------------------------------------------------------
+
+Expected<void> Scheduler::tx() {
+  if (in_tx_) return {};
+  ORCH_TRY(store_.begin());
+  in_tx_ = true;
+  return {};
+}
+
+Expected<void> Scheduler::commit() {
+  if (!in_tx_) return {};
+  in_tx_ = false;
+  return store_.commit();
+}
+
+void Scheduler::event(const std::string& kind, const std::string& step_id, int attempt, const nlohmann::json& data) {
+  if (store_error_) return;
+  if (auto t = tx(); !t) {
+    store_error_ = t.error();
+    return;
+  }
+  EventRecord e;
+  e.run_id = run_.id;
+  e.ts = now_ms();
+  e.kind = kind;
+  e.step_id = step_id;
+  e.attempt = attempt;
+  e.data_json = data.dump();
+  if (auto r = store_.append_event(e); !r) store_error_ = r.error();
+}
+
+void Scheduler::save_step(StepState& s) {
+  if (store_error_) return;
+  if (auto t = tx(); !t) {
+    store_error_ = t.error();
+    return;
+  }
+  if (auto r = store_.upsert_step(s.rec); !r) store_error_ = r.error();
+}
+
+void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& reason) {
+  if (!options_.on_progress) return;
+  ProgressEvent e;
+  e.kind = kind;
+  if (step >= 0) {
+    const StepState& s = steps_[static_cast<std::size_t>(step)];
+    e.step_id = s.step->id;
+    e.step_status = s.rec.status;
+    e.attempt = s.attempt.number;
+    e.duration_ms = s.rec.wall_ms;
+  }
+  e.reason = reason;
+  for (const auto& s : steps_) {
+    if (!s.in_plan) continue;
+    ++e.total;
+    switch (s.rec.status) {
+      case StepStatus::Done: ++e.done; break;
+      case StepStatus::Running: ++e.running; break;
+      case StepStatus::Failed: ++e.failed; break;
+      case StepStatus::Skipped:
+      case StepStatus::Cancelled: ++e.skipped; break;
+      case StepStatus::Pending: break;
+    }
+  }
+  e.tokens = budget_->spent().tokens;
+  e.cost_usd = budget_->spent().cost_usd;
+  options_.on_progress(e);
+}
+
+// ---- the loop --------------------------------------------------------------
+
+Expected<RunOutcome> Scheduler::run_loop() {
+  started_ = std::chrono::steady_clock::now();
+  last_cancel_poll_ = started_;
+  last_tick_ = started_;
+  if (options_.handle_signals) {
+    signals_ = std::make_unique<SignalWatch>(loop_, [this](int signo) {
+      request_stop(StopKind::Interrupt, fmt::format("interrupted by signal {}", signo));
+    });
+  }
+  if (auto left = budget_->wall_left(0)) {
+    wall_timer_ = loop_.add_timer(milliseconds(std::max<std::int64_t>(*left, 0)), [this] {
+      wall_timer_ = 0;
+      request_stop(StopKind::Budget, "budget exhausted: " + budget_->exhausted(wall_ms_now()).value_or("wall"));
+      cancel_in_flight("plan wall budget exhausted");
+    });
+  }
+  index_ready();
+  if (options_.on_started) options_.on_started(run_.id);
+
+  for (;;) {
+    ORCH_TRY(settle_completions());
+    poll_cancel_request();
+    std::vector<int> to_start;
+    dispatch_ready(to_start);
+    if (in_tx_) {
+      // Read the cancel flag inside the transaction (which holds the write lock) so
+      // the run row written below can never overwrite a request that just landed.
+      if (auto requested = store_.cancel_requested(run_.id); requested && *requested && !run_.cancel_requested) {
+        run_.cancel_requested = true;
+        if (stop_ != StopKind::Cancel && stop_ != StopKind::Interrupt) {
+          event("cancel_received");
+          request_stop(StopKind::Cancel, "cancelled by `orch cancel`");
+        }
+      }
+      run_.updated_at = now_ms();
+      run_.spent_wall_ms = budget_->wall_ms_before() + wall_ms_now();
+      const Spend& sp = budget_->spent();
+      run_.spent_tokens = sp.tokens;
+      run_.spent_cost_usd = sp.cost_usd;
+      run_.spent_attempts = sp.attempts;
+      if (auto r = store_.update_run(run_); !r && !store_error_) store_error_ = r.error();
+    }
+    if (store_error_) break;
+    if (auto c = commit(); !c) {
+      store_error_ = c.error();
+      break;
+    }
+    for (int i : to_start) start_attempt(i);
+
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_tick_ >= options_.tick_interval) {
+      last_tick_ = now;
+      report(ProgressEvent::Kind::Tick);
+    }
+    bool finished = in_flight_ == 0 && completions_.empty() &&
+                    (stop_ != StopKind::None || (ready_.empty() && retries_waiting_ == 0));
+    if (finished) break;
+    if (completions_.empty()) loop_.run_once(std::min(kCancelPollInterval, options_.tick_interval));
+  }
+  if (store_error_) {
+    cancel_in_flight("ledger error");
+    while (in_flight_ > 0 && !loop_.idle()) {
+      loop_.run_once(milliseconds(100));
+      for (auto& c : completions_)
+        if (c.kind != Completion::Kind::RetryDue) {
+          steps_[static_cast<std::size_t>(c.step)].in_flight = false;
+          --in_flight_;
+        }
+      completions_.clear();
+    }
+    if (in_tx_) (void)store_.rollback();
+    return std::unexpected(*store_error_);
+  }
+  return finish_run();
+}
+
+Expected<void> Scheduler::settle_completions() {
+  while (!completions_.empty()) {
+    Completion c = std::move(completions_.front());
+    completions_.pop_front();
+    StepState& s = steps_[static_cast<std::size_t>(c.step)];
+    switch (c.kind) {
+      case Completion::Kind::AttemptDone:
+        on_attempt_done(c.step, std::move(c.outcome));
+        break;
+      case Completion::Kind::CheckDone: {
+        s.check_running.reset();
+        if (!s.cancel_reason.empty()) {
+          finish_attempt(c.step, stop_ == StopKind::Interrupt ? AttemptStatus::Interrupted : AttemptStatus::Cancelled,
+                         s.cancel_reason);
+          break;
+        }
+        const auto& post = s.step->post;
+        const Postcondition& p = post[s.next_check];
+        CheckResult r;
+        r.kind = PostKind::ShellZero;
+        r.held = c.outcome.ending == AttemptEnding::Exited && c.outcome.exit_code == 0;
+        if (r.held) {
+          r.reason = fmt::format("shell_zero '{}': exited 0", p.cmd);
+        } else {
+          std::string how = c.outcome.ending == AttemptEnding::Exited
+                                ? fmt::format("exited with code {}", c.outcome.exit_code)
+                                : c.outcome.message;
+          std::string out = tail_of(c.outcome.output_tail, 300);
+          r.reason = fmt::format("shell_zero '{}': {}{}", p.cmd, how, out.empty() ? "" : "; output: " + out);
+        }
+        s.checks.push_back(r);
+        ++s.next_check;
+        if (!r.held) {
+          finish_attempt(c.step, AttemptStatus::Failed, r.reason);
+        } else {
+          run_checks(c.step);
+        }
+        break;
+      }
+      case Completion::Kind::RetryDue:
+        --retries_waiting_;
+        s.retry_timer = 0;
+        if (stop_ == StopKind::None && s.rec.status == StepStatus::Pending) ready_.insert(c.step);
+        break;
+    }
+    if (store_error_) break;
+  }
+  return {};
+}
+
+void Scheduler::poll_cancel_request() {
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_cancel_poll_ < kCancelPollInterval) return;
+  last_cancel_poll_ = now;
+  auto requested = store_.cancel_requested(run_.id);
+  if (requested && *requested && stop_ != StopKind::Cancel && stop_ != StopKind::Interrupt) {
+    run_.cancel_requested = true;
+    event("cancel_received");
+    request_stop(StopKind::Cancel, "cancelled by `orch cancel`");
+  }
+}
+
+void Scheduler::request_stop(StopKind kind, const std::string& reason) {
+  if (priority(kind) <= priority(stop_)) return;
+  stop_ = kind;
+  stop_reason_ = reason;
+  if (kind == StopKind::Interrupt || kind == StopKind::Cancel) cancel_in_flight(reason);
+}
+
+void Scheduler::cancel_in_flight(const std::string& reason) {
+  for (auto& s : steps_) {
+    if (!s.in_flight || !s.cancel_reason.empty()) continue;
+    s.cancel_reason = reason;
+    if (s.running) s.running->cancel(reason);
+    if (s.check_running) s.check_running->cancel(reason);
+  }
+}
+
+// ---- dispatch --------------------------------------------------------------
+
+void Scheduler::dispatch_ready(std::vector<int>& to_start) {
+  if (stop_ != StopKind::None) return;
+  std::optional<std::string> blocked;
+  int limit = effective_concurrency();
+  for (auto it = ready_.begin(); it != ready_.end() && in_flight_ < limit && stop_ == StopKind::None;) {
+    int i = *it;
+    StepState& s = steps_[static_cast<std::size_t>(i)];
+    const BudgetLimits& sb = s.step->budget;
+    // The step's own budget: what it already spent plus this attempt must fit.
+    SpendEstimate est = s.executor->estimate(*s.step);
+    std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
+    std::optional<std::string> step_short;
+    if (sb.tokens && step_tokens >= *sb.tokens)
+      step_short = fmt::format("step budget exhausted: tokens {} spent of {}", step_tokens, *sb.tokens);
+    else if (sb.cost_usd && s.rec.cost_usd >= *sb.cost_usd)
+      step_short = fmt::format("step budget exhausted: cost ${:.4f} spent of ${:.4f}", s.rec.cost_usd, *sb.cost_usd);
+    else if (sb.wall && s.rec.wall_ms >= sb.wall->count())
+      step_short = fmt::format("step budget exhausted: wall {} ms used of {} ms", s.rec.wall_ms, sb.wall->count());
+    if (step_short) {
+      it = ready_.erase(it);
+      mark_failed(i, *step_short, true);
+      continue;
+    }
+    Spend r;
+    r.attempts = 1;
+    r.tokens = sb.tokens ? *sb.tokens - step_tokens : est.tokens;
+    r.cost_usd = sb.cost_usd ? *sb.cost_usd - s.rec.cost_usd : est.cost_usd;
+    if (auto why = budget_->shortfall(r, wall_ms_now())) {
+      blocked = why;
+      ++it;
+      continue;
+    }
+    it = ready_.erase(it);
+    budget_->reserve(r);
+    s.reservation = r;
+    if (prepare_attempt(i)) to_start.push_back(i);
+  }
+  if (blocked && in_flight_ == 0 && to_start.empty() && stop_ == StopKind::None) {
+    event("budget_exhausted", "", 0, {{"reason", *blocked}});
+    request_stop(StopKind::Budget, "budget exhausted: " + *blocked);
+  }
+}
+
+bool Scheduler::prepare_attempt(int i) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  const Step& step = *s.step;
+  int number = s.rec.last_attempt + 1;
+  s.rec.last_attempt = number;
+  s.rec.status = StepStatus::Running;
+  s.rec.reason.clear();
+  if (s.rec.started_at == 0) s.rec.started_at = now_ms();
+  s.outcome.reset();
+  s.checks.clear();
+  s.next_check = 0;
+  s.cancel_reason.clear();
+  s.pending_render_error.clear();
+
+  AttemptRecord& a = s.attempt;
+  a = AttemptRecord{};
+  a.run_id = run_.id;
+  a.step_id = step.id;
+  a.number = number;
+  a.status = AttemptStatus::Running;
+  a.started_at = now_ms();
+
+  AttemptSpec& spec = s.spec;
+  spec = AttemptSpec{};
+  spec.run_id = run_.id;
+  spec.step_id = step.id;
+  spec.attempt = number;
+  spec.executor = step.executor;
+  spec.workspace = run_.workspace;
+  spec.stdout_path = attempt_file(s, number, ".stdout");
+  spec.stderr_path = attempt_file(s, number, ".stderr");
+  spec.usage_path = attempt_file(s, number, ".usage.json");
+  spec.kill_grace = plan_.defaults.kill_grace;
+  spec.max_output = step.max_output.value_or(plan_.defaults.max_output);
+  std::optional<milliseconds> timeout = step.timeout ? step.timeout : plan_.defaults.timeout;
+  if (auto left = budget_->wall_left(wall_ms_now())) {
+    milliseconds cap(std::max<std::int64_t>(*left, 1));
+    timeout = timeout ? std::min(*timeout, cap) : cap;
+  }
+  if (step.budget.wall) {
+    milliseconds cap(std::max<std::int64_t>(step.budget.wall->count() - s.rec.wall_ms, 1));
+    timeout = timeout ? std::min(*timeout, cap) : cap;
+  }
+  spec.timeout = timeout;
+
+  auto rendered = render_step(step, result_lookup(), number, s.previous_failure);
+  if (!rendered) {
+    s.pending_render_error = rendered.error().message;
+  } else {
+    spec.argv = std::move(rendered->argv);
+    spec.env = std::move(rendered->env);
+    spec.inputs = std::move(rendered->inputs);
+    auto fp = step_fingerprint(step, result_lookup());
+    if (fp) a.fingerprint = *fp;
+  }
+  spec.env.emplace_back("ORCH_RUN_ID", run_.id);
+  spec.env.emplace_back("ORCH_STEP_ID", step.id);
+  spec.env.emplace_back("ORCH_ATTEMPT", std::to_string(number));
+  spec.env.emplace_back("ORCH_PREVIOUS_FAILURE", s.previous_failure);
+  spec.env.emplace_back("ORCH_USAGE_FILE", spec.usage_path.string());
+  spec.env.emplace_back("ORCH_WORKSPACE", run_.workspace);
+  if (step.output) {
+    auto out = resolve_in_workspace(run_.workspace, *step.output);
+    if (out) {
+      spec.output_file = *out;
+    } else if (s.pending_render_error.empty()) {
+      s.pending_render_error = out.error().message;
+    }
+  }
+  a.stdout_path = spec.stdout_path.string();
+  a.stderr_path = spec.stderr_path.string();
+  // The step's folder must exist before it starts: it may write ORCH_USAGE_FILE there.
+  if (s.rec.last_attempt == 1 || !fs::exists(spec.usage_path.parent_path())) {
+    std::error_code ec;
+    fs::create_directories(spec.usage_path.parent_path(), ec);
+    if (ec && s.pending_render_error.empty())
+      s.pending_render_error = fmt::format("cannot create {}: {}", spec.usage_path.parent_path().string(), ec.message());
+  }
+
+  if (!step.writes.empty() && s.pending_render_error.empty()) {
+    std::vector<fs::path> paths;
+    for (const auto& w : step.writes) {
+      auto p = resolve_in_workspace(run_.workspace, w);
+      if (!p) {
+        s.pending_render_error = p.error().message;
+        break;
+      }
+      paths.push_back(*p);
+    }
+    if (s.pending_render_error.empty()) {
+      fs::path snap = attempt_file(s, number, ".snapshot");
+      if (auto r = take_snapshot(paths, snap); !r) {
+        s.pending_render_error = "cannot snapshot writes: " + r.error().message;
+      } else {
+        a.snapshot_dir = snap.string();
+      }
+    }
+  }
+
+  if (auto t = tx(); !t) store_error_ = t.error();
+  if (!store_error_) {
+    if (auto r = store_.insert_attempt(a); !r) store_error_ = r.error();
+  }
+  save_step(s);
+  event("attempt_started", step.id, number);
+  s.in_flight = true;
+  ++in_flight_;
+  return true;
+}
+
+void Scheduler::start_attempt(int i) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  auto queue_failure = [this, i](AttemptEnding ending, std::string message) {
+    Completion c;
+    c.kind = Completion::Kind::AttemptDone;
+    c.step = i;
+    c.outcome.ending = ending;
+    c.outcome.message = std::move(message);
+    completions_.push_back(std::move(c));
+  };
+  if (!s.pending_render_error.empty()) {
+    queue_failure(AttemptEnding::Error, s.pending_render_error);
+    return;
+  }
+  auto started = s.executor->start(s.spec, loop_, [this, i](AttemptOutcome outcome) {
+    Completion c;
+    c.kind = Completion::Kind::AttemptDone;
+    c.step = i;
+    c.outcome = std::move(outcome);
+    completions_.push_back(std::move(c));
+  });
+  if (!started) {
+    queue_failure(AttemptEnding::SpawnFailed, started.error().message);
+    return;
+  }
+  s.running = std::move(*started);
+  report(ProgressEvent::Kind::AttemptStarted, i);
+}
+
+// ---- settling --------------------------------------------------------------
+
+void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  s.running.reset();
+  s.outcome = std::move(outcome);
+  if (!s.cancel_reason.empty()) {
+    AttemptStatus st = stop_ == StopKind::Interrupt ? AttemptStatus::Interrupted : AttemptStatus::Cancelled;
+    finish_attempt(i, st, s.cancel_reason);
+    return;
+  }
+  const AttemptOutcome& o = *s.outcome;
+  if (o.ending != AttemptEnding::Exited) {
+    // A process that did not run to completion never satisfies a step, whatever
+    // its postconditions say.
+    std::string why = o.message;
+    if (why.empty()) why = o.ending == AttemptEnding::Signaled ? fmt::format("killed by signal {}", o.signal)
+                                                               : attempt_ending_name(o.ending);
+    finish_attempt(i, o.ending == AttemptEnding::TimedOut ? AttemptStatus::TimedOut : AttemptStatus::Failed, why);
+    return;
+  }
+  run_checks(i);
+}
+
+void Scheduler::run_checks(int i) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  const std::vector<Postcondition> defaults = s.step->post.empty() ? s.executor->default_post() : std::vector<Postcondition>{};
+  const std::vector<Postcondition>& post = s.step->post.empty() ? defaults : s.step->post;
+  CheckContext ctx;
+  ctx.workspace = run_.workspace;
+  ctx.plan_dir = plan_.source_path.empty() ? fs::path(run_.workspace) : fs::path(plan_.source_path).parent_path();
+  ctx.outcome = &*s.outcome;
+  while (s.next_check < post.size()) {
+    const Postcondition& p = post[s.next_check];
+    if (p.kind == PostKind::ShellZero) {
+      Executor* shell = executors_->find("shell");
+      AttemptSpec spec;
+      spec.run_id = run_.id;
+      spec.step_id = s.step->id;
+      spec.attempt = s.attempt.number;
+      spec.executor = "shell";
+      spec.argv = {"/bin/sh", "-c", p.cmd};
+      spec.workspace = run_.workspace;
+      std::string suffix = fmt::format(".check{}", s.next_check);
+      spec.stdout_path = attempt_file(s, s.attempt.number, suffix + ".stdout");
+      spec.stderr_path = attempt_file(s, s.attempt.number, suffix + ".stderr");
+      spec.usage_path = attempt_file(s, s.attempt.number, suffix + ".usage.json");
+      spec.env = {{"ORCH_RUN_ID", run_.id}, {"ORCH_STEP_ID", s.step->id}, {"ORCH_RESULT", s.outcome->result}};
+      spec.timeout = p.timeout.value_or(kShellZeroTimeout);
+      spec.kill_grace = plan_.defaults.kill_grace;
+      spec.max_output = 1024 * 1024;
+      auto started = shell ? shell->start(spec, loop_,
+                                          [this, i](AttemptOutcome o) {
+                                            Completion c;
+                                            c.kind = Completion::Kind::CheckDone;
+                                            c.step = i;
+                                            c.outcome = std::move(o);
+                                            completions_.push_back(std::move(c));
+                                          })
+                           : fail(ErrorCode::Internal, "no shell executor registered");
+      if (!started) {
+        CheckResult r{PostKind::ShellZero, false, fmt::format("shell_zero '{}': {}", p.cmd, started.error().message)};
+        s.checks.push_back(r);
+        finish_attempt(i, AttemptStatus::Failed, r.reason);
+        return;
+      }
+      s.check_running = std::move(*started);
+      return;  // continues when CheckDone arrives
+    }
+    CheckResult r = evaluate_post(p, ctx);
+    s.checks.push_back(r);
+    ++s.next_check;
+    if (!r.held) {
+      finish_attempt(i, AttemptStatus::Failed, r.reason);
+      return;
+    }
+  }
+  finish_attempt(i, AttemptStatus::Succeeded, "");
+}
+
+void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& reason) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  AttemptRecord& a = s.attempt;
+  const AttemptOutcome empty;
+  const AttemptOutcome& o = s.outcome ? *s.outcome : empty;
+  a.status = status;
+  a.counted = status != AttemptStatus::Interrupted;
+  a.ending = attempt_ending_name(o.ending);
+  a.exit_code = o.exit_code;
+  a.signal = o.signal;
+  a.reason = reason;
+  a.checks_json = checks_to_json(s.checks);
+  a.stdout_bytes = o.stdout_bytes;
+  a.stderr_bytes = o.stderr_bytes;
+  a.stdout_truncated = o.stdout_truncated;
+  a.stderr_truncated = o.stderr_truncated;
+  a.output_tail = tail_of(o.output_tail, kTailBytes);
+  a.tokens_in = o.tokens_in;
+  a.tokens_out = o.tokens_out;
+  a.cost_usd = o.cost_usd;
+  a.finished_at = now_ms();
+  a.duration_ms = o.duration.count();
+  if (auto t = tx(); !t && !store_error_) store_error_ = t.error();
+  if (!store_error_) {
+    if (auto r = store_.finish_attempt(a); !r) store_error_ = r.error();
+  }
+  event("attempt_finished", s.step->id, a.number,
+        {{"status", attempt_status_name(status)}, {"reason", reason}, {"exit_code", a.exit_code}});
+
+  Spend actual{o.tokens_in + o.tokens_out, o.cost_usd, a.counted ? 1 : 0};
+  budget_->settle(s.reservation, actual);
+  s.reservation = Spend{};
+  s.rec.tokens_in += o.tokens_in;
+  s.rec.tokens_out += o.tokens_out;
+  s.rec.cost_usd += o.cost_usd;
+  s.rec.wall_ms += a.duration_ms;
+  if (a.counted) ++s.rec.attempts_counted;
+  s.in_flight = false;
+  --in_flight_;
+
+  if (status != AttemptStatus::Succeeded && !a.snapshot_dir.empty()) {
+    if (auto r = restore_snapshot(a.snapshot_dir); !r) {
+      event("restore_failed", s.step->id, a.number, {{"error", r.error().message}});
+    } else {
+      event("writes_restored", s.step->id, a.number);
+    }
+  }
+  // An executor that spent more than it reserved can push the plan over its budget.
+  if (auto why = budget_->exhausted(wall_ms_now()); why && status == AttemptStatus::Succeeded) {
+    // The step's work is done and kept; what remains cannot be paid for.
+    bool remaining = false;
+    for (const auto& other : steps_)
+      if (other.in_plan && &other != &s && other.rec.status == StepStatus::Pending) remaining = true;
+    if (remaining) request_stop(StopKind::Budget, "budget exhausted: " + *why);
+  }
+
+  switch (status) {
+    case AttemptStatus::Succeeded:
+      mark_done(i);
+      return;
+    case AttemptStatus::Interrupted:
+      s.rec.status = StepStatus::Pending;
+      save_step(s);
+      return;
+    case AttemptStatus::Cancelled:
+      s.rec.status = StepStatus::Cancelled;
+      s.rec.reason = reason;
+      s.rec.finished_at = now_ms();
+      save_step(s);
+      event("step_cancelled", s.step->id, a.number, {{"reason", reason}});
+      report(ProgressEvent::Kind::StepFinished, i, reason);
+      return;
+    default: break;
+  }
+
+  // Failed or timed out: retry with the reason, or give up.
+  s.previous_failure = reason;
+  if (!a.output_tail.empty()) s.previous_failure += "\n--- last output ---\n" + a.output_tail;
+  const Step& step = *s.step;
+  int max_attempts = step.attempts.value_or(plan_.defaults.attempts);
+  if (step.budget.attempts) max_attempts = std::min(max_attempts, *step.budget.attempts);
+  std::string key = reason;
+  bool same_twice = !s.last_failure_key.empty() && key == s.last_failure_key;
+  s.last_failure_key = key;
+  std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
+  if (step.budget.tokens && step_tokens >= *step.budget.tokens) {
+    mark_failed(i, fmt::format("step budget exhausted: tokens {} spent of {}; last failure: {}", step_tokens,
+                               *step.budget.tokens, reason),
+                true);
+  } else if (step.budget.cost_usd && s.rec.cost_usd >= *step.budget.cost_usd) {
+    mark_failed(i, fmt::format("step budget exhausted: cost ${:.4f} of ${:.4f}; last failure: {}", s.rec.cost_usd,
+                               *step.budget.cost_usd, reason),
+                true);
+  } else if (s.rec.attempts_counted >= max_attempts) {
+    mark_failed(i, max_attempts > 1 ? fmt::format("failed after {} attempts: {}", s.rec.attempts_counted, reason)
+                                    : reason,
+                step.budget.attempts && *step.budget.attempts == max_attempts && max_attempts > 1);
+  } else if (same_twice) {
+    mark_failed(i, "same failure twice: " + reason, false);
+  } else if (stop_ != StopKind::None) {
+    mark_failed(i, fmt::format("{} (not retried: {})", reason, stop_reason_), false);
+  } else {
+    schedule_retry(i, step.retry_delay.value_or(plan_.defaults.retry_delay));
+  }
+}
+
+void Scheduler::schedule_retry(int i, milliseconds delay) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  s.rec.status = StepStatus::Pending;
+  save_step(s);
+  event("retry_scheduled", s.step->id, s.attempt.number + 1, {{"delay_ms", delay.count()}});
+  ++retries_waiting_;
+  s.retry_timer = loop_.add_timer(delay, [this, i] {
+    Completion c;
+    c.kind = Completion::Kind::RetryDue;
+    c.step = i;
+    completions_.push_back(std::move(c));
+  });
+}
+
+void Scheduler::mark_done(int i) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  s.rec.status = StepStatus::Done;
+  s.rec.result = s.outcome ? s.outcome->result : "";
+  s.rec.fingerprint = s.attempt.fingerprint;
+  s.rec.reason.clear();
+  s.rec.finished_at = now_ms();
+  save_step(s);
+  event("step_done", s.step->id, s.attempt.number);
+  for (int c : s.children) {
+    StepState& child = steps_[static_cast<std::size_t>(c)];
+    if (--child.deps_left == 0 && child.rec.status == StepStatus::Pending) ready_.insert(c);
+  }
+  report(ProgressEvent::Kind::StepFinished, i);
+}
+
+void Scheduler::mark_failed(int i, const std::string& reason, bool budget) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  s.rec.status = StepStatus::Failed;
+  s.rec.reason = reason;
+  s.rec.finished_at = now_ms();
+  save_step(s);
+  event("step_failed", s.step->id, s.attempt.number, {{"reason", reason}});
+  if (budget) budget_failure_ = true;
+  report(ProgressEvent::Kind::StepFinished, i, reason);
+  if (run_.keep_going || plan_.on_failure == OnFailure::Continue) {
+    skip_descendants(i, fmt::format("dependency '{}' failed", s.step->id));
+  } else {
+    request_stop(StopKind::Abort, fmt::format("step '{}' failed", s.step->id));
+  }
+}
+
+void Scheduler::skip_descendants(int i, const std::string& reason) {
+  std::vector<int> stack(steps_[static_cast<std::size_t>(i)].children);
+  while (!stack.empty()) {
+    int c = stack.back();
+    stack.pop_back();
+    StepState& child = steps_[static_cast<std::size_t>(c)];
+    if (child.rec.status != StepStatus::Pending || child.in_flight) continue;
+    child.rec.status = StepStatus::Skipped;
+    child.rec.reason = reason;
+    save_step(child);
+    event("step_skipped", child.step->id, 0, {{"reason", reason}});
+    ready_.erase(c);
+    if (child.retry_timer) {
+      loop_.cancel_timer(child.retry_timer);
+      child.retry_timer = 0;
+      --retries_waiting_;
+    }
+    report(ProgressEvent::Kind::StepFinished, c, reason);
+    stack.insert(stack.end(), child.children.begin(), child.children.end());
+  }
+}
+
+Expected<RunOutcome> Scheduler::finish_run() {
+  if (wall_timer_) loop_.cancel_timer(wall_timer_);
+  for (auto& s : steps_) {
+    if (s.retry_timer) {
+      loop_.cancel_timer(s.retry_timer);
+      s.retry_timer = 0;
+    }
+  }
+  ORCH_TRY(tx());
+  RunStatus status = RunStatus::Succeeded;
+  std::string reason;
+  std::string skip_reason;
+  switch (stop_) {
+    case StopKind::Interrupt:
+      status = RunStatus::Interrupted;
+      reason = stop_reason_ + "; resume with `orch resume " + run_.id + "`";
+      break;
+    case StopKind::Cancel:
+      status = RunStatus::Cancelled;
+      reason = stop_reason_;
+      skip_reason = "not started: run cancelled";
+      break;
+    case StopKind::Budget:
+      status = RunStatus::BudgetExhausted;
+      reason = stop_reason_;
+      skip_reason = "not started: " + stop_reason_;
+      break;
+    case StopKind::Abort:
+      status = RunStatus::Failed;
+      reason = stop_reason_;
+      skip_reason = fmt::format("not started: run aborted ({})", stop_reason_);
+      break;
+    case StopKind::None:
+    case StopKind::StoreError: break;
+  }
+  if (!skip_reason.empty()) {
+    for (std::size_t i = 0; i < steps_.size(); ++i) {
+      StepState& s = steps_[i];
+      if (!s.in_plan || s.rec.status != StepStatus::Pending) continue;
+      if (s.rec.attempts_counted > 0) {
+        s.rec.status = StepStatus::Failed;
+        s.rec.reason = fmt::format("not retried ({}); last failure: {}", stop_reason_,
+                                   s.previous_failure.substr(0, s.previous_failure.find('\n')));
+      } else {
+        s.rec.status = StepStatus::Skipped;
+        s.rec.reason = skip_reason;
+      }
+      save_step(s);
+      event(s.rec.status == StepStatus::Failed ? "step_failed" : "step_skipped", s.step->id, 0,
+            {{"reason", s.rec.reason}});
+    }
+  }
+  if (stop_ == StopKind::None) {
+    std::vector<std::string> failed;
+    int not_done = 0;
+    for (const auto& s : steps_) {
+      if (!s.in_plan) continue;
+      if (s.rec.status == StepStatus::Failed) failed.push_back(s.step->id);
+      if (s.rec.status != StepStatus::Done) ++not_done;
+    }
+    if (not_done > 0) {
+      status = budget_failure_ ? RunStatus::BudgetExhausted : RunStatus::Failed;
+      std::string names;
+      for (std::size_t k = 0; k < failed.size() && k < 5; ++k) names += (k ? ", " : "") + failed[k];
+      if (failed.size() > 5) names += ", ...";
+      reason = failed.empty() ? fmt::format("{} steps not done", not_done)
+                              : fmt::format("{} step{} failed: {}", failed.size(), failed.size() == 1 ? "" : "s", names);
+    }
+  }
+  run_.status = status;
+  run_.reason = reason;
+  run_.exit_code = exit_code_for(status);
+  run_.finished_at = status == RunStatus::Interrupted ? 0 : now_ms();
+  run_.updated_at = now_ms();
+  run_.owner_pid = 0;
+  run_.spent_wall_ms = budget_->wall_ms_before() + wall_ms_now();
+  const Spend& sp = budget_->spent();
+  run_.spent_tokens = sp.tokens;
+  run_.spent_cost_usd = sp.cost_usd;
+  run_.spent_attempts = sp.attempts;
+  if (store_error_) return std::unexpected(*store_error_);
+  ORCH_TRY(store_.update_run(run_));
+  event("run_finished", "", 0, {{"status", run_status_name(status)}, {"reason", reason}});
+  if (store_error_) return std::unexpected(*store_error_);
+  ORCH_TRY(commit());
+  signals_.reset();
+  report(ProgressEvent::Kind::Tick);
+  lock_.reset();
+  return RunOutcome{run_.id, status, reason};
+}
+
+}  // namespace orch

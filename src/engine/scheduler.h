@@ -1,0 +1,145 @@
+// engine/scheduler.h — the state and the loop behind orch::Engine (internal).
+//
+// The Scheduler holds one run in memory while it is driven: the plan, a
+// StepState per step (ledger row, dependency counts, the attempt in flight), the
+// ready set, the budget guard and the stop reason. Its loop is:
+//   1. wait on the event loop (processes, timers, signals) — callbacks only queue
+//      Completions, they never touch the ledger;
+//   2. in one transaction: settle queued completions (postconditions, retries,
+//      done/failed, skips), then reserve budget and record the attempts about to
+//      start; commit;
+//   3. start those attempts (processes are spawned only after their rows are durable).
+// prepare_new() and prepare_resume() (engine_resume.cc) build the state; run_loop()
+// drives it to the end and writes the final run row.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/attempt_render.h"
+#include "engine/budget.h"
+#include "engine/run_lock.h"
+#include "engine/signals.h"
+#include "orch/engine.h"
+#include "orch/postcondition.h"
+
+namespace orch {
+
+enum class StopKind { None, Abort, Budget, Interrupt, Cancel, StoreError };
+
+struct StepState {
+  const Step* step = nullptr;
+  Executor* executor = nullptr;
+  StepRecord rec;
+  std::vector<int> children;
+  int deps_left = 0;
+  bool in_plan = true;
+
+  // The attempt in flight (in_flight = started and not yet settled).
+  bool in_flight = false;
+  AttemptRecord attempt;
+  AttemptSpec spec;
+  Spend reservation;
+  std::unique_ptr<RunningAttempt> running;
+  std::optional<AttemptOutcome> outcome;
+  std::vector<CheckResult> checks;
+  std::size_t next_check = 0;
+  std::unique_ptr<RunningAttempt> check_running;
+  std::string cancel_reason;  // set when orch itself stops the attempt
+  std::string pending_render_error;
+
+  std::string previous_failure;  // told to the next attempt
+  std::string last_failure_key;  // for "same failure twice"
+  EventLoop::TimerId retry_timer = 0;
+};
+
+struct Completion {
+  enum class Kind { AttemptDone, CheckDone, RetryDue };
+  Kind kind = Kind::AttemptDone;
+  int step = -1;
+  AttemptOutcome outcome;
+};
+
+class Scheduler {
+ public:
+  Scheduler(Store& store, const EngineOptions& options);
+
+  Expected<void> prepare_new(const Plan& plan, const std::string& plan_text);
+  Expected<void> prepare_resume(const std::string& run_id, const std::optional<std::string>& replan_path);
+  Expected<RunOutcome> run_loop();
+
+  const std::string& run_id() const { return run_.id; }
+
+ private:
+  // Setup shared by new runs and resumes.
+  Expected<void> load_plan_state(Plan plan);
+  void index_ready();
+  int effective_concurrency() const;
+
+  // Ledger writes, grouped per loop turn.
+  Expected<void> tx();
+  Expected<void> commit();
+  void event(const std::string& kind, const std::string& step_id = "", int attempt = 0,
+             const nlohmann::json& data = nlohmann::json::object());
+  void save_step(StepState& s);
+
+  // One turn.
+  Expected<void> settle_completions();
+  void dispatch_ready(std::vector<int>& to_start);
+  void start_attempt(int i);
+  bool prepare_attempt(int i);
+
+  // Settling.
+  void on_attempt_done(int i, AttemptOutcome outcome);
+  void run_checks(int i);
+  void finish_attempt(int i, AttemptStatus status, const std::string& reason);
+  void mark_done(int i);
+  void mark_failed(int i, const std::string& reason, bool budget);
+  void skip_descendants(int i, const std::string& reason);
+  void schedule_retry(int i, std::chrono::milliseconds delay);
+  void request_stop(StopKind kind, const std::string& reason);
+  void cancel_in_flight(const std::string& reason);
+  void poll_cancel_request();
+  Expected<RunOutcome> finish_run();
+
+  std::int64_t wall_ms_now() const;
+  std::int64_t now_ms() const;
+  void report(ProgressEvent::Kind kind, int step = -1, const std::string& reason = "");
+  ResultLookup result_lookup() const;
+  std::filesystem::path attempt_file(const StepState& s, int number, const std::string& suffix) const;
+
+  Store& store_;
+  EngineOptions options_;
+  std::shared_ptr<ExecutorRegistry> executors_;
+  EventLoop loop_;
+  std::optional<RunLock> lock_;
+  std::unique_ptr<SignalWatch> signals_;
+
+  Plan plan_;
+  RunRecord run_;
+  std::vector<StepState> steps_;
+  std::unordered_map<std::string, int> index_of_;
+  std::set<int> ready_;
+  std::deque<Completion> completions_;
+  std::optional<BudgetGuard> budget_;
+  int in_flight_ = 0;
+  int retries_waiting_ = 0;
+  bool in_tx_ = false;
+  bool budget_failure_ = false;
+  StopKind stop_ = StopKind::None;
+  std::string stop_reason_;
+  std::optional<Error> store_error_;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point last_cancel_poll_;
+  std::chrono::steady_clock::time_point last_tick_;
+  EventLoop::TimerId wall_timer_ = 0;
+};
+
+}  // namespace orch

@@ -1,0 +1,49 @@
+#include "engine/signals.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace orch {
+
+namespace {
+int g_pipe[2] = {-1, -1};
+
+void on_signal_handler(int signo) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(signo);
+  [[maybe_unused]] ssize_t n = write(g_pipe[1], &b, 1);
+  errno = saved;
+}
+}  // namespace
+
+SignalWatch::SignalWatch(EventLoop& loop, std::function<void(int)> on_signal)
+    : loop_(loop), on_signal_(std::move(on_signal)) {
+  if (g_pipe[0] < 0) {
+    if (pipe2(g_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_pipe[0] = g_pipe[1] = -1;
+  }
+  if (g_pipe[0] >= 0) {
+    loop_.watch(g_pipe[0], POLLIN, [this](short) {
+      unsigned char b = 0;
+      while (read(g_pipe[0], &b, 1) == 1) on_signal_(b);
+    });
+  }
+  struct sigaction sa{};
+  sa.sa_handler = on_signal_handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, &old_int_);
+  sigaction(SIGTERM, &sa, &old_term_);
+  sigaction(SIGHUP, &sa, &old_hup_);
+}
+
+SignalWatch::~SignalWatch() {
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
+  sigaction(SIGHUP, &old_hup_, nullptr);
+  if (g_pipe[0] >= 0) loop_.unwatch(g_pipe[0]);
+}
+
+}  // namespace orch

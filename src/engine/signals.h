@@ -1,0 +1,28 @@
+// engine/signals.h — SIGINT/SIGTERM/SIGHUP delivered to the event loop.
+//
+// While a SignalWatch lives, those signals are caught by a handler that only
+// writes the signal number to a self-pipe; the loop reads it and calls back. The
+// previous handlers are restored on destruction.
+#pragma once
+
+#include <csignal>
+#include <functional>
+
+#include "orch/event_loop.h"
+
+namespace orch {
+
+class SignalWatch {
+ public:
+  SignalWatch(EventLoop& loop, std::function<void(int signo)> on_signal);
+  ~SignalWatch();
+  SignalWatch(const SignalWatch&) = delete;
+  SignalWatch& operator=(const SignalWatch&) = delete;
+
+ private:
+  EventLoop& loop_;
+  std::function<void(int)> on_signal_;
+  struct sigaction old_int_{}, old_term_{}, old_hup_{};
+};
+
+}  // namespace orch

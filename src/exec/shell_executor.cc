@@ -1,0 +1,338 @@
+#include "exec/shell_executor.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "exec/output_sink.h"
+#include "exec/subprocess.h"
+
+namespace orch {
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+Diagnostic step_diagnostic(const Step& step, const std::string& field, std::string message) {
+  Diagnostic d;
+  d.file = step.loc.file;
+  d.line = step.loc.line;
+  if (auto it = step.field_locs.find(field); it != step.field_locs.end() && it->second.line > 0) {
+    d.line = it->second.line;
+  }
+  d.step_id = step.id;
+  d.message = std::move(message);
+  return d;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+enum class ReadStatus { Ok, Missing, TooLarge, Failed };
+
+// Reads at most `cap` bytes of `path`; TooLarge when it holds more.
+ReadStatus read_capped(const fs::path& path, std::int64_t cap, std::string& out, int& err) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    err = errno;
+    return err == ENOENT ? ReadStatus::Missing : ReadStatus::Failed;
+  }
+  char buffer[64 * 1024];
+  ReadStatus status = ReadStatus::Ok;
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err = errno;
+      status = ReadStatus::Failed;
+      break;
+    }
+    if (n == 0) break;
+    out.append(buffer, static_cast<std::size_t>(n));
+    if (static_cast<std::int64_t>(out.size()) > cap) {
+      status = ReadStatus::TooLarge;
+      break;
+    }
+  }
+  ::close(fd);
+  return status;
+}
+
+class ShellAttempt final : public RunningAttempt {
+ public:
+  ShellAttempt(const AttemptSpec& spec, EventLoop& loop, Executor::DoneCallback done)
+      : loop_(loop),
+        done_(std::move(done)),
+        started_(SteadyClock::now()),
+        workspace_(spec.workspace),
+        usage_path_(spec.usage_path),
+        output_file_(spec.output_file),
+        max_output_(spec.max_output),
+        kill_grace_(spec.kill_grace),
+        stdout_(spec.stdout_path, spec.max_output, true),
+        stderr_(spec.stderr_path, spec.max_output, false) {}
+
+  ~ShellAttempt() override { loop_.cancel_timer(timeout_timer_); }
+
+  void begin(const AttemptSpec& spec) {
+    Subprocess::Options options;
+    options.argv = spec.argv;
+    options.env = spec.env;
+    options.cwd = spec.workspace;
+    Subprocess::Handlers handlers;
+    handlers.on_stdout = [this](std::string_view bytes) {
+      stdout_.append(bytes);
+      tail_.append(bytes);
+    };
+    handlers.on_stderr = [this](std::string_view bytes) {
+      stderr_.append(bytes);
+      tail_.append(bytes);
+    };
+    handlers.on_exit = [this](ProcessExit exit) { on_exit(std::move(exit)); };
+    auto process = Subprocess::start(options, loop_, std::move(handlers));
+    if (!process) {
+      // Reported from the loop, never from inside start(); skipped if the attempt is gone.
+      std::string message = process.error().message;
+      loop_.defer([this, alive = std::weak_ptr<bool>(alive_), message = std::move(message)] {
+        if (alive.expired()) return;
+        AttemptOutcome outcome;
+        outcome.ending = AttemptEnding::SpawnFailed;
+        outcome.message = message;
+        apply_stop(outcome);
+        report(std::move(outcome));
+      });
+      return;
+    }
+    process_ = std::move(*process);
+    if (spec.timeout) {
+      auto timeout = *spec.timeout;
+      timeout_timer_ = loop_.add_timer(timeout, [this, timeout] {
+        timeout_timer_ = 0;
+        stop(Stop::TimedOut, fmt::format("timed out after {}", format_duration(timeout)));
+      });
+    }
+  }
+
+  void cancel(const std::string& reason) override { stop(Stop::Cancelled, reason); }
+
+ private:
+  enum class Stop { None, TimedOut, Cancelled };
+
+  void stop(Stop why, std::string message) {
+    if (reported_ || stop_ != Stop::None) return;
+    stop_ = why;
+    stop_message_ = std::move(message);
+    loop_.cancel_timer(timeout_timer_);
+    timeout_timer_ = 0;
+    if (process_) process_->terminate(kill_grace_);
+  }
+
+  // A timeout or cancel overrides how the process itself ended.
+  void apply_stop(AttemptOutcome& outcome) const {
+    if (stop_ == Stop::None) return;
+    outcome.ending = stop_ == Stop::TimedOut ? AttemptEnding::TimedOut : AttemptEnding::Cancelled;
+    outcome.message = stop_message_;
+  }
+
+  void on_exit(ProcessExit exit) {
+    loop_.cancel_timer(timeout_timer_);
+    timeout_timer_ = 0;
+    stdout_.finish();
+    stderr_.finish();
+
+    AttemptOutcome outcome;
+    outcome.output_tail = tail_.text();
+    outcome.stdout_bytes = stdout_.total_bytes();
+    outcome.stderr_bytes = stderr_.total_bytes();
+    outcome.stdout_truncated = stdout_.truncated();
+    outcome.stderr_truncated = stderr_.truncated();
+    outcome.exit_code = exit.signaled ? -1 : exit.code;
+    outcome.signal = exit.signaled ? exit.signal : 0;
+    if (!exit.spawn_error.empty()) {
+      outcome.ending = AttemptEnding::SpawnFailed;
+      outcome.message = exit.spawn_error;
+    } else if (exit.signaled) {
+      outcome.ending = AttemptEnding::Signaled;
+      outcome.message = fmt::format("killed by {}", signal_name(exit.signal));
+    } else {
+      outcome.ending = AttemptEnding::Exited;
+      if (exit.code != 0) outcome.message = fmt::format("exited with code {}", exit.code);
+    }
+    apply_stop(outcome);
+
+    if (!output_file_) outcome.result = trim_one_newline(std::move(stdout_.kept()));
+    if (outcome.ending == AttemptEnding::Exited) settle_exited(outcome);
+    report(std::move(outcome));  // last: may destroy *this
+  }
+
+  // What only matters when the process ran to completion: the output file, the
+  // usage file, and whether its output could be saved.
+  void settle_exited(AttemptOutcome& outcome) const {
+    auto fail_with = [&outcome](std::string message) {
+      outcome.ending = AttemptEnding::Error;
+      outcome.message = std::move(message);
+    };
+    if (output_file_) {
+      fs::path path = output_file_->is_absolute() ? *output_file_ : workspace_ / *output_file_;
+      int err = 0;
+      switch (read_capped(path, max_output_, outcome.result, err)) {
+        case ReadStatus::Ok:
+          break;
+        case ReadStatus::Missing:
+          outcome.result.clear();
+          // A failed exit is the better reason; only a clean exit without the file is an error.
+          if (outcome.exit_code == 0)
+            fail_with(fmt::format("the step did not write its output file '{}'", path.string()));
+          break;
+        case ReadStatus::TooLarge:
+          outcome.result.clear();
+          fail_with(fmt::format("output file '{}' is larger than max_output ({} bytes)", path.string(),
+                                max_output_));
+          break;
+        case ReadStatus::Failed:
+          outcome.result.clear();
+          fail_with(fmt::format("cannot read output file '{}': {}", path.string(), std::strerror(err)));
+          break;
+      }
+    }
+    if (!usage_path_.empty() && outcome.ending == AttemptEnding::Exited) {
+      auto usage = read_usage_file(usage_path_);
+      if (!usage) {
+        fail_with(usage.error().message);
+      } else if (*usage) {
+        outcome.tokens_in = (*usage)->tokens_in;
+        outcome.tokens_out = (*usage)->tokens_out;
+        outcome.cost_usd = (*usage)->cost_usd;
+      }
+    }
+    for (const OutputSink* sink : {&stdout_, &stderr_}) {
+      if (outcome.ending == AttemptEnding::Exited && !sink->error().empty()) {
+        fail_with(fmt::format("cannot save the step's output: {}", sink->error()));
+      }
+    }
+  }
+
+  void report(AttemptOutcome outcome) {
+    reported_ = true;
+    outcome.duration = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - started_);
+    Executor::DoneCallback done = std::move(done_);
+    done(std::move(outcome));  // last: the engine may destroy *this
+  }
+
+  EventLoop& loop_;
+  Executor::DoneCallback done_;
+  SteadyClock::time_point started_;
+  fs::path workspace_;
+  fs::path usage_path_;
+  std::optional<fs::path> output_file_;
+  std::int64_t max_output_;
+  std::chrono::milliseconds kill_grace_;
+  OutputSink stdout_;
+  OutputSink stderr_;
+  OutputTail tail_;
+  Stop stop_ = Stop::None;
+  std::string stop_message_;
+  bool reported_ = false;
+  EventLoop::TimerId timeout_timer_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the deferred spawn failure
+  std::unique_ptr<Subprocess> process_;                         // last member: destroyed (group killed) first
+};
+
+}  // namespace
+
+void ShellExecutor::check_step(const Step& step, Diagnostics& out) const {
+  bool has_run = !step.run.empty();
+  bool has_sh = step.sh.has_value();
+  if (has_run && has_sh) {
+    out.push_back(step_diagnostic(step, "sh", "a shell step has both 'run' and 'sh'; give exactly one"));
+  } else if (!has_run && !has_sh) {
+    out.push_back(step_diagnostic(step, "", "a shell step needs 'run' (an argv list) or 'sh' (a script)"));
+  }
+}
+
+std::vector<Postcondition> ShellExecutor::default_post() const {
+  Postcondition exit_zero;
+  exit_zero.kind = PostKind::ExitZero;
+  return {exit_zero};
+}
+
+Expected<std::unique_ptr<RunningAttempt>> ShellExecutor::start(const AttemptSpec& spec, EventLoop& loop,
+                                                               DoneCallback done) {
+  auto attempt = std::make_unique<ShellAttempt>(spec, loop, std::move(done));
+  attempt->begin(spec);
+  return std::unique_ptr<RunningAttempt>(std::move(attempt));
+}
+
+Expected<std::optional<UsageReport>> read_usage_file(const fs::path& path) {
+  std::string text;
+  int err = 0;
+  switch (read_capped(path, 1024 * 1024, text, err)) {
+    case ReadStatus::Ok:
+      break;
+    case ReadStatus::Missing:
+      return std::optional<UsageReport>{};
+    case ReadStatus::TooLarge:
+      return fail(ErrorCode::InvalidInput, fmt::format("usage file '{}' is over 1 MiB", path.string()));
+    case ReadStatus::Failed:
+      return fail(ErrorCode::Io,
+                  fmt::format("cannot read usage file '{}': {}", path.string(), std::strerror(err)));
+  }
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    std::string what = e.what();
+    if (auto bracket = what.find("] "); bracket != std::string::npos) what = what.substr(bracket + 2);
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("usage file '{}' is not valid JSON: {}", path.string(), what));
+  }
+  auto bad = [&path](const std::string& problem) {
+    return fail(ErrorCode::InvalidInput, fmt::format("usage file '{}': {}", path.string(), problem));
+  };
+  if (!doc.is_object())
+    return bad("expected a JSON object like {\"tokens_in\":0,\"tokens_out\":0,\"cost_usd\":0}");
+  UsageReport usage;
+  for (auto [key, field] :
+       {std::pair{"tokens_in", &usage.tokens_in}, std::pair{"tokens_out", &usage.tokens_out}}) {
+    auto it = doc.find(key);
+    if (it == doc.end()) continue;
+    bool ok = it->is_number_unsigned() || (it->is_number_integer() && it->get<std::int64_t>() >= 0);
+    if (!ok ||
+        (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))) {
+      return bad(fmt::format("\"{}\" must be a non-negative integer, not {}", key, it->dump()));
+    }
+    *field = it->get<std::int64_t>();
+  }
+  if (auto it = doc.find("cost_usd"); it != doc.end()) {
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
+      return bad(fmt::format("\"cost_usd\" must be a non-negative number, not {}", it->dump()));
+    }
+    usage.cost_usd = it->get<double>();
+  }
+  return std::optional<UsageReport>(usage);
+}
+
+std::string trim_one_newline(std::string text) {
+  if (text.ends_with("\r\n")) {
+    text.resize(text.size() - 2);
+  } else if (text.ends_with('\n')) {
+    text.pop_back();
+  }
+  return text;
+}
+
+std::string format_duration(std::chrono::milliseconds duration) {
+  auto ms = duration.count();
+  if (ms >= 1000 && ms % 1000 == 0) return fmt::format("{}s", ms / 1000);
+  return fmt::format("{}ms", ms);
+}
+
+}  // namespace orch

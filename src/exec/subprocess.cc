@@ -1,0 +1,332 @@
+#include "exec/subprocess.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+extern char** environ;
+
+namespace orch {
+namespace {
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr int kMaxDrainReads = 64;  // 4 MiB per stream per drain, then back to the loop
+
+// RAII for the posix_spawn attribute objects, which must be destroyed on every path.
+struct SpawnActions {
+  posix_spawn_file_actions_t actions;
+  SpawnActions() { posix_spawn_file_actions_init(&actions); }
+  ~SpawnActions() { posix_spawn_file_actions_destroy(&actions); }
+};
+struct SpawnAttr {
+  posix_spawnattr_t attr;
+  SpawnAttr() { posix_spawnattr_init(&attr); }
+  ~SpawnAttr() { posix_spawnattr_destroy(&attr); }
+};
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+std::string_view env_name(std::string_view entry) {
+  return entry.substr(0, entry.find('='));
+}
+
+// The overriding value of `name` in `env` (the last one given wins).
+std::optional<std::string_view> override_of(const std::vector<std::pair<std::string, std::string>>& env,
+                                            std::string_view name) {
+  std::optional<std::string_view> found;
+  for (const auto& [k, v] : env) {
+    if (k == name) found = v;
+  }
+  return found;
+}
+
+// The PATH argv[0] is resolved in: the step's own when it sets one, else orch's.
+std::string effective_path(const std::vector<std::pair<std::string, std::string>>& env) {
+  if (auto p = override_of(env, "PATH")) return std::string(*p);
+  const char* own = std::getenv("PATH");
+  return own ? own : "/bin:/usr/bin";
+}
+
+// Looks `name` up like execvp: each PATH entry in order, the first executable file.
+std::optional<std::string> find_in_path(const std::string& name, std::string_view path) {
+  for (;;) {
+    auto colon = path.find(':');
+    std::string_view dir = path.substr(0, colon);
+    std::string candidate = dir.empty() ? name : fmt::format("{}/{}", dir, name);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) return std::nullopt;
+    path.remove_prefix(colon + 1);
+  }
+}
+
+std::string spawn_failure_message(const std::string& program, int err, const std::filesystem::path& cwd) {
+  if (err == ENOENT || err == ENOTDIR || err == EACCES) {
+    // posix_spawn reports a failed chdir with the same errno as a failed exec.
+    std::error_code ec;
+    if (!cwd.empty() && !std::filesystem::is_directory(cwd, ec)) {
+      return fmt::format("cannot run '{}': working folder '{}' does not exist or is not a folder", program,
+                         cwd.string());
+    }
+  }
+  if (err == ENOENT && program.find('/') == std::string::npos) {
+    return fmt::format("cannot run '{}': {} (not found in PATH)", program, std::strerror(err));
+  }
+  return fmt::format("cannot run '{}': {}", program, std::strerror(err));
+}
+
+}  // namespace
+
+Subprocess::Subprocess(EventLoop& loop, Handlers handlers) : loop_(loop), handlers_(std::move(handlers)) {}
+
+Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, EventLoop& loop,
+                                                        Handlers handlers) {
+  if (options.argv.empty() || options.argv[0].empty()) {
+    return fail(ErrorCode::Spawn, "cannot run a step with an empty command");
+  }
+  std::unique_ptr<Subprocess> self(new Subprocess(loop, std::move(handlers)));
+  self->program_ = options.argv[0];
+  self->env_ = options.env;
+  self->cwd_ = options.cwd;
+  self->drain_limit_ = options.drain_limit;
+
+  // Read ends are non-blocking (so draining never hangs) and close-on-exec; the
+  // write ends stay blocking, since the child shares their file description.
+  int out_pipe[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    int err = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    return fail(ErrorCode::Spawn,
+                fmt::format("cannot run '{}': cannot create a pipe: {}", self->program_, std::strerror(err)));
+  }
+  self->out_.fd = out_pipe[0];
+  self->err_.fd = err_pipe[0];
+  self->out_.handler = std::move(self->handlers_.on_stdout);
+  self->err_.handler = std::move(self->handlers_.on_stderr);
+  ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+  ::fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+
+  SpawnActions fa;
+  posix_spawn_file_actions_addopen(&fa.actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa.actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa.actions, err_pipe[1], 2);
+  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa.actions, options.cwd.c_str());
+
+  // Own process group (pgid = the child's pid); no blocked signals (the engine may
+  // block SIGINT/SIGTERM for a signalfd) and default dispositions for the signals
+  // orch might ignore, since an ignored disposition survives exec.
+  SpawnAttr sa;
+  posix_spawnattr_setflags(&sa.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&sa.attr, 0);
+  sigset_t mask;
+  sigemptyset(&mask);
+  posix_spawnattr_setsigmask(&sa.attr, &mask);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ,
+                  SIGUSR1, SIGUSR2, SIGALRM}) {
+    sigaddset(&defaults, sig);
+  }
+  posix_spawnattr_setsigdefault(&sa.attr, &defaults);
+
+  // orch's environment minus the overridden names, then the overrides (last wins).
+  std::vector<std::string> overrides;
+  overrides.reserve(options.env.size());
+  for (std::size_t i = 0; i < options.env.size(); ++i) {
+    const auto& name = options.env[i].first;
+    bool later = false;
+    for (std::size_t j = i + 1; j < options.env.size() && !later; ++j) later = options.env[j].first == name;
+    if (!later) overrides.push_back(name + "=" + options.env[i].second);
+  }
+  std::vector<char*> envp;
+  for (char** e = environ; e && *e; ++e) {
+    if (!override_of(options.env, env_name(*e))) envp.push_back(*e);
+  }
+  for (auto& kv : overrides) envp.push_back(kv.data());
+  envp.push_back(nullptr);
+
+  std::vector<char*> argv;
+  argv.reserve(options.argv.size() + 1);
+  for (const auto& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+
+  int rc = 0;
+  pid_t pid = -1;
+  bool has_slash = self->program_.find('/') != std::string::npos;
+  if (!has_slash && override_of(options.env, "PATH")) {
+    // posix_spawnp would search orch's PATH, not the one the step asked for.
+    auto resolved = find_in_path(self->program_, effective_path(options.env));
+    rc = resolved ? posix_spawn(&pid, resolved->c_str(), &fa.actions, &sa.attr, argv.data(), envp.data())
+                  : ENOENT;
+  } else {
+    rc = posix_spawnp(&pid, self->program_.c_str(), &fa.actions, &sa.attr, argv.data(), envp.data());
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) {
+    close_fd(self->out_.fd);
+    close_fd(self->err_.fd);
+    return fail(ErrorCode::Spawn, spawn_failure_message(self->program_, rc, options.cwd));
+  }
+  self->pid_ = pid;
+
+  Subprocess* raw = self.get();
+  self->watch_stream(self->out_);
+  self->watch_stream(self->err_);
+  if (options.use_pidfd) self->pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (self->pidfd_ >= 0) {  // pidfd_open sets close-on-exec itself
+    loop.watch(self->pidfd_, POLLIN, [raw](short) { raw->on_leader_exit(); });
+  } else {
+    self->poll_timer_ =
+        loop.add_timer(std::chrono::milliseconds(20), [raw] { raw->check_exit_without_pidfd(); });
+  }
+  return self;
+}
+
+Subprocess::~Subprocess() {
+  loop_.cancel_timer(kill_timer_);
+  loop_.cancel_timer(poll_timer_);
+  loop_.cancel_timer(drain_timer_);
+  if (pidfd_ >= 0) {
+    loop_.unwatch(pidfd_);
+    close_fd(pidfd_);
+  }
+  close_stream(out_);
+  close_stream(err_);
+  if (pid_ > 0 && !reaped_) {
+    ::kill(-pid_, SIGKILL);  // the leader is not reaped, so the group id is still ours
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void Subprocess::terminate(std::chrono::milliseconds grace) {
+  if (reaped_) return;
+  ::kill(-pid_, SIGTERM);
+  ::kill(-pid_, SIGCONT);
+  if (kill_timer_ == 0) {
+    kill_timer_ = loop_.add_timer(grace, [this] {
+      kill_timer_ = 0;
+      kill();
+    });
+  }
+}
+
+void Subprocess::kill() {
+  if (!reaped_) ::kill(-pid_, SIGKILL);
+}
+
+void Subprocess::watch_stream(Stream& stream) {
+  loop_.watch(stream.fd, POLLIN, [this, &stream](short) {
+    read_stream(stream, reaped_);
+    finish_if_done();  // last: may destroy *this
+  });
+}
+
+void Subprocess::read_stream(Stream& stream, bool drain) {
+  char buffer[kReadChunk];
+  for (int reads = 0; stream.fd >= 0 && reads < kMaxDrainReads; ++reads) {
+    ssize_t n = ::read(stream.fd, buffer, sizeof buffer);
+    if (n > 0) {
+      any_output_ = true;
+      if (stream.handler) stream.handler(std::string_view(buffer, static_cast<std::size_t>(n)));
+      // A short read means the pipe is empty for now: wait for the next wakeup,
+      // unless we are draining after the exit and want EOF in this same turn.
+      if (static_cast<std::size_t>(n) < sizeof buffer && !drain) return;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    close_stream(stream);  // EOF, or a read error we can do nothing about
+  }
+}
+
+void Subprocess::close_stream(Stream& stream) {
+  if (stream.fd < 0) return;
+  loop_.unwatch(stream.fd);
+  close_fd(stream.fd);
+}
+
+void Subprocess::check_exit_without_pidfd() {
+  poll_timer_ = 0;
+  // WNOWAIT: look without reaping, so the group id stays ours until the group is killed.
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      info.si_pid == pid_) {
+    on_leader_exit();  // last: may destroy *this
+    return;
+  }
+  poll_timer_ = loop_.add_timer(std::chrono::milliseconds(20), [this] { check_exit_without_pidfd(); });
+}
+
+void Subprocess::on_leader_exit() {
+  if (reaped_) return;
+  ::kill(-pid_, SIGKILL);  // the rest of the group; see the header
+  int status = 0;
+  pid_t got = -1;
+  do {
+    got = ::waitpid(pid_, &status, 0);
+  } while (got < 0 && errno == EINTR);
+  reaped_ = true;
+  if (got == pid_ && WIFSIGNALED(status)) {
+    exit_.signaled = true;
+    exit_.signal = WTERMSIG(status);
+  } else if (got == pid_ && WIFEXITED(status)) {
+    exit_.code = WEXITSTATUS(status);
+  }
+  if (pidfd_ >= 0) {
+    loop_.unwatch(pidfd_);
+    close_fd(pidfd_);
+  }
+  loop_.cancel_timer(kill_timer_);
+  kill_timer_ = 0;
+
+  read_stream(out_, true);
+  read_stream(err_, true);
+  if (!exit_.signaled && exit_.code == 127 && !any_output_) {
+    // An exec failure posix_spawn did not report itself (older C libraries exit
+    // 127 in the child). Say so only when argv[0] really cannot be found.
+    std::filesystem::path program = program_;
+    bool found = program_.find('/') != std::string::npos
+                     ? ::access((cwd_ / program).c_str(), X_OK) == 0  // cwd_ / absolute = absolute
+                     : find_in_path(program_, effective_path(env_)).has_value();
+    if (!found) exit_.spawn_error = spawn_failure_message(program_, ENOENT, {});
+  }
+  if (out_.fd >= 0 || err_.fd >= 0) {
+    drain_timer_ = loop_.add_timer(drain_limit_, [this] {
+      drain_timer_ = 0;
+      close_stream(out_);
+      close_stream(err_);
+      finish_if_done();
+    });
+    return;
+  }
+  finish_if_done();  // last: may destroy *this
+}
+
+void Subprocess::finish_if_done() {
+  if (finished_ || !reaped_ || out_.fd >= 0 || err_.fd >= 0) return;
+  finished_ = true;
+  loop_.cancel_timer(drain_timer_);
+  drain_timer_ = 0;
+  ExitHandler on_exit = std::move(handlers_.on_exit);
+  if (on_exit) on_exit(exit_);  // last: may destroy *this
+}
+
+}  // namespace orch

@@ -1,0 +1,319 @@
+#include "exec/subprocess.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "exec/exec_testing.h"
+
+namespace orch {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using orch::testing::process_gone;
+using orch::testing::read_pids;
+using orch::testing::run_until;
+using orch::testing::TempDir;
+using orch::testing::wait_gone;
+using orch::testing::write_file;
+using SteadyClock = std::chrono::steady_clock;
+
+// One started process and everything it reported.
+struct Child {
+  std::string out;
+  std::string err;
+  std::optional<ProcessExit> exit;
+  int exits = 0;
+  std::unique_ptr<Subprocess> process;
+
+  Expected<void> start(EventLoop& loop, Subprocess::Options options) {
+    Subprocess::Handlers handlers;
+    handlers.on_stdout = [this](std::string_view b) { out.append(b); };
+    handlers.on_stderr = [this](std::string_view b) { err.append(b); };
+    handlers.on_exit = [this](ProcessExit e) {
+      exit = std::move(e);
+      ++exits;
+    };
+    auto started = Subprocess::start(options, loop, std::move(handlers));
+    if (!started) return std::unexpected(started.error());
+    process = std::move(*started);
+    return {};
+  }
+};
+
+Subprocess::Options sh(const std::string& script, const fs::path& cwd = {}) {
+  Subprocess::Options options;
+  options.argv = {"/bin/sh", "-c", script};
+  options.cwd = cwd;
+  return options;
+}
+
+TEST(Subprocess, ReportsExitCodeAndOutput) {
+  EventLoop loop;
+  Child run;
+  ASSERT_TRUE(run.start(loop, sh("echo out; echo err >&2; exit 3")));
+  EXPECT_GT(run.process->pid(), 0);
+  EXPECT_TRUE(run.process->running());
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  EXPECT_FALSE(run.exit->signaled);
+  EXPECT_EQ(run.exit->code, 3);
+  EXPECT_EQ(run.exit->spawn_error, "");
+  EXPECT_EQ(run.out, "out\n");
+  EXPECT_EQ(run.err, "err\n");
+  EXPECT_FALSE(run.process->running());
+  loop.run_once(10ms);
+  EXPECT_EQ(run.exits, 1);
+  EXPECT_TRUE(loop.idle());
+}
+
+TEST(Subprocess, ReportsTheSignal) {
+  EventLoop loop;
+  Child run;
+  ASSERT_TRUE(run.start(loop, sh("kill -SEGV $$")));
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  EXPECT_TRUE(run.exit->signaled);
+  EXPECT_EQ(run.exit->signal, SIGSEGV);
+}
+
+TEST(Subprocess, RunsInItsOwnProcessGroup) {
+  EventLoop loop;
+  Child run;
+  ASSERT_TRUE(run.start(loop, sh("ps -o pgid= -p $$ | tr -d ' '; echo $$")));
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  auto newline = run.out.find('\n');
+  ASSERT_NE(newline, std::string::npos) << run.out << run.err;
+  EXPECT_EQ(run.out.substr(0, newline) + "\n", run.out.substr(newline + 1));
+  EXPECT_NE(std::to_string(::getpgrp()) + "\n", run.out.substr(newline + 1));
+}
+
+TEST(Subprocess, EnvironmentIsOrchsPlusOverrides) {
+  ::setenv("ORCH_TEST_INHERITED", "from-orch", 1);
+  ::setenv("ORCH_TEST_OVERRIDDEN", "old", 1);
+  EventLoop loop;
+  Child run;
+  auto options = sh("echo $ORCH_TEST_INHERITED $ORCH_TEST_OVERRIDDEN $ORCH_TEST_ADDED");
+  options.env = {
+      {"ORCH_TEST_OVERRIDDEN", "first"}, {"ORCH_TEST_ADDED", "added"}, {"ORCH_TEST_OVERRIDDEN", "new"}};
+  ASSERT_TRUE(run.start(loop, options));
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  EXPECT_EQ(run.out, "from-orch new added\n");
+}
+
+TEST(Subprocess, OverriddenPathIsUsedToFindTheProgram) {
+  TempDir dir;
+  write_file(dir / "bin/orch-test-tool", "#!/bin/sh\necho tool ran\n");
+  fs::permissions(dir / "bin/orch-test-tool", fs::perms::owner_all);
+  EventLoop loop;
+  Child run;
+  Subprocess::Options options;
+  options.argv = {"orch-test-tool"};
+  options.env = {{"PATH", (dir / "bin").string() + ":/usr/bin:/bin"}};
+  ASSERT_TRUE(run.start(loop, options));
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  EXPECT_EQ(run.out, "tool ran\n");
+}
+
+TEST(Subprocess, WorkingFolderIsCwd) {
+  TempDir dir;
+  EventLoop loop;
+  Child run;
+  Subprocess::Options options;
+  options.argv = {"pwd"};
+  options.cwd = dir.path();
+  ASSERT_TRUE(run.start(loop, options));
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  EXPECT_EQ(run.out, dir.path().string() + "\n");
+}
+
+TEST(Subprocess, StdinIsDevNull) {
+  EventLoop loop;
+  Child run;
+  Subprocess::Options options;
+  options.argv = {"cat"};
+  auto start = SteadyClock::now();
+  ASSERT_TRUE(run.start(loop, options));
+  ASSERT_TRUE(run_until(
+      loop, [&] { return run.exit.has_value(); }, 5s));
+  EXPECT_LT(SteadyClock::now() - start, 2s);
+  EXPECT_EQ(run.exit->code, 0);
+  EXPECT_EQ(run.out, "");
+}
+
+TEST(Subprocess, MissingProgramFailsToStartWithAClearMessage) {
+  EventLoop loop;
+  Child run;
+  Subprocess::Options options;
+  options.argv = {"nosuchcmd-orch-test", "arg"};
+  auto started = run.start(loop, options);
+  ASSERT_FALSE(started);
+  EXPECT_EQ(started.error().code, ErrorCode::Spawn);
+  EXPECT_EQ(started.error().message,
+            "cannot run 'nosuchcmd-orch-test': No such file or directory (not found in PATH)");
+  EXPECT_TRUE(loop.idle());
+
+  options.argv = {"/no/such/program"};
+  started = run.start(loop, options);
+  ASSERT_FALSE(started);
+  EXPECT_EQ(started.error().message, "cannot run '/no/such/program': No such file or directory");
+
+  options.argv = {"true"};
+  options.env = {{"PATH", "/nonexistent-orch-dir"}};
+  started = run.start(loop, options);
+  ASSERT_FALSE(started);
+  EXPECT_EQ(started.error().message, "cannot run 'true': No such file or directory (not found in PATH)");
+
+  options.argv = {};
+  EXPECT_FALSE(run.start(loop, options));
+}
+
+TEST(Subprocess, MissingWorkingFolderIsNamed) {
+  TempDir dir;
+  EventLoop loop;
+  Child run;
+  auto started = run.start(loop, sh("true", dir / "missing"));
+  ASSERT_FALSE(started);
+  EXPECT_NE(started.error().message.find((dir / "missing").string()), std::string::npos)
+      << started.error().message;
+}
+
+TEST(Subprocess, Exit127WithoutOutputIsOnlyASpawnErrorWhenTheProgramIsMissing) {
+  EventLoop loop;
+  Child run;
+  ASSERT_TRUE(run.start(loop, sh("exit 127")));  // /bin/sh exists: a real exit 127
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  EXPECT_EQ(run.exit->code, 127);
+  EXPECT_EQ(run.exit->spawn_error, "");
+}
+
+TEST(Subprocess, WorksWithoutPidfd) {
+  EventLoop loop;
+  Child run;
+  auto options = sh("echo hi; exit 4");
+  options.use_pidfd = false;
+  ASSERT_TRUE(run.start(loop, options));
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  EXPECT_EQ(run.exit->code, 4);
+  EXPECT_EQ(run.out, "hi\n");
+}
+
+TEST(Subprocess, GrandchildThatOutlivesTheLeaderIsKilled) {
+  TempDir dir;
+  for (bool pidfd : {true, false}) {
+    EventLoop loop;
+    Child run;
+    auto options = sh("(sleep 5; echo late > late.txt) & echo $! > pids; exit 0", dir.path());
+    options.use_pidfd = pidfd;
+    auto start = SteadyClock::now();
+    ASSERT_TRUE(run.start(loop, options));
+    ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+    EXPECT_LT(SteadyClock::now() - start, 3s);
+    EXPECT_EQ(run.exit->code, 0);
+    auto pids = read_pids(dir / "pids");
+    ASSERT_EQ(pids.size(), 1u);
+    EXPECT_TRUE(wait_gone(pids[0])) << "grandchild " << pids[0] << " survived (pidfd=" << pidfd << ")";
+    EXPECT_FALSE(fs::exists(dir / "late.txt"));
+  }
+}
+
+TEST(Subprocess, TerminateStopsTheWholeGroup) {
+  TempDir dir;
+  EventLoop loop;
+  Child run;
+  ASSERT_TRUE(run.start(loop, sh("sleep 30 & echo $! > pids; sleep 30 & echo $! >> pids; wait", dir.path())));
+  ASSERT_TRUE(run_until(
+      loop, [&] { return read_pids(dir / "pids").size() == 2; }, 5s));
+  auto start = SteadyClock::now();
+  run.process->terminate(5s);
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  EXPECT_LT(SteadyClock::now() - start, 2s);
+  EXPECT_TRUE(run.exit->signaled);
+  EXPECT_EQ(run.exit->signal, SIGTERM);
+  for (pid_t pid : read_pids(dir / "pids")) EXPECT_TRUE(wait_gone(pid)) << pid;
+}
+
+TEST(Subprocess, IgnoredTermIsFollowedByKillAfterTheGrace) {
+  EventLoop loop;
+  Child run;
+  ASSERT_TRUE(run.start(loop, sh("trap '' TERM; echo ready; while :; do sleep 1; done")));
+  ASSERT_TRUE(run_until(
+      loop, [&] { return run.out == "ready\n"; }, 5s));
+  auto start = SteadyClock::now();
+  run.process->terminate(300ms);
+  ASSERT_TRUE(run_until(
+      loop, [&] { return run.exit.has_value(); }, 5s));
+  auto elapsed = SteadyClock::now() - start;
+  EXPECT_GE(elapsed, 290ms);
+  EXPECT_LT(elapsed, 3s);
+  EXPECT_TRUE(run.exit->signaled);
+  EXPECT_EQ(run.exit->signal, SIGKILL);
+}
+
+TEST(Subprocess, DestroyingKillsAndReapsTheGroup) {
+  TempDir dir;
+  EventLoop loop;
+  Child run;
+  ASSERT_TRUE(run.start(loop, sh("sleep 30 & echo $! > pids; wait", dir.path())));
+  pid_t leader = run.process->pid();
+  ASSERT_TRUE(run_until(
+      loop, [&] { return read_pids(dir / "pids").size() == 1; }, 5s));
+  run.process.reset();
+  EXPECT_EQ(::kill(leader, 0), -1);  // reaped synchronously: not even a zombie
+  EXPECT_EQ(errno, ESRCH);
+  EXPECT_TRUE(wait_gone(read_pids(dir / "pids")[0]));
+  EXPECT_TRUE(loop.idle());
+  EXPECT_EQ(run.exits, 0);
+}
+
+TEST(Subprocess, PipesHeldOpenByAnEscapedProcessAreDrainedForABoundedTime) {
+  TempDir dir;
+  EventLoop loop;
+  Child run;
+  // setsid leaves the process group, so the group kill cannot reach it; it keeps
+  // stdout open for 3 s, and the exit must not wait for that.
+  auto options = sh(
+      "setsid sh -c 'echo $$ > pids; exec sleep 3' & while [ ! -s pids ]; do :; done; echo done", dir.path());
+  options.drain_limit = 200ms;
+  auto start = SteadyClock::now();
+  ASSERT_TRUE(run.start(loop, options));
+  ASSERT_TRUE(run_until(
+      loop, [&] { return run.exit.has_value(); }, 5s));
+  auto elapsed = SteadyClock::now() - start;
+  EXPECT_GE(elapsed, 200ms);
+  EXPECT_LT(elapsed, 2s);
+  EXPECT_EQ(run.out, "done\n");
+  for (pid_t pid : read_pids(dir / "pids")) ::kill(pid, SIGKILL);
+}
+
+TEST(Subprocess, ManyAtOnceAreEachReportedOnce) {
+  EventLoop loop;
+  constexpr int kCount = 50;
+  std::vector<std::unique_ptr<Child>> runs;
+  for (int i = 0; i < kCount; ++i) {
+    runs.push_back(std::make_unique<Child>());
+    ASSERT_TRUE(
+        runs.back()->start(loop, sh("echo " + std::to_string(i) + "; exit " + std::to_string(i % 7))));
+  }
+  auto all_done = [&] {
+    for (const auto& r : runs) {
+      if (!r->exit) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(run_until(loop, all_done, 15s));
+  loop.run_once(20ms);
+  for (int i = 0; i < kCount; ++i) {
+    EXPECT_EQ(runs[i]->exits, 1);
+    EXPECT_EQ(runs[i]->exit->code, i % 7);
+    EXPECT_EQ(runs[i]->out, std::to_string(i) + "\n");
+  }
+  EXPECT_TRUE(loop.idle());
+}
+
+}  // namespace
+}  // namespace orch

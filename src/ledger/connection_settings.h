@@ -1,0 +1,39 @@
+// ledger/connection_settings.h — how every orch connection to a ledger is configured.
+//
+//   journal_mode=WAL      readers (orch status, orch runs) never block the writer and
+//                         the writer never blocks them
+//   synchronous=NORMAL    a commit survives a crash or kill -9 of the process, which is
+//                         what orch promises; after a power loss or OS crash the last
+//                         few transactions may be lost (the ledger stays consistent).
+//                         ORCH_SYNC=full selects synchronous=FULL: every commit is
+//                         fsynced, surviving power loss too, at a cost per commit.
+//   foreign_keys=ON       rows always belong to an existing run (and step)
+//   busy_timeout=10000    two orch processes writing different runs of one ledger
+//                         wait for each other's short transactions instead of failing
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "ledger/sqlite_db.h"
+#include "orch/error.h"
+
+namespace orch {
+
+enum class SyncMode { Normal, Full };
+
+// The mode ORCH_SYNC asks for: unset, "" or "normal" -> Normal, "full" -> Full
+// (case-insensitive); anything else is an InvalidInput error naming the value.
+Expected<SyncMode> sync_mode_from_env(const char* value);
+
+inline constexpr int kBusyTimeoutMs = 10000;
+
+// Sets the busy timeout. Done first, before the file is read at all.
+void set_busy_timeout(SqliteDb& db);
+
+// Switches to WAL (persistent in the file; skipped when already on, so opening a
+// second connection never needs an exclusive lock) and sets the per-connection
+// pragmas above.
+Expected<void> apply_connection_settings(SqliteDb& db, SyncMode sync);
+
+}  // namespace orch

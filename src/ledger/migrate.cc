@@ -1,0 +1,87 @@
+#include "ledger/migrate.h"
+
+#include <fmt/format.h>
+
+#include "ledger/schema.h"
+#include "ledger/sqlite_statement.h"
+#include "orch/store.h"
+
+namespace orch {
+
+namespace {
+
+Expected<int> read_schema_version(SqliteDb& db) {
+  const std::string path = db.path().string();
+  const auto application_id = ORCH_TRY(db.query_int("PRAGMA application_id", "reading the application id"));
+  const auto objects = ORCH_TRY(db.query_int("SELECT count(*) FROM sqlite_master", "listing the tables"));
+  if (application_id != kOrchApplicationId) {
+    if (application_id == 0 && objects == 0) return 0;  // empty: a new ledger
+    return fail(
+        ErrorCode::Store,
+        fmt::format("{}: a SQLite database but not an orch ledger (it has {} tables, indexes or views "
+                    "and no orch marker); refusing to use it",
+                    path, objects));
+  }
+  const auto has_versions = ORCH_TRY(
+      db.query_int("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
+                   "looking for the schema_version table"));
+  if (has_versions == 0) {
+    return fail(
+        ErrorCode::Store,
+        fmt::format("{}: marked as an orch ledger but has no schema_version table; the file is damaged",
+                    path));
+  }
+  const auto version = ORCH_TRY(
+      db.query_int("SELECT coalesce(max(version), 0) FROM schema_version", "reading the schema version"));
+  if (version > store_schema_version()) {
+    return fail(ErrorCode::Store,
+                fmt::format("{}: the ledger has schema version {}, newer than this orch ({}) understands "
+                            "(version {}); use a newer orch or another store",
+                            path, version, ORCH_VERSION, store_schema_version()));
+  }
+  return static_cast<int>(version);
+}
+
+}  // namespace
+
+Expected<int> ledger_schema_version(SqliteDb& db) {
+  if (db.in_transaction()) return read_schema_version(db);
+  // The marker and the tables must be read from one snapshot: between two
+  // separate reads another process may create the ledger, and a file with tables
+  // but (as first read) no marker would be refused as foreign.
+  ORCH_TRY(db.exec("BEGIN", "starting to read the ledger header"));
+  auto version = read_schema_version(db);
+  (void)db.exec("COMMIT", "ending the read of the ledger header");
+  return version;
+}
+
+Expected<void> migrate_to_current(SqliteDb& db, std::int64_t now_ms) {
+  ORCH_TRY(db.exec("BEGIN IMMEDIATE", "starting the schema migration"));
+  auto migrated = [&]() -> Expected<void> {
+    // Read again under the write lock: another process may have migrated meanwhile.
+    const int version = ORCH_TRY(ledger_schema_version(db));
+    if (version == store_schema_version()) return {};
+    for (const Migration& migration : schema_migrations()) {
+      if (migration.version <= version) continue;
+      ORCH_TRY(db.exec(migration.sql, fmt::format("migrating the schema to version {}", migration.version)));
+      // Prepared after the migration: version 1 creates the schema_version table.
+      auto record = ORCH_TRY(Statement::prepare(
+          db, "INSERT INTO schema_version (version, applied_at, description) VALUES (?1, ?2, ?3)"));
+      record.bind_int(1, migration.version);
+      record.bind_int(2, now_ms);
+      record.bind_text(3, migration.description);
+      ORCH_TRY(record.run([&] { return fmt::format("recording schema version {}", migration.version); }));
+    }
+    // The marker is written in the same transaction as the tables: a crash leaves
+    // either an empty file or a complete ledger, never a half-made one.
+    return db.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId).c_str(),
+                   "marking the file as an orch ledger");
+  }();
+  if (!migrated) {
+    (void)db.exec("ROLLBACK", "rolling back the schema migration");
+    return migrated;
+  }
+  return db.exec("COMMIT", "committing the schema migration");
+}
+
+}  // namespace orch

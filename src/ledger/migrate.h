@@ -1,0 +1,30 @@
+// ledger/migrate.h — recognising an orch ledger and bringing its schema up to date.
+//
+// Before orch writes anything to a file it decides what the file is:
+//   * an empty database (new file)                        -> version 0, to be created
+//   * an orch ledger (application_id "orch")              -> its schema version
+//   * not a SQLite database, a foreign SQLite database, or a ledger from a newer
+//     orch                                                -> an error naming the file,
+//     and the file is left untouched.
+#pragma once
+
+#include <cstdint>
+
+#include "ledger/sqlite_db.h"
+#include "orch/error.h"
+
+namespace orch {
+
+// The schema version of the ledger in `db` (0 for an empty database), or an
+// error if the file is not one this orch can use. Reads only; takes no write lock,
+// so it never waits for a writer.
+Expected<int> ledger_schema_version(SqliteDb& db);
+
+// Applies every migration newer than the file's version, in order, in one
+// BEGIN IMMEDIATE transaction, and records each in schema_version. Safe when
+// several processes open a new ledger at once: the version is read again under
+// the write lock, so the schema is created exactly once. `now_ms` stamps
+// schema_version.applied_at.
+Expected<void> migrate_to_current(SqliteDb& db, std::int64_t now_ms);
+
+}  // namespace orch

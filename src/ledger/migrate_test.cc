@@ -1,0 +1,124 @@
+// What open_sqlite_store accepts and refuses, and that refused files are left untouched.
+#include "ledger/migrate.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ledger/ledger_test_support.h"
+#include "ledger/schema.h"
+#include "orch/store.h"
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+namespace lt = ledger_test;
+using testing::read_file;
+using testing::write_file;
+
+// Expects opening `path` to fail with a Store error naming the file and containing `fragment`.
+void expect_refused(const std::filesystem::path& path, const std::string& fragment) {
+  auto store = open_sqlite_store(path);
+  ASSERT_FALSE(store) << "opened " << path;
+  EXPECT_EQ(store.error().code, ErrorCode::Store);
+  EXPECT_NE(store.error().message.find(path.string()), std::string::npos) << store.error().message;
+  EXPECT_NE(store.error().message.find(fragment), std::string::npos) << store.error().message;
+}
+
+TEST(LedgerFile, AFileThatIsNotADatabaseIsRefusedAndLeftAlone) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  std::string garbage;
+  for (int i = 0; i < 400; ++i) garbage += "this is not a database, it is a diary entry\n";
+  write_file(path, garbage);
+  expect_refused(path, "not a SQLite database");
+  EXPECT_EQ(read_file(path), garbage);
+  EXPECT_FALSE(std::filesystem::exists(dir / "orch.db-wal"));
+}
+
+TEST(LedgerFile, AForeignSqliteDatabaseIsRefusedAndLeftAlone) {
+  testing::TempDir dir;
+  const auto path = dir / "app.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_EQ(raw.exec("CREATE TABLE runs (id TEXT); CREATE TABLE schema_version (version INTEGER);"
+                       "INSERT INTO schema_version VALUES (1);"),
+              "");
+  }
+  expect_refused(path, "not an orch ledger");
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("PRAGMA journal_mode"), "delete") << "the journal mode was not changed";
+  EXPECT_EQ(raw.query("SELECT count(*) FROM sqlite_master"), "2");
+}
+
+TEST(LedgerFile, ALedgerFromANewerOrchIsRefused) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  ASSERT_TRUE(open_sqlite_store(path));
+  {
+    lt::RawDb raw(path);
+    ASSERT_EQ(raw.exec("INSERT INTO schema_version VALUES (99, 1, 'from the future')"), "");
+  }
+  expect_refused(path, "schema version 99, newer than this orch");
+}
+
+TEST(LedgerFile, AMarkedFileWithoutVersionsIsCalledDamaged) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_EQ(
+        raw.exec("PRAGMA application_id = " + std::to_string(kOrchApplicationId) + "; CREATE TABLE x (y);"),
+        "");
+  }
+  expect_refused(path, "damaged");
+}
+
+TEST(LedgerFile, AnEmptyFileBecomesALedger) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  write_file(path, "");
+  auto store = open_sqlite_store(path);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_TRUE((*store)->insert_run(lt::sample_run("r1")));
+}
+
+TEST(LedgerFile, AFolderInTheWayIsAnError) {
+  testing::TempDir dir;
+  write_file(dir / "file", "x");
+  auto store = open_sqlite_store(dir / "file/orch.db");  // its parent is a file
+  ASSERT_FALSE(store);
+  EXPECT_NE(store.error().message.find((dir / "file").string()), std::string::npos) << store.error().message;
+}
+
+TEST(LedgerFile, ManyProcessesCreatingOneLedgerAtOnceCreateItOnce) {
+  testing::TempDir dir;
+  const auto path = dir / ".orch/orch.db";
+  std::vector<pid_t> children;
+  for (int i = 0; i < 6; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto store = open_sqlite_store(path);
+      if (!store) {
+        fprintf(stderr, "child: %s\n", store.error().message.c_str());
+        _exit(1);
+      }
+      auto inserted = (*store)->insert_run(lt::sample_run("run-" + std::to_string(i)));
+      _exit(inserted ? 0 : 2);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("SELECT count(*) FROM schema_version"), "1");
+  EXPECT_EQ(raw.query("SELECT count(*) FROM runs"), "6");
+}
+
+}  // namespace
+}  // namespace orch

@@ -1,0 +1,52 @@
+// ledger/record_rows.h — how each Store record maps to its table's columns.
+//
+// The SQL of every statement the store prepares lives in record_rows.cc, next to
+// the functions that bind a record to its parameters and read it back from a row,
+// so a column list and its binding can never drift apart. Parameters are
+// numbered in column order (?1 = first column), which lets an INSERT and the
+// matching UPDATE share one bind function.
+#pragma once
+
+#include "ledger/sqlite_statement.h"
+#include "orch/store.h"
+
+namespace orch::rows {
+
+// runs: ?1..?19 in the order of RunRecord. kUpdateRun sets every column but id (?1).
+extern const char kInsertRun[];
+extern const char kUpdateRun[];
+extern const char kFindRun[];          // ?1 = id
+extern const char kListRuns[];         // newest first
+extern const char kRequestCancel[];    // ?1 = id
+extern const char kCancelRequested[];  // ?1 = id
+void bind_run(Statement& statement, const RunRecord& run);
+RunRecord read_run(const Statement& row);
+
+// plans: ?1..?5 in the order of PlanVersion.
+extern const char kInsertPlan[];
+extern const char kLatestPlan[];  // ?1 = run_id
+void bind_plan(Statement& statement, const PlanVersion& plan);
+PlanVersion read_plan(const Statement& row);
+
+// steps: ?1..?17 in the order of StepRecord; insert or replace every column but the key.
+extern const char kUpsertStep[];
+extern const char kStepsOfRun[];  // ?1 = run_id, by idx
+void bind_step(Statement& statement, const StepRecord& step);
+StepRecord read_step(const Statement& row);
+
+// attempts: ?1..?25 in the order of AttemptRecord. kFinishAttempt updates every
+// column but the key (?1..?3), only while the row is still running.
+extern const char kInsertAttempt[];
+extern const char kFinishAttempt[];
+extern const char kAttemptsOfRun[];   // ?1 = run_id, by step idx then number
+extern const char kAttemptsOfStep[];  // ?1 = run_id, ?2 = step_id, by number
+void bind_attempt(Statement& statement, const AttemptRecord& attempt);
+AttemptRecord read_attempt(const Statement& row);
+
+// events: the insert binds ?1..?6 = run_id, ts, kind, step_id, attempt, data (seq is assigned).
+extern const char kInsertEvent[];
+extern const char kEventsOfRun[];  // ?1 = run_id, ?2 = after seq, ?3 = limit (-1: all)
+void bind_event(Statement& statement, const EventRecord& event);
+EventRecord read_event(const Statement& row);
+
+}  // namespace orch::rows

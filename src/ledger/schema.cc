@@ -1,0 +1,267 @@
+// ledger/schema.cc — THE LEDGER SCHEMA (orch's durable format). Keep docs/store.md in step.
+//
+// An orch ledger is a SQLite database (.orch/orch.db by default) in WAL mode with
+// PRAGMA application_id = 0x6F726368 ("orch"). Times are INTEGER milliseconds since
+// the Unix epoch (UTC); 0 means "not yet". Booleans are INTEGER 0/1. Money is REAL
+// US dollars. Text columns hold the bytes orch was given, unchanged (step output may
+// be invalid UTF-8). Status columns hold the names from ledger/status_names.cc.
+//
+// schema_version   one row per migration applied to this file
+//   version          the schema version the migration produced; MAX(version) is the
+//                    file's version. An orch refuses a file newer than it knows.
+//   applied_at       when it was applied (ms)
+//   description      what the migration did
+//
+// runs             one row per run (one execution of a plan, resumable)
+//   id               the run id (e.g. 20240101-120000-ab12), primary key
+//   name             the plan's name
+//   status           running | succeeded | failed | cancelled | budget_exhausted |
+//                    escalated | interrupted
+//   reason           why the run ended the way it did ("step 'b' failed"), '' while running
+//   plan_path        the plan file as given (absolute)
+//   workspace        the workspace directory (absolute)
+//   plan_version     the latest version in `plans` (--replan adds versions)
+//   concurrency      the -j limit
+//   keep_going       1 when on_failure is continue (--keep-going)
+//   exit_code        the orch exit code the run ended with; -1 while running
+//   created_at, updated_at, finished_at (0 while not finished)
+//   spent_tokens, spent_cost_usd, spent_attempts, spent_wall_ms
+//                    budget spent so far, summed over resumes; interrupted attempts
+//                    are not counted in spent_attempts
+//   owner_pid        the process driving the run now, 0 when none
+//   cancel_requested 1 once `orch cancel` asked the run to stop; the driving process
+//                    polls it. Any process may set it.
+//
+// plans            every version of a run's plan, exactly as submitted (immutable)
+//   run_id, version  primary key; version 1 is the plan the run started with
+//   path             the file it came from
+//   text             its full text
+//   created_at
+//
+// steps            the current state of each step of a run (updated in place)
+//   run_id, step_id  primary key
+//   idx              the step's position in the plan (steps are listed by idx)
+//   goal, executor   as in the plan
+//   status           pending | running | done | failed | skipped | cancelled
+//   reason           why it failed or was skipped
+//   result           the result of the attempt that made it done
+//   fingerprint      hash of the rendered attempt that made it done (--replan compares it)
+//   attempts_counted attempts counted against the step's cap since it was last reset
+//   last_attempt     the highest attempt number so far (numbers are never reused)
+//   tokens_in, tokens_out, cost_usd, wall_ms   summed over its attempts
+//   started_at, finished_at
+//
+// attempts         one row per execution of a step: APPEND-ONLY
+//   run_id, step_id, number   primary key; number counts from 1 per step
+//   status           running | succeeded | failed | timed_out | cancelled | interrupted
+//   counted          0 for attempts not charged to the step's cap (interrupted)
+//   ending           how the process ended: exited, signaled, timed_out, ...
+//   exit_code        -1 when it did not exit normally
+//   signal           the signal that ended it, 0 when none
+//   reason           the failed check or error; '' when it succeeded
+//   checks_json      JSON array: [{"kind":..,"held":..,"reason":..}, ...]
+//   fingerprint      hash of the rendered attempt (executor, command, inputs, checks)
+//   stdout_path, stderr_path   its output files (.orch/runs/<run>/<step>/<n>.stdout|stderr)
+//   stdout_bytes, stderr_bytes, stdout_truncated, stderr_truncated
+//   output_tail      the last 2 KiB of output (given to the next attempt as previous_failure)
+//   tokens_in, tokens_out, cost_usd
+//   started_at, finished_at (0 while running), duration_ms
+//   snapshot_dir     where the step's `writes:` files were saved first; '' if none
+//   A row is inserted as running and moved once to a final status. Triggers refuse
+//   any UPDATE of a finished row, any change of a row's key, any DELETE, and an
+//   INSERT that would replace an existing row (INSERT OR REPLACE).
+//
+// events           every state change, in order: APPEND-ONLY (no UPDATE, no DELETE)
+//   seq              strictly increasing over the whole file (AUTOINCREMENT: never reused)
+//   run_id, ts
+//   kind             run_started, step_ready, attempt_started, ... (docs/store.md)
+//   step_id          '' for run-level events
+//   attempt          the attempt number, 0 when not about an attempt
+//   data             a JSON object with details ('{}' when none)
+//
+// Foreign keys (PRAGMA foreign_keys=ON in every orch connection) tie plans, steps,
+// attempts and events to their run and attempts to their step. They are DEFERRABLE
+// INITIALLY DEFERRED: checked at COMMIT, so the engine may write the rows of one
+// loop turn in any order.
+
+#include "ledger/schema.h"
+
+#include <array>
+
+namespace orch {
+
+namespace {
+
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE schema_version (
+  version     INTEGER PRIMARY KEY,
+  applied_at  INTEGER NOT NULL,
+  description TEXT NOT NULL
+);
+
+CREATE TABLE runs (
+  id               TEXT PRIMARY KEY NOT NULL,
+  name             TEXT NOT NULL,
+  status           TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'cancelled',
+                                                   'budget_exhausted', 'escalated', 'interrupted')),
+  reason           TEXT NOT NULL,
+  plan_path        TEXT NOT NULL,
+  workspace        TEXT NOT NULL,
+  plan_version     INTEGER NOT NULL,
+  concurrency      INTEGER NOT NULL,
+  keep_going       INTEGER NOT NULL CHECK (keep_going IN (0, 1)),
+  exit_code        INTEGER NOT NULL,
+  created_at       INTEGER NOT NULL,
+  updated_at       INTEGER NOT NULL,
+  finished_at      INTEGER NOT NULL,
+  spent_tokens     INTEGER NOT NULL,
+  spent_cost_usd   REAL NOT NULL,
+  spent_attempts   INTEGER NOT NULL,
+  spent_wall_ms    INTEGER NOT NULL,
+  owner_pid        INTEGER NOT NULL,
+  cancel_requested INTEGER NOT NULL CHECK (cancel_requested IN (0, 1))
+);
+
+CREATE TABLE plans (
+  run_id     TEXT NOT NULL REFERENCES runs (id) DEFERRABLE INITIALLY DEFERRED,
+  version    INTEGER NOT NULL CHECK (version >= 1),
+  path       TEXT NOT NULL,
+  text       TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (run_id, version)
+);
+
+CREATE TABLE steps (
+  run_id           TEXT NOT NULL REFERENCES runs (id) DEFERRABLE INITIALLY DEFERRED,
+  step_id          TEXT NOT NULL,
+  idx              INTEGER NOT NULL,
+  goal             TEXT NOT NULL,
+  executor         TEXT NOT NULL,
+  status           TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done', 'failed', 'skipped',
+                                                   'cancelled')),
+  reason           TEXT NOT NULL,
+  result           TEXT NOT NULL,
+  fingerprint      TEXT NOT NULL,
+  attempts_counted INTEGER NOT NULL,
+  last_attempt     INTEGER NOT NULL,
+  tokens_in        INTEGER NOT NULL,
+  tokens_out       INTEGER NOT NULL,
+  cost_usd         REAL NOT NULL,
+  wall_ms          INTEGER NOT NULL,
+  started_at       INTEGER NOT NULL,
+  finished_at      INTEGER NOT NULL,
+  PRIMARY KEY (run_id, step_id)
+);
+
+CREATE TABLE attempts (
+  run_id           TEXT NOT NULL,
+  step_id          TEXT NOT NULL,
+  number           INTEGER NOT NULL CHECK (number >= 1),
+  status           TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'timed_out',
+                                                   'cancelled', 'interrupted')),
+  counted          INTEGER NOT NULL CHECK (counted IN (0, 1)),
+  ending           TEXT NOT NULL,
+  exit_code        INTEGER NOT NULL,
+  signal           INTEGER NOT NULL,
+  reason           TEXT NOT NULL,
+  checks_json      TEXT NOT NULL,
+  fingerprint      TEXT NOT NULL,
+  stdout_path      TEXT NOT NULL,
+  stderr_path      TEXT NOT NULL,
+  stdout_bytes     INTEGER NOT NULL,
+  stderr_bytes     INTEGER NOT NULL,
+  stdout_truncated INTEGER NOT NULL CHECK (stdout_truncated IN (0, 1)),
+  stderr_truncated INTEGER NOT NULL CHECK (stderr_truncated IN (0, 1)),
+  output_tail      TEXT NOT NULL,
+  tokens_in        INTEGER NOT NULL,
+  tokens_out       INTEGER NOT NULL,
+  cost_usd         REAL NOT NULL,
+  started_at       INTEGER NOT NULL,
+  finished_at      INTEGER NOT NULL,
+  duration_ms      INTEGER NOT NULL,
+  snapshot_dir     TEXT NOT NULL,
+  PRIMARY KEY (run_id, step_id, number),
+  FOREIGN KEY (run_id, step_id) REFERENCES steps (run_id, step_id) DEFERRABLE INITIALLY DEFERRED
+);
+-- No extra index: the primary key's index serves "the attempts of a run" and "of a
+-- step", and every index costs a page write per attempt on the engine's hot path.
+
+CREATE TABLE events (
+  seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id  TEXT NOT NULL REFERENCES runs (id) DEFERRABLE INITIALLY DEFERRED,
+  ts      INTEGER NOT NULL,
+  kind    TEXT NOT NULL,
+  step_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  data    TEXT NOT NULL CHECK (json_valid(data))
+);
+CREATE INDEX events_by_run ON events (run_id, seq);
+
+-- Append-only, enforced here so that no code path (and no stray sqlite3 session
+-- short of dropping the triggers) can rewrite history. recursive_triggers is off,
+-- so INSERT OR REPLACE would delete without firing the DELETE triggers: the
+-- INSERT triggers refuse a row whose key already exists instead.
+CREATE TRIGGER attempts_finished_never_change BEFORE UPDATE ON attempts
+WHEN OLD.status <> 'running'
+BEGIN
+  SELECT RAISE(ABORT, 'attempts are append-only: a finished attempt never changes');
+END;
+CREATE TRIGGER attempts_key_never_changes BEFORE UPDATE OF run_id, step_id, number ON attempts
+WHEN NEW.run_id IS NOT OLD.run_id OR NEW.step_id IS NOT OLD.step_id OR NEW.number IS NOT OLD.number
+BEGIN
+  SELECT RAISE(ABORT, 'attempts are append-only: an attempt''s run, step and number never change');
+END;
+CREATE TRIGGER attempts_never_deleted BEFORE DELETE ON attempts
+BEGIN
+  SELECT RAISE(ABORT, 'attempts are append-only: attempts are never deleted');
+END;
+CREATE TRIGGER attempts_never_replaced BEFORE INSERT ON attempts
+WHEN EXISTS (SELECT 1 FROM attempts
+             WHERE run_id = NEW.run_id AND step_id = NEW.step_id AND number = NEW.number)
+BEGIN
+  SELECT RAISE(ABORT, 'attempts are append-only: this attempt number already exists');
+END;
+
+CREATE TRIGGER events_never_change BEFORE UPDATE ON events
+BEGIN
+  SELECT RAISE(ABORT, 'events are append-only: an event never changes');
+END;
+CREATE TRIGGER events_never_deleted BEFORE DELETE ON events
+BEGIN
+  SELECT RAISE(ABORT, 'events are append-only: events are never deleted');
+END;
+CREATE TRIGGER events_never_replaced BEFORE INSERT ON events
+WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq)
+BEGIN
+  SELECT RAISE(ABORT, 'events are append-only: this seq already exists');
+END;
+
+CREATE TRIGGER plans_never_change BEFORE UPDATE ON plans
+BEGIN
+  SELECT RAISE(ABORT, 'plan versions are immutable: a submitted plan never changes');
+END;
+CREATE TRIGGER plans_never_deleted BEFORE DELETE ON plans
+BEGIN
+  SELECT RAISE(ABORT, 'plan versions are immutable: plan versions are never deleted');
+END;
+CREATE TRIGGER plans_never_replaced BEFORE INSERT ON plans
+WHEN EXISTS (SELECT 1 FROM plans WHERE run_id = NEW.run_id AND version = NEW.version)
+BEGIN
+  SELECT RAISE(ABORT, 'plan versions are immutable: this plan version already exists');
+END;
+)sql";
+
+// To change the schema, append {2, "what it does", kSchemaV2} with the ALTER/CREATE
+// statements that turn a v1 file into v2, document the new columns above and in
+// docs/store.md, and update the row mappings (record_rows.cc). Never edit kSchemaV1.
+constexpr std::array<Migration, 1> kMigrations{{
+    {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
+}};
+
+}  // namespace
+
+std::span<const Migration> schema_migrations() {
+  return kMigrations;
+}
+
+}  // namespace orch

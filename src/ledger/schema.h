@@ -1,0 +1,30 @@
+// ledger/schema.h — the ledger's durable schema, as an ordered list of migrations.
+//
+// The schema text and its column-by-column documentation live in schema.cc (read
+// that file, or docs/store.md, before opening `sqlite3 .orch/orch.db`).
+// Migration N turns a version N-1 ledger into version N; migrate.cc applies the
+// missing ones in order, inside one transaction. Adding schema v2 means adding
+// one entry to kMigrations; a migration that has shipped is never edited.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace orch {
+
+struct Migration {
+  int version;              // the schema version this migration produces
+  const char* description;  // recorded in the schema_version table
+  const char* sql;          // one or more statements, run with sqlite3_exec
+};
+
+// All migrations, versions 1, 2, ... in order; the last one's version is the
+// current schema version (store_schema_version()).
+std::span<const Migration> schema_migrations();
+
+// PRAGMA application_id of an orch ledger: the ASCII bytes "orch". It marks the
+// file as ours before any table is read, so a foreign SQLite database that
+// happens to have a `runs` or `schema_version` table is never mistaken for one.
+inline constexpr std::int32_t kOrchApplicationId = 0x6F726368;
+
+}  // namespace orch

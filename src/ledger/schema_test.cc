@@ -1,0 +1,190 @@
+// The schema's own guarantees, checked through a plain sqlite3 connection (as a
+// user poking at .orch/orch.db would), and the connection settings.
+#include "ledger/schema.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <memory>
+
+#include "ledger/connection_settings.h"
+#include "ledger/ledger_test_support.h"
+#include "ledger/sqlite_store.h"
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+namespace lt = ledger_test;
+
+// Sets an environment variable for the scope of a test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+std::unique_ptr<SqliteStore> open_store(const std::filesystem::path& path) {
+  auto store = SqliteStore::open(path);
+  EXPECT_TRUE(store) << store.error().message;
+  return store ? std::move(*store) : nullptr;
+}
+
+// A ledger with run r1, step a, attempt 1 finished, attempt 2 running, one event, one plan.
+struct Ledger {
+  testing::TempDir dir;
+  std::filesystem::path db = dir / "orch.db";
+  Ledger() {
+    auto store = open_store(db);
+    EXPECT_TRUE(store->insert_run(lt::sample_run("r1")));
+    EXPECT_TRUE(store->upsert_step(lt::sample_step("r1", "a", 0)));
+    EXPECT_TRUE(store->insert_attempt(lt::started_attempt("r1", "a", 1)));
+    EXPECT_TRUE(store->finish_attempt(lt::finished_attempt("r1", "a", 1)));
+    EXPECT_TRUE(store->insert_attempt(lt::started_attempt("r1", "a", 2)));
+    EXPECT_TRUE(store->append_event(lt::sample_event("r1", "run_started")));
+    EXPECT_TRUE(store->insert_plan_version(PlanVersion{"r1", 1, "p.yaml", "steps: []", 1}));
+  }
+};
+
+TEST(Schema, AFinishedAttemptCannotBeUpdatedByHand) {
+  Ledger ledger;
+  lt::RawDb raw(ledger.db);
+  const std::string refused = raw.exec("UPDATE attempts SET status = 'failed' WHERE number = 1");
+  EXPECT_NE(refused.find("append-only"), std::string::npos) << refused;
+  EXPECT_NE(raw.exec("UPDATE attempts SET reason = 'rewritten' WHERE number = 1"), "");
+  EXPECT_EQ(raw.query("SELECT status FROM attempts WHERE number = 1"), "timed_out");
+  // A running attempt may still be finished, but never re-keyed.
+  EXPECT_NE(raw.exec("UPDATE attempts SET number = 7 WHERE number = 2"), "");
+  EXPECT_EQ(raw.exec("UPDATE attempts SET status = 'failed' WHERE number = 2"), "");
+  EXPECT_NE(raw.exec("UPDATE attempts SET status = 'succeeded' WHERE number = 2"), "");
+}
+
+TEST(Schema, AttemptsEventsAndPlansAreNeverDeletedOrReplaced) {
+  Ledger ledger;
+  lt::RawDb raw(ledger.db);
+  for (const char* sql : {
+           "DELETE FROM attempts",
+           "DELETE FROM events",
+           "UPDATE events SET kind = 'forged'",
+           "DELETE FROM plans",
+           "UPDATE plans SET text = 'forged'",
+           "INSERT OR REPLACE INTO attempts SELECT * FROM attempts WHERE number = 1",
+           "INSERT OR REPLACE INTO events SELECT * FROM events",
+           "INSERT OR REPLACE INTO plans SELECT * FROM plans",
+       }) {
+    const std::string error = raw.exec(sql);
+    EXPECT_NE(error, "") << sql;
+    EXPECT_TRUE(error.find("append-only") != std::string::npos ||
+                error.find("immutable") != std::string::npos)
+        << sql << ": " << error;
+  }
+  EXPECT_EQ(raw.query("SELECT count(*) FROM attempts"), "2");
+  EXPECT_EQ(raw.query("SELECT count(*) FROM events"), "1");
+  EXPECT_EQ(raw.query("SELECT kind FROM events"), "run_started");
+  EXPECT_EQ(raw.query("SELECT text FROM plans"), "steps: []");
+}
+
+TEST(Schema, StatusColumnsRefuseUnknownNames) {
+  Ledger ledger;
+  lt::RawDb raw(ledger.db);
+  EXPECT_NE(raw.exec("UPDATE runs SET status = 'done'"), "");
+  EXPECT_NE(raw.exec("UPDATE steps SET status = 'succeeded'"), "");
+  EXPECT_NE(raw.exec("UPDATE attempts SET status = 'done' WHERE number = 2"), "");
+}
+
+TEST(Schema, TheFileIsMarkedVersionedAndInWalMode) {
+  Ledger ledger;
+  lt::RawDb raw(ledger.db);
+  EXPECT_EQ(raw.query("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(raw.query("PRAGMA application_id"), std::to_string(kOrchApplicationId));
+  EXPECT_EQ(raw.query("SELECT count(*) FROM schema_version"), "1");
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
+  EXPECT_NE(raw.query("SELECT description FROM schema_version"), "");
+  EXPECT_NE(raw.query("SELECT applied_at FROM schema_version"), "0");
+}
+
+TEST(Schema, ReopeningDoesNotMigrateAgain) {
+  Ledger ledger;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(open_store(ledger.db));
+  lt::RawDb raw(ledger.db);
+  EXPECT_EQ(raw.query("SELECT count(*) FROM schema_version"), "1");
+  EXPECT_EQ(raw.query("SELECT count(*) FROM runs"), "1");
+}
+
+TEST(Schema, MigrationsAreNumberedInOrder) {
+  int expected = 1;
+  for (const Migration& m : schema_migrations()) {
+    EXPECT_EQ(m.version, expected++);
+    EXPECT_NE(std::string(m.description), "");
+  }
+}
+
+TEST(ConnectionSettings, NormalSyncForeignKeysAndWalByDefault) {
+  testing::TempDir dir;
+  auto store = open_store(dir / "orch.db");
+  ASSERT_TRUE(store);
+  EXPECT_EQ(*store->connection().query_text("PRAGMA journal_mode", "test"), "wal");
+  EXPECT_EQ(*store->connection().query_int("PRAGMA synchronous", "test"), 1);  // NORMAL
+  EXPECT_EQ(*store->connection().query_int("PRAGMA foreign_keys", "test"), 1);
+}
+
+TEST(ConnectionSettings, OrchSyncFullIsHonoured) {
+  testing::TempDir dir;
+  ScopedEnv env("ORCH_SYNC", "FULL");
+  auto store = open_store(dir / "orch.db");
+  ASSERT_TRUE(store);
+  EXPECT_EQ(*store->connection().query_int("PRAGMA synchronous", "test"), 2);  // FULL
+}
+
+TEST(ConnectionSettings, AnUnknownOrchSyncIsRefusedBeforeTouchingTheFile) {
+  testing::TempDir dir;
+  ScopedEnv env("ORCH_SYNC", "fastest");
+  auto store = open_sqlite_store(dir / ".orch/orch.db");
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::InvalidInput);
+  EXPECT_NE(store.error().message.find("ORCH_SYNC=fastest"), std::string::npos) << store.error().message;
+  EXPECT_FALSE(std::filesystem::exists(dir / ".orch"));
+}
+
+TEST(ConnectionSettings, LedgerFilesAreNotInheritedByStepProcesses) {
+  testing::TempDir dir;
+  auto store = open_store(dir / "orch.db");
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->insert_run(lt::sample_run("r1")));  // the -wal and -shm files are open now too
+  int ledger_fds = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(entry.path(), ec);
+    if (ec || target.string().rfind(dir.path().string(), 0) != 0) continue;
+    ++ledger_fds;
+    const int fd = std::stoi(entry.path().filename().string());
+    EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC) << target << " would leak into spawned steps";
+  }
+  EXPECT_GE(ledger_fds, 2);
+}
+
+TEST(ConnectionSettings, SyncModeParsing) {
+  EXPECT_EQ(*sync_mode_from_env(nullptr), SyncMode::Normal);
+  EXPECT_EQ(*sync_mode_from_env(""), SyncMode::Normal);
+  EXPECT_EQ(*sync_mode_from_env("normal"), SyncMode::Normal);
+  EXPECT_EQ(*sync_mode_from_env("Full"), SyncMode::Full);
+  EXPECT_FALSE(sync_mode_from_env("off"));
+}
+
+}  // namespace
+}  // namespace orch

@@ -1,0 +1,87 @@
+// ledger/sqlite_store.h — the Store on an embedded SQLite file (.orch/orch.db).
+//
+// One SqliteStore is one connection, used from one thread at a time; any number
+// of SqliteStores (in this or other processes) may share a file. Every statement
+// is prepared when the store opens and reused (see sqlite_statement.h). How the
+// connection is configured: connection_settings.h. The schema: schema.cc.
+//
+// Beyond the Store contract:
+//   * commit() that fails rolls the transaction back, so the store is usable
+//     again (begin() works) and no write lock is left held.
+//   * rollback() outside a transaction does nothing, so error paths may call it
+//     unconditionally.
+//   * update_run() writes cancel_requested from the record like every other
+//     column. To never lose a cancel requested by another process, read
+//     cancel_requested() inside the same begin()..commit() as the update_run():
+//     begin() takes the write lock, so no request_cancel() lands in between.
+//   * insert_attempt() stores the record's status as given (normally running); an
+//     attempt inserted with a final status is final at once and never changes.
+//   * finish_attempt() with status running is refused (Internal): it is not an end.
+//   * update_run() and request_cancel() of an unknown run fail with NotFound, as do
+//     latest_plan() and cancel_requested(); find_run() returns nullopt instead.
+//   * append_event() stores an empty data_json as "{}"; data must be JSON.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "ledger/sqlite_db.h"
+#include "ledger/sqlite_statement.h"
+#include "orch/store.h"
+
+namespace orch {
+
+class SqliteStore final : public Store {
+ public:
+  // Opens or creates the ledger (see open_sqlite_store in orch/store.h).
+  static Expected<std::unique_ptr<SqliteStore>> open(const std::filesystem::path& db_path);
+
+  const std::filesystem::path& folder() const override { return folder_; }
+
+  Expected<void> begin() override;
+  Expected<void> commit() override;
+  Expected<void> rollback() override;
+
+  Expected<void> insert_run(const RunRecord& run) override;
+  Expected<void> update_run(const RunRecord& run) override;
+  Expected<void> insert_plan_version(const PlanVersion& plan) override;
+  Expected<void> upsert_step(const StepRecord& step) override;
+  Expected<void> insert_attempt(const AttemptRecord& attempt) override;
+  Expected<void> finish_attempt(const AttemptRecord& attempt) override;
+  Expected<std::int64_t> append_event(const EventRecord& event) override;
+  Expected<void> request_cancel(const std::string& run_id) override;
+
+  Expected<std::optional<RunRecord>> find_run(const std::string& run_id) override;
+  Expected<std::vector<RunRecord>> list_runs() override;
+  Expected<PlanVersion> latest_plan(const std::string& run_id) override;
+  Expected<std::vector<StepRecord>> steps(const std::string& run_id) override;
+  Expected<std::vector<AttemptRecord>> attempts(const std::string& run_id,
+                                                const std::string& step_id = "") override;
+  Expected<std::vector<EventRecord>> events(const std::string& run_id, std::int64_t after_seq = 0,
+                                            int limit = -1) override;
+  Expected<bool> cancel_requested(const std::string& run_id) override;
+
+  // The connection itself, for diagnostics and tests (PRAGMA values, raw queries).
+  SqliteDb& connection() { return db_; }
+
+ private:
+  // Every statement the store runs, prepared once in open().
+  struct Statements {
+    Statement begin, commit, rollback;
+    Statement insert_run, update_run, find_run, list_runs, request_cancel, cancel_requested;
+    Statement insert_plan, latest_plan;
+    Statement upsert_step, steps_of_run;
+    Statement insert_attempt, finish_attempt, attempts_of_run, attempts_of_step;
+    Statement insert_event, events_of_run;
+  };
+
+  SqliteStore(SqliteDb db, std::filesystem::path folder) : db_(std::move(db)), folder_(std::move(folder)) {}
+  Expected<void> prepare_statements();
+  Error not_found(const std::string& what) const;
+
+  SqliteDb db_;  // declared first: destroyed after the statements that use it
+  std::filesystem::path folder_;
+  Statements sql_;
+};
+
+}  // namespace orch

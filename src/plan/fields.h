@@ -1,0 +1,62 @@
+// plan/fields.h — reading typed fields out of document nodes, with diagnostics.
+//
+// The loader's shape checks in one place: each reader either returns the value or
+// records a Diagnostic ("'attempts' must be an integer, got 'three'") and returns
+// nullopt, so one pass over a document reports every problem it has. Nothing
+// here throws.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "orch/diagnostic.h"
+#include "orch/plan.h"
+#include "plan/doc_node.h"
+
+namespace orch::detail {
+
+// Where diagnostics go, and which step they belong to ("" for plan-level).
+struct ReadContext {
+  std::string file;
+  Diagnostics* out = nullptr;
+  std::string step_id;
+
+  void error(int line, std::string message) const;
+  SourceLoc loc(int line) const { return SourceLoc{file, line}; }
+};
+
+// "a list", "a mapping", "nothing", or the scalar quoted: "'three'".
+std::string describe(const DocNode& node);
+
+// One key of a mapping as seen by for_each_field.
+struct Field {
+  std::string key;
+  int line = 0;  // the key's line: where a person looks for the field
+  const DocNode& value;
+};
+
+// Calls `fn` for every key of `map` that is in `allowed`, in document order.
+// Reports keys that are not (with a did-you-mean), repeated keys (only the first
+// is used) and non-string keys. Keys starting with "x-" are skipped silently:
+// they hold YAML anchors and notes (`x-common: &common {...}`). `map` must be a mapping.
+void for_each_field(const ReadContext& ctx, const DocNode& map, const std::vector<std::string>& allowed,
+                    const std::function<void(const Field&)>& fn);
+
+// Typed readers. `name` is how the field is named in messages ("timeout",
+// "budget.tokens"). All accept a quoted scalar whose text has the right form.
+std::optional<std::string> read_string(const ReadContext& ctx, const Field& f, const std::string& name);
+std::optional<std::int64_t> read_int(const ReadContext& ctx, const Field& f, const std::string& name);
+std::optional<int> read_small_int(const ReadContext& ctx, const Field& f, const std::string& name);
+std::optional<double> read_number(const ReadContext& ctx, const Field& f, const std::string& name);
+std::optional<Millis> read_duration(const ReadContext& ctx, const Field& f, const std::string& name);
+std::optional<std::int64_t> read_size(const ReadContext& ctx, const Field& f, const std::string& name);
+// A list of scalars; with `allow_single`, one scalar is read as a list of one.
+// `item_lines` (optional) receives the line of each item.
+std::optional<std::vector<std::string>> read_string_list(const ReadContext& ctx, const Field& f,
+                                                         const std::string& name, bool allow_single,
+                                                         std::vector<int>* item_lines = nullptr);
+
+}  // namespace orch::detail

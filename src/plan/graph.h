@@ -1,0 +1,57 @@
+// plan/graph.h — a plan's steps as a graph of indices, for validation and ordering.
+//
+// Built once per plan in O(steps + deps). Dep names that do not resolve, and a
+// step's dependency on itself, are left out of the edges (validation reports
+// them separately), so every algorithm here works on any plan. The graph keeps
+// string_views into the plan's ids: the Plan must outlive it and not change.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "orch/plan.h"
+
+namespace orch::detail {
+
+class StepGraph {
+ public:
+  explicit StepGraph(const Plan& plan);
+
+  int size() const { return static_cast<int>(deps_.size()); }
+  // The first step with this id.
+  std::optional<int> index_of(std::string_view id) const;
+  // Resolved deps of a step, each once, in the order written, never the step itself.
+  const std::vector<int>& deps(int step) const { return deps_[static_cast<std::size_t>(step)]; }
+
+  // One cycle per group of steps that depend on each other in a circle, as step
+  // indices a, b, c meaning a depends on b, b on c, c on a. Each starts at the
+  // group's first step in plan order; groups are ordered by that step.
+  std::vector<std::vector<int>> cycles() const;
+
+  // Every step after its deps, plan order kept among independent steps. Steps on a
+  // cycle (and those depending on them) are left out.
+  std::vector<int> topological_order() const;
+
+ private:
+  std::unordered_map<std::string_view, int> index_;
+  std::vector<std::vector<int>> deps_;
+};
+
+// Answers "is A an ancestor of S" repeatedly without reallocating: each query is a
+// depth-first walk over deps, pruned by topological rank when the plan is acyclic.
+class AncestorQuery {
+ public:
+  explicit AncestorQuery(const StepGraph& graph);
+  bool is_ancestor(int ancestor, int step);
+
+ private:
+  const StepGraph& graph_;
+  std::vector<int> rank_;  // position in topological order; empty when there is a cycle
+  std::vector<unsigned> visited_;
+  unsigned generation_ = 0;
+  std::vector<int> stack_;
+};
+
+}  // namespace orch::detail

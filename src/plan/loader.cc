@@ -1,0 +1,331 @@
+// Reading plans: the orch format (a mapping with `steps:`) and, via stepspec.cc,
+// the seed's StepSpec list. YAML goes through yaml-cpp, JSON through the faster
+// json_reader; both become a DocNode tree with line numbers (doc_node.h).
+//
+// The loader checks shape only: keys, types, durations, sizes, postcondition
+// kinds: what cannot be represented in a Plan. Everything a Plan can hold but
+// should not (attempts 0, a dep on a missing step, a path outside the workspace)
+// is validate_plan's to report, so a plan built in code gets the same checks.
+//
+// Step::field_locs gets one entry per key ("timeout", "budget.tokens") plus one
+// per item of a list or map that is not on its key's line ("run.2", "deps.0",
+// "inputs.NAME", "env.NAME", "writes.1"), so validation can point at the exact
+// line. (Items on the key's line get none: 100,000-step plans add up.)
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <optional>
+
+#include "orch/plan_loader.h"
+#include "plan/fields.h"
+#include "plan/json_reader.h"
+#include "plan/post_loader.h"
+#include "plan/stepspec.h"
+#include "util/strings.h"
+
+namespace orch {
+
+namespace {
+
+using detail::DocNode;
+using detail::Field;
+using detail::ReadContext;
+
+const std::vector<std::string> kPlanKeys{"name", "concurrency", "on_failure", "budget", "defaults", "steps"};
+const std::vector<std::string> kStepKeys{"id",      "goal",   "deps",        "executor",   "run",    "sh",
+                                         "inputs",  "env",    "timeout",     "attempts",   "retry_delay",
+                                         "max_output", "budget", "post",     "writes",     "output"};
+const std::vector<std::string> kBudgetKeys{"tokens", "cost_usd", "wall", "attempts"};
+const std::vector<std::string> kDefaultsKeys{"attempts", "timeout", "retry_delay", "max_output", "kill_grace"};
+
+bool expect_map(const ReadContext& ctx, const Field& f, const std::string& name) {
+  if (f.value.is_map()) return true;
+  ctx.error(f.line, fmt::format("'{}' must be a mapping, got {}", name, detail::describe(f.value)));
+  return false;
+}
+
+// `prefix` is "budget" for a step's/plan's budget; locs get "budget.tokens" etc.
+void read_budget(const ReadContext& ctx, const Field& f, BudgetLimits& budget,
+                 std::map<std::string, SourceLoc>& locs) {
+  if (!expect_map(ctx, f, "budget")) return;
+  detail::for_each_field(ctx, f.value, kBudgetKeys, [&](const Field& b) {
+    std::string name = "budget." + b.key;
+    locs[name] = ctx.loc(b.line);
+    if (b.key == "tokens") budget.tokens = detail::read_int(ctx, b, name);
+    if (b.key == "cost_usd") budget.cost_usd = detail::read_number(ctx, b, name);
+    if (b.key == "wall") budget.wall = detail::read_duration(ctx, b, name);
+    if (b.key == "attempts") budget.attempts = detail::read_small_int(ctx, b, name);
+  });
+}
+
+void read_defaults(const ReadContext& ctx, const Field& f, Plan& plan) {
+  if (!expect_map(ctx, f, "defaults")) return;
+  PlanDefaults& d = plan.defaults;
+  detail::for_each_field(ctx, f.value, kDefaultsKeys, [&](const Field& k) {
+    std::string name = "defaults." + k.key;
+    plan.field_locs[name] = ctx.loc(k.line);
+    if (k.key == "attempts") d.attempts = detail::read_small_int(ctx, k, name).value_or(d.attempts);
+    if (k.key == "timeout") d.timeout = detail::read_duration(ctx, k, name);
+    if (k.key == "retry_delay") d.retry_delay = detail::read_duration(ctx, k, name).value_or(d.retry_delay);
+    if (k.key == "max_output") d.max_output = detail::read_size(ctx, k, name).value_or(d.max_output);
+    if (k.key == "kill_grace") d.kill_grace = detail::read_duration(ctx, k, name).value_or(d.kill_grace);
+  });
+}
+
+// A list field whose items get their own locs ("run.0", "run.1", ...).
+std::vector<std::string> read_list_with_locs(const ReadContext& ctx, const Field& f, const std::string& name,
+                                             bool allow_single, Step& step) {
+  std::vector<int> lines;
+  auto items = detail::read_string_list(ctx, f, name, allow_single, &lines);
+  if (!items) return {};
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i] != f.line) step.field_locs[fmt::format("{}.{}", name, i)] = ctx.loc(lines[i]);
+  return *items;
+}
+
+int item_line(const Step& step, const std::string& key, int fallback) {
+  auto it = step.field_locs.find(key);
+  return it == step.field_locs.end() ? fallback : it->second.line;
+}
+
+void read_inputs(const ReadContext& ctx, const Field& f, Step& step) {
+  if (!expect_map(ctx, f, "inputs")) return;
+  for (const auto& [key_node, value] : f.value.entries) {
+    int line = key_node.line;
+    if (!key_node.is_scalar()) {
+      ctx.error(line, fmt::format("input names must be plain names, got {}", detail::describe(key_node)));
+      continue;
+    }
+    const std::string& name = key_node.scalar;
+    if (step.inputs.contains(name)) {
+      ctx.error(line, fmt::format("duplicate input '{}' (first at line {})", name,
+                                  item_line(step, "inputs." + name, f.line)));
+      continue;
+    }
+    step.inputs[name] = detail::to_ordered_json(value);
+    if (line != f.line) step.field_locs["inputs." + name] = ctx.loc(line);
+  }
+}
+
+void read_env(const ReadContext& ctx, const Field& f, Step& step) {
+  if (!expect_map(ctx, f, "env")) return;
+  for (const auto& [key_node, value] : f.value.entries) {
+    int line = key_node.line;
+    if (!key_node.is_scalar()) {
+      ctx.error(line, fmt::format("environment variable names must be plain names, got {}",
+                                  detail::describe(key_node)));
+      continue;
+    }
+    const std::string& name = key_node.scalar;
+    if (step.env.contains(name)) {
+      ctx.error(line, fmt::format("duplicate environment variable '{}' (first at line {})", name,
+                                  item_line(step, "env." + name, f.line)));
+      continue;
+    }
+    if (!value.is_scalar()) {
+      ctx.error(line, fmt::format("environment variable '{}' must be a string, got {}", name,
+                                  detail::describe(value)));
+      continue;
+    }
+    step.env[name] = value.scalar;
+    if (line != f.line) step.field_locs["env." + name] = ctx.loc(line);
+  }
+}
+
+void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
+  using namespace detail;
+  step.field_locs[f.key] = ctx.loc(f.line);
+  const std::string& k = f.key;
+  if (k == "id") step.id = read_string(ctx, f, k).value_or("");
+  else if (k == "goal") step.goal = read_string(ctx, f, k).value_or("");
+  else if (k == "deps") step.deps = read_list_with_locs(ctx, f, k, /*allow_single=*/true, step);
+  else if (k == "executor") step.executor = read_string(ctx, f, k).value_or(step.executor);
+  else if (k == "run") {
+    if (f.value.is_scalar())
+      ctx.error(f.line, "'run' must be a list of arguments, e.g. [make, test] (use 'sh' for a shell command line)");
+    else
+      step.run = read_list_with_locs(ctx, f, k, /*allow_single=*/false, step);
+  } else if (k == "sh") step.sh = read_string(ctx, f, k);
+  else if (k == "inputs") read_inputs(ctx, f, step);
+  else if (k == "env") read_env(ctx, f, step);
+  else if (k == "timeout") step.timeout = read_duration(ctx, f, k);
+  else if (k == "attempts") step.attempts = read_small_int(ctx, f, k);
+  else if (k == "retry_delay") step.retry_delay = read_duration(ctx, f, k);
+  else if (k == "max_output") step.max_output = read_size(ctx, f, k);
+  else if (k == "budget") read_budget(ctx, f, step.budget, step.field_locs);
+  else if (k == "post") step.post = read_postconditions(ctx, f);
+  else if (k == "writes") step.writes = read_list_with_locs(ctx, f, k, /*allow_single=*/true, step);
+  else if (k == "output") step.output = read_string(ctx, f, k);
+}
+
+// Fills `step` (a fresh Step already in place in Plan::steps: a Step is large, moving it costs).
+void read_step(ReadContext& ctx, const DocNode& node, int fallback_line, Step& step) {
+  int line = node.line;
+  step.loc = ctx.loc(line ? line : fallback_line);
+  ctx.step_id.clear();
+  if (!node.is_map()) {
+    ctx.error(step.loc.line, fmt::format("each step must be a mapping with an 'id', got {}", detail::describe(node)));
+    return;
+  }
+  // The id first, so every diagnostic of this step can name it.
+  for (const auto& [key_node, value] : node.entries)
+    if (key_node.is_scalar() && key_node.scalar == "id" && value.is_scalar()) {
+      ctx.step_id = value.scalar;
+      break;
+    }
+  detail::for_each_field(ctx, node, kStepKeys, [&](const Field& f) { read_step_field(ctx, f, step); });
+  ctx.step_id.clear();
+}
+
+Step& add_step(Plan& plan) {
+  Step& step = plan.steps.emplace_back();
+  step.index = static_cast<int>(plan.steps.size()) - 1;
+  return step;
+}
+
+// Steps are read one by one and their document nodes freed as they go, so a
+// 100,000-step plan does not hold its whole document and its Plan at once.
+void read_steps(ReadContext& ctx, DocNode& steps, int key_line, Plan& plan) {
+  plan.steps.reserve(steps.items.size());
+  for (DocNode& item : steps.items) {
+    add_step(plan);
+    read_step(ctx, item, key_line, plan.steps.back());
+    item = DocNode{};
+  }
+}
+
+void read_orch_plan(ReadContext& ctx, DocNode& root, Plan& plan) {
+  const DocNode* steps = nullptr;
+  int steps_line = 0;
+  detail::for_each_field(ctx, root, kPlanKeys, [&](const Field& f) {
+    plan.field_locs[f.key] = ctx.loc(f.line);
+    if (f.key == "name") {
+      plan.name = detail::read_string(ctx, f, "name").value_or("");
+    } else if (f.key == "concurrency") {
+      plan.concurrency = detail::read_small_int(ctx, f, "concurrency");
+    } else if (f.key == "on_failure") {
+      auto v = detail::read_string(ctx, f, "on_failure");
+      if (v == "abort") plan.on_failure = OnFailure::Abort;
+      else if (v == "continue") plan.on_failure = OnFailure::Continue;
+      else if (v)
+        ctx.error(f.line, fmt::format("'on_failure' must be 'abort' or 'continue', got '{}'{}", quote_for_message(*v),
+                                      did_you_mean(*v, {"abort", "continue"})));
+    } else if (f.key == "budget") {
+      read_budget(ctx, f, plan.budget, plan.field_locs);
+    } else if (f.key == "defaults") {
+      read_defaults(ctx, f, plan);
+    } else if (f.key == "steps") {
+      if (f.value.is_null()) return;  // an empty plan: validate_plan says so
+      if (!f.value.is_sequence()) {
+        ctx.error(f.line, fmt::format("'steps' must be a list of steps, got {}", detail::describe(f.value)));
+        return;
+      }
+      steps = &f.value;
+      steps_line = f.line;
+    }
+  });
+  // for_each_field hands out const nodes; find the (non-const) one it chose.
+  // A streamed list's steps were read while the JSON was parsed.
+  for (auto& [key, value] : root.entries)
+    if (&value == steps && !value.streamed) read_steps(ctx, value, steps_line, plan);
+}
+
+void read_root(ReadContext& ctx, DocNode& root, Plan& plan) {
+  if (root.is_map()) {
+    read_orch_plan(ctx, root, plan);
+  } else if (root.is_sequence()) {
+    detail::read_stepspec_plan(ctx, root, plan);
+  } else if (!root.is_null()) {
+    ctx.error(root.line ? root.line : 1, fmt::format("a plan must be a mapping with 'steps:' (or a StepSpec JSON list), "
+                                                     "got {}",
+                                                     detail::describe(root)));
+  }
+}
+
+// The JSON fast path; steps are read as the reader streams them. False when the
+// text is not JSON (the plan and diagnostics are then left empty).
+bool read_json_plan(ReadContext& ctx, std::string_view body, LoadResult& result) {
+  Plan& plan = result.plan;
+  auto sink = [&](detail::StreamedList list, DocNode& item) {
+    Step& step = add_step(plan);
+    if (list == detail::StreamedList::TopLevel)
+      detail::read_stepspec_step(ctx, item, step);
+    else
+      read_step(ctx, item, 0, step);
+  };
+  // Reserve for the most steps there can be (no more than objects in the text):
+  // growing a vector of 100,000 Steps moves each one twice. Untouched capacity
+  // costs address space, not memory.
+  plan.steps.reserve(static_cast<std::size_t>(std::count(body.begin(), body.end(), '{')));
+  auto doc = detail::read_json_doc(body, sink);
+  if (!doc) {
+    std::string file = plan.source_path;
+    result = LoadResult{};
+    result.plan.source_path = file;
+    if (file.ends_with(".json"))
+      result.diagnostics.push_back(
+          Diagnostic{file, doc.error().line, "", fmt::format("JSON syntax error: {}", doc.error().message)});
+    return file.ends_with(".json");
+  }
+  read_root(ctx, *doc, plan);
+  return true;
+}
+
+void read_yaml_plan(ReadContext& ctx, std::string_view body, LoadResult& result) {
+  std::optional<DocNode> root;
+  try {
+    root = detail::from_yaml(YAML::Load(std::string(body)));
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp's mark is 0-based; its message has no position of its own.
+    result.diagnostics.push_back(Diagnostic{ctx.file, e.mark.line >= 0 ? e.mark.line + 1 : 0, "",
+                                            fmt::format("YAML syntax error: {}", e.msg)});
+    return;
+  }
+  read_root(ctx, *root, result.plan);
+}
+
+}  // namespace
+
+// JSON-looking text (first character '{' or '[') is read by the fast JSON reader;
+// if that fails and the file is not named *.json it may still be YAML flow style
+// ("[{goal: x}]"), so yaml-cpp gets a turn and reports its own error.
+LoadResult parse_plan(std::string_view text, const std::string& file) {
+  LoadResult result;
+  result.plan.source_path = file;
+  ReadContext ctx{file, &result.diagnostics, ""};
+  try {
+    std::string_view body = text;
+    if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);  // a UTF-8 byte order mark
+    std::size_t first = body.find_first_not_of(" \t\r\n");
+    bool json_like = first != std::string_view::npos && (body[first] == '{' || body[first] == '[');
+    if (!json_like || !read_json_plan(ctx, body, result)) read_yaml_plan(ctx, body, result);
+  } catch (const std::exception& e) {
+    // Nothing below throws by design; this keeps a library surprise (bad_alloc,
+    // a yaml-cpp corner) from escaping as an exception.
+    result.diagnostics.push_back(Diagnostic{file, 0, "", fmt::format("cannot read the plan: {}", e.what())});
+  }
+  // Streamed steps report before the plan-level keys around them: put them in file order.
+  std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+  return result;
+}
+
+Expected<LoadResult> load_plan_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return fail(ErrorCode::NotFound, fmt::format("{}: no such file", path));
+  if (std::filesystem::is_directory(path, ec))
+    return fail(ErrorCode::Io, fmt::format("{}: is a directory, not a plan file", path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::Io, fmt::format("{}: cannot open for reading", path));
+  // One buffer of the file's size: plans can be tens of megabytes.
+  std::string text;
+  auto size = std::filesystem::file_size(path, ec);
+  if (!ec) text.reserve(size);
+  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) return fail(ErrorCode::Io, fmt::format("{}: read error", path));
+  return parse_plan(text, path);
+}
+
+}  // namespace orch

@@ -1,0 +1,224 @@
+#include "orch/placeholder.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace orch {
+namespace {
+
+using Kind = Segment::Kind;
+
+Template parse_ok(std::string_view text) {
+  auto t = parse_template(text);
+  EXPECT_TRUE(t) << text << ": " << (t ? "" : t.error().message);
+  return t ? *t : Template{};
+}
+
+std::string parse_error(std::string_view text) {
+  auto t = parse_template(text);
+  EXPECT_FALSE(t) << text << " should not parse";
+  return t ? "" : t.error().message;
+}
+
+TEST(ParseTemplate, PlainText) {
+  Template t = parse_ok("hello world");
+  ASSERT_EQ(t.segments.size(), 1u);
+  EXPECT_EQ(t.segments[0].kind, Kind::Literal);
+  EXPECT_EQ(t.segments[0].text, "hello world");
+  EXPECT_FALSE(t.has_placeholders());
+  EXPECT_TRUE(parse_ok("").segments.empty());
+  EXPECT_FALSE(parse_ok("$HOME $ {x} $$ # #Error #E").has_placeholders());
+}
+
+TEST(ParseTemplate, StepResult) {
+  Template t = parse_ok("got: ${steps.build.result}!");
+  ASSERT_EQ(t.segments.size(), 3u);
+  EXPECT_EQ(t.segments[0].text, "got: ");
+  EXPECT_EQ(t.segments[1].kind, Kind::StepResult);
+  EXPECT_EQ(t.segments[1].text, "build");
+  EXPECT_EQ(t.segments[1].source, "${steps.build.result}");
+  EXPECT_EQ(t.segments[1].offset, 5u);
+  EXPECT_EQ(t.segments[2].text, "!");
+  EXPECT_TRUE(t.has_placeholders());
+}
+
+TEST(ParseTemplate, StepIdsMayContainDots) {
+  Template t = parse_ok("${steps.build.v2.result}");
+  ASSERT_EQ(t.segments.size(), 1u);
+  EXPECT_EQ(t.segments[0].text, "build.v2");
+  Template j = parse_ok("${steps.a-b_c.json.x}");
+  EXPECT_EQ(j.segments[0].text, "a-b_c");
+}
+
+TEST(ParseTemplate, StepJsonPath) {
+  Template t = parse_ok("${steps.a.json.items.0.name}");
+  ASSERT_EQ(t.segments.size(), 1u);
+  EXPECT_EQ(t.segments[0].kind, Kind::StepJson);
+  EXPECT_EQ(t.segments[0].text, "a");
+  EXPECT_EQ(t.segments[0].json_path, (std::vector<std::string>{"items", "0", "name"}));
+  Template whole = parse_ok("${steps.a.json}");
+  EXPECT_EQ(whole.segments[0].kind, Kind::StepJson);
+  EXPECT_TRUE(whole.segments[0].json_path.empty());
+}
+
+TEST(ParseTemplate, InputsAttemptsAndIndex) {
+  Template t = parse_ok("${inputs.name} ${attempt.number} ${attempt.previous_failure} #E12x");
+  std::vector<Kind> kinds;
+  for (const auto& s : t.segments) kinds.push_back(s.kind);
+  EXPECT_EQ(kinds, (std::vector<Kind>{Kind::Input, Kind::Literal, Kind::AttemptNumber, Kind::Literal,
+                                      Kind::PreviousFailure, Kind::Literal, Kind::IndexResult, Kind::Literal}));
+  EXPECT_EQ(t.segments[0].text, "name");
+  EXPECT_EQ(t.segments[6].index, 12);
+  EXPECT_EQ(t.segments[6].source, "#E12");
+  EXPECT_EQ(t.segments[7].text, "x");
+}
+
+TEST(ParseTemplate, DollarDollarBraceIsLiteral) {
+  Template t = parse_ok("echo $${HOME} and $${steps.a.result}");
+  EXPECT_FALSE(t.has_placeholders());
+  ASSERT_EQ(t.segments.size(), 1u);
+  EXPECT_EQ(t.segments[0].text, "echo ${HOME} and ${steps.a.result}");
+}
+
+TEST(ParseTemplate, UnknownFormsHaveDidYouMean) {
+  EXPECT_EQ(parse_error("${step.a.result}"), "unknown placeholder '${step.a.result}' (did you mean '${steps.a.result}'?)");
+  EXPECT_EQ(parse_error("x ${steps.a.reslt}"),
+            "unknown placeholder '${steps.a.reslt}' (did you mean '${steps.a.result}'?)");
+  EXPECT_EQ(parse_error("${steps.a.jsn}"), "unknown placeholder '${steps.a.jsn}' (did you mean '${steps.a.json}'?)");
+  EXPECT_EQ(parse_error("${steps.a}"), "unknown placeholder '${steps.a}' (did you mean '${steps.a.result}'?)");
+  EXPECT_EQ(parse_error("${input.name}"), "unknown placeholder '${input.name}' (did you mean '${inputs.name}'?)");
+  EXPECT_EQ(parse_error("${attempt.numbr}"),
+            "unknown placeholder '${attempt.numbr}' (did you mean '${attempt.number}'?)");
+  EXPECT_EQ(parse_error("${steps.a.result.x}"),
+            "unknown placeholder '${steps.a.result.x}' (did you mean '${steps.a.json.x}'?)");
+}
+
+TEST(ParseTemplate, ShellVariablesGetAHint) {
+  std::string msg = parse_error("echo ${HOME}");
+  EXPECT_NE(msg.find("unknown placeholder '${HOME}'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("write '$${HOME}'"), std::string::npos) << msg;
+}
+
+TEST(ParseTemplate, MalformedForms) {
+  EXPECT_NE(parse_error("${steps..result}").find("unknown placeholder"), std::string::npos);
+  EXPECT_NE(parse_error("${steps.a.json.x..y}").find("empty JSON path segment"), std::string::npos);
+  EXPECT_NE(parse_error("${inputs.a-b}").find("unknown placeholder '${inputs.a-b}'"), std::string::npos);
+  EXPECT_NE(parse_error("${inputs}").find("unknown placeholder '${inputs}'"), std::string::npos);
+  EXPECT_NE(parse_error("${}").find("unknown placeholder '${}'"), std::string::npos);
+  EXPECT_NE(parse_error("#E99999999999999999999").find("too large"), std::string::npos);
+}
+
+TEST(ParseTemplate, Unterminated) {
+  std::string msg = parse_error("echo ${steps.a.result");
+  EXPECT_NE(msg.find("unterminated '${'"), std::string::npos) << msg;
+}
+
+struct FakeResults {
+  std::map<std::string, std::string> by_id;
+  std::map<int, std::string> by_index;
+  std::map<std::string, std::string> inputs;
+
+  RenderContext context() const {
+    RenderContext ctx;
+    ctx.step_result = [this](const std::string& id) -> std::optional<std::string> {
+      auto it = by_id.find(id);
+      if (it == by_id.end()) return std::nullopt;
+      return it->second;
+    };
+    ctx.index_result = [this](int i) -> std::optional<std::string> {
+      auto it = by_index.find(i);
+      if (it == by_index.end()) return std::nullopt;
+      return it->second;
+    };
+    ctx.input = [this](const std::string& name) -> std::optional<std::string> {
+      auto it = inputs.find(name);
+      if (it == inputs.end()) return std::nullopt;
+      return it->second;
+    };
+    ctx.attempt_number = 3;
+    ctx.previous_failure = "exit 1";
+    return ctx;
+  }
+};
+
+Expected<std::string> render_text(std::string_view text, const FakeResults& r) {
+  auto t = parse_template(text);
+  if (!t) return std::unexpected(t.error());
+  return render(*t, r.context());
+}
+
+TEST(Render, FillsEveryKind) {
+  FakeResults r;
+  r.by_id = {{"a", "alpha"}, {"j", R"({"x": {"y": [10, "twenty", {"z": true}]}, "s": "str"})"}};
+  r.by_index = {{0, "zero"}};
+  r.inputs = {{"who", "world"}};
+  EXPECT_EQ(render_text("${steps.a.result}/${inputs.who}/${attempt.number}/${attempt.previous_failure}/#E0", r).value(),
+            "alpha/world/3/exit 1/zero");
+  EXPECT_EQ(render_text("${steps.j.json.s}", r).value(), "str");
+  EXPECT_EQ(render_text("${steps.j.json.x.y.0}", r).value(), "10");
+  EXPECT_EQ(render_text("${steps.j.json.x.y.1}", r).value(), "twenty");
+  EXPECT_EQ(render_text("${steps.j.json.x.y.2}", r).value(), R"({"z":true})");
+  EXPECT_EQ(render_text("${steps.j.json.x.y}", r).value(), R"([10,"twenty",{"z":true}])");
+  EXPECT_EQ(render_text("${steps.j.json}", r).value(), R"({"x":{"y":[10,"twenty",{"z":true}]},"s":"str"})");
+  EXPECT_EQ(render_text("$${steps.a.result}", r).value(), "${steps.a.result}");
+}
+
+TEST(Render, ValuesAreNotReinterpreted) {
+  FakeResults r;
+  r.by_id = {{"a", "${steps.b.result} $(rm -rf /) #E0"}};
+  // A result that looks like a placeholder (or shell syntax) is inserted as is, never parsed again.
+  EXPECT_EQ(render_text("${steps.a.result}", r).value(), "${steps.b.result} $(rm -rf /) #E0");
+}
+
+TEST(Render, MissingValuesNameThePlaceholder) {
+  FakeResults r;
+  r.by_id = {{"text", "not json"}, {"j", R"({"a": 1})"}};
+  auto missing = render_text("${steps.nope.result}", r);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("'${steps.nope.result}'"), std::string::npos) << missing.error().message;
+  auto not_json = render_text("${steps.text.json.a}", r);
+  ASSERT_FALSE(not_json);
+  EXPECT_NE(not_json.error().message.find("'${steps.text.json.a}'"), std::string::npos);
+  EXPECT_NE(not_json.error().message.find("not JSON"), std::string::npos) << not_json.error().message;
+  auto no_key = render_text("${steps.j.json.b}", r);
+  ASSERT_FALSE(no_key);
+  EXPECT_NE(no_key.error().message.find("'${steps.j.json.b}'"), std::string::npos);
+  EXPECT_NE(no_key.error().message.find("no key 'b'"), std::string::npos) << no_key.error().message;
+  EXPECT_FALSE(render_text("${inputs.x}", r));
+  EXPECT_FALSE(render_text("#E4", r));
+}
+
+TEST(Render, EmptyContextFailsCleanly) {
+  auto t = parse_template("${steps.a.result}${inputs.x}#E0");
+  ASSERT_TRUE(t);
+  EXPECT_FALSE(render(*t, RenderContext{}));
+  auto plain = parse_template("${attempt.number}");
+  EXPECT_EQ(render(*plain, RenderContext{}).value(), "1");
+}
+
+TEST(JsonPathValue, Lookups) {
+  const char* doc = R"({"b": 2, "a": {"list": [1, null, "x"], "f": 1.5}, "t": "tab\there"})";
+  EXPECT_EQ(json_path_value(doc, {"b"}).value(), "2");
+  EXPECT_EQ(json_path_value(doc, {"a", "list", "1"}).value(), "null");
+  EXPECT_EQ(json_path_value(doc, {"a", "list", "2"}).value(), "x");
+  EXPECT_EQ(json_path_value(doc, {"a", "f"}).value(), "1.5");
+  EXPECT_EQ(json_path_value(doc, {"t"}).value(), "tab\there");
+  // Key order of the result is kept.
+  EXPECT_EQ(json_path_value(doc, {}).value(), R"({"b":2,"a":{"list":[1,null,"x"],"f":1.5},"t":"tab\there"})");
+  EXPECT_EQ(json_path_value("\"just a string\"\n", {}).value(), "just a string");
+}
+
+TEST(JsonPathValue, Errors) {
+  const char* doc = R"({"a": [1, 2], "s": "x"})";
+  EXPECT_NE(json_path_value(doc, {"a", "5"}).error().message.find("out of range"), std::string::npos);
+  EXPECT_NE(json_path_value(doc, {"a", "k"}).error().message.find("not an array index"), std::string::npos);
+  EXPECT_NE(json_path_value(doc, {"a", "-1"}).error().message.find("not an array index"), std::string::npos);
+  EXPECT_NE(json_path_value(doc, {"s", "k"}).error().message.find("cannot look up 'k'"), std::string::npos);
+  EXPECT_NE(json_path_value(doc, {"zz"}).error().message.find("no key 'zz'"), std::string::npos);
+  EXPECT_NE(json_path_value("{bad", {}).error().message.find("not JSON"), std::string::npos);
+  EXPECT_FALSE(json_path_value("", {}));
+}
+
+}  // namespace
+}  // namespace orch

@@ -1,0 +1,124 @@
+// Placeholder checks of one step: every template in run, sh, inputs and env must
+// parse, and each placeholder must name something that will exist when the step
+// runs: an ancestor step (so its result is there), or an input of this step.
+#include <fmt/format.h>
+
+#include "orch/placeholder.h"
+#include "plan/validate_context.h"
+#include "util/strings.h"
+
+namespace orch::detail {
+
+namespace {
+
+struct TemplateSite {
+  std::string where;  // as shown in messages: "run", "sh", "inputs.prompt", "env.TOKEN"
+  std::string field;  // the field_locs key of its line
+  bool in_inputs = false;
+};
+
+class PlaceholderChecker {
+ public:
+  PlaceholderChecker(const ValidateContext& ctx, const Step& step)
+      : ctx_(ctx), step_(step), position_(ctx.position(step)) {}
+
+  void check(const std::string& text, const TemplateSite& site) {
+    // Most strings hold no placeholder at all; skip the parser for them.
+    if (text.find("${") == std::string::npos && text.find("#E") == std::string::npos) return;
+    auto tmpl = parse_template(text);
+    if (!tmpl) {
+      error(site, fmt::format("in '{}': {}", site.where, tmpl.error().message));
+      return;
+    }
+    for (const Segment& seg : tmpl->segments) check_segment(seg, site);
+  }
+
+  void check_json(const nlohmann::ordered_json& value, const TemplateSite& site) {
+    if (value.is_string()) {
+      check(value.get<std::string>(), site);
+    } else if (value.is_structured()) {
+      for (const auto& item : value) check_json(item, site);
+    }
+  }
+
+ private:
+  void error(const TemplateSite& site, std::string message) {
+    std::string whole_field = site.field.substr(0, site.field.find('.'));  // "run.2" -> "run"
+    ctx_.step_error(step_, site.field, std::move(message), {whole_field});
+  }
+
+  void check_segment(const Segment& seg, const TemplateSite& site) {
+    std::string intro = fmt::format("placeholder '{}' in '{}'", seg.source, site.where);
+    switch (seg.kind) {
+      case Segment::Kind::StepResult:
+      case Segment::Kind::StepJson: {
+        auto target = ctx_.graph.index_of(seg.text);
+        if (!target) {
+          error(site, fmt::format("{} refers to unknown step '{}'{}", intro, seg.text, did_you_mean(seg.text, ids())));
+        } else if (*target == position_ || seg.text == step_.id) {
+          error(site, fmt::format("{} refers to this step itself; a step can only use results of its deps", intro));
+        } else if (!ctx_.ancestors.is_ancestor(*target, position_)) {
+          error(site, fmt::format("{} refers to step '{}', which is not an ancestor of '{}' (add it to deps)", intro,
+                                  seg.text, step_.id));
+        }
+        break;
+      }
+      case Segment::Kind::IndexResult: {
+        int n = static_cast<int>(ctx_.plan.steps.size());
+        if (seg.index >= n) {
+          error(site, fmt::format("{} refers to step #{}, but the plan has only {} steps (#0 to #{})", intro,
+                                  seg.index, n, n - 1));
+        } else if (seg.index >= position_) {
+          error(site, fmt::format("{} refers to step #{}, which is not an earlier step (this is step #{})", intro,
+                                  seg.index, position_));
+        } else if (!ctx_.ancestors.is_ancestor(seg.index, position_)) {
+          const std::string& id = ctx_.plan.steps[static_cast<std::size_t>(seg.index)].id;
+          error(site, fmt::format("{} refers to step #{} ('{}'), which is not an ancestor of '{}' (add it to deps)",
+                                  intro, seg.index, id, step_.id));
+        }
+        break;
+      }
+      case Segment::Kind::Input:
+        if (site.in_inputs) {
+          error(site, fmt::format("{}: inputs cannot refer to other inputs (they are rendered first)", intro));
+        } else if (!step_.inputs.contains(seg.text)) {
+          std::vector<std::string> names;
+          for (auto it = step_.inputs.begin(); it != step_.inputs.end(); ++it) names.push_back(it.key());
+          error(site, fmt::format("{} refers to undeclared input '{}'{}", intro, seg.text, did_you_mean(seg.text, names)));
+        }
+        break;
+      case Segment::Kind::Literal:
+      case Segment::Kind::AttemptNumber:
+      case Segment::Kind::PreviousFailure:
+        break;
+    }
+  }
+
+  // All step ids, built only when a did-you-mean needs them.
+  const std::vector<std::string>& ids() {
+    if (ids_.empty())
+      for (const Step& s : ctx_.plan.steps) ids_.push_back(s.id);
+    return ids_;
+  }
+
+  const ValidateContext& ctx_;
+  const Step& step_;
+  int position_;
+  std::vector<std::string> ids_;
+};
+
+}  // namespace
+
+void check_placeholders(const ValidateContext& ctx, const Step& step) {
+  PlaceholderChecker checker(ctx, step);
+  for (std::size_t i = 0; i < step.run.size(); ++i)
+    checker.check(step.run[i], TemplateSite{"run", fmt::format("run.{}", i)});
+  if (step.sh) checker.check(*step.sh, TemplateSite{"sh", "sh"});
+  for (auto it = step.inputs.begin(); it != step.inputs.end(); ++it) {
+    std::string name = "inputs." + it.key();
+    checker.check_json(it.value(), TemplateSite{name, name, /*in_inputs=*/true});
+  }
+  for (const auto& [name, value] : step.env) checker.check(value, TemplateSite{"env." + name, "env." + name});
+}
+
+}  // namespace orch::detail

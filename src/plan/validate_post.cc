@@ -1,0 +1,147 @@
+// Postconditions and workspace paths of one step.
+//
+// A postcondition must be one orch can evaluate: its kind's fields are given (and
+// no fields it would ignore), its regex compiles, its schema is a JSON Schema. Paths
+// a step names (post file paths, writes, output) must stay inside the workspace
+// after `..` and symlinks are resolved; that is checked here against the
+// workspace as it is now, and again at run time by whoever opens the file.
+#include <fmt/format.h>
+
+#include <array>
+
+#include "orch/placeholder.h"
+#include "orch/workspace.h"
+#include "plan/validate_context.h"
+#include "util/json_schema.h"
+#include "util/regex.h"
+#include "util/strings.h"
+
+namespace orch::detail {
+
+namespace {
+
+// Which fields each kind reads. Anything else written on it is a mistake.
+struct KindFields {
+  bool path = false, text = false, pattern = false, schema = false, cmd = false;
+};
+
+KindFields fields_of(PostKind kind) {
+  switch (kind) {
+    case PostKind::ResultContains: return {.text = true};
+    case PostKind::ResultMatches: return {.pattern = true};
+    case PostKind::ResultJson: return {.schema = true};
+    case PostKind::FileExists: return {.path = true};
+    case PostKind::FileContains: return {.path = true, .text = true};
+    case PostKind::ShellZero: return {.cmd = true};
+    default: return {};
+  }
+}
+
+std::string uses(const KindFields& f) {
+  std::vector<std::string> names;
+  if (f.path) names.push_back("path");
+  if (f.text) names.push_back("text");
+  if (f.pattern) names.push_back("pattern");
+  if (f.schema) names.push_back("schema or schema_path");
+  if (f.cmd) names.push_back("cmd, timeout");
+  return names.empty() ? "it takes no fields" : "it uses " + join(names, ", ");
+}
+
+bool has_placeholder(const std::string& text) {
+  auto tmpl = parse_template(text);
+  return !tmpl || tmpl->has_placeholders();
+}
+
+class PostChecker {
+ public:
+  PostChecker(const ValidateContext& ctx, const Step& step, const Postcondition& post)
+      : ctx_(ctx), step_(step), post_(post), name_(post_kind_name(post.kind)) {}
+
+  void check() {
+    KindFields f = fields_of(post_.kind);
+    unused("path", !post_.path.empty(), f.path);
+    unused("text", !post_.text.empty(), f.text);
+    unused("pattern", !post_.pattern.empty(), f.pattern);
+    unused("schema", post_.schema.has_value(), f.schema);
+    unused("schema_path", !post_.schema_path.empty(), f.schema);
+    unused("cmd", !post_.cmd.empty(), f.cmd);
+    unused("timeout", post_.timeout.has_value(), f.cmd);
+    if (f.path) check_path();
+    if (f.text && post_.text.empty()) error(fmt::format("postcondition {} needs 'text'", name_));
+    if (f.pattern) check_pattern();
+    if (f.schema) check_schema();
+    if (f.cmd && trim(post_.cmd).empty()) error(fmt::format("postcondition {} needs 'cmd'", name_));
+    if (post_.timeout && post_.timeout->count() <= 0)
+      error(fmt::format("postcondition {}: 'timeout' must be more than 0", name_));
+  }
+
+ private:
+  void error(std::string message) { ctx_.step_error_at(step_, post_.loc.line, std::move(message)); }
+
+  void unused(const char* field, bool given, bool used) {
+    if (given && !used) error(fmt::format("postcondition {} does not use '{}' ({})", name_, field, uses(fields_of(post_.kind))));
+  }
+
+  void check_path() {
+    if (post_.path.empty()) {
+      error(fmt::format("postcondition {} needs 'path'", name_));
+      return;
+    }
+    if (has_placeholder(post_.path)) return;  // only known at run time; checked then
+    auto resolved = resolve_in_workspace(ctx_.options.workspace, post_.path);
+    if (!resolved) error(fmt::format("postcondition {}: {}", name_, resolved.error().message));
+  }
+
+  void check_pattern() {
+    if (post_.pattern.empty()) {
+      error(fmt::format("postcondition {} needs 'pattern'", name_));
+      return;
+    }
+    auto re = Regex::compile(post_.pattern);
+    if (!re) error(fmt::format("postcondition {}: {}", name_, re.error().message));
+  }
+
+  void check_schema() {
+    if (post_.schema && !post_.schema_path.empty()) {
+      error(fmt::format("postcondition {} has both 'schema' and 'schema_path': give one", name_));
+      return;
+    }
+    if (post_.schema) {
+      auto schema = JsonSchema::parse(*post_.schema);
+      if (!schema) error(fmt::format("postcondition {}: inline 'schema': {}", name_, schema.error().message));
+      return;
+    }
+    if (post_.schema_path.empty()) {
+      error(fmt::format("postcondition {} needs 'schema' (inline) or 'schema_path' (a file)", name_));
+      return;
+    }
+    std::filesystem::path path = post_.schema_path;
+    if (path.is_relative()) path = ctx_.plan_dir / path;
+    auto schema = JsonSchema::load_file(path.string());
+    if (!schema)
+      error(fmt::format("postcondition {}: cannot use schema_path '{}': {}", name_, post_.schema_path,
+                        schema.error().message));
+  }
+
+  const ValidateContext& ctx_;
+  const Step& step_;
+  const Postcondition& post_;
+  std::string name_;
+};
+
+}  // namespace
+
+void check_postconditions(const ValidateContext& ctx, const Step& step) {
+  for (const Postcondition& post : step.post) PostChecker(ctx, step, post).check();
+}
+
+void check_step_paths(const ValidateContext& ctx, const Step& step) {
+  auto check = [&](const std::string& path, const std::string& field, const char* what) {
+    auto resolved = resolve_in_workspace(ctx.options.workspace, path);
+    if (!resolved) ctx.step_error(step, field, fmt::format("'{}': {}", what, resolved.error().message), {what});
+  };
+  for (std::size_t i = 0; i < step.writes.size(); ++i) check(step.writes[i], fmt::format("writes.{}", i), "writes");
+  if (step.output) check(*step.output, "output", "output");
+}
+
+}  // namespace orch::detail

@@ -1,0 +1,265 @@
+// util/json_schema.cc — JsonSchema over valijson 1.0 (Debian's libvalijson-dev).
+//
+// valijson reports errors by exception only when VALIJSON_USE_EXCEPTIONS is set
+// (otherwise it aborts the process), so it is set here, and every call into it is
+// wrapped: nothing throws out of this file.
+//
+// valijson 1.0 checks 'pattern' with std::regex, which recurses once per character
+// and overflows the stack on a string of some 100 KB (a step's JSON result can hold
+// one). So before parsing, 'pattern' keywords are renamed to kPcrePatternKeyword,
+// which a custom constraint checks with orch::Regex (PCRE2, bounded). A bad
+// pattern is then reported when the schema is parsed, not when it is used.
+// (patternProperties and format 'date' still use std::regex, on property names and
+// date strings, which are short.)
+#define VALIJSON_USE_EXCEPTIONS 1
+#include "util/json_schema.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
+
+#include "util/regex.h"
+#include "util/yaml_json.h"
+
+namespace orch {
+
+namespace {
+
+constexpr const char* kPcrePatternKeyword = "x-orch-pcre2-pattern";
+
+// The 'pattern' keyword, checked with PCRE2. valijson copies constraints with
+// clone() into memory it allocates, hence cloneInto/sizeOf.
+class PcrePatternConstraint : public valijson::constraints::PolyConstraint {
+ public:
+  explicit PcrePatternConstraint(Regex regex) : regex_(std::move(regex)) {}
+
+  bool validate(const valijson::adapters::Adapter& target, const std::vector<std::string>& context,
+                valijson::ValidationResults* results) const override {
+    if (!target.isString()) return true;  // 'pattern' applies to strings only
+    auto matched = regex_.search(target.asString());
+    if (matched && *matched) return true;
+    if (results != nullptr) {
+      results->pushError(context, matched ? fmt::format("String does not match pattern '{}'", regex_.pattern())
+                                          : matched.error().message);
+    }
+    return false;
+  }
+
+ private:
+  valijson::constraints::Constraint* cloneInto(void* memory) const override {
+    return new (memory) PcrePatternConstraint(*this);
+  }
+  size_t sizeOf() const override { return sizeof(PcrePatternConstraint); }
+
+  Regex regex_;
+};
+
+class PcrePatternBuilder : public valijson::ConstraintBuilder {
+ public:
+  valijson::constraints::Constraint* make(const valijson::adapters::Adapter& value) const override {
+    std::string pattern;
+    if (!value.asString(pattern)) throw std::runtime_error("'pattern' must be a string");
+    auto regex = Regex::compile(pattern);
+    if (!regex) throw std::runtime_error(regex.error().message);
+    return new PcrePatternConstraint(std::move(*regex));
+  }
+};
+
+// Keywords whose value is a map from names to subschemas, and keywords whose
+// value is data, not a schema.
+bool is_schema_map_keyword(const std::string& key) {
+  return key == "properties" || key == "patternProperties" || key == "definitions" || key == "$defs" ||
+         key == "dependencies" || key == "dependentSchemas";
+}
+bool is_data_keyword(const std::string& key) {
+  return key == "enum" || key == "const" || key == "default" || key == "examples" || key == "required" ||
+         key == "type" || key == "$ref" || key == "$id" || key == "id" || key == "$schema";
+}
+
+// Renames every string 'pattern' keyword of a schema (and of every subschema,
+// including ones under unknown keys that a $ref may point to) to kPcrePatternKeyword.
+void route_patterns_to_pcre2(nlohmann::json& schema) {
+  if (schema.is_array()) {
+    for (auto& item : schema) route_patterns_to_pcre2(item);
+    return;
+  }
+  if (!schema.is_object()) return;
+  if (auto it = schema.find("pattern"); it != schema.end() && it->is_string()) {
+    nlohmann::json pattern = std::move(*it);
+    schema.erase(it);
+    schema[kPcrePatternKeyword] = std::move(pattern);
+  }
+  for (auto& [key, value] : schema.items()) {
+    if (is_data_keyword(key)) continue;
+    if (is_schema_map_keyword(key) && value.is_object()) {
+      for (auto& [name, subschema] : value.items()) route_patterns_to_pcre2(subschema);
+      continue;
+    }
+    route_patterns_to_pcre2(value);
+  }
+}
+
+// valijson names the offending value as {"<root>", "[steps]", "[0]", "[id]"};
+// orch reports a JSON pointer ("/steps/0/id", "" for the root).
+std::string json_pointer(const std::vector<std::string>& context) {
+  std::string pointer;
+  for (const auto& part : context) {
+    if (part == "<root>") continue;
+    std::string_view token = part;
+    if (token.size() >= 2 && token.front() == '[' && token.back() == ']') token = token.substr(1, token.size() - 2);
+    pointer += '/';
+    for (char c : token) {
+      if (c == '~') pointer += "~0";
+      else if (c == '/') pointer += "~1";
+      else pointer += c;
+    }
+  }
+  return pointer;
+}
+
+// valijson follows each failure inside an object or array with one line per
+// enclosing level ("Failed to validate item #1 in array."); those repeat what the
+// deeper line already says and are dropped.
+template <class Violations>
+bool is_summary_of_deeper_error(const std::string& pointer, const std::string& description,
+                                const Violations& all) {
+  if (description.rfind("Failed to validate against schema associated with property name", 0) != 0 &&
+      description.rfind("Failed to validate item #", 0) != 0) {
+    return false;
+  }
+  for (const auto& other : all) {
+    if (other.pointer.size() > pointer.size() && other.pointer.compare(0, pointer.size(), pointer) == 0 &&
+        other.pointer[pointer.size()] == '/') {
+      return true;
+    }
+  }
+  return false;
+}
+
+// " (value: 5)" for the offending value when it is short enough to help.
+std::string value_preview(const nlohmann::json& doc, const std::string& pointer) {
+  try {
+    const nlohmann::json& value = doc.at(nlohmann::json::json_pointer(pointer));
+    if (value.is_structured()) return "";
+    constexpr std::size_t kPreview = 40;
+    // Only the start of a long string is dumped (it may be megabytes).
+    nlohmann::json shown = value.is_string() && value.get_ref<const std::string&>().size() > kPreview
+                               ? nlohmann::json(value.get_ref<const std::string&>().substr(0, kPreview))
+                               : value;
+    std::string text = shown.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (text.size() > kPreview) text = text.substr(0, kPreview - 3) + "...";
+    return fmt::format(" (value: {})", text);
+  } catch (const nlohmann::json::exception&) {
+    return "";
+  }
+}
+
+bool ends_with_json(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
+}  // namespace
+
+// A parsed schema owns all its subschemas and no longer refers to the document
+// it was parsed from. Validation only reads it, so one Impl is shared by copies.
+struct JsonSchema::Impl {
+  valijson::Schema schema;
+};
+
+Expected<JsonSchema> JsonSchema::parse(const nlohmann::json& schema_doc) {
+  auto impl = std::make_shared<Impl>();
+  try {
+    nlohmann::json routed = schema_doc;
+    route_patterns_to_pcre2(routed);
+    valijson::SchemaParser parser;
+    parser.addConstraintBuilder(kPcrePatternKeyword, new PcrePatternBuilder);  // the parser deletes it
+    valijson::adapters::NlohmannJsonAdapter adapter(routed);
+    parser.populateSchema(adapter, impl->schema);
+  } catch (const std::exception& e) {
+    return fail(ErrorCode::InvalidInput, fmt::format("not a usable JSON Schema: {}", e.what()));
+  }
+  JsonSchema out;
+  out.impl_ = std::move(impl);
+  return out;
+}
+
+Expected<JsonSchema> JsonSchema::load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return fail(ErrorCode::NotFound, fmt::format("schema file '{}' does not exist", path));
+    return fail(ErrorCode::Io, fmt::format("schema file '{}' cannot be read", path));
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+
+  nlohmann::json doc;
+  if (ends_with_json(path)) {
+    try {
+      doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      // Drop nlohmann's "[json.exception.parse_error.101] " id; keep "parse error at line 3, column 1: ...".
+      std::string_view what = e.what();
+      if (auto end = what.find("] "); what.starts_with("[json.exception.") && end != std::string_view::npos) {
+        what.remove_prefix(end + 2);
+      }
+      return fail(ErrorCode::InvalidInput, fmt::format("schema file '{}': {}", path, what));
+    }
+  } else {
+    try {
+      doc = yaml_to_json(YAML::Load(text));
+    } catch (const YAML::Exception& e) {
+      return fail(ErrorCode::InvalidInput, fmt::format("schema file '{}': line {}: {}", path, e.mark.line + 1, e.msg));
+    }
+  }
+  auto schema = parse(doc);
+  if (!schema) return fail(schema.error().code, fmt::format("schema file '{}': {}", path, schema.error().message));
+  return schema;
+}
+
+std::vector<std::string> JsonSchema::validate(const nlohmann::json& doc) const {
+  std::vector<std::string> lines;
+  if (!impl_) return {"no schema loaded"};
+  try {
+    // A Validator caches compiled 'pattern' regexes; one per call keeps
+    // validate() safe to call from several threads on one JsonSchema.
+    valijson::Validator validator;
+    valijson::ValidationResults results;
+    valijson::adapters::NlohmannJsonAdapter adapter(doc);
+    if (validator.validate(impl_->schema, adapter, &results)) return lines;
+    struct Violation {
+      std::string pointer;
+      std::string description;
+    };
+    std::vector<Violation> violations;
+    valijson::ValidationResults::Error error;
+    while (results.popError(error)) violations.push_back({json_pointer(error.context), error.description});
+    for (const auto& v : violations) {
+      if (is_summary_of_deeper_error(v.pointer, v.description, violations)) continue;
+      std::string_view description = v.description;
+      if (description.ends_with('.')) description.remove_suffix(1);
+      lines.push_back(fmt::format("{}: {}{}", v.pointer.empty() ? "(root)" : v.pointer, description,
+                                  value_preview(doc, v.pointer)));
+    }
+    // valijson fails a `false` schema without saying why.
+    if (lines.empty()) lines.push_back("(root): no value is allowed by the schema");
+  } catch (const std::exception& e) {
+    // A 'patternProperties' regex std::regex cannot compile, for instance.
+    lines.push_back(fmt::format("schema could not be applied: {}", e.what()));
+  }
+  return lines;
+}
+
+}  // namespace orch

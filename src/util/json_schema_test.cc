@@ -1,0 +1,212 @@
+#include "util/json_schema.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+using nlohmann::json;
+using testing::TempDir;
+using testing::write_file;
+
+const json kPlanish = json::parse(R"({
+  "type": "object",
+  "required": ["steps"],
+  "properties": {
+    "steps": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "required": ["id"],
+        "properties": {"id": {"type": "string"}, "n": {"type": "integer", "minimum": 1}}
+      }
+    }
+  }
+})");
+
+bool any_contains(const std::vector<std::string>& lines, const std::string& needle) {
+  for (const auto& l : lines)
+    if (l.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+TEST(JsonSchema, ValidDocumentHasNoViolations) {
+  auto schema = JsonSchema::parse(kPlanish);
+  ASSERT_TRUE(schema) << schema.error().message;
+  EXPECT_TRUE(schema->validate(json::parse(R"({"steps": [{"id": "a", "n": 2}]})")).empty());
+}
+
+TEST(JsonSchema, ViolationsCarryJsonPointers) {
+  auto schema = JsonSchema::parse(kPlanish);
+  ASSERT_TRUE(schema);
+  auto lines = schema->validate(json::parse(R"({"steps": [{"id": "a"}, {"id": 5, "n": 0}]})"));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_TRUE(any_contains(lines, "/steps/1/id: ")) << ::testing::PrintToString(lines);
+  EXPECT_TRUE(any_contains(lines, "/steps/1/n: ")) << ::testing::PrintToString(lines);
+  EXPECT_FALSE(any_contains(lines, "/steps/0/")) << ::testing::PrintToString(lines);
+}
+
+TEST(JsonSchema, RootViolation) {
+  auto schema = JsonSchema::parse(kPlanish);
+  ASSERT_TRUE(schema);
+  auto lines = schema->validate(json::parse("[1]"));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0].rfind("(root): ", 0), 0u) << lines[0];
+  auto missing = schema->validate(json::object());
+  ASSERT_FALSE(missing.empty());
+  EXPECT_TRUE(any_contains(missing, "steps")) << ::testing::PrintToString(missing);
+}
+
+TEST(JsonSchema, PointerEscapesSlashAndTilde) {
+  auto schema = JsonSchema::parse(json::parse(R"({"additionalProperties": {"type": "string"}})"));
+  ASSERT_TRUE(schema);
+  auto lines = schema->validate(json::parse(R"({"a/b~c": 1})"));
+  EXPECT_TRUE(any_contains(lines, "/a~1b~0c: ")) << ::testing::PrintToString(lines);
+}
+
+TEST(JsonSchema, BadSchemaIsInvalidInput) {
+  auto bad = JsonSchema::parse(json::parse(R"({"type": 5})"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::InvalidInput);
+  EXPECT_NE(bad.error().message.find("not a usable JSON Schema"), std::string::npos) << bad.error().message;
+  EXPECT_FALSE(JsonSchema::parse(json::parse(R"({"required": "id"})")));
+  EXPECT_FALSE(JsonSchema::parse(json::parse(R"({"$ref": "http://example.com/x.json"})")));
+  EXPECT_FALSE(JsonSchema::parse(json(42)));
+}
+
+TEST(JsonSchema, BooleanAndEmptySchemas) {
+  auto any = JsonSchema::parse(json::object());
+  ASSERT_TRUE(any);
+  EXPECT_TRUE(any->validate(json::parse(R"([1, "x"])")).empty());
+  auto never = JsonSchema::parse(json(false));
+  ASSERT_TRUE(never);
+  EXPECT_FALSE(never->validate(json(1)).empty());
+  auto no_x = JsonSchema::parse(json::parse(R"({"properties": {"x": false}})"));
+  ASSERT_TRUE(no_x);
+  EXPECT_TRUE(no_x->validate(json::parse(R"({"y": 1})")).empty());
+  auto lines = no_x->validate(json::parse(R"({"x": 1})"));
+  EXPECT_FALSE(lines.empty());
+}
+
+TEST(JsonSchema, LocalRefs) {
+  auto schema = JsonSchema::parse(json::parse(R"({
+    "definitions": {"id": {"type": "string", "pattern": "^[a-z]+$"}},
+    "type": "array", "items": {"$ref": "#/definitions/id"}
+  })"));
+  ASSERT_TRUE(schema) << schema.error().message;
+  EXPECT_TRUE(schema->validate(json::parse(R"(["ab", "c"])")).empty());
+  auto lines = schema->validate(json::parse(R"(["ab", "C"])"));
+  EXPECT_TRUE(any_contains(lines, "/1: ")) << ::testing::PrintToString(lines);
+}
+
+TEST(JsonSchema, BadPatternIsRejectedWhenParsed) {
+  auto schema = JsonSchema::parse(json::parse(R"({"type": "string", "pattern": "("})"));
+  ASSERT_FALSE(schema);
+  EXPECT_EQ(schema.error().code, ErrorCode::InvalidInput);
+  EXPECT_NE(schema.error().message.find("bad regex '('"), std::string::npos) << schema.error().message;
+  auto nested = JsonSchema::parse(json::parse(R"({"items": [{"properties": {"a": {"pattern": "[z-a]"}}}]})"));
+  EXPECT_FALSE(nested);
+}
+
+TEST(JsonSchema, PatternOnAHugeStringDoesNotOverflowTheStack) {
+  // std::regex (valijson's own engine) crashes on strings of ~100 KB.
+  auto schema = JsonSchema::parse(json::parse(R"({"properties": {"text": {"type": "string", "pattern": "^[a-z]+$"}}})"));
+  ASSERT_TRUE(schema) << schema.error().message;
+  json doc = {{"text", std::string(1024 * 1024, 'a')}};
+  EXPECT_TRUE(schema->validate(doc).empty());
+  doc["text"] = std::string(1024 * 1024, 'a') + "1";
+  auto lines = schema->validate(doc);
+  ASSERT_EQ(lines.size(), 1u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0].rfind("/text: String does not match pattern '^[a-z]+$' (value: \"aaaa", 0), 0u) << lines[0];
+  EXPECT_LT(lines[0].size(), 120u);
+}
+
+TEST(JsonSchema, PatternEverywhereASchemaCanBe) {
+  auto schema = JsonSchema::parse(json::parse(R"({
+    "$defs": {"word": {"pattern": "^w"}},
+    "x-stash": {"code": {"pattern": "^c"}},
+    "properties": {
+      "pattern": {"type": "string"},
+      "a": {"$ref": "#/$defs/word"},
+      "b": {"$ref": "#/x-stash/code"},
+      "c": {"items": {"pattern": "^i"}},
+      "d": {"anyOf": [{"type": "number"}, {"pattern": "^any"}]},
+      "e": {"enum": [{"pattern": "not a schema"}]}
+    }
+  })"));
+  ASSERT_TRUE(schema) << schema.error().message;
+  EXPECT_TRUE(schema->validate(json::parse(R"({"pattern": "x", "a": "wa", "b": "cb", "c": ["i1", "i2"],
+                                               "d": "anything", "e": {"pattern": "not a schema"}})"))
+                  .empty());
+  auto lines = schema->validate(json::parse(R"({"a": "x", "b": "x", "c": ["i", "x"], "d": "x"})"));
+  EXPECT_TRUE(any_contains(lines, "/a: String does not match pattern '^w'")) << ::testing::PrintToString(lines);
+  EXPECT_TRUE(any_contains(lines, "/b: String does not match pattern '^c'")) << ::testing::PrintToString(lines);
+  EXPECT_TRUE(any_contains(lines, "/c/1: String does not match pattern '^i'")) << ::testing::PrintToString(lines);
+  EXPECT_TRUE(any_contains(lines, "/d: ")) << ::testing::PrintToString(lines);
+  // 'pattern' applies to strings only.
+  EXPECT_TRUE(schema->validate(json::parse(R"({"a": 5})")).empty());
+}
+
+TEST(JsonSchema, LoadJsonAndYamlFiles) {
+  TempDir dir;
+  write_file(dir / "s.json", R"({"type": "object", "required": ["ok"]})");
+  write_file(dir / "s.yaml", "type: object\nproperties:\n  count: {type: integer, maximum: 3}\n");
+  auto from_json = JsonSchema::load_file((dir / "s.json").string());
+  ASSERT_TRUE(from_json) << from_json.error().message;
+  EXPECT_FALSE(from_json->validate(json::object()).empty());
+  EXPECT_TRUE(from_json->validate(json::parse(R"({"ok": 1})")).empty());
+  auto from_yaml = JsonSchema::load_file((dir / "s.yaml").string());
+  ASSERT_TRUE(from_yaml) << from_yaml.error().message;
+  EXPECT_TRUE(from_yaml->validate(json::parse(R"({"count": 3})")).empty());
+  auto lines = from_yaml->validate(json::parse(R"({"count": 4})"));
+  EXPECT_TRUE(any_contains(lines, "/count: ")) << ::testing::PrintToString(lines);
+}
+
+TEST(JsonSchema, LoadFileErrors) {
+  TempDir dir;
+  auto missing = JsonSchema::load_file((dir / "nope.json").string());
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::NotFound);
+  EXPECT_NE(missing.error().message.find("nope.json' does not exist"), std::string::npos);
+
+  write_file(dir / "broken.json", "{\"type\": ");
+  auto broken = JsonSchema::load_file((dir / "broken.json").string());
+  ASSERT_FALSE(broken);
+  EXPECT_EQ(broken.error().code, ErrorCode::InvalidInput);
+  EXPECT_NE(broken.error().message.find("broken.json"), std::string::npos);
+  EXPECT_NE(broken.error().message.find("parse error"), std::string::npos) << broken.error().message;
+
+  write_file(dir / "broken.yaml", "type: [object\n");
+  auto broken_yaml = JsonSchema::load_file((dir / "broken.yaml").string());
+  ASSERT_FALSE(broken_yaml);
+  EXPECT_NE(broken_yaml.error().message.find("broken.yaml': line "), std::string::npos) << broken_yaml.error().message;
+
+  write_file(dir / "bad.yaml", "type: 5\n");
+  auto bad = JsonSchema::load_file((dir / "bad.yaml").string());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("bad.yaml': not a usable JSON Schema"), std::string::npos) << bad.error().message;
+}
+
+TEST(JsonSchema, CopiesValidateFromSeveralThreads) {
+  auto schema = JsonSchema::parse(kPlanish);
+  ASSERT_TRUE(schema);
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t, copy = *schema] {
+      for (int i = 0; i < 200; ++i) {
+        if (copy.validate(json::parse(R"({"steps": [{"id": 1}]})")).empty()) ++failures[t];
+        if (!copy.validate(json::parse(R"({"steps": [{"id": "x"}]})")).empty()) ++failures[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
+}
+
+}  // namespace
+}  // namespace orch

@@ -1,0 +1,50 @@
+// util/secrets.h — keeping secret values out of what orch stores and prints.
+//
+// A SecretMasker knows the values of environment variables whose names look like
+// secrets (the name contains KEY, TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL or
+// AUTH, in any case, but not AUTHOR; the value is at least 6 bytes long) and
+// replaces every occurrence of such a value in a text with "***". The engine
+// applies it to everything it writes to the ledger and to log files, so an API key
+// a step echoes does not end up in results, output tails or failure reasons.
+// Immutable once built: mask() may be called from several threads.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace orch {
+
+class SecretMasker {
+ public:
+  // Values shorter than this are not masked: they would hit ordinary words.
+  static constexpr std::size_t kMinSecretLength = 6;
+
+  SecretMasker() = default;  // masks nothing
+
+  // The secrets of this process's environment.
+  static SecretMasker from_environment();
+  // The secrets among "NAME=value" entries (entries without '=' are ignored).
+  static SecretMasker from_assignments(const std::vector<std::string>& assignments);
+
+  // True when a variable of this name is treated as holding a secret.
+  static bool looks_secret(std::string_view name);
+
+  // Adds `value` if `name` looks secret and the value is long enough; says whether it did.
+  bool add_if_secret(std::string_view name, std::string_view value);
+  // Adds `value` unconditionally (if long enough), e.g. a key read from a file.
+  bool add_value(std::string_view value);
+
+  // `text` with every occurrence of a secret value replaced by "***"; longer
+  // values are replaced first, so a secret containing another is masked whole.
+  std::string mask(std::string_view text) const;
+
+  bool empty() const { return values_.empty(); }
+  std::size_t size() const { return values_.size(); }
+
+ private:
+  std::vector<std::string> values_;  // unique, longest first
+};
+
+}  // namespace orch

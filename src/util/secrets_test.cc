@@ -1,0 +1,79 @@
+#include "util/secrets.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+namespace orch {
+namespace {
+
+TEST(SecretMasker, NamesThatLookSecret) {
+  for (const char* name : {"OPENAI_API_KEY", "api_key", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD",
+                           "MYSQL_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS", "AUTH", "HTTP_AUTH_HEADER",
+                           "Slack_Token"}) {
+    EXPECT_TRUE(SecretMasker::looks_secret(name)) << name;
+  }
+  for (const char* name : {"PATH", "HOME", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "LANG", "ORCH_STEP_ID", ""}) {
+    EXPECT_FALSE(SecretMasker::looks_secret(name)) << name;
+  }
+}
+
+TEST(SecretMasker, EmptyMaskerReturnsTextUnchanged) {
+  SecretMasker masker;
+  EXPECT_TRUE(masker.empty());
+  EXPECT_EQ(masker.mask("nothing to hide"), "nothing to hide");
+  EXPECT_EQ(masker.mask(""), "");
+}
+
+TEST(SecretMasker, MasksEveryOccurrence) {
+  auto masker = SecretMasker::from_assignments({"API_KEY=sk-abc123", "PATH=/usr/bin", "NOEQUALS"});
+  EXPECT_EQ(masker.size(), 1u);
+  EXPECT_EQ(masker.mask("key sk-abc123 and again sk-abc123sk-abc123."), "key *** and again ******.");
+  EXPECT_EQ(masker.mask("/usr/bin is not secret"), "/usr/bin is not secret");
+  EXPECT_EQ(masker.mask("sk-abc12"), "sk-abc12");
+}
+
+TEST(SecretMasker, ShortValuesAreIgnored) {
+  auto masker = SecretMasker::from_assignments({"TOKEN=abcde", "EMPTY_SECRET=", "KEY=abcdef"});
+  EXPECT_EQ(masker.size(), 1u);
+  EXPECT_EQ(masker.mask("abcde abcdef"), "abcde ***");
+}
+
+TEST(SecretMasker, LongestValueFirst) {
+  // The short secret is part of the long one: the long one must vanish whole.
+  auto masker = SecretMasker::from_assignments({"A_TOKEN=secret", "B_TOKEN=my-secret-value", "C_KEY=secret"});
+  EXPECT_EQ(masker.size(), 2u);  // duplicates collapse
+  EXPECT_EQ(masker.mask("x my-secret-value y secret z"), "x *** y *** z");
+}
+
+TEST(SecretMasker, BinaryAndBigText) {
+  auto masker = SecretMasker::from_assignments({"AUTH_HEADER=Bearer xyz789"});
+  std::string big(5 * 1024 * 1024, '\xff');
+  big.replace(1000, 13, "Bearer xyz789");
+  big += "Bearer xyz789";
+  std::string masked = masker.mask(big);
+  EXPECT_EQ(masked.size(), big.size() - 2 * 10);
+  EXPECT_EQ(masked.find("xyz789"), std::string::npos);
+  EXPECT_EQ(masked.substr(1000, 3), "***");
+}
+
+TEST(SecretMasker, FromEnvironment) {
+  setenv("ORCH_TEST_SECRET_TOKEN", "tok-from-env-42", 1);
+  setenv("ORCH_TEST_PLAIN", "plain-value-42", 1);
+  auto masker = SecretMasker::from_environment();
+  unsetenv("ORCH_TEST_SECRET_TOKEN");
+  unsetenv("ORCH_TEST_PLAIN");
+  EXPECT_EQ(masker.mask("a tok-from-env-42 b plain-value-42"), "a *** b plain-value-42");
+}
+
+TEST(SecretMasker, AddValueAndAddIfSecret) {
+  SecretMasker masker;
+  EXPECT_FALSE(masker.add_if_secret("USER", "someone-long"));
+  EXPECT_TRUE(masker.add_if_secret("STEP_TOKEN", "step-token-1"));
+  EXPECT_FALSE(masker.add_if_secret("OTHER_TOKEN", "step-token-1"));
+  EXPECT_TRUE(masker.add_value("from-a-file"));
+  EXPECT_FALSE(masker.add_value("short"));
+  EXPECT_EQ(masker.mask("step-token-1 from-a-file someone-long"), "*** *** someone-long");
+}
+
+}  // namespace
+}  // namespace orch

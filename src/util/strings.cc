@@ -1,0 +1,96 @@
+#include "util/strings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace orch {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  // Three rolling rows of the classic DP table; the extra row is for transpositions.
+  std::vector<std::size_t> two_back(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        cur[j] = std::min(cur[j], two_back[j - 2] + 1);
+    }
+    std::swap(two_back, prev);
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  const std::size_t limit = std::max<std::size_t>(1, word.size() / 3);
+  std::optional<std::string> best;
+  std::size_t best_distance = limit + 1;
+  for (const auto& candidate : candidates) {
+    if (candidate == word) continue;
+    // Lengths alone bound the distance from below; skip the DP when it cannot win.
+    std::size_t length_gap = candidate.size() > word.size() ? candidate.size() - word.size()
+                                                            : word.size() - candidate.size();
+    if (length_gap >= best_distance) continue;
+    std::size_t d = edit_distance(word, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  auto match = closest_match(word, candidates);
+  if (!match) return "";
+  return fmt::format(" (did you mean '{}'?)", *match);
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  if (!alpha(s[0])) return false;
+  return std::all_of(s.begin() + 1, s.end(), [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
+
+std::string_view trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\r\n\v\f";
+  auto begin = s.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return {};
+  auto end = s.find_last_not_of(kSpace);
+  return s.substr(begin, end - begin + 1);
+}
+
+std::string quote_for_message(std::string_view s, std::size_t max_len) {
+  std::string out;
+  bool cut = s.size() > max_len;
+  if (cut) s = s.substr(0, max_len);
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  if (cut) out += "...";
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
+}  // namespace orch

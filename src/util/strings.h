@@ -1,0 +1,39 @@
+// util/strings.h — small string helpers with no orch concepts in them.
+//
+// edit_distance and closest_match power the "did you mean ...?" hints of plan
+// diagnostics; the rest are the character-class tests and trims that several
+// parsers share. All functions are pure and thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orch {
+
+// Optimal-string-alignment distance: insertions, deletions, substitutions and
+// transpositions of adjacent characters each cost 1 ("dpes" -> "deps" is 1).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word`, if it is close enough to be a plausible typo:
+// distance <= max(1, len/3) (so "dep" -> "deps", "fnd" -> "find", but not "x" -> "deps").
+// A candidate equal to `word` is never returned. Ties go to the earliest candidate.
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+// " (did you mean 'X'?)" for the closest_match X, or "" when nothing is close.
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+
+// [A-Za-z_][A-Za-z0-9_]* — a C identifier, also a portable environment variable name.
+bool is_identifier(std::string_view s);
+
+std::string_view trim(std::string_view s);
+
+// `s` with control characters escaped (\n, \t, \xNN) and cut to `max_len` bytes
+// ("..." appended), for quoting user text inside one-line messages.
+std::string quote_for_message(std::string_view s, std::size_t max_len = 60);
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+
+}  // namespace orch

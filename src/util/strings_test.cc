@@ -1,0 +1,72 @@
+#include "util/strings.h"
+
+#include <gtest/gtest.h>
+
+namespace orch {
+namespace {
+
+TEST(EditDistance, CountsEditsAndTranspositions) {
+  EXPECT_EQ(edit_distance("", ""), 0u);
+  EXPECT_EQ(edit_distance("abc", ""), 3u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(edit_distance("deps", "deps"), 0u);
+  EXPECT_EQ(edit_distance("dep", "deps"), 1u);
+  EXPECT_EQ(edit_distance("dpes", "deps"), 1u);  // one transposition
+  EXPECT_EQ(edit_distance("fnd", "find"), 1u);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("shel", "shell"), 1u);
+}
+
+TEST(ClosestMatch, SuggestsOnlyPlausibleTypos) {
+  std::vector<std::string> keys{"id", "goal", "deps", "executor", "run", "sh", "timeout", "attempts"};
+  EXPECT_EQ(closest_match("dep", keys), "deps");
+  EXPECT_EQ(closest_match("atempts", keys), "attempts");
+  EXPECT_EQ(closest_match("timout", keys), "timeout");
+  EXPECT_EQ(closest_match("exector", keys), "executor");
+  EXPECT_FALSE(closest_match("zzzzzz", keys));
+  EXPECT_FALSE(closest_match("deps", keys)) << "an exact match is not a suggestion";
+  EXPECT_FALSE(closest_match("x", std::vector<std::string>{"deps"}));
+  EXPECT_FALSE(closest_match("a", std::vector<std::string>{}));
+}
+
+TEST(ClosestMatch, TiesGoToTheFirstCandidate) {
+  EXPECT_EQ(closest_match("ab", {"abc", "abd"}), "abc");
+}
+
+TEST(DidYouMean, FormatsTheHint) {
+  EXPECT_EQ(did_you_mean("fnd", {"find", "fix"}), " (did you mean 'find'?)");
+  EXPECT_EQ(did_you_mean("qqqqq", {"find"}), "");
+}
+
+TEST(IsIdentifier, CIdentifiers) {
+  EXPECT_TRUE(is_identifier("a"));
+  EXPECT_TRUE(is_identifier("_x9"));
+  EXPECT_TRUE(is_identifier("PATH"));
+  EXPECT_FALSE(is_identifier(""));
+  EXPECT_FALSE(is_identifier("9a"));
+  EXPECT_FALSE(is_identifier("a-b"));
+  EXPECT_FALSE(is_identifier("a.b"));
+  EXPECT_FALSE(is_identifier("a b"));
+}
+
+TEST(Trim, Whitespace) {
+  EXPECT_EQ(trim("  a b \n"), "a b");
+  EXPECT_EQ(trim(" \t\n"), "");
+  EXPECT_EQ(trim(""), "");
+  EXPECT_EQ(trim("x"), "x");
+}
+
+TEST(QuoteForMessage, EscapesAndCuts) {
+  EXPECT_EQ(quote_for_message("a\nb\tc"), "a\\nb\\tc");
+  EXPECT_EQ(quote_for_message(std::string("\x01", 1)), "\\x01");
+  EXPECT_EQ(quote_for_message("abcdef", 3), "abc...");
+}
+
+TEST(Join, Separator) {
+  EXPECT_EQ(join({}, ", "), "");
+  EXPECT_EQ(join({"a"}, ", "), "a");
+  EXPECT_EQ(join({"a", "b", "c"}, " -> "), "a -> b -> c");
+}
+
+}  // namespace
+}  // namespace orch

@@ -1,0 +1,135 @@
+#include "util/yaml_json.h"
+
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <optional>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace orch {
+
+namespace {
+
+constexpr std::string_view kStrTag = "tag:yaml.org,2002:str";
+
+bool is_digits(std::string_view s, int base) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    bool ok = base == 16 ? std::isxdigit(static_cast<unsigned char>(c)) != 0
+                         : (c >= '0' && c < static_cast<char>('0' + base));
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Integers: [-+]?[0-9]+, 0x[0-9a-fA-F]+, 0o[0-7]+.
+std::optional<nlohmann::json> parse_int(std::string_view text) {
+  std::string_view digits = text;
+  bool negative = false;
+  int base = 10;
+  if (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) {
+    negative = digits[0] == '-';
+    digits.remove_prefix(1);
+  }
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'o')) {
+    if (digits.size() != text.size()) return std::nullopt;  // no sign on hex/octal
+    base = digits[1] == 'x' ? 16 : 8;
+    digits.remove_prefix(2);
+  }
+  if (!is_digits(digits, base)) return std::nullopt;
+
+  std::uint64_t magnitude = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
+  if (ec == std::errc() && end == digits.data() + digits.size()) {
+    if (!negative) {
+      if (magnitude <= static_cast<std::uint64_t>(INT64_MAX)) return nlohmann::json(static_cast<std::int64_t>(magnitude));
+      return nlohmann::json(magnitude);
+    }
+    if (magnitude <= static_cast<std::uint64_t>(INT64_MAX)) return nlohmann::json(-static_cast<std::int64_t>(magnitude));
+    if (magnitude == static_cast<std::uint64_t>(INT64_MAX) + 1) return nlohmann::json(INT64_MIN);
+  }
+  // Too big for 64 bits: keep the magnitude approximately, as JSON parsers do.
+  if (base != 10) return std::nullopt;
+  double value = 0;
+  auto [dend, dec] = std::from_chars(text.data() + (text[0] == '+' ? 1 : 0), text.data() + text.size(), value);
+  if (dec == std::errc() && dend == text.data() + text.size()) return nlohmann::json(value);
+  return std::nullopt;
+}
+
+// Floats: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+std::optional<nlohmann::json> parse_float(std::string_view text) {
+  std::size_t i = 0;
+  auto digits = [&] {
+    std::size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+  std::size_t int_digits = digits();
+  std::size_t frac_digits = 0;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    frac_digits = digits();
+  }
+  if (int_digits == 0 && frac_digits == 0) return std::nullopt;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+    if (digits() == 0) return std::nullopt;
+  }
+  if (i != text.size()) return std::nullopt;
+  // from_chars rejects a leading '+'.
+  std::string_view number = text[0] == '+' ? text.substr(1) : text;
+  double value = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc() || end != number.data() + number.size()) return std::nullopt;
+  return nlohmann::json(value);
+}
+
+}  // namespace
+
+nlohmann::json plain_yaml_scalar(const std::string& text) {
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  char first = text[0];
+  if ((first >= '0' && first <= '9') || first == '-' || first == '+' || first == '.') {
+    if (auto i = parse_int(text)) return *i;
+    if (auto f = parse_float(text)) return *f;
+  }
+  return text;
+}
+
+nlohmann::json yaml_to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      // yaml-cpp tags plain scalars "?" and quoted ones "!"; an explicit tag is kept.
+      if (node.Tag() == "?") return plain_yaml_scalar(node.Scalar());
+      if (node.Tag() == "!" || node.Tag() == kStrTag) return node.Scalar();
+      return plain_yaml_scalar(node.Scalar());
+    case YAML::NodeType::Sequence: {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& item : node) arr.push_back(yaml_to_json(item));
+      return arr;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json obj = nlohmann::json::object();
+      for (const auto& kv : node) {
+        // yaml-cpp keeps no text for a null key ("null", "~"); it is written "null".
+        std::string key = kv.first.IsScalar() ? kv.first.Scalar()
+                          : kv.first.IsNull() ? std::string("null")
+                                              : YAML::Dump(kv.first);
+        obj[key] = yaml_to_json(kv.second);
+      }
+      return obj;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace orch

@@ -1,0 +1,25 @@
+// util/yaml_json.h — converting a parsed YAML document to nlohmann::json.
+//
+// Scalars follow the YAML 1.2 core schema, so a value means what it looks like:
+//  - quoted scalars ('x', "x") and scalars tagged !!str are strings, always;
+//  - plain scalars become null (~, null, Null, NULL, empty), bool (true/false in
+//    lower, Title or UPPER case; not yes/no/on/off), integers (decimal, 0x hex,
+//    0o octal; beyond int64 they become uint64 or double), floats (1.5, -2e3, .5),
+//    and otherwise strings. .inf and .nan stay strings: JSON has no such numbers.
+// Mapping keys are always strings: a null key (null, ~) is "null", a non-scalar key
+// is written as its YAML text.
+// Aliases are expanded. Sequences become arrays, mappings objects (nlohmann::json
+// keeps keys sorted; a repeated key keeps its last value).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+namespace orch {
+
+nlohmann::json yaml_to_json(const YAML::Node& node);
+
+// The value a plain (unquoted) YAML scalar stands for, by the rules above.
+nlohmann::json plain_yaml_scalar(const std::string& text);
+
+}  // namespace orch

@@ -1,0 +1,117 @@
+#include "util/yaml_json.h"
+
+#include <gtest/gtest.h>
+
+namespace orch {
+namespace {
+
+nlohmann::json convert(const std::string& yaml) { return yaml_to_json(YAML::Load(yaml)); }
+
+TEST(YamlJson, PlainScalarsBecomeTypedValues) {
+  auto j = convert(R"(
+int: 42
+neg: -7
+plus: +3
+hex: 0x1F
+oct: 0o17
+float: 1.5
+exp: -2e3
+dot: .5
+t: true
+f: False
+n: null
+tilde: ~
+empty:
+word: hello world
+)");
+  EXPECT_EQ(j["int"], 42);
+  EXPECT_TRUE(j["int"].is_number_integer());
+  EXPECT_EQ(j["neg"], -7);
+  EXPECT_EQ(j["plus"], 3);
+  EXPECT_EQ(j["hex"], 31);
+  EXPECT_EQ(j["oct"], 15);
+  EXPECT_DOUBLE_EQ(j["float"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(j["exp"].get<double>(), -2000.0);
+  EXPECT_DOUBLE_EQ(j["dot"].get<double>(), 0.5);
+  EXPECT_EQ(j["t"], true);
+  EXPECT_EQ(j["f"], false);
+  EXPECT_TRUE(j["n"].is_null());
+  EXPECT_TRUE(j["tilde"].is_null());
+  EXPECT_TRUE(j["empty"].is_null());
+  EXPECT_EQ(j["word"], "hello world");
+}
+
+TEST(YamlJson, QuotedScalarsStayStrings) {
+  auto j = convert(R"(
+a: "42"
+b: 'true'
+c: "null"
+d: ""
+e: !!str 7
+)");
+  EXPECT_EQ(j["a"], "42");
+  EXPECT_EQ(j["b"], "true");
+  EXPECT_EQ(j["c"], "null");
+  EXPECT_EQ(j["d"], "");
+  EXPECT_EQ(j["e"], "7");
+}
+
+TEST(YamlJson, Yaml11WordsAndOddNumbersStayStrings) {
+  auto j = convert(R"(
+yes: yes
+off: off
+version: 1.2.3
+inf: .inf
+time: 12:30
+octal_like: 0755
+bigneg: -0x10
+)");
+  EXPECT_EQ(j["yes"], "yes");
+  EXPECT_EQ(j["off"], "off");
+  EXPECT_EQ(j["version"], "1.2.3");
+  EXPECT_EQ(j["inf"], ".inf");
+  EXPECT_EQ(j["time"], "12:30");
+  EXPECT_EQ(j["octal_like"], 755);  // YAML 1.2: a leading zero is still decimal
+  EXPECT_EQ(j["bigneg"], "-0x10");
+}
+
+TEST(YamlJson, BigIntegers) {
+  auto j = convert("max: 9223372036854775807\nmin: -9223372036854775808\nu: 18446744073709551615\nhuge: 1e400x\n");
+  EXPECT_EQ(j["max"].get<std::int64_t>(), INT64_MAX);
+  EXPECT_EQ(j["min"].get<std::int64_t>(), INT64_MIN);
+  EXPECT_EQ(j["u"].get<std::uint64_t>(), UINT64_MAX);
+  EXPECT_EQ(j["huge"], "1e400x");
+  auto bigger = convert("x: 123456789012345678901234567890\n");
+  EXPECT_TRUE(bigger["x"].is_number_float());
+}
+
+TEST(YamlJson, SequencesMappingsAndAliases) {
+  auto j = convert(R"(
+base: &b {x: 1, y: [a, 2]}
+copy: *b
+list:
+  - 1
+  - "two"
+  - {k: v}
+)");
+  EXPECT_EQ(j["base"], j["copy"]);
+  EXPECT_EQ(j["base"]["y"], nlohmann::json::parse(R"(["a", 2])"));
+  EXPECT_EQ(j["list"], nlohmann::json::parse(R"([1, "two", {"k": "v"}])"));
+}
+
+TEST(YamlJson, KeysAreAlwaysStrings) {
+  auto j = convert("1: one\ntrue: yes\nnull: z\n");
+  EXPECT_EQ(j["1"], "one");
+  EXPECT_EQ(j["true"], "yes");
+  EXPECT_EQ(j["null"], "z");
+}
+
+TEST(YamlJson, JsonIsYaml) {
+  auto j = convert(R"({"a": [1, 2.5, "s", null, true], "b": {}})");
+  EXPECT_EQ(j, nlohmann::json::parse(R"({"a": [1, 2.5, "s", null, true], "b": {}})"));
+}
+
+TEST(YamlJson, EmptyDocumentIsNull) { EXPECT_TRUE(convert("").is_null()); }
+
+}  // namespace
+}  // namespace orch

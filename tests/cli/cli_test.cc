@@ -1,0 +1,381 @@
+// Black-box tests of the real orch binary on real plans.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "testing/testing.h"
+#include "util/json_schema.h"
+
+namespace orch {
+namespace {
+
+using orch::testing::CommandResult;
+using orch::testing::read_file;
+using orch::testing::run_command;
+using orch::testing::run_orch;
+using orch::testing::source_dir;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+namespace fs = std::filesystem;
+
+// Validates `text` against schemas/<name> and returns the violations.
+std::vector<std::string> schema_violations(const std::string& text, const std::string& name) {
+  auto schema = JsonSchema::load_file((source_dir() / "schemas" / name).string());
+  if (!schema) return {"cannot load schema: " + schema.error().message};
+  auto doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded()) return {"not JSON: " + text.substr(0, 200)};
+  return schema->validate(doc);
+}
+
+// Reads one integer from the ledger with the sqlite3 C API (as a user's sqlite3 would).
+long long query_int(const fs::path& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  long long v = -1;
+  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
+}
+
+TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
+  TempDir d;
+  auto r = run_orch({"--help"}, d.path());
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* word : {"validate", "run", "resume", "status", "runs", "logs", "cancel", "130", "budget exhausted"})
+    EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
+  for (const char* cmd : {"validate", "run", "resume", "status", "runs", "logs", "cancel"}) {
+    auto sub = run_orch({cmd, "--help"}, d.path());
+    EXPECT_EQ(sub.exit_code, 0) << cmd;
+    EXPECT_NE(sub.out.find("Exit codes"), std::string::npos) << cmd;
+  }
+  auto bad = run_orch({"frobnicate"}, d.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  auto missing = run_orch({"run"}, d.path());
+  EXPECT_EQ(missing.exit_code, 2);
+}
+
+TEST(Cli, ValidateReportsEveryProblemWithFileAndLine) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - id: find
+    run: [echo, hi]
+  - id: fix
+    deps: [fnd]
+    run: [echo, "${steps.later.result}"]
+  - id: later
+    run: [echo]
+    timeout: 5parsecs
+)");
+  auto r = run_orch({"validate", "p.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("p.yaml:5: step 'fix': "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'find'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("5parsecs"), std::string::npos) << r.err;
+  auto ok = run_orch({"validate", (source_dir() / "examples" / "hello.yaml").string()}, d.path());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  auto gone = run_orch({"validate", "nope.yaml"}, d.path());
+  EXPECT_EQ(gone.exit_code, 2);
+  EXPECT_NE(gone.err.find("nope.yaml"), std::string::npos);
+}
+
+TEST(Cli, BadPlanCorpusIsRejectedByTheBinary) {
+  fs::path corpus = source_dir() / "tests" / "bad-plans";
+  std::ifstream expectations(corpus / "EXPECTATIONS");
+  ASSERT_TRUE(expectations) << "missing " << (corpus / "EXPECTATIONS");
+  TempDir ws;
+  std::string line;
+  int checked = 0;
+  while (std::getline(expectations, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto t1 = line.find('\t');
+    auto t2 = line.find('\t', t1 + 1);
+    ASSERT_NE(t2, std::string::npos) << line;
+    std::string file = line.substr(0, t1);
+    std::string want_line = line.substr(t1 + 1, t2 - t1 - 1);
+    std::string fragment = line.substr(t2 + 1);
+    std::string path = (corpus / file).string();
+    auto r = run_orch({"validate", path, "--workspace", ws.path().string()}, ws.path());
+    EXPECT_EQ(r.exit_code, 2) << file << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << file << ": wanted '" << fragment << "' in\n" << r.err;
+    EXPECT_NE(r.err.find(path + ":" + want_line + ":"), std::string::npos) << file << "\n" << r.err;
+    // And `orch run` refuses to start it, recording nothing.
+    auto run = run_orch({"run", path, "--workspace", ws.path().string()}, ws.path());
+    EXPECT_EQ(run.exit_code, 2) << file;
+    ++checked;
+  }
+  EXPECT_GE(checked, 40);
+  EXPECT_FALSE(fs::exists(ws / ".orch" / "orch.db")) << "a bad plan must not create a run";
+}
+
+TEST(Cli, RunPrintsOneLinePerStepAndAReportThatMatchesTheSchema) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(name: demo
+steps:
+  - {id: a, run: [echo, hi]}
+  - {id: b, deps: [a], executor: builtin:echo, inputs: {text: "${steps.a.result} there"}}
+)");
+  auto r = run_orch({"run", "p.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("done      a"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("done      b"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(d / ".orch" / "orch.db"));
+
+  auto j = run_orch({"run", "p.yaml", "--json"}, d.path());
+  EXPECT_EQ(j.exit_code, 0) << j.err;
+  auto v = schema_violations(j.out, "run-report.schema.json");
+  EXPECT_TRUE(v.empty()) << v.front() << "\n" << j.out;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["run"]["status"], "succeeded");
+  EXPECT_EQ(doc["counts"]["done"], 2);
+
+  std::string id = doc["run"]["id"];
+  auto status = run_orch({"status", id, "--json"}, d.path());
+  EXPECT_EQ(status.exit_code, 0);
+  EXPECT_TRUE(schema_violations(status.out, "run-report.schema.json").empty());
+  auto human = run_orch({"status"}, d.path());
+  EXPECT_NE(human.out.find(id), std::string::npos) << human.out;
+  auto runs = run_orch({"runs", "--json"}, d.path());
+  auto list = nlohmann::json::parse(runs.out);
+  EXPECT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["id"], id);  // newest first
+  auto logs = run_orch({"logs", id, "a"}, d.path());
+  EXPECT_EQ(logs.exit_code, 0);
+  EXPECT_EQ(logs.out, "hi\n");
+  auto nolog = run_orch({"logs", id, "zzz"}, d.path());
+  EXPECT_EQ(nolog.exit_code, 2);
+}
+
+TEST(Cli, FailedRunExitsOneAndReportsWhy) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - {id: t, run: [sh, -c, "echo nope; exit 1"], post: [exit_zero]}
+  - {id: u, deps: [t], run: ["true"]}
+)");
+  auto r = run_orch({"run", "p.yaml", "--json"}, d.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["run"]["status"], "failed");
+  EXPECT_EQ(doc["steps"][0]["status"], "failed");
+  EXPECT_NE(doc["steps"][0]["reason"].get<std::string>().find("exited with code 1"), std::string::npos);
+  EXPECT_EQ(doc["steps"][1]["status"], "skipped");
+}
+
+TEST(Cli, BudgetExhaustionExitsFour) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(budget: {attempts: 1}
+concurrency: 1
+steps:
+  - {id: a, run: ["true"]}
+  - {id: b, run: ["true"]}
+)");
+  auto r = run_orch({"run", "p.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+}
+
+TEST(Cli, RuntimeFaultsAreReportedNotFatal) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(on_failure: continue
+defaults: {kill_grace: 300ms}
+steps:
+  - {id: missing, run: [no-such-program-xyz]}
+  - {id: slow, timeout: 500ms, run: [sleep, "60"]}
+  - id: orphan
+    sh: '(sleep 3; echo late > late.txt) & echo $! > grandchild.pid; exit 0'
+  - id: huge
+    max_output: 1MiB
+    run: [head, -c, "20000000", /dev/zero]
+  - id: binary
+    run: [printf, '\377\376\000abc']
+)");
+  auto start = std::chrono::steady_clock::now();
+  auto r = run_orch({"run", "p.yaml", "--json"}, d.path());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> steps;
+  for (auto& s : doc["steps"]) steps[s["id"]] = s;
+  EXPECT_EQ(steps["missing"]["status"], "failed");
+  EXPECT_NE(steps["missing"]["reason"].get<std::string>().find("no-such-program-xyz"), std::string::npos)
+      << steps["missing"]["reason"];
+  EXPECT_EQ(steps["slow"]["attempts"][0]["status"], "timed_out");
+  EXPECT_EQ(steps["orphan"]["status"], "done");
+  EXPECT_EQ(steps["huge"]["status"], "done");
+  EXPECT_TRUE(steps["huge"]["attempts"][0]["stdout"]["truncated"].get<bool>());
+  EXPECT_EQ(steps["huge"]["attempts"][0]["stdout"]["bytes"], 20000000);
+  EXPECT_LT(fs::file_size(steps["huge"]["attempts"][0]["stdout"]["path"].get<std::string>()), 1024 * 1024 + 200);
+  EXPECT_EQ(steps["binary"]["status"], "done");
+  std::string id = doc["run"]["id"];
+  auto logs = run_orch({"logs", id, "binary"}, d.path());
+  EXPECT_EQ(logs.out, std::string("\377\376\000abc", 6));
+  // The grandchild was killed with its step's process group: it never writes.
+  pid_t gc = std::stoi(read_file(d / "grandchild.pid"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  EXPECT_FALSE(fs::exists(d / "late.txt"));
+  EXPECT_TRUE(kill(gc, 0) != 0 && errno == ESRCH);
+}
+
+TEST(Cli, WritesAreRestoredAfterAFailedCheck) {
+  TempDir d;
+  write_file(d / "notes.md", "keep me\n");
+  write_file(d / "p.yaml", R"(steps:
+  - id: edit
+    writes: [notes.md]
+    sh: 'echo clobbered > notes.md'
+    post: [{file_contains: {path: notes.md, text: "DONE"}}]
+)");
+  auto r = run_orch({"run", "p.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(read_file(d / "notes.md"), "keep me\n");
+}
+
+// Starts `orch ARGS` in the background; returns its pid.
+pid_t spawn_orch(const std::vector<std::string>& args, const fs::path& cwd, const fs::path& out) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(cwd.c_str()) != 0) _exit(127);
+    FILE* f = std::fopen(out.c_str(), "w");
+    if (f) {
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+    }
+    std::vector<std::string> all{orch::testing::orch_binary()};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+bool wait_for(const std::function<bool()>& cond, int ms) {
+  for (int i = 0; i < ms / 20; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
+}
+
+TEST(Cli, SigintInterruptsResumablyAndKill9IsResumed) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(concurrency: 2
+steps:
+  - {id: quick, sh: 'echo q >> quick.log'}
+  - {id: slow1, deps: [quick], sh: 'echo s >> slow1.log; sleep 30'}
+  - {id: slow2, deps: [quick], sh: 'echo s >> slow2.log; sleep 30'}
+)");
+  fs::path db = d / ".orch" / "orch.db";
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out1.txt");
+  ASSERT_TRUE(wait_for([&] { return fs::exists(d / "slow1.log") && fs::exists(d / "slow2.log"); }, 10000));
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid), 130) << read_file(d / "out1.txt");
+  EXPECT_EQ(query_int(db, "select count(*) from attempts where status='interrupted'"), 2);
+  EXPECT_EQ(query_int(db, "select count(*) from runs where status='interrupted'"), 1);
+
+  // Now make the slow steps quick and resume; then kill -9 a second run mid-way.
+  std::string out = read_file(d / "out1.txt");
+  std::string id = out.substr(out.find("orch: run ") + 10, 20);
+  id = id.substr(0, id.find(' '));
+  write_file(d / "p2.yaml", R"(concurrency: 2
+steps:
+  - {id: quick, sh: 'echo q >> quick.log'}
+  - {id: slow1, deps: [quick], sh: 'echo s >> slow1.log'}
+  - {id: slow2, deps: [quick], sh: 'echo s >> slow2.log'}
+)");
+  auto r = run_orch({"resume", id, "--replan", "p2.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(read_file(d / "quick.log"), "q\n");  // done before the interrupt: never re-run
+
+  pid_t pid2 = spawn_orch({"run", "p.yaml"}, d.path(), d / "out2.txt");
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "slow1.log").size() >= 6 && read_file(d / "slow2.log").size() >= 6; }, 10000));
+  kill(pid2, SIGKILL);
+  wait_exit(pid2);
+  std::string out2 = read_file(d / "out2.txt");
+  std::string id2 = out2.substr(out2.find("orch: run ") + 10);
+  id2 = id2.substr(0, id2.find(' '));
+  auto st = run_orch({"status", id2, "--json"}, d.path());
+  auto doc = nlohmann::json::parse(st.out);
+  EXPECT_EQ(doc["run"]["status"], "running");
+  EXPECT_FALSE(doc["run"]["active"].get<bool>());
+  auto r2 = run_orch({"resume", id2, "--replan", "p2.yaml", "--json"}, d.path());
+  EXPECT_EQ(r2.exit_code, 0) << r2.err;
+  auto rep = nlohmann::json::parse(r2.out);
+  for (auto& s : rep["steps"]) {
+    if (s["id"] == "slow1") {
+      ASSERT_EQ(s["attempts"].size(), 2u);
+      EXPECT_EQ(s["attempts"][0]["status"], "interrupted");
+      EXPECT_FALSE(s["attempts"][0]["counted"].get<bool>());
+      EXPECT_EQ(s["attempts"][1]["status"], "succeeded");
+    }
+  }
+}
+
+TEST(Cli, TwoRunsShareAStoreAndOneRunCannotBeDrivenTwice) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(concurrency: 4
+steps:
+  - {id: a, run: [sleep, "1"]}
+  - {id: b, run: [sleep, "1"]}
+  - {id: c, deps: [a, b], run: [sleep, "1"]}
+)");
+  pid_t one = spawn_orch({"run", "p.yaml"}, d.path(), d / "one.txt");
+  pid_t two = spawn_orch({"run", "p.yaml"}, d.path(), d / "two.txt");
+  // While they run, status reads the store without blocking them.
+  ASSERT_TRUE(wait_for([&] { return fs::exists(d / ".orch" / "orch.db"); }, 5000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto runs = run_orch({"runs", "--json"}, d.path(), {}, 5);
+  EXPECT_EQ(runs.exit_code, 0) << runs.err;
+  EXPECT_EQ(wait_exit(one), 0) << read_file(d / "one.txt");
+  EXPECT_EQ(wait_exit(two), 0) << read_file(d / "two.txt");
+  EXPECT_EQ(query_int(d / ".orch" / "orch.db", "select count(*) from runs where status='succeeded'"), 2);
+
+  write_file(d / "slow.yaml", "steps:\n  - {id: z, run: [sleep, \"3\"]}\n");
+  pid_t three = spawn_orch({"run", "slow.yaml"}, d.path(), d / "three.txt");
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "three.txt").find("orch: run ") != std::string::npos; }, 5000));
+  std::string out = read_file(d / "three.txt");
+  std::string id = out.substr(out.find("orch: run ") + 10);
+  id = id.substr(0, id.find(' '));
+  auto again = run_orch({"resume", id}, d.path());
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("already being driven"), std::string::npos) << again.err;
+  EXPECT_EQ(wait_exit(three), 0);
+}
+
+TEST(Cli, CancelStopsALiveRunFromAnotherProcess) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - {id: long, run: [sleep, "60"]}
+  - {id: next, deps: [long], run: ["true"]}
+)");
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "out.txt").find("orch: run ") != std::string::npos; }, 5000));
+  std::string out = read_file(d / "out.txt");
+  std::string id = out.substr(out.find("orch: run ") + 10);
+  id = id.substr(0, id.find(' '));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto c = run_orch({"cancel", id}, d.path());
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("cancelled"), std::string::npos) << c.out;
+  EXPECT_EQ(wait_exit(pid), 130);
+  auto again = run_orch({"cancel", id}, d.path());
+  EXPECT_EQ(again.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace orch

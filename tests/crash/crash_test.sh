@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Crash test: a plan of STEPS steps, each appending a line to its own file, is
+# killed with SIGKILL at random moments KILLS times and resumed each time.
+# At the end every step must be done, and no step that the ledger recorded done
+# before a kill may have run again (its file keeps the line count it had then).
+#
+#   tests/crash/crash_test.sh [KILLS] [STEPS]      (defaults: 10 kills, 200 steps)
+#   ORCH_BINARY=build/orch overrides the binary.
+set -euo pipefail
+KILLS=${1:-10}
+STEPS=${2:-200}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+ORCH=${ORCH_BINARY:-$here/build/orch}
+[ -x "$ORCH" ] || { echo "crash_test: no orch binary at $ORCH" >&2; exit 2; }
+command -v sqlite3 >/dev/null || { echo "crash_test: sqlite3 is needed" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/orch-crash.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+mkdir out
+{
+  echo "name: crash"
+  echo "concurrency: 4"
+  echo "steps:"
+  for i in $(seq 0 $((STEPS - 1))); do
+    echo "  - id: s$i"
+    if [ "$i" -ge 7 ]; then echo "    deps: [s$((i - 7))]"; fi
+    echo "    sh: 'echo run >> out/s$i.txt; sleep 0.0$((i % 4 + 1))'"
+  done
+} > plan.yaml
+db=.orch/orch.db
+declare -A done_count=()
+run_id=""
+kills=0
+while [ "$kills" -lt "$KILLS" ]; do
+  if [ -z "$run_id" ]; then
+    "$ORCH" run plan.yaml > /dev/null 2>&1 &
+  else
+    "$ORCH" resume "$run_id" > /dev/null 2>&1 &
+  fi
+  pid=$!
+  sleep "0.$((RANDOM % 6 + 2))"
+  if ! kill -0 "$pid" 2>/dev/null; then
+    wait "$pid" || true
+    echo "crash_test: the run finished before kill $((kills + 1)); stopping early" >&2
+    break
+  fi
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null || true
+  kills=$((kills + 1))
+  if [ -z "$run_id" ] && [ -f "$db" ]; then
+    run_id=$(sqlite3 "$db" "select id from runs order by created_at desc limit 1;" 2>/dev/null || true)
+  fi
+  [ -n "$run_id" ] || continue
+  # What the ledger says is done now must never run again.
+  while read -r step; do
+    [ -n "$step" ] || continue
+    if [ -z "${done_count[$step]+x}" ]; then
+      done_count[$step]=$(wc -l < "out/$step.txt")
+    fi
+  done < <(sqlite3 "$db" "select step_id from steps where run_id='$run_id' and status='done';")
+done
+[ -n "$run_id" ] || { echo "crash_test: no run was ever recorded" >&2; exit 1; }
+"$ORCH" resume "$run_id" > final.txt 2>&1 || { echo "crash_test: final resume failed:"; tail -5 final.txt; exit 1; }
+
+fail=0
+not_done=$(sqlite3 "$db" "select count(*) from steps where run_id='$run_id' and status!='done';")
+[ "$not_done" = 0 ] || { echo "crash_test: $not_done steps not done"; fail=1; }
+reran=0
+for step in "${!done_count[@]}"; do
+  now=$(wc -l < "out/$step.txt")
+  if [ "$now" != "${done_count[$step]}" ]; then
+    echo "crash_test: $step was done before a kill (${done_count[$step]} line(s)) but ran again ($now)"
+    reran=$((reran + 1))
+  fi
+done
+[ "$reran" = 0 ] || fail=1
+for i in $(seq 0 $((STEPS - 1))); do
+  [ -s "out/s$i.txt" ] || { echo "crash_test: s$i never ran"; fail=1; }
+done
+interrupted=$(sqlite3 "$db" "select count(*) from attempts where run_id='$run_id' and status='interrupted';")
+echo "crash_test: $STEPS steps, $kills kills, ${#done_count[@]} steps checked as done-before-a-kill, $interrupted attempts interrupted and re-run"
+if [ "$fail" = 0 ]; then echo "crash_test: PASS"; else echo "crash_test: FAIL"; fi
+exit "$fail"
