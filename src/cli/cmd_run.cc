@@ -10,6 +10,7 @@
 #include "cli/progress.h"
 #include "orch/engine.h"
 #include "orch/report.h"
+#include "util/json_text.h"
 
 namespace orch::cli {
 
@@ -49,7 +50,7 @@ int drive(const RunArgs& args, Store& store, const std::function<Expected<RunOut
   auto report = build_run_report(store, outcome->run_id);
   if (!report) return report_error(report.error());
   if (args.json) {
-    std::printf("%s\n", report->dump(2).c_str());
+    std::printf("%s\n", json_text(*report, 2).c_str());
   } else if (mode == ProgressPrinter::Mode::Live) {
     std::printf("%s", format_report_table(*report).c_str());
   } else {

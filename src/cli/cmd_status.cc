@@ -8,6 +8,7 @@
 #include "cli/common.h"
 #include "engine/run_lock.h"
 #include "orch/report.h"
+#include "util/json_text.h"
 
 namespace orch::cli {
 
@@ -54,7 +55,7 @@ Command add_status(CLI::App& app) {
       if (!report) return report_error(report.error());
       // A run marked running whose lock no process holds was orphaned by a crash.
       if (args->json) {
-        std::printf("%s\n", report->dump(2).c_str());
+        std::printf("%s\n", json_text(*report, 2).c_str());
       } else {
         if (args->watch && stdout_is_tty()) std::printf("\033[H\033[2J");
         std::printf("%s%s", header(*report).c_str(), format_report_table(*report).c_str());
@@ -97,7 +98,7 @@ Command add_runs(CLI::App& app) {
                         {"spent_attempts", r.spent_attempts},
                         {"active", r.status == RunStatus::Running && RunLock::is_held((*store)->folder(), r.id)}});
       }
-      std::printf("%s\n", list.dump(2).c_str());
+      std::printf("%s\n", json_text(list, 2).c_str());
       return kExitSucceeded;
     }
     std::printf("%-21s  %-16s  %-16s  %-24s  %8s  %s\n", "RUN", "STATUS", "NAME", "STARTED", "ATTEMPTS", "PLAN");

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/plan_input.h"
+#include "util/json_text.h"
 
 namespace orch::cli {
 
@@ -36,7 +37,7 @@ Command add_validate(CLI::App& app) {
                                     {"plan", args->plan},
                                     {"steps", in.plan.steps.size()},
                                     {"errors", errors}};
-      std::printf("%s\n", out.dump(2).c_str());
+      std::printf("%s\n", json_text(out, 2).c_str());
     } else if (in.problems.empty()) {
       std::printf("%s: ok (%zu step%s)\n", args->plan.c_str(), in.plan.steps.size(),
                   in.plan.steps.size() == 1 ? "" : "s");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "orch/placeholder.h"
+#include "util/json_text.h"
 
 namespace orch {
 
@@ -10,7 +11,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : json_text(v); }
 
 RenderContext make_context(const ResultLookup& results, const json* inputs, int attempt,
                            const std::string& previous_failure) {
@@ -130,7 +131,7 @@ Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& res
   fp["post"] = post;
   fp["writes"] = step.writes;
   fp["output"] = step.output.value_or("");
-  return fingerprint_of(fp.dump());
+  return fingerprint_of(json_text(fp));
 }
 
 }  // namespace orch

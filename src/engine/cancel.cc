@@ -6,6 +6,7 @@
 
 #include "engine/run_lock.h"
 #include "orch/engine.h"
+#include "util/json_text.h"
 
 namespace orch {
 
@@ -17,7 +18,7 @@ std::int64_t now_ms() {
 
 Expected<void> event(Store& store, const std::string& run_id, const std::string& kind, const std::string& step = "",
                      int attempt = 0, const nlohmann::json& data = nlohmann::json::object()) {
-  EventRecord e{0, run_id, now_ms(), kind, step, attempt, data.dump()};
+  EventRecord e{0, run_id, now_ms(), kind, step, attempt, json_text(data)};
   ORCH_TRY(store.append_event(e));
   return {};
 }

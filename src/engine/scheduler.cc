@@ -9,6 +9,7 @@
 #include "engine/attempt_render.h"
 #include "engine/snapshot.h"
 #include "orch/workspace.h"
+#include "util/json_text.h"
 
 namespace orch {
 
@@ -95,7 +96,7 @@ void Scheduler::event(const std::string& kind, const std::string& step_id, int a
   e.kind = kind;
   e.step_id = step_id;
   e.attempt = attempt;
-  e.data_json = data.dump();
+  e.data_json = json_text(data);
   if (auto r = store_.append_event(e); !r) store_error_ = r.error();
 }
 

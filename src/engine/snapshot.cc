@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include "util/json_text.h"
 
 namespace orch {
 
@@ -47,7 +48,7 @@ Expected<void> take_snapshot(const std::vector<fs::path>& paths, const fs::path&
   fs::path tmp = snapshot_dir / (std::string(kManifest) + ".tmp");
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << manifest.dump();
+    out << json_text(manifest);
     if (!out) return fail(ErrorCode::Io, fmt::format("{}: cannot write snapshot manifest", tmp.string()));
   }
   fs::rename(tmp, snapshot_dir / kManifest, ec);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 #include <utility>
+#include "util/json_text.h"
 
 namespace orch {
 namespace {
@@ -40,7 +41,7 @@ class BuiltinAttempt final : public RunningAttempt {
 // JSON, and is reported rather than silently replaced.
 std::optional<std::string> dump_json(const nlohmann::ordered_json& value) {
   try {
-    return value.dump();
+    return json_text(value);
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }

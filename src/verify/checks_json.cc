@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "orch/postcondition.h"
+#include "util/json_text.h"
 
 namespace orch {
 
@@ -9,7 +10,7 @@ std::string checks_to_json(const std::vector<CheckResult>& checks) {
   for (const auto& c : checks) {
     arr.push_back({{"kind", post_kind_name(c.kind)}, {"held", c.held}, {"reason", c.reason}});
   }
-  return arr.dump();
+  return json_text(arr);
 }
 
 }  // namespace orch

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "util/json_schema.h"
+#include "util/json_text.h"
 #include "verify/check_text.h"
 #include "verify/postcondition_internal.h"
 
@@ -33,7 +34,7 @@ struct CachedFile {
 
 Expected<JsonSchema> inline_schema(const nlohmann::json& doc) {
   thread_local std::unordered_map<std::string, JsonSchema> cache;
-  std::string key = doc.dump();
+  std::string key = json_text(doc);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   auto parsed = JsonSchema::parse(doc);
   if (!parsed) return parsed;

@@ -195,6 +195,9 @@ steps:
     run: [head, -c, "20000000", /dev/zero]
   - id: binary
     run: [printf, '\377\376\000abc']
+  - id: binary_check_fails
+    run: [printf, '\377\376']
+    post: [{shell_zero: "printf '\\377\\376 bad bytes'; exit 1"}]
 )");
   auto start = std::chrono::steady_clock::now();
   auto r = run_orch({"run", "p.yaml", "--json"}, d.path());
@@ -213,6 +216,8 @@ steps:
   EXPECT_EQ(steps["huge"]["attempts"][0]["stdout"]["bytes"], 20000000);
   EXPECT_LT(fs::file_size(steps["huge"]["attempts"][0]["stdout"]["path"].get<std::string>()), 1024 * 1024 + 200);
   EXPECT_EQ(steps["binary"]["status"], "done");
+  EXPECT_EQ(steps["binary_check_fails"]["status"], "failed");
+  EXPECT_NE(steps["binary_check_fails"]["reason"].get<std::string>().find("bad bytes"), std::string::npos);
   std::string id = doc["run"]["id"];
   auto logs = run_orch({"logs", id, "binary"}, d.path());
   EXPECT_EQ(logs.out, std::string("\377\376\000abc", 6));
