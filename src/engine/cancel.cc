@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "engine/orphans.h"
 #include "engine/run_lock.h"
 #include "orch/engine.h"
 #include "util/json_text.h"
@@ -25,6 +26,7 @@ Expected<void> event(Store& store, const std::string& run_id, const std::string&
 
 // Marks a run that no process drives as cancelled, under its lock.
 Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*/) {
+  kill_orphans(run.id);
   ORCH_TRY(store.begin());
   ORCH_TRY(event(store, run.id, "cancel_requested", "", 0, {{"by_pid", getpid()}}));
   for (AttemptRecord a : ORCH_TRY(store.attempts(run.id))) {

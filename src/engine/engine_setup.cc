@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "engine/attempt_render.h"
+#include "engine/orphans.h"
 #include "engine/scheduler.h"
 #include "engine/snapshot.h"
 #include "orch/plan_loader.h"
@@ -160,8 +161,11 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
   if (options_.concurrency) run_.concurrency = *options_.concurrency;
   if (options_.keep_going) run_.keep_going = true;
 
+  // Whatever the previous driver left running dies before anything is restored or re-run.
+  int orphans = kill_orphans(run_.id);
   ORCH_TRY(tx());
-  event("run_resumed", "", 0, {{"previous_status", run_status_name(previous)}, {"pid", getpid()}});
+  event("run_resumed", "", 0,
+        {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});
 
   // Attempts the dead process left running: interrupted, not counted, workspace restored.
   for (AttemptRecord a : attempts) {

@@ -269,6 +269,14 @@ int wait_exit(pid_t pid) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+// True while `pid` runs (a zombie waiting for its reaper does not count).
+bool alive(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
 bool wait_for(const std::function<bool()>& cond, int ms) {
   for (int i = 0; i < ms / 20; ++i) {
     if (cond()) return true;
@@ -282,7 +290,7 @@ TEST(Cli, SigintInterruptsResumablyAndKill9IsResumed) {
   write_file(d / "p.yaml", R"(concurrency: 2
 steps:
   - {id: quick, sh: 'echo q >> quick.log'}
-  - {id: slow1, deps: [quick], sh: 'echo s >> slow1.log; sleep 30'}
+  - {id: slow1, deps: [quick], sh: 'echo $$ > slow1.pid; echo s >> slow1.log; sleep 30'}
   - {id: slow2, deps: [quick], sh: 'echo s >> slow2.log; sleep 30'}
 )");
   fs::path db = d / ".orch" / "orch.db";
@@ -318,8 +326,12 @@ steps:
   auto doc = nlohmann::json::parse(st.out);
   EXPECT_EQ(doc["run"]["status"], "running");
   EXPECT_FALSE(doc["run"]["active"].get<bool>());
+  // The step process the killed orch left behind is still running, until resume kills it.
+  pid_t orphan = std::stoi(read_file(d / "slow1.pid"));
+  EXPECT_TRUE(alive(orphan));
   auto r2 = run_orch({"resume", id2, "--replan", "p2.yaml", "--json"}, d.path());
   EXPECT_EQ(r2.exit_code, 0) << r2.err;
+  EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000)) << "orphaned step process " << orphan << " survived resume";
   auto rep = nlohmann::json::parse(r2.out);
   for (auto& s : rep["steps"]) {
     if (s["id"] == "slow1") {
