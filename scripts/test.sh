@@ -85,7 +85,9 @@ else
 fi
 
 stage build configure_and_build build
-if [[ ${results[-1]} == PASS* ]]; then
+build_ok=0
+[[ ${results[-1]} == PASS* ]] && build_ok=1
+if ((build_ok)); then
   stage ctest run_ctest build
 else
   skip ctest "build failed"
@@ -104,13 +106,20 @@ else
   skip fuzz "--fuzz-seconds 0"
 fi
 
-if [[ -f "$repo/tests/crash/crash_test.sh" ]]; then
-  stage crash env ORCH_BINARY="$repo/build/orch" bash "$repo/tests/crash/crash_test.sh" "$repo/build/orch"
-else
+# The stages below drive build/orch.
+if [[ ! -f "$repo/tests/crash/crash_test.sh" ]]; then
   skip crash "tests/crash/crash_test.sh not written yet"
+elif ((!build_ok)); then
+  skip crash "build failed"
+else
+  stage crash env ORCH_BINARY="$repo/build/orch" bash "$repo/tests/crash/crash_test.sh"
 fi
 
-stage bench-smoke "$repo/bench/run.sh" --smoke --orch "$repo/build/orch"
+if ((build_ok)); then
+  stage bench-smoke "$repo/bench/run.sh" --smoke --orch "$repo/build/orch"
+else
+  skip bench-smoke "build failed"
+fi
 
 printf '\n=============== summary (%ds) ===============\n' "$(($(date +%s) - started))"
 printf '%s\n' "${results[@]}"

@@ -76,7 +76,8 @@ TEST(BadPlans, EveryExpectationHolds) {
     for (const auto& d : found) {
       std::string text = d.to_string();
       all += "\n  " + text;
-      if (text.find(at_line) != std::string::npos && text.find(e.fragment) != std::string::npos) matched = true;
+      if (text.find(at_line) != std::string::npos && text.find(e.fragment) != std::string::npos)
+        matched = true;
       EXPECT_EQ(d.file, (dir / e.file).string()) << "every diagnostic names the plan file";
     }
     EXPECT_TRUE(matched) << e.file << ": no diagnostic at line " << e.line << " containing \"" << e.fragment

@@ -24,7 +24,8 @@ DocNode from_yaml(const YAML::Node& node, int max_depth) {
     case YAML::NodeType::Map:
       out.type = DocNode::Type::Map;
       out.entries.reserve(node.size());
-      for (const auto& kv : node) out.entries.emplace_back(from_yaml(kv.first, max_depth - 1), from_yaml(kv.second, max_depth - 1));
+      for (const auto& kv : node)
+        out.entries.emplace_back(from_yaml(kv.first, max_depth - 1), from_yaml(kv.second, max_depth - 1));
       break;
     default:
       break;
@@ -61,7 +62,11 @@ Json convert(const DocNode& node) {
 
 }  // namespace
 
-nlohmann::ordered_json to_ordered_json(const DocNode& node) { return convert<nlohmann::ordered_json>(node); }
-nlohmann::json to_json(const DocNode& node) { return convert<nlohmann::json>(node); }
+nlohmann::ordered_json to_ordered_json(const DocNode& node) {
+  return convert<nlohmann::ordered_json>(node);
+}
+nlohmann::json to_json(const DocNode& node) {
+  return convert<nlohmann::json>(node);
+}
 
 }  // namespace orch::detail

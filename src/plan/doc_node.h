@@ -19,11 +19,11 @@ namespace orch::detail {
 struct DocNode {
   enum class Type { Null, Scalar, Sequence, Map };
   Type type = Type::Null;
-  int line = 0;         // 1-based; 0 when unknown
-  bool quoted = false;  // a quoted (or !!str) scalar: always a string, never a number or bool
-  bool streamed = false;  // Sequence: the items went to a reader's item sink instead (json_reader.h)
-  std::string scalar;   // Scalar: the text
-  std::vector<DocNode> items;                        // Sequence
+  int line = 0;                // 1-based; 0 when unknown
+  bool quoted = false;         // a quoted (or !!str) scalar: always a string, never a number or bool
+  bool streamed = false;       // Sequence: the items went to a reader's item sink instead (json_reader.h)
+  std::string scalar;          // Scalar: the text
+  std::vector<DocNode> items;  // Sequence
   std::vector<std::pair<DocNode, DocNode>> entries;  // Map: (key, value)
 
   bool is_null() const { return type == Type::Null; }

@@ -3,6 +3,8 @@
 // Integer arithmetic with overflow checks throughout: a duration or size that
 // does not fit in int64 is an error, never a silent wrap. Fractions ("1.5s",
 // "0.5GiB") keep six digits and round down to whole milliseconds / bytes.
+#include "plan/duration.h"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -13,7 +15,6 @@
 #include <string>
 
 #include "orch/plan_loader.h"
-#include "plan/duration.h"
 #include "util/strings.h"
 
 namespace orch {
@@ -30,7 +31,9 @@ struct Decimal {
   std::uint64_t fraction = 0;
 };
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Reads a decimal at text[pos...]; advances pos. Fails on no digits or overflow.
 Expected<Decimal> read_decimal(std::string_view text, std::size_t& pos) {
@@ -126,8 +129,8 @@ Expected<Millis> duration_or_reason(std::string_view text) {
     } else {
       auto known = duration_unit_ms(unit);
       if (!known)
-        return fail(ErrorCode::InvalidInput, fmt::format("unknown unit '{}' (use ms, s, m or h)",
-                                                         quote_for_message(unit, 20)));
+        return fail(ErrorCode::InvalidInput,
+                    fmt::format("unknown unit '{}' (use ms, s, m or h)", quote_for_message(unit, 20)));
       unit_ms = *known;
     }
     auto part = scale_decimal(*number, unit_ms);
@@ -144,7 +147,8 @@ Expected<std::int64_t> size_or_reason(std::string_view text) {
   std::size_t pos = 0;
   auto number = read_decimal(text, pos);
   if (!number && pos > 0) return std::unexpected(number.error());
-  if (!number) return fail(ErrorCode::InvalidInput, "expected a number of bytes (write e.g. 512, 64KiB, 16MiB)");
+  if (!number)
+    return fail(ErrorCode::InvalidInput, "expected a number of bytes (write e.g. 512, 64KiB, 16MiB)");
   std::string_view unit = trim(text.substr(pos));
   auto bytes = size_unit_bytes(std::string(unit));
   if (!bytes)

@@ -34,7 +34,8 @@ TEST(ParseDuration, Fractions) {
 }
 
 TEST(ParseDuration, RejectsGarbage) {
-  for (const char* bad : {"", "  ", "5x", "s", "ms", "1.2.3s", "1h 30m", "5 s", "abc", "1h30", "+5s", "5S", "1d"}) {
+  for (const char* bad :
+       {"", "  ", "5x", "s", "ms", "1.2.3s", "1h 30m", "5 s", "abc", "1h30", "+5s", "5S", "1d"}) {
     auto d = parse_duration(bad);
     EXPECT_FALSE(d) << "'" << bad << "' parsed as " << (d ? d->count() : 0);
     if (!d) {

@@ -19,10 +19,14 @@ void ReadContext::error(int line, std::string message) const {
 
 std::string describe(const DocNode& node) {
   switch (node.type) {
-    case DocNode::Type::Sequence: return "a list";
-    case DocNode::Type::Map: return "a mapping";
-    case DocNode::Type::Scalar: return fmt::format("'{}'", quote_for_message(node.scalar, 40));
-    case DocNode::Type::Null: break;
+    case DocNode::Type::Sequence:
+      return "a list";
+    case DocNode::Type::Map:
+      return "a mapping";
+    case DocNode::Type::Scalar:
+      return fmt::format("'{}'", quote_for_message(node.scalar, 40));
+    case DocNode::Type::Null:
+      break;
   }
   return "nothing";
 }
@@ -47,7 +51,8 @@ void for_each_field(const ReadContext& ctx, const DocNode& map, const std::vecto
     seen.emplace_back(key, key_line);
     if (key.starts_with("x-")) continue;  // extension keys: free for anchors and notes
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      ctx.error(key_line, fmt::format("unknown key '{}'{}", quote_for_message(key), did_you_mean(key, allowed)));
+      ctx.error(key_line,
+                fmt::format("unknown key '{}'{}", quote_for_message(key), did_you_mean(key, allowed)));
       continue;
     }
     fn(Field{key, key_line, value});
@@ -127,8 +132,8 @@ std::optional<std::int64_t> read_size(const ReadContext& ctx, const Field& f, co
   if (!expect_scalar(ctx, f, name, "a size such as 16MiB")) return std::nullopt;
   auto value = size_or_reason(f.value.scalar);
   if (!value) {
-    ctx.error(value_line(f), fmt::format("bad size '{}' for '{}': {}", quote_for_message(f.value.scalar), name,
-                                         value.error().message));
+    ctx.error(value_line(f), fmt::format("bad size '{}' for '{}': {}", quote_for_message(f.value.scalar),
+                                         name, value.error().message));
     return std::nullopt;
   }
   return *value;

@@ -39,7 +39,9 @@ std::vector<std::vector<int>> StepGraph::cycles() const {
   std::vector<std::pair<int, std::size_t>> work;  // (node, next dep to look at)
   std::vector<std::vector<int>> groups;
   int next_index = 0;
-  auto at = [](auto& v, int i) -> auto& { return v[static_cast<std::size_t>(i)]; };
+  auto at = [](auto& v, int i) -> auto& {
+    return v[static_cast<std::size_t>(i)];
+  };
   for (int root = 0; root < n; ++root) {
     if (at(index, root) != -1) continue;
     work.emplace_back(root, 0);
@@ -134,11 +136,13 @@ std::vector<int> StepGraph::topological_order() const {
   return order;
 }
 
-AncestorQuery::AncestorQuery(const StepGraph& graph) : graph_(graph), visited_(static_cast<std::size_t>(graph.size()), 0) {
+AncestorQuery::AncestorQuery(const StepGraph& graph)
+    : graph_(graph), visited_(static_cast<std::size_t>(graph.size()), 0) {
   std::vector<int> order = graph.topological_order();
   if (static_cast<int>(order.size()) == graph.size()) {
     rank_.assign(order.size(), 0);
-    for (std::size_t r = 0; r < order.size(); ++r) rank_[static_cast<std::size_t>(order[r])] = static_cast<int>(r);
+    for (std::size_t r = 0; r < order.size(); ++r)
+      rank_[static_cast<std::size_t>(order[r])] = static_cast<int>(r);
   }
 }
 
@@ -175,7 +179,9 @@ bool AncestorQuery::is_ancestor(int ancestor, int step) {
 
 namespace orch {
 
-std::vector<int> topological_order(const Plan& plan) { return detail::StepGraph(plan).topological_order(); }
+std::vector<int> topological_order(const Plan& plan) {
+  return detail::StepGraph(plan).topological_order();
+}
 
 bool is_ancestor(const Plan& plan, int ancestor, int step) {
   detail::StepGraph graph(plan);

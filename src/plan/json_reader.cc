@@ -187,10 +187,14 @@ class JsonReader {
     for (int i = 0; i < 4; ++i) {
       char c = text_[pos_++];
       out <<= 4;
-      if (c >= '0' && c <= '9') out |= static_cast<unsigned>(c - '0');
-      else if (c >= 'a' && c <= 'f') out |= static_cast<unsigned>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') out |= static_cast<unsigned>(c - 'A' + 10);
-      else return fail("bad hex digit in a \\u escape");
+      if (c >= '0' && c <= '9')
+        out |= static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        out |= static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        out |= static_cast<unsigned>(c - 'A' + 10);
+      else
+        return fail("bad hex digit in a \\u escape");
     }
     return true;
   }
@@ -217,16 +221,34 @@ class JsonReader {
     if (pos_ >= text_.size()) return fail("unterminated string");
     char c = text_[pos_++];
     switch (c) {
-      case '"': out += '"'; return true;
-      case '\\': out += '\\'; return true;
-      case '/': out += '/'; return true;
-      case 'b': out += '\b'; return true;
-      case 'f': out += '\f'; return true;
-      case 'n': out += '\n'; return true;
-      case 'r': out += '\r'; return true;
-      case 't': out += '\t'; return true;
-      case 'u': break;
-      default: return fail(fmt::format("unknown escape '\\{}' in a string", c));
+      case '"':
+        out += '"';
+        return true;
+      case '\\':
+        out += '\\';
+        return true;
+      case '/':
+        out += '/';
+        return true;
+      case 'b':
+        out += '\b';
+        return true;
+      case 'f':
+        out += '\f';
+        return true;
+      case 'n':
+        out += '\n';
+        return true;
+      case 'r':
+        out += '\r';
+        return true;
+      case 't':
+        out += '\t';
+        return true;
+      case 'u':
+        break;
+      default:
+        return fail(fmt::format("unknown escape '\\{}' in a string", c));
     }
     unsigned cp = 0;
     if (!hex4(cp)) return false;

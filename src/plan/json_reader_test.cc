@@ -20,7 +20,8 @@ JsonSyntaxError read_bad(std::string_view text) {
 }
 
 TEST(JsonReader, ValuesAndLines) {
-  DocNode root = read_ok("{\n  \"a\": [1, -2.5e3, true, false, null],\n  \"b\": {\"c\": \"d\"},\n  \"a\": 0\n}");
+  DocNode root =
+      read_ok("{\n  \"a\": [1, -2.5e3, true, false, null],\n  \"b\": {\"c\": \"d\"},\n  \"a\": 0\n}");
   ASSERT_EQ(root.type, Type::Map);
   EXPECT_EQ(root.line, 1);
   ASSERT_EQ(root.entries.size(), 3u) << "duplicates are kept for the loader to report";
@@ -56,7 +57,8 @@ TEST(JsonReader, Errors) {
   EXPECT_EQ(read_bad("{\"a\": 1,}").message, "expected a key in double quotes, found '}'");
   EXPECT_EQ(read_bad("{\"a\" 1}").message, "expected ':' after the key \"a\", found '1'");
   EXPECT_EQ(read_bad("[1 2]").message, "expected ',' or ']' after an array item, found '2'");
-  EXPECT_EQ(read_bad("{\"a\": 1 \"b\": 2}").message, "expected ',' or '}' after an object member, found '\"'");
+  EXPECT_EQ(read_bad("{\"a\": 1 \"b\": 2}").message,
+            "expected ',' or '}' after an object member, found '\"'");
   EXPECT_EQ(read_bad("").message, "expected a value, found the end of the text");
   EXPECT_EQ(read_bad("[tru]").message, "expected a value, found 't'");
   EXPECT_EQ(read_bad("{} x").message, "unexpected text after the JSON value");

@@ -34,11 +34,12 @@ using detail::Field;
 using detail::ReadContext;
 
 const std::vector<std::string> kPlanKeys{"name", "concurrency", "on_failure", "budget", "defaults", "steps"};
-const std::vector<std::string> kStepKeys{"id",      "goal",   "deps",        "executor",   "run",    "sh",
-                                         "inputs",  "env",    "timeout",     "attempts",   "retry_delay",
-                                         "max_output", "budget", "post",     "writes",     "output"};
+const std::vector<std::string> kStepKeys{"id",     "goal", "deps",    "executor", "run",         "sh",
+                                         "inputs", "env",  "timeout", "attempts", "retry_delay", "max_output",
+                                         "budget", "post", "writes",  "output"};
 const std::vector<std::string> kBudgetKeys{"tokens", "cost_usd", "wall", "attempts"};
-const std::vector<std::string> kDefaultsKeys{"attempts", "timeout", "retry_delay", "max_output", "kill_grace"};
+const std::vector<std::string> kDefaultsKeys{"attempts", "timeout", "retry_delay", "max_output",
+                                             "kill_grace"};
 
 bool expect_map(const ReadContext& ctx, const Field& f, const std::string& name) {
   if (f.value.is_map()) return true;
@@ -46,7 +47,7 @@ bool expect_map(const ReadContext& ctx, const Field& f, const std::string& name)
   return false;
 }
 
-// `prefix` is "budget" for a step's/plan's budget; locs get "budget.tokens" etc.
+// A plan's or step's budget; each key's line goes into `locs` as "budget.tokens" etc.
 void read_budget(const ReadContext& ctx, const Field& f, BudgetLimits& budget,
                  std::map<std::string, SourceLoc>& locs) {
   if (!expect_map(ctx, f, "budget")) return;
@@ -138,26 +139,42 @@ void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
   using namespace detail;
   step.field_locs[f.key] = ctx.loc(f.line);
   const std::string& k = f.key;
-  if (k == "id") step.id = read_string(ctx, f, k).value_or("");
-  else if (k == "goal") step.goal = read_string(ctx, f, k).value_or("");
-  else if (k == "deps") step.deps = read_list_with_locs(ctx, f, k, /*allow_single=*/true, step);
-  else if (k == "executor") step.executor = read_string(ctx, f, k).value_or(step.executor);
+  if (k == "id")
+    step.id = read_string(ctx, f, k).value_or("");
+  else if (k == "goal")
+    step.goal = read_string(ctx, f, k).value_or("");
+  else if (k == "deps")
+    step.deps = read_list_with_locs(ctx, f, k, /*allow_single=*/true, step);
+  else if (k == "executor")
+    step.executor = read_string(ctx, f, k).value_or(step.executor);
   else if (k == "run") {
     if (f.value.is_scalar())
-      ctx.error(f.line, "'run' must be a list of arguments, e.g. [make, test] (use 'sh' for a shell command line)");
+      ctx.error(f.line,
+                "'run' must be a list of arguments, e.g. [make, test] (use 'sh' for a shell command line)");
     else
       step.run = read_list_with_locs(ctx, f, k, /*allow_single=*/false, step);
-  } else if (k == "sh") step.sh = read_string(ctx, f, k);
-  else if (k == "inputs") read_inputs(ctx, f, step);
-  else if (k == "env") read_env(ctx, f, step);
-  else if (k == "timeout") step.timeout = read_duration(ctx, f, k);
-  else if (k == "attempts") step.attempts = read_small_int(ctx, f, k);
-  else if (k == "retry_delay") step.retry_delay = read_duration(ctx, f, k);
-  else if (k == "max_output") step.max_output = read_size(ctx, f, k);
-  else if (k == "budget") read_budget(ctx, f, step.budget, step.field_locs);
-  else if (k == "post") step.post = read_postconditions(ctx, f);
-  else if (k == "writes") step.writes = read_list_with_locs(ctx, f, k, /*allow_single=*/true, step);
-  else if (k == "output") step.output = read_string(ctx, f, k);
+  } else if (k == "sh")
+    step.sh = read_string(ctx, f, k);
+  else if (k == "inputs")
+    read_inputs(ctx, f, step);
+  else if (k == "env")
+    read_env(ctx, f, step);
+  else if (k == "timeout")
+    step.timeout = read_duration(ctx, f, k);
+  else if (k == "attempts")
+    step.attempts = read_small_int(ctx, f, k);
+  else if (k == "retry_delay")
+    step.retry_delay = read_duration(ctx, f, k);
+  else if (k == "max_output")
+    step.max_output = read_size(ctx, f, k);
+  else if (k == "budget")
+    read_budget(ctx, f, step.budget, step.field_locs);
+  else if (k == "post")
+    step.post = read_postconditions(ctx, f);
+  else if (k == "writes")
+    step.writes = read_list_with_locs(ctx, f, k, /*allow_single=*/true, step);
+  else if (k == "output")
+    step.output = read_string(ctx, f, k);
 }
 
 // Fills `step` (a fresh Step already in place in Plan::steps: a Step is large, moving it costs).
@@ -166,7 +183,8 @@ void read_step(ReadContext& ctx, const DocNode& node, int fallback_line, Step& s
   step.loc = ctx.loc(line ? line : fallback_line);
   ctx.step_id.clear();
   if (!node.is_map()) {
-    ctx.error(step.loc.line, fmt::format("each step must be a mapping with an 'id', got {}", detail::describe(node)));
+    ctx.error(step.loc.line,
+              fmt::format("each step must be a mapping with an 'id', got {}", detail::describe(node)));
     return;
   }
   // The id first, so every diagnostic of this step can name it.
@@ -207,11 +225,13 @@ void read_orch_plan(ReadContext& ctx, DocNode& root, Plan& plan) {
       plan.concurrency = detail::read_small_int(ctx, f, "concurrency");
     } else if (f.key == "on_failure") {
       auto v = detail::read_string(ctx, f, "on_failure");
-      if (v == "abort") plan.on_failure = OnFailure::Abort;
-      else if (v == "continue") plan.on_failure = OnFailure::Continue;
+      if (v == "abort")
+        plan.on_failure = OnFailure::Abort;
+      else if (v == "continue")
+        plan.on_failure = OnFailure::Continue;
       else if (v)
-        ctx.error(f.line, fmt::format("'on_failure' must be 'abort' or 'continue', got '{}'{}", quote_for_message(*v),
-                                      did_you_mean(*v, {"abort", "continue"})));
+        ctx.error(f.line, fmt::format("'on_failure' must be 'abort' or 'continue', got '{}'{}",
+                                      quote_for_message(*v), did_you_mean(*v, {"abort", "continue"})));
     } else if (f.key == "budget") {
       read_budget(ctx, f, plan.budget, plan.field_locs);
     } else if (f.key == "defaults") {
@@ -238,9 +258,10 @@ void read_root(ReadContext& ctx, DocNode& root, Plan& plan) {
   } else if (root.is_sequence()) {
     detail::read_stepspec_plan(ctx, root, plan);
   } else if (!root.is_null()) {
-    ctx.error(root.line ? root.line : 1, fmt::format("a plan must be a mapping with 'steps:' (or a StepSpec JSON list), "
-                                                     "got {}",
-                                                     detail::describe(root)));
+    ctx.error(root.line ? root.line : 1,
+              fmt::format("a plan must be a mapping with 'steps:' (or a StepSpec JSON list), "
+                          "got {}",
+                          detail::describe(root)));
   }
 }
 
@@ -314,7 +335,8 @@ LoadResult parse_plan(std::string_view text, const std::string& file) {
 
 Expected<LoadResult> load_plan_file(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return fail(ErrorCode::NotFound, fmt::format("{}: no such file", path));
+  if (!std::filesystem::exists(path, ec))
+    return fail(ErrorCode::NotFound, fmt::format("{}: no such file", path));
   if (std::filesystem::is_directory(path, ec))
     return fail(ErrorCode::Io, fmt::format("{}: is a directory, not a plan file", path));
   std::ifstream in(path, std::ios::binary);

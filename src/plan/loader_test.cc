@@ -204,8 +204,9 @@ TEST(ParsePlan, Defaults) {
 
 TEST(ParsePlan, LenientShapes) {
   // deps and writes may be one string; post may be one item.
-  LoadResult r = parse_ok("steps:\n  - id: a\n    sh: x\n  - id: b\n    deps: a\n    writes: f.txt\n    sh: y\n"
-                          "    post: result_nonempty\n  - id: c\n    sh: z\n    post: {result_contains: ok}\n");
+  LoadResult r = parse_ok(
+      "steps:\n  - id: a\n    sh: x\n  - id: b\n    deps: a\n    writes: f.txt\n    sh: y\n"
+      "    post: result_nonempty\n  - id: c\n    sh: z\n    post: {result_contains: ok}\n");
   EXPECT_EQ(r.plan.steps[1].deps, std::vector<std::string>{"a"});
   EXPECT_EQ(r.plan.steps[1].writes, std::vector<std::string>{"f.txt"});
   ASSERT_EQ(r.plan.steps[1].post.size(), 1u);
@@ -357,9 +358,11 @@ steps:
 }
 
 TEST(ParsePlan, BadDurations) {
-  auto p = problems("defaults: {timeout: soon}\nsteps:\n  - id: a\n    sh: x\n    timeout: -5s\n    retry_delay: 1y\n");
+  auto p = problems(
+      "defaults: {timeout: soon}\nsteps:\n  - id: a\n    sh: x\n    timeout: -5s\n    retry_delay: 1y\n");
   EXPECT_TRUE(has_problem(p, "plan.yaml:1: bad duration 'soon' for 'defaults.timeout'"));
-  EXPECT_TRUE(has_problem(p, "plan.yaml:5: step 'a': bad duration '-5s' for 'timeout': a duration cannot be negative"));
+  EXPECT_TRUE(has_problem(
+      p, "plan.yaml:5: step 'a': bad duration '-5s' for 'timeout': a duration cannot be negative"));
   EXPECT_TRUE(has_problem(p, "plan.yaml:6: step 'a': bad duration '1y' for 'retry_delay': unknown unit 'y'"));
 }
 
@@ -379,10 +382,13 @@ TEST(ParsePlan, Postconditions) {
       - {kind: shell_zero, cmd: x, timeout: forever}
       - [a, b]
 )");
-  EXPECT_TRUE(has_problem(p, "plan.yaml:5: step 'a': unknown postcondition kind 'exit_zer' (did you mean 'exit_zero'?)"));
-  EXPECT_TRUE(
-      has_problem(p, "plan.yaml:6: step 'a': unknown postcondition kind 'result_contain' (did you mean 'result_contains'?)"));
-  EXPECT_TRUE(has_problem(p, "plan.yaml:7: step 'a': unknown postcondition kind 'file_exist' (did you mean 'file_exists'?)"));
+  EXPECT_TRUE(has_problem(
+      p, "plan.yaml:5: step 'a': unknown postcondition kind 'exit_zer' (did you mean 'exit_zero'?)"));
+  EXPECT_TRUE(has_problem(p,
+                          "plan.yaml:6: step 'a': unknown postcondition kind 'result_contain' (did you mean "
+                          "'result_contains'?)"));
+  EXPECT_TRUE(has_problem(
+      p, "plan.yaml:7: step 'a': unknown postcondition kind 'file_exist' (did you mean 'file_exists'?)"));
   EXPECT_TRUE(has_problem(p, "plan.yaml:8: step 'a': unknown key 'knd' (did you mean 'kind'?)"));
   EXPECT_TRUE(has_problem(p, "plan.yaml:9: step 'a': postcondition needs 'kind:'"));
   EXPECT_TRUE(has_problem(p, "plan.yaml:10: step 'a': file_contains needs 'path' and 'text'"));
@@ -412,8 +418,9 @@ TEST(ParsePlan, WrongTopLevel) {
 }
 
 TEST(ParsePlan, InputsKeepYamlTypes) {
-  LoadResult r = parse_ok("steps:\n  - id: a\n    executor: builtin:json\n    inputs:\n      a: yes\n      b: 0x10\n"
-                          "      c: ~\n      d: '1'\n      e: 1e3\n      f: 'multi\n        line'\n      g: !!str 5\n");
+  LoadResult r = parse_ok(
+      "steps:\n  - id: a\n    executor: builtin:json\n    inputs:\n      a: yes\n      b: 0x10\n"
+      "      c: ~\n      d: '1'\n      e: 1e3\n      f: 'multi\n        line'\n      g: !!str 5\n");
   const auto& in = r.plan.steps[0].inputs;
   EXPECT_EQ(in["a"], "yes");  // YAML 1.2: yes is a string
   EXPECT_EQ(in["b"], 16);
@@ -426,7 +433,8 @@ TEST(ParsePlan, InputsKeepYamlTypes) {
 
 TEST(ParsePlan, Anchors) {
   LoadResult r = parse_ok(
-      "x-common: &common\n  timeout: 5s\nsteps:\n  - id: a\n    sh: x\n    env: &env {A: b}\n  - id: b\n    sh: y\n"
+      "x-common: &common\n  timeout: 5s\nsteps:\n  - id: a\n    sh: x\n    env: &env {A: b}\n  - id: b\n    "
+      "sh: y\n"
       "    env: *env\n");
   EXPECT_EQ(r.plan.steps[1].env.at("A"), "b");
 }

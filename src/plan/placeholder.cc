@@ -52,7 +52,9 @@ Error unknown(std::string_view source, std::string_view hint) {
   return Error{ErrorCode::InvalidInput, fmt::format("unknown placeholder '{}'{}", source, hint)};
 }
 
-std::string suggest(std::string_view form) { return fmt::format(" (did you mean '{}'?)", form); }
+std::string suggest(std::string_view form) {
+  return fmt::format(" (did you mean '{}'?)", form);
+}
 
 // `${steps.ID.result}` / `${steps.ID.json[.PATH]}`. Ids may contain dots, so the
 // id is everything between "steps." and the first "result"/"json" segment.
@@ -67,7 +69,8 @@ Expected<Segment> parse_steps_form(const std::vector<std::string>& parts, std::s
     bool typo = parts.size() > 2;
     std::string id = typo ? join_range(parts, 1, parts.size() - 1) : joined_tail(parts, 1);
     bool json_like = typo && edit_distance(parts.back(), "json") < edit_distance(parts.back(), "result");
-    return std::unexpected(unknown(source, suggest(fmt::format("${{steps.{}.{}}}", id, json_like ? "json" : "result"))));
+    return std::unexpected(
+        unknown(source, suggest(fmt::format("${{steps.{}.{}}}", id, json_like ? "json" : "result"))));
   }
   Segment seg;
   seg.text = join_range(parts, 1, kind_at);
@@ -106,7 +109,8 @@ Expected<Segment> parse_placeholder(std::string_view inner, std::string_view sou
   }
   if (head == "attempt") {
     Segment seg;
-    seg.kind = parts.size() == 2 && parts[1] == "number" ? Segment::Kind::AttemptNumber : Segment::Kind::PreviousFailure;
+    seg.kind = parts.size() == 2 && parts[1] == "number" ? Segment::Kind::AttemptNumber
+                                                         : Segment::Kind::PreviousFailure;
     if (parts.size() == 2 && (parts[1] == "number" || parts[1] == "previous_failure")) return seg;
     std::string field = joined_tail(parts, 1);
     auto near = closest_match(field, {"number", "previous_failure"});
@@ -128,10 +132,12 @@ Expected<Segment> parse_placeholder(std::string_view inner, std::string_view sou
   if (auto near = closest_match(source, candidates); near && parts.size() > 1)
     return std::unexpected(unknown(source, suggest(*near)));
   if (auto near = closest_match(head, {"steps", "inputs", "attempt"}))
-    return std::unexpected(unknown(source, suggest(fmt::format("${{{}{}{}}}", *near, tail.empty() ? "" : ".", tail))));
+    return std::unexpected(
+        unknown(source, suggest(fmt::format("${{{}{}{}}}", *near, tail.empty() ? "" : ".", tail))));
   if (parts.size() == 1 && is_identifier(head))
-    return std::unexpected(unknown(source, fmt::format(" (to leave '{}' for the shell write '${}'; placeholders are {})",
-                                                       source, source, kKnownForms)));
+    return std::unexpected(
+        unknown(source, fmt::format(" (to leave '{}' for the shell write '${}'; placeholders are {})", source,
+                                    source, kKnownForms)));
   return std::unexpected(
       unknown(source, fmt::format(" (placeholders are {}; write '$${{' for a literal '${{')", kKnownForms)));
 }
@@ -149,7 +155,9 @@ void add_literal(Template& t, std::string_view text, std::size_t offset) {
   t.segments.push_back(std::move(seg));
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 }  // namespace
 
@@ -163,7 +171,9 @@ Expected<Template> parse_template(std::string_view text) {
   Template t;
   std::size_t literal_start = 0;
   std::size_t i = 0;
-  auto flush = [&](std::size_t end) { add_literal(t, text.substr(literal_start, end - literal_start), literal_start); };
+  auto flush = [&](std::size_t end) {
+    add_literal(t, text.substr(literal_start, end - literal_start), literal_start);
+  };
   while (i < text.size()) {
     if (text.compare(i, 3, "$${") == 0) {
       flush(i);
@@ -173,8 +183,8 @@ Expected<Template> parse_template(std::string_view text) {
     } else if (text.compare(i, 2, "${") == 0) {
       std::size_t close = text.find('}', i + 2);
       if (close == std::string_view::npos)
-        return fail(ErrorCode::InvalidInput,
-                    fmt::format("unterminated '${{': '{}' has no closing '}}'", quote_for_message(text.substr(i), 40)));
+        return fail(ErrorCode::InvalidInput, fmt::format("unterminated '${{': '{}' has no closing '}}'",
+                                                         quote_for_message(text.substr(i), 40)));
       std::string_view source = text.substr(i, close + 1 - i);
       auto seg = parse_placeholder(text.substr(i + 2, close - i - 2), source);
       if (!seg) return std::unexpected(seg.error());
@@ -190,7 +200,8 @@ Expected<Template> parse_template(std::string_view text) {
       int index = 0;
       auto [ptr, ec] = std::from_chars(text.data() + i + 2, text.data() + end, index);
       if (ec != std::errc() || ptr != text.data() + end)
-        return fail(ErrorCode::InvalidInput, fmt::format("step index in '{}' is too large", text.substr(i, end - i)));
+        return fail(ErrorCode::InvalidInput,
+                    fmt::format("step index in '{}' is too large", text.substr(i, end - i)));
       flush(i);
       Segment seg;
       seg.kind = Segment::Kind::IndexResult;
@@ -221,7 +232,8 @@ Expected<std::string> json_path_value(std::string_view json_text, const std::vec
     std::string where = walked.empty() ? "the top level" : fmt::format("'{}'", walked);
     if (node->is_object()) {
       auto it = node->find(key);
-      if (it == node->end()) return fail(ErrorCode::InvalidInput, fmt::format("no key '{}' at {}", key, where));
+      if (it == node->end())
+        return fail(ErrorCode::InvalidInput, fmt::format("no key '{}' at {}", key, where));
       node = &*it;
     } else if (node->is_array()) {
       std::size_t index = 0;
@@ -234,7 +246,8 @@ Expected<std::string> json_path_value(std::string_view json_text, const std::vec
       node = &(*node)[index];
     } else {
       return fail(ErrorCode::InvalidInput,
-                  fmt::format("cannot look up '{}' in {} (a {}, not an object or array)", key, where, node->type_name()));
+                  fmt::format("cannot look up '{}' in {} (a {}, not an object or array)", key, where,
+                              node->type_name()));
     }
     walked += walked.empty() ? key : "." + key;
   }

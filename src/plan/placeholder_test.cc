@@ -66,8 +66,9 @@ TEST(ParseTemplate, InputsAttemptsAndIndex) {
   Template t = parse_ok("${inputs.name} ${attempt.number} ${attempt.previous_failure} #E12x");
   std::vector<Kind> kinds;
   for (const auto& s : t.segments) kinds.push_back(s.kind);
-  EXPECT_EQ(kinds, (std::vector<Kind>{Kind::Input, Kind::Literal, Kind::AttemptNumber, Kind::Literal,
-                                      Kind::PreviousFailure, Kind::Literal, Kind::IndexResult, Kind::Literal}));
+  EXPECT_EQ(kinds,
+            (std::vector<Kind>{Kind::Input, Kind::Literal, Kind::AttemptNumber, Kind::Literal,
+                               Kind::PreviousFailure, Kind::Literal, Kind::IndexResult, Kind::Literal}));
   EXPECT_EQ(t.segments[0].text, "name");
   EXPECT_EQ(t.segments[6].index, 12);
   EXPECT_EQ(t.segments[6].source, "#E12");
@@ -82,12 +83,16 @@ TEST(ParseTemplate, DollarDollarBraceIsLiteral) {
 }
 
 TEST(ParseTemplate, UnknownFormsHaveDidYouMean) {
-  EXPECT_EQ(parse_error("${step.a.result}"), "unknown placeholder '${step.a.result}' (did you mean '${steps.a.result}'?)");
+  EXPECT_EQ(parse_error("${step.a.result}"),
+            "unknown placeholder '${step.a.result}' (did you mean '${steps.a.result}'?)");
   EXPECT_EQ(parse_error("x ${steps.a.reslt}"),
             "unknown placeholder '${steps.a.reslt}' (did you mean '${steps.a.result}'?)");
-  EXPECT_EQ(parse_error("${steps.a.jsn}"), "unknown placeholder '${steps.a.jsn}' (did you mean '${steps.a.json}'?)");
-  EXPECT_EQ(parse_error("${steps.a}"), "unknown placeholder '${steps.a}' (did you mean '${steps.a.result}'?)");
-  EXPECT_EQ(parse_error("${input.name}"), "unknown placeholder '${input.name}' (did you mean '${inputs.name}'?)");
+  EXPECT_EQ(parse_error("${steps.a.jsn}"),
+            "unknown placeholder '${steps.a.jsn}' (did you mean '${steps.a.json}'?)");
+  EXPECT_EQ(parse_error("${steps.a}"),
+            "unknown placeholder '${steps.a}' (did you mean '${steps.a.result}'?)");
+  EXPECT_EQ(parse_error("${input.name}"),
+            "unknown placeholder '${input.name}' (did you mean '${inputs.name}'?)");
   EXPECT_EQ(parse_error("${attempt.numbr}"),
             "unknown placeholder '${attempt.numbr}' (did you mean '${attempt.number}'?)");
   EXPECT_EQ(parse_error("${steps.a.result.x}"),
@@ -153,8 +158,10 @@ TEST(Render, FillsEveryKind) {
   r.by_id = {{"a", "alpha"}, {"j", R"({"x": {"y": [10, "twenty", {"z": true}]}, "s": "str"})"}};
   r.by_index = {{0, "zero"}};
   r.inputs = {{"who", "world"}};
-  EXPECT_EQ(render_text("${steps.a.result}/${inputs.who}/${attempt.number}/${attempt.previous_failure}/#E0", r).value(),
-            "alpha/world/3/exit 1/zero");
+  EXPECT_EQ(
+      render_text("${steps.a.result}/${inputs.who}/${attempt.number}/${attempt.previous_failure}/#E0", r)
+          .value(),
+      "alpha/world/3/exit 1/zero");
   EXPECT_EQ(render_text("${steps.j.json.s}", r).value(), "str");
   EXPECT_EQ(render_text("${steps.j.json.x.y.0}", r).value(), "10");
   EXPECT_EQ(render_text("${steps.j.json.x.y.1}", r).value(), "twenty");
@@ -176,7 +183,8 @@ TEST(Render, MissingValuesNameThePlaceholder) {
   r.by_id = {{"text", "not json"}, {"j", R"({"a": 1})"}};
   auto missing = render_text("${steps.nope.result}", r);
   ASSERT_FALSE(missing);
-  EXPECT_NE(missing.error().message.find("'${steps.nope.result}'"), std::string::npos) << missing.error().message;
+  EXPECT_NE(missing.error().message.find("'${steps.nope.result}'"), std::string::npos)
+      << missing.error().message;
   auto not_json = render_text("${steps.text.json.a}", r);
   ASSERT_FALSE(not_json);
   EXPECT_NE(not_json.error().message.find("'${steps.text.json.a}'"), std::string::npos);

@@ -48,22 +48,40 @@ TEST_F(PlanSchema, GoodPlansConform) {
 
 TEST_F(PlanSchema, StructurallyBadPlansDoNot) {
   // Bad plans whose problem is one of shape (keys, types, ranges), which a schema can see.
-  for (const char* name : {"03-unknown-plan-key.yaml", "04-unknown-step-key.yaml", "06-attempts-not-integer.yaml",
-                           "07-bad-duration-unit.yaml", "09-bad-size.yaml", "10-unknown-post-kind.yaml",
-                           "11-run-not-a-list.yaml", "12-steps-not-a-list.yaml", "13-bad-on-failure.yaml",
-                           "14-concurrency-not-integer.json", "15-budget-unknown-key.yaml", "17-post-without-kind.yaml",
-                           "18-top-level-scalar.yaml", "21-empty-steps.yaml", "23-bad-id-characters.yaml",
-                           "38-run-and-sh.yaml", "44-concurrency-zero.yaml", "45-attempts-zero.yaml",
-                           "46-negative-budget.yaml", "52-bad-input-name.yaml", "53-bad-env-name.yaml",
-                           "55-timeout-zero.yaml", "58-stepspec-unknown-key.json", "61-budget-attempts-zero.yaml"}) {
+  for (const char* name : {"03-unknown-plan-key.yaml",
+                           "04-unknown-step-key.yaml",
+                           "06-attempts-not-integer.yaml",
+                           "07-bad-duration-unit.yaml",
+                           "09-bad-size.yaml",
+                           "10-unknown-post-kind.yaml",
+                           "11-run-not-a-list.yaml",
+                           "12-steps-not-a-list.yaml",
+                           "13-bad-on-failure.yaml",
+                           "14-concurrency-not-integer.json",
+                           "15-budget-unknown-key.yaml",
+                           "17-post-without-kind.yaml",
+                           "18-top-level-scalar.yaml",
+                           "21-empty-steps.yaml",
+                           "23-bad-id-characters.yaml",
+                           "38-run-and-sh.yaml",
+                           "44-concurrency-zero.yaml",
+                           "45-attempts-zero.yaml",
+                           "46-negative-budget.yaml",
+                           "52-bad-input-name.yaml",
+                           "53-bad-env-name.yaml",
+                           "55-timeout-zero.yaml",
+                           "58-stepspec-unknown-key.json",
+                           "61-budget-attempts-zero.yaml"}) {
     SCOPED_TRACE(name);
-    EXPECT_FALSE(violations(as_json(source_root() / "tests" / "bad-plans" / name)).empty()) << name << " conforms";
+    EXPECT_FALSE(violations(as_json(source_root() / "tests" / "bad-plans" / name)).empty())
+        << name << " conforms";
   }
 }
 
 TEST_F(PlanSchema, InlineExamples) {
   auto check = [&](const char* yaml) { return violations(yaml_to_json(YAML::Load(yaml))); };
-  EXPECT_TRUE(check("steps: [{id: a, sh: x, post: [exit_zero, {result_contains: ok}, {file_exists: f}]}]").empty());
+  EXPECT_TRUE(
+      check("steps: [{id: a, sh: x, post: [exit_zero, {result_contains: ok}, {file_exists: f}]}]").empty());
   EXPECT_TRUE(check("steps: [{id: a, run: [sleep, 1], timeout: 30, max_output: 1024}]").empty());
   EXPECT_TRUE(check("x-anchor: {a: 1}\nsteps: [{id: a, sh: x, x-note: hi}]").empty());
   EXPECT_TRUE(check("steps: [{id: a, sh: x, post: {result_json: {type: object}}}]").empty());

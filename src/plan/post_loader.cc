@@ -9,14 +9,15 @@ namespace orch::detail {
 namespace {
 
 const std::vector<std::string>& kind_names() {
-  static const std::vector<std::string> names{"none",        "exit_zero",   "result_nonempty",
-                                              "result_contains", "result_matches", "result_json",
-                                              "file_exists", "file_contains", "shell_zero"};
+  static const std::vector<std::string> names{
+      "none",        "exit_zero",   "result_nonempty", "result_contains", "result_matches",
+      "result_json", "file_exists", "file_contains",   "shell_zero"};
   return names;
 }
 
 const std::vector<std::string>& field_names() {
-  static const std::vector<std::string> names{"path", "text", "pattern", "schema", "schema_path", "cmd", "timeout"};
+  static const std::vector<std::string> names{"path",        "text", "pattern", "schema",
+                                              "schema_path", "cmd",  "timeout"};
   return names;
 }
 
@@ -30,12 +31,18 @@ std::optional<PostKind> read_kind(const ReadContext& ctx, const std::string& nam
 // The field a shorthand `- KIND: value` fills, or nullptr when the kind has none.
 std::string Postcondition::*main_field(PostKind kind) {
   switch (kind) {
-    case PostKind::ResultContains: return &Postcondition::text;
-    case PostKind::ResultMatches: return &Postcondition::pattern;
-    case PostKind::ResultJson: return &Postcondition::schema_path;
-    case PostKind::FileExists: return &Postcondition::path;
-    case PostKind::ShellZero: return &Postcondition::cmd;
-    default: return nullptr;
+    case PostKind::ResultContains:
+      return &Postcondition::text;
+    case PostKind::ResultMatches:
+      return &Postcondition::pattern;
+    case PostKind::ResultJson:
+      return &Postcondition::schema_path;
+    case PostKind::FileExists:
+      return &Postcondition::path;
+    case PostKind::ShellZero:
+      return &Postcondition::cmd;
+    default:
+      return nullptr;
   }
 }
 
@@ -46,8 +53,8 @@ void read_fields(const ReadContext& ctx, const DocNode& map, const std::vector<s
     if (f.key == "kind") {
       if (auto v = read_string(ctx, f, "kind")) *kind_out = *v;
     } else if (f.key == "schema") {
-      if (f.value.is_map() || (f.value.is_scalar() && !f.value.quoted &&
-                               (f.value.scalar == "true" || f.value.scalar == "false")))
+      if (f.value.is_map() ||
+          (f.value.is_scalar() && !f.value.quoted && (f.value.scalar == "true" || f.value.scalar == "false")))
         post.schema = to_json(f.value);
       else
         ctx.error(f.line, fmt::format("'schema' must be an inline JSON Schema (a mapping), got {}; use "
@@ -98,7 +105,8 @@ std::optional<Postcondition> read_shorthand(const ReadContext& ctx, PostKind kin
     return post;
   }
   if (kind == PostKind::FileContains)
-    ctx.error(post.loc.line, "file_contains needs 'path' and 'text': write '- file_contains: {path: FILE, text: TEXT}'");
+    ctx.error(post.loc.line,
+              "file_contains needs 'path' and 'text': write '- file_contains: {path: FILE, text: TEXT}'");
   else if (!field)
     ctx.error(post.loc.line, fmt::format("'{}' takes no value; write '- {}'", name, name));
   else
@@ -108,7 +116,8 @@ std::optional<Postcondition> read_shorthand(const ReadContext& ctx, PostKind kin
 
 }  // namespace
 
-std::optional<Postcondition> read_postcondition(const ReadContext& ctx, const DocNode& node, int fallback_line) {
+std::optional<Postcondition> read_postcondition(const ReadContext& ctx, const DocNode& node,
+                                                int fallback_line) {
   Postcondition post;
   post.loc = ctx.loc(node.line ? node.line : fallback_line);
   int line = post.loc.line;
@@ -135,7 +144,8 @@ std::optional<Postcondition> read_postcondition(const ReadContext& ctx, const Do
     auto all = kind_names();
     all.push_back("kind");
     if (std::find(field_names().begin(), field_names().end(), key) == field_names().end()) {
-      ctx.error(line, fmt::format("unknown postcondition kind '{}'{}", quote_for_message(key), did_you_mean(key, all)));
+      ctx.error(line, fmt::format("unknown postcondition kind '{}'{}", quote_for_message(key),
+                                  did_you_mean(key, all)));
       return std::nullopt;
     }
   }

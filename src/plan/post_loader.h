@@ -21,6 +21,7 @@ std::vector<Postcondition> read_postconditions(const ReadContext& ctx, const Fie
 
 // Reads one postcondition; nullopt (with a diagnostic) when it cannot be read.
 // `fallback_line` is used when the node has no line of its own.
-std::optional<Postcondition> read_postcondition(const ReadContext& ctx, const DocNode& node, int fallback_line);
+std::optional<Postcondition> read_postcondition(const ReadContext& ctx, const DocNode& node,
+                                                int fallback_line);
 
 }  // namespace orch::detail

@@ -71,8 +71,10 @@ void read_post(const ReadContext& ctx, const Field& f, Step& step) {
     for (const auto& [key_node, value] : f.value.entries) {
       std::string key = key_node.is_scalar() ? key_node.scalar : "";
       bool empty_value = value.is_null() || (value.is_scalar() && value.scalar.empty());
-      if (key == "kind") kind_empty = empty_value;
-      else if (!empty_value) has_fields = true;
+      if (key == "kind")
+        kind_empty = empty_value;
+      else if (!empty_value)
+        has_fields = true;
     }
     if (kind_empty && !has_fields) return;
     if (kind_empty) {
@@ -117,7 +119,6 @@ void read_stepspec_step(ReadContext& ctx, const DocNode& node, Step& step) {
   }
   ctx.step_id.clear();
 }
-
 
 void read_stepspec_plan(ReadContext& ctx, DocNode& list, Plan& plan) {
   plan.from_stepspec = true;

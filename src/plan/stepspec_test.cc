@@ -85,14 +85,17 @@ TEST(StepSpec, IndexPlaceholdersMustPointAtEarlierAncestors) {
   for (const auto& d : validate_plan(r.plan, options)) got.push_back(d.to_string());
   ASSERT_EQ(got.size(), 3u) << ::testing::PrintToString(got);
   EXPECT_EQ(got[0],
-            "seed.json:3: step 's1': placeholder '#E0' in 'sh' refers to step #0 ('s0'), which is not an ancestor of "
+            "seed.json:3: step 's1': placeholder '#E0' in 'sh' refers to step #0 ('s0'), which is not an "
+            "ancestor of "
             "'s1' (add it to deps)");
-  EXPECT_EQ(got[1],
-            "seed.json:4: step 's2': placeholder '#E2' in 'sh' refers to step #2, which is not an earlier step "
-            "(this is step #2)");
-  EXPECT_EQ(got[2],
-            "seed.json:4: step 's2': placeholder '#E7' in 'sh' refers to step #7, but the plan has only 3 steps "
-            "(#0 to #2)");
+  EXPECT_EQ(
+      got[1],
+      "seed.json:4: step 's2': placeholder '#E2' in 'sh' refers to step #2, which is not an earlier step "
+      "(this is step #2)");
+  EXPECT_EQ(
+      got[2],
+      "seed.json:4: step 's2': placeholder '#E7' in 'sh' refers to step #7, but the plan has only 3 steps "
+      "(#0 to #2)");
 }
 
 TEST(StepSpec, ShapeErrors) {
@@ -111,7 +114,9 @@ TEST(StepSpec, ShapeErrors) {
   EXPECT_TRUE(has("s.json:3: step 's1': 'deps' must hold step indices (0 or more), got -1")) << all;
   EXPECT_TRUE(has("s.json:3: step 's1': 'deps' must be an integer, got 'x'")) << all;
   EXPECT_TRUE(has("s.json:3: step 's1': input 'cmd' must be a string, got a list")) << all;
-  EXPECT_TRUE(has("s.json:4: step 's2': unknown postcondition kind 'file_exist' (did you mean 'file_exists'?)")) << all;
+  EXPECT_TRUE(
+      has("s.json:4: step 's2': unknown postcondition kind 'file_exist' (did you mean 'file_exists'?)"))
+      << all;
   EXPECT_TRUE(has("s.json:5: step 's3': 'idx' is 9 but the step is at position 3")) << all;
   EXPECT_TRUE(has("s.json:5: step 's3': 'postcondition' has fields but no 'kind'")) << all;
   EXPECT_TRUE(has("s.json:6: step 's4': each StepSpec must be a mapping")) << all;

@@ -31,7 +31,8 @@ int loc_line(const std::map<std::string, SourceLoc>& locs, std::string_view fiel
 void ValidateContext::step_error(const Step& step, std::string_view field, std::string message,
                                  std::initializer_list<std::string_view> fallbacks) const {
   int line = loc_line(step.field_locs, field);
-  for (auto it = fallbacks.begin(); line == 0 && it != fallbacks.end(); ++it) line = loc_line(step.field_locs, *it);
+  for (auto it = fallbacks.begin(); line == 0 && it != fallbacks.end(); ++it)
+    line = loc_line(step.field_locs, *it);
   step_error_at(step, line, std::move(message));
 }
 
@@ -53,9 +54,12 @@ namespace {
 using detail::ValidateContext;
 
 bool is_valid_id(std::string_view id) {
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
   if (id.empty() || !alnum(id[0])) return false;
-  return std::all_of(id.begin(), id.end(), [&](char c) { return alnum(c) || c == '_' || c == '.' || c == '-'; });
+  return std::all_of(id.begin(), id.end(),
+                     [&](char c) { return alnum(c) || c == '_' || c == '.' || c == '-'; });
 }
 
 constexpr std::size_t kMaxIdLength = 128;  // ids become parts of file names
@@ -67,9 +71,11 @@ bool default_executor_known(const std::string& name) {
 // Budget limits of the plan (prefix "budget") or of a step; `report(field, msg)`.
 template <class Report>
 void check_budget(const BudgetLimits& b, Report report) {
-  if (b.tokens && *b.tokens < 0) report("budget.tokens", fmt::format("'budget.tokens' cannot be negative ({})", *b.tokens));
+  if (b.tokens && *b.tokens < 0)
+    report("budget.tokens", fmt::format("'budget.tokens' cannot be negative ({})", *b.tokens));
   if (b.cost_usd && (*b.cost_usd < 0 || !std::isfinite(*b.cost_usd)))
-    report("budget.cost_usd", fmt::format("'budget.cost_usd' must be a number of dollars, 0 or more ({})", *b.cost_usd));
+    report("budget.cost_usd",
+           fmt::format("'budget.cost_usd' must be a number of dollars, 0 or more ({})", *b.cost_usd));
   if (b.attempts && *b.attempts < 1)
     report("budget.attempts", fmt::format("'budget.attempts' must be at least 1, got {}", *b.attempts));
 }
@@ -79,16 +85,22 @@ void check_plan_limits(const ValidateContext& ctx) {
   if (plan.steps.empty()) ctx.plan_error("steps", "plan has no steps");
   if (plan.concurrency && *plan.concurrency < 1)
     ctx.plan_error("concurrency", fmt::format("'concurrency' must be at least 1, got {}", *plan.concurrency));
-  check_budget(plan.budget, [&](std::string_view field, std::string msg) { ctx.plan_error(field, std::move(msg)); });
+  check_budget(plan.budget,
+               [&](std::string_view field, std::string msg) { ctx.plan_error(field, std::move(msg)); });
   const PlanDefaults& d = plan.defaults;
   if (d.attempts < 1)
-    ctx.plan_error("defaults.attempts", fmt::format("'defaults.attempts' must be at least 1, got {}", d.attempts));
+    ctx.plan_error("defaults.attempts",
+                   fmt::format("'defaults.attempts' must be at least 1, got {}", d.attempts));
   if (d.timeout && d.timeout->count() <= 0)
-    ctx.plan_error("defaults.timeout", "'defaults.timeout' must be more than 0 (leave it out for no timeout)");
-  if (d.retry_delay.count() < 0) ctx.plan_error("defaults.retry_delay", "'defaults.retry_delay' cannot be negative");
-  if (d.kill_grace.count() < 0) ctx.plan_error("defaults.kill_grace", "'defaults.kill_grace' cannot be negative");
+    ctx.plan_error("defaults.timeout",
+                   "'defaults.timeout' must be more than 0 (leave it out for no timeout)");
+  if (d.retry_delay.count() < 0)
+    ctx.plan_error("defaults.retry_delay", "'defaults.retry_delay' cannot be negative");
+  if (d.kill_grace.count() < 0)
+    ctx.plan_error("defaults.kill_grace", "'defaults.kill_grace' cannot be negative");
   if (d.max_output < 1)
-    ctx.plan_error("defaults.max_output", fmt::format("'defaults.max_output' must be at least 1 byte, got {}", d.max_output));
+    ctx.plan_error("defaults.max_output",
+                   fmt::format("'defaults.max_output' must be at least 1 byte, got {}", d.max_output));
 }
 
 void check_ids(const ValidateContext& ctx) {
@@ -98,10 +110,11 @@ void check_ids(const ValidateContext& ctx) {
       continue;
     }
     if (!is_valid_id(step.id))
-      ctx.step_error(step, "id",
-                     fmt::format("invalid step id '{}': use letters, digits, '_', '.' and '-', starting with a letter "
-                                 "or digit (ids become file names)",
-                                 quote_for_message(step.id)));
+      ctx.step_error(
+          step, "id",
+          fmt::format("invalid step id '{}': use letters, digits, '_', '.' and '-', starting with a letter "
+                      "or digit (ids become file names)",
+                      quote_for_message(step.id)));
     else if (step.id.size() > kMaxIdLength)
       ctx.step_error(step, "id", fmt::format("step id is longer than {} characters", kMaxIdLength));
     // The graph maps each id to its first step.
@@ -109,8 +122,9 @@ void check_ids(const ValidateContext& ctx) {
     if (first && *first != ctx.position(step)) {
       const Step& earlier = ctx.plan.steps[static_cast<std::size_t>(*first)];
       int line = earlier.field_locs.contains("id") ? earlier.field_locs.at("id").line : earlier.loc.line;
-      ctx.step_error(step, "id", line ? fmt::format("duplicate step id '{}' (first defined at line {})", step.id, line)
-                                      : fmt::format("duplicate step id '{}' (also step #{})", step.id, *first));
+      ctx.step_error(step, "id",
+                     line ? fmt::format("duplicate step id '{}' (first defined at line {})", step.id, line)
+                          : fmt::format("duplicate step id '{}' (also step #{})", step.id, *first));
     }
   }
 }
@@ -126,9 +140,10 @@ void check_deps(const ValidateContext& ctx) {
       if (dep == step.id && !dep.empty()) {
         ctx.step_error(step, field, "depends on itself", {"deps"});
       } else if (!ctx.graph.index_of(dep)) {
-        ctx.step_error(step, field,
-                       fmt::format("depends on unknown step '{}'{}", quote_for_message(dep), did_you_mean(dep, ids)),
-                       {"deps"});
+        ctx.step_error(
+            step, field,
+            fmt::format("depends on unknown step '{}'{}", quote_for_message(dep), did_you_mean(dep, ids)),
+            {"deps"});
       }
     }
   }
@@ -150,25 +165,30 @@ void check_step_limits(const ValidateContext& ctx, const Step& step) {
     ctx.step_error(step, "attempts", fmt::format("'attempts' must be at least 1, got {}", *step.attempts));
   if (step.timeout && step.timeout->count() <= 0)
     ctx.step_error(step, "timeout", "'timeout' must be more than 0 (leave it out for no timeout)");
-  if (step.retry_delay && step.retry_delay->count() < 0) ctx.step_error(step, "retry_delay", "'retry_delay' cannot be negative");
+  if (step.retry_delay && step.retry_delay->count() < 0)
+    ctx.step_error(step, "retry_delay", "'retry_delay' cannot be negative");
   if (step.max_output && *step.max_output < 1)
-    ctx.step_error(step, "max_output", fmt::format("'max_output' must be at least 1 byte, got {}", *step.max_output));
-  check_budget(step.budget,
-               [&](std::string_view field, std::string msg) { ctx.step_error(step, field, std::move(msg), {"budget"}); });
+    ctx.step_error(step, "max_output",
+                   fmt::format("'max_output' must be at least 1 byte, got {}", *step.max_output));
+  check_budget(step.budget, [&](std::string_view field, std::string msg) {
+    ctx.step_error(step, field, std::move(msg), {"budget"});
+  });
   for (auto it = step.inputs.begin(); it != step.inputs.end(); ++it)
     if (!is_identifier(it.key()))
-      ctx.step_error(step, "inputs." + it.key(),
-                     fmt::format("input name '{}' is not valid: use letters, digits and '_', not starting with a digit "
-                                 "(it is exported as ORCH_IN_{})",
-                                 quote_for_message(it.key()), quote_for_message(it.key())),
-                     {"inputs"});
+      ctx.step_error(
+          step, "inputs." + it.key(),
+          fmt::format("input name '{}' is not valid: use letters, digits and '_', not starting with a digit "
+                      "(it is exported as ORCH_IN_{})",
+                      quote_for_message(it.key()), quote_for_message(it.key())),
+          {"inputs"});
   for (const auto& [name, value] : step.env)
     if (!is_identifier(name))
-      ctx.step_error(step, "env." + name,
-                     fmt::format("environment variable name '{}' is not valid: use letters, digits and '_', not "
-                                 "starting with a digit",
-                                 quote_for_message(name)),
-                     {"env"});
+      ctx.step_error(
+          step, "env." + name,
+          fmt::format("environment variable name '{}' is not valid: use letters, digits and '_', not "
+                      "starting with a digit",
+                      quote_for_message(name)),
+          {"env"});
 }
 
 void check_executor(const ValidateContext& ctx, const Step& step) {
@@ -199,9 +219,12 @@ void check_executor(const ValidateContext& ctx, const Step& step) {
     return;
   }
   if (has_run)
-    ctx.step_error(step, "run", fmt::format("'run' is only for shell steps (this step's executor is '{}')", step.executor));
+    ctx.step_error(
+        step, "run",
+        fmt::format("'run' is only for shell steps (this step's executor is '{}')", step.executor));
   if (step.sh)
-    ctx.step_error(step, "sh", fmt::format("'sh' is only for shell steps (this step's executor is '{}')", step.executor));
+    ctx.step_error(step, "sh",
+                   fmt::format("'sh' is only for shell steps (this step's executor is '{}')", step.executor));
 }
 
 // Diagnostics added by an executor's own check get the step's file, line and id.
@@ -240,7 +263,8 @@ Diagnostics validate_plan(const Plan& plan, const ValidateOptions& options) {
     if (options.executor_check) run_executor_check(ctx, step);
   }
   // In file order, so a person can work down the list (plan-level lines first when equal).
-  std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
   return out;
 }
 

@@ -54,12 +54,14 @@ class PlaceholderChecker {
       case Segment::Kind::StepJson: {
         auto target = ctx_.graph.index_of(seg.text);
         if (!target) {
-          error(site, fmt::format("{} refers to unknown step '{}'{}", intro, seg.text, did_you_mean(seg.text, ids())));
+          error(site, fmt::format("{} refers to unknown step '{}'{}", intro, seg.text,
+                                  did_you_mean(seg.text, ids())));
         } else if (*target == position_ || seg.text == step_.id) {
-          error(site, fmt::format("{} refers to this step itself; a step can only use results of its deps", intro));
+          error(site,
+                fmt::format("{} refers to this step itself; a step can only use results of its deps", intro));
         } else if (!ctx_.ancestors.is_ancestor(*target, position_)) {
-          error(site, fmt::format("{} refers to step '{}', which is not an ancestor of '{}' (add it to deps)", intro,
-                                  seg.text, step_.id));
+          error(site, fmt::format("{} refers to step '{}', which is not an ancestor of '{}' (add it to deps)",
+                                  intro, seg.text, step_.id));
         }
         break;
       }
@@ -69,22 +71,25 @@ class PlaceholderChecker {
           error(site, fmt::format("{} refers to step #{}, but the plan has only {} steps (#0 to #{})", intro,
                                   seg.index, n, n - 1));
         } else if (seg.index >= position_) {
-          error(site, fmt::format("{} refers to step #{}, which is not an earlier step (this is step #{})", intro,
-                                  seg.index, position_));
+          error(site, fmt::format("{} refers to step #{}, which is not an earlier step (this is step #{})",
+                                  intro, seg.index, position_));
         } else if (!ctx_.ancestors.is_ancestor(seg.index, position_)) {
           const std::string& id = ctx_.plan.steps[static_cast<std::size_t>(seg.index)].id;
-          error(site, fmt::format("{} refers to step #{} ('{}'), which is not an ancestor of '{}' (add it to deps)",
-                                  intro, seg.index, id, step_.id));
+          error(site,
+                fmt::format("{} refers to step #{} ('{}'), which is not an ancestor of '{}' (add it to deps)",
+                            intro, seg.index, id, step_.id));
         }
         break;
       }
       case Segment::Kind::Input:
         if (site.in_inputs) {
-          error(site, fmt::format("{}: inputs cannot refer to other inputs (they are rendered first)", intro));
+          error(site,
+                fmt::format("{}: inputs cannot refer to other inputs (they are rendered first)", intro));
         } else if (!step_.inputs.contains(seg.text)) {
           std::vector<std::string> names;
           for (auto it = step_.inputs.begin(); it != step_.inputs.end(); ++it) names.push_back(it.key());
-          error(site, fmt::format("{} refers to undeclared input '{}'{}", intro, seg.text, did_you_mean(seg.text, names)));
+          error(site, fmt::format("{} refers to undeclared input '{}'{}", intro, seg.text,
+                                  did_you_mean(seg.text, names)));
         }
         break;
       case Segment::Kind::Literal:

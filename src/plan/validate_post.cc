@@ -27,13 +27,20 @@ struct KindFields {
 
 KindFields fields_of(PostKind kind) {
   switch (kind) {
-    case PostKind::ResultContains: return {.text = true};
-    case PostKind::ResultMatches: return {.pattern = true};
-    case PostKind::ResultJson: return {.schema = true};
-    case PostKind::FileExists: return {.path = true};
-    case PostKind::FileContains: return {.path = true, .text = true};
-    case PostKind::ShellZero: return {.cmd = true};
-    default: return {};
+    case PostKind::ResultContains:
+      return {.text = true};
+    case PostKind::ResultMatches:
+      return {.pattern = true};
+    case PostKind::ResultJson:
+      return {.schema = true};
+    case PostKind::FileExists:
+      return {.path = true};
+    case PostKind::FileContains:
+      return {.path = true, .text = true};
+    case PostKind::ShellZero:
+      return {.cmd = true};
+    default:
+      return {};
   }
 }
 
@@ -79,7 +86,9 @@ class PostChecker {
   void error(std::string message) { ctx_.step_error_at(step_, post_.loc.line, std::move(message)); }
 
   void unused(const char* field, bool given, bool used) {
-    if (given && !used) error(fmt::format("postcondition {} does not use '{}' ({})", name_, field, uses(fields_of(post_.kind))));
+    if (given && !used)
+      error(
+          fmt::format("postcondition {} does not use '{}' ({})", name_, field, uses(fields_of(post_.kind))));
   }
 
   void check_path() {
@@ -138,9 +147,11 @@ void check_postconditions(const ValidateContext& ctx, const Step& step) {
 void check_step_paths(const ValidateContext& ctx, const Step& step) {
   auto check = [&](const std::string& path, const std::string& field, const char* what) {
     auto resolved = resolve_in_workspace(ctx.options.workspace, path);
-    if (!resolved) ctx.step_error(step, field, fmt::format("'{}': {}", what, resolved.error().message), {what});
+    if (!resolved)
+      ctx.step_error(step, field, fmt::format("'{}': {}", what, resolved.error().message), {what});
   };
-  for (std::size_t i = 0; i < step.writes.size(); ++i) check(step.writes[i], fmt::format("writes.{}", i), "writes");
+  for (std::size_t i = 0; i < step.writes.size(); ++i)
+    check(step.writes[i], fmt::format("writes.{}", i), "writes");
   if (step.output) check(*step.output, "output", "output");
 }
 

@@ -162,7 +162,7 @@ TEST_F(Validate, TopologicalOrderKeepsPlanOrder) {
 )",
                             "p.yaml");
   EXPECT_EQ(topological_order(r.plan), (std::vector<int>{1, 2, 0, 3}));
-  EXPECT_TRUE(is_ancestor(r.plan, 1, 0));   // first -> mid -> late
+  EXPECT_TRUE(is_ancestor(r.plan, 1, 0));  // first -> mid -> late
   EXPECT_TRUE(is_ancestor(r.plan, 2, 0));
   EXPECT_FALSE(is_ancestor(r.plan, 0, 1));
   EXPECT_FALSE(is_ancestor(r.plan, 3, 0));
@@ -194,19 +194,31 @@ TEST_F(Validate, Placeholders) {
     env:
       HOME_DIR: "${HOME}"
 )");
-  EXPECT_TRUE(has(d, "p.yaml:10: step 'c': placeholder '${steps.b.result}' in 'run' refers to step 'b', which is not an "
-                     "ancestor of 'c' (add it to deps)"));
-  EXPECT_TRUE(has(d, "p.yaml:11: step 'c': placeholder '${steps.aa.result}' in 'run' refers to unknown step 'aa' (did "
-                     "you mean 'a'?)"));
-  EXPECT_TRUE(has(d, "p.yaml:12: step 'c': placeholder '${steps.c.result}' in 'run' refers to this step itself"));
   EXPECT_TRUE(
-      has(d, "p.yaml:13: step 'c': placeholder '${inputs.nam}' in 'run' refers to undeclared input 'nam' (did you mean 'name'?)"));
-  EXPECT_TRUE(has(d, "p.yaml:14: step 'c': in 'run': unknown placeholder '${step.a.result}' (did you mean "
-                     "'${steps.a.result}'?)"));
+      has(d,
+          "p.yaml:10: step 'c': placeholder '${steps.b.result}' in 'run' refers to step 'b', which is not an "
+          "ancestor of 'c' (add it to deps)"));
+  EXPECT_TRUE(
+      has(d,
+          "p.yaml:11: step 'c': placeholder '${steps.aa.result}' in 'run' refers to unknown step 'aa' (did "
+          "you mean 'a'?)"));
+  EXPECT_TRUE(
+      has(d, "p.yaml:12: step 'c': placeholder '${steps.c.result}' in 'run' refers to this step itself"));
+  EXPECT_TRUE(has(d,
+                  "p.yaml:13: step 'c': placeholder '${inputs.nam}' in 'run' refers to undeclared input "
+                  "'nam' (did you mean 'name'?)"));
+  EXPECT_TRUE(has(d,
+                  "p.yaml:14: step 'c': in 'run': unknown placeholder '${step.a.result}' (did you mean "
+                  "'${steps.a.result}'?)"));
   EXPECT_TRUE(has(d, "p.yaml:15: step 'c': in 'run': unterminated '${'"));
-  EXPECT_TRUE(has(d, "p.yaml:16: step 'c': placeholder '#E1' in 'run' refers to step #1 ('b'), which is not an ancestor"));
-  EXPECT_TRUE(has(d, "p.yaml:19: step 'c': placeholder '${inputs.name}' in 'inputs.other': inputs cannot refer to other inputs"));
-  EXPECT_TRUE(has(d, "p.yaml:20: step 'c': placeholder '${steps.b.json.k}' in 'inputs.deep' refers to step 'b'"));
+  EXPECT_TRUE(has(
+      d,
+      "p.yaml:16: step 'c': placeholder '#E1' in 'run' refers to step #1 ('b'), which is not an ancestor"));
+  EXPECT_TRUE(has(d,
+                  "p.yaml:19: step 'c': placeholder '${inputs.name}' in 'inputs.other': inputs cannot refer "
+                  "to other inputs"));
+  EXPECT_TRUE(
+      has(d, "p.yaml:20: step 'c': placeholder '${steps.b.json.k}' in 'inputs.deep' refers to step 'b'"));
   EXPECT_TRUE(has(d, "p.yaml:22: step 'c': in 'env.HOME_DIR': unknown placeholder '${HOME}'"));
   EXPECT_EQ(d.size(), 10u) << ::testing::PrintToString(d);
 }
@@ -259,7 +271,8 @@ TEST_F(Validate, RunAndSh) {
   EXPECT_TRUE(has(d, "p.yaml:4: step 'empty': 'run' is empty"));
   EXPECT_TRUE(has(d, "p.yaml:5: step 'noprog': 'run' starts with an empty program name"));
   EXPECT_TRUE(has(d, "p.yaml:6: step 'blank': 'sh' is empty"));
-  EXPECT_TRUE(has(d, "p.yaml:7: step 'echo': 'run' is only for shell steps (this step's executor is 'builtin:echo')"));
+  EXPECT_TRUE(has(
+      d, "p.yaml:7: step 'echo': 'run' is only for shell steps (this step's executor is 'builtin:echo')"));
   EXPECT_TRUE(has(d, "p.yaml:8: step 'json': 'sh' is only for shell steps"));
   EXPECT_EQ(d.size(), 7u) << ::testing::PrintToString(d);
 }
@@ -331,8 +344,10 @@ TEST_F(Validate, PostconditionFields) {
   EXPECT_TRUE(has(d, "p.yaml:7: step 'a': postcondition file_exists needs 'path'"));
   EXPECT_TRUE(has(d, "p.yaml:8: step 'a': postcondition file_contains needs 'text'"));
   EXPECT_TRUE(has(d, "p.yaml:9: step 'a': postcondition shell_zero needs 'cmd'"));
-  EXPECT_TRUE(has(d, "p.yaml:10: step 'a': postcondition result_json needs 'schema' (inline) or 'schema_path'"));
-  EXPECT_TRUE(has(d, "p.yaml:11: step 'a': postcondition result_contains does not use 'path' (it uses text)"));
+  EXPECT_TRUE(
+      has(d, "p.yaml:10: step 'a': postcondition result_json needs 'schema' (inline) or 'schema_path'"));
+  EXPECT_TRUE(
+      has(d, "p.yaml:11: step 'a': postcondition result_contains does not use 'path' (it uses text)"));
   EXPECT_TRUE(has(d, "p.yaml:12: step 'a': postcondition exit_zero does not use 'cmd' (it takes no fields)"));
   EXPECT_TRUE(has(d, "p.yaml:13: step 'a': postcondition result_json has both 'schema' and 'schema_path'"));
   EXPECT_TRUE(has(d, "p.yaml:14: step 'a': postcondition file_exists does not use 'timeout'"));
@@ -340,8 +355,9 @@ TEST_F(Validate, PostconditionFields) {
 }
 
 TEST_F(Validate, RegexesMustCompile) {
-  auto d = check("steps:\n  - id: a\n    sh: x\n    post:\n      - result_matches: \"(unclosed\"\n"
-                 "      - result_matches: \"^ok\\\\d+$\"\n");
+  auto d = check(
+      "steps:\n  - id: a\n    sh: x\n    post:\n      - result_matches: \"(unclosed\"\n"
+      "      - result_matches: \"^ok\\\\d+$\"\n");
   ASSERT_EQ(d.size(), 1u) << ::testing::PrintToString(d);
   EXPECT_TRUE(has(d, "p.yaml:5: step 'a': postcondition result_matches: bad regex '(unclosed'"));
 }
@@ -365,8 +381,10 @@ TEST_F(Validate, Schemas) {
 )");
   EXPECT_TRUE(has(d, "p.yaml:7: step 'a': postcondition result_json: cannot use schema_path 'missing.json'"));
   EXPECT_TRUE(has(d, "p.yaml:8: step 'a': postcondition result_json: cannot use schema_path 'broken.json'"));
-  EXPECT_TRUE(has(d, "p.yaml:9: step 'a': postcondition result_json: cannot use schema_path 'notschema.json'"));
-  EXPECT_TRUE(has(d, "p.yaml:10: step 'a': postcondition result_json: inline 'schema': not a usable JSON Schema"));
+  EXPECT_TRUE(
+      has(d, "p.yaml:9: step 'a': postcondition result_json: cannot use schema_path 'notschema.json'"));
+  EXPECT_TRUE(
+      has(d, "p.yaml:10: step 'a': postcondition result_json: inline 'schema': not a usable JSON Schema"));
   EXPECT_EQ(d.size(), 4u) << ::testing::PrintToString(d);
 }
 
@@ -374,7 +392,8 @@ TEST_F(Validate, SchemaPathDefaultsToThePlanFilesFolder) {
   testing::TempDir plans;
   fs::create_directories(plans / "sub");
   testing::write_file(plans / "sub" / "s.json", R"({"type": "object"})");
-  testing::write_file(plans / "sub" / "plan.yaml", "steps:\n  - {id: a, sh: x, post: [result_json: s.json]}\n");
+  testing::write_file(plans / "sub" / "plan.yaml",
+                      "steps:\n  - {id: a, sh: x, post: [result_json: s.json]}\n");
   auto r = load_plan_file((plans / "sub" / "plan.yaml").string());
   ASSERT_TRUE(r);
   ValidateOptions options;
@@ -405,12 +424,14 @@ TEST_F(Validate, PathsStayInTheWorkspace) {
 )");
   EXPECT_TRUE(has(d, "p.yaml:7: step 'a': 'writes': path '../escape.txt' escapes the workspace"));
   EXPECT_TRUE(has(d, "p.yaml:8: step 'a': 'writes': path '/etc/passwd' escapes the workspace"));
-  EXPECT_TRUE(has(d, "p.yaml:9: step 'a': 'writes': path 'link_out/passwd' resolves to '/etc/passwd', outside"));
+  EXPECT_TRUE(
+      has(d, "p.yaml:9: step 'a': 'writes': path 'link_out/passwd' resolves to '/etc/passwd', outside"));
   EXPECT_TRUE(has(d, "p.yaml:11: step 'a': 'output': path '../../out.txt' escapes the workspace"));
-  EXPECT_TRUE(has(d, "p.yaml:13: step 'a': postcondition file_exists: path '../up.txt' escapes the workspace"));
+  EXPECT_TRUE(
+      has(d, "p.yaml:13: step 'a': postcondition file_exists: path '../up.txt' escapes the workspace"));
   EXPECT_TRUE(has(d, "p.yaml:14: step 'a': postcondition file_contains: path 'link_out/hosts' resolves to"));
-  // A path with a placeholder is only known at run time, but its placeholder is still checked... in run/sh/env/inputs
-  // only; post fields are taken as written, so nothing more is reported.
+  // A path with a placeholder is only known at run time, but its placeholder is still checked... in
+  // run/sh/env/inputs only; post fields are taken as written, so nothing more is reported.
   EXPECT_EQ(d.size(), 6u) << ::testing::PrintToString(d);
 }
 

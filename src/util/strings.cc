@@ -31,8 +31,8 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
   for (const auto& candidate : candidates) {
     if (candidate == word) continue;
     // Lengths alone bound the distance from below; skip the DP when it cannot win.
-    std::size_t length_gap = candidate.size() > word.size() ? candidate.size() - word.size()
-                                                            : word.size() - candidate.size();
+    std::size_t length_gap =
+        candidate.size() > word.size() ? candidate.size() - word.size() : word.size() - candidate.size();
     if (length_gap >= best_distance) continue;
     std::size_t d = edit_distance(word, candidate);
     if (d < best_distance) {
