@@ -8,7 +8,8 @@
 #      (bench/spawn_loop.cc), `make -j2`, `ninja -j2` and `orch run` with a fresh
 #      store and workspace; wall seconds and the ratio of each to the raw loop.
 #   2. A chain of builtin:echo steps (1000), each depending on the previous:
-#      orch's per-step overhead in µs (the wall time of `orch run` / steps).
+#      orch's per-step overhead in µs (the wall time of `orch run` / steps), and
+#      the marginal cost of a step (less the time of a 1-step chain).
 #   3. A plan of 100,000 independent steps: `orch validate` wall time and peak RSS;
 #      then `orch run` is killed with SIGKILL mid-run and `orch resume` is timed
 #      until it has made its first new attempt row in the ledger.
@@ -133,6 +134,7 @@ done
 
 banner "generating inputs in $work (n=$n chain=$chain big=$big, $runs run(s) each)"
 python3 "$repo/bench/gen_commands.py" "$work" --n "$n" --chain "$chain" --big "$big"
+python3 "$repo/bench/gen_commands.py" "$work/chain1" --n 0 --chain 1 --big 0
 flat=$work/flat
 
 # --- 1. N independent commands ---------------------------------------------------
@@ -185,6 +187,15 @@ if ((have_orch)); then
     us=$(calc "$secs / $chain * 1e6" "%.1f")
     note "$(printf '%-28s %9.3f s   %s µs/step   target <= %s µs   %s' "orch chain ($chain steps)" \
       "$secs" "$us" "$target_step_us" "$(judge "$us" "<=" "$target_step_us")")"
+    # The same less a 1-step chain: the cost of one more step, without orch's
+    # start-up (process start, store creation, plan load) spread over the steps.
+    if base=$(measure orch-chain-1 "$orch_store_prep" "$(orch_run "$work/chain1/chain.yaml")"); then
+      us=$(calc "($secs - $base) / ($chain - 1) * 1e6" "%.1f")
+      note "$(printf '%-28s %9.3f s   %s µs/step marginal (chain less a 1-step chain)' \
+        "orch chain (1 step)" "$base" "$us")"
+    else
+      note "orch chain (1 step): FAILED"; failures=$((failures + 1))
+    fi
   else
     note "orch chain: FAILED"; failures=$((failures + 1))
   fi

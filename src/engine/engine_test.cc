@@ -279,6 +279,23 @@ steps:
   EXPECT_EQ((*store_->find_run(out2.run_id))->spent_attempts, 2);
 }
 
+TEST_F(EngineTest, AZeroBudgetAdmitsStepsThatSpendNothing) {
+  auto out = run(R"(
+budget: {tokens: 0, cost_usd: 0}
+steps:
+  - {id: free, budget: {tokens: 0, cost_usd: 0}, run: ["true"]}
+  - id: costly
+    deps: [free]
+    budget: {tokens: 0}
+    sh: 'echo "{\"tokens_in\": 5}" > "$ORCH_USAGE_FILE"'
+  - {id: after, deps: [costly], run: ["true"]}
+)");
+  EXPECT_EQ(step(out.run_id, "free").status, StepStatus::Done);
+  // `costly` ran (it reserved nothing) but spent 5 tokens of 0: nothing more may start.
+  EXPECT_EQ(out.status, RunStatus::BudgetExhausted) << out.reason;
+  EXPECT_EQ(step(out.run_id, "after").status, StepStatus::Skipped);
+}
+
 TEST_F(EngineTest, FailedAttemptsAreChargedTheirTokens) {
   auto out = run(R"(
 steps:

@@ -308,9 +308,10 @@ void Scheduler::dispatch_ready(std::vector<int>& to_start) {
     SpendEstimate est = s.executor->estimate(*s.step);
     std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
     std::optional<std::string> step_short;
-    if (sb.tokens && step_tokens >= *sb.tokens)
+    // As for the plan, a zero spend never exhausts: a budget of 0 admits steps that cost nothing.
+    if (sb.tokens && step_tokens > 0 && step_tokens >= *sb.tokens)
       step_short = fmt::format("step budget exhausted: tokens {} spent of {}", step_tokens, *sb.tokens);
-    else if (sb.cost_usd && s.rec.cost_usd >= *sb.cost_usd)
+    else if (sb.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *sb.cost_usd)
       step_short = fmt::format("step budget exhausted: cost ${:.4f} spent of ${:.4f}", s.rec.cost_usd, *sb.cost_usd);
     else if (sb.wall && s.rec.wall_ms >= sb.wall->count())
       step_short = fmt::format("step budget exhausted: wall {} ms used of {} ms", s.rec.wall_ms, sb.wall->count());
@@ -643,11 +644,11 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   bool same_twice = !s.last_failure_key.empty() && key == s.last_failure_key;
   s.last_failure_key = key;
   std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
-  if (step.budget.tokens && step_tokens >= *step.budget.tokens) {
+  if (step.budget.tokens && step_tokens > 0 && step_tokens >= *step.budget.tokens) {
     mark_failed(i, fmt::format("step budget exhausted: tokens {} spent of {}; last failure: {}", step_tokens,
                                *step.budget.tokens, reason),
                 true);
-  } else if (step.budget.cost_usd && s.rec.cost_usd >= *step.budget.cost_usd) {
+  } else if (step.budget.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *step.budget.cost_usd) {
     mark_failed(i, fmt::format("step budget exhausted: cost ${:.4f} of ${:.4f}; last failure: {}", s.rec.cost_usd,
                                *step.budget.cost_usd, reason),
                 true);

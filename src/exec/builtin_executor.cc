@@ -5,16 +5,13 @@
 #include <chrono>
 #include <optional>
 #include <utility>
+
 #include "util/json_text.h"
 
 namespace orch {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-
-const char* kind_name(BuiltinExecutor::Kind kind) {
-  return kind == BuiltinExecutor::Kind::Echo ? "builtin:echo" : "builtin:json";
-}
 
 // Shared between the attempt and its deferred turn, which holds it weakly: if the
 // attempt is destroyed first, the turn finds nothing and reports nothing.
@@ -37,16 +34,6 @@ class BuiltinAttempt final : public RunningAttempt {
   std::shared_ptr<BuiltinState> state_;
 };
 
-// Compact JSON; invalid UTF-8 (from a placeholder filled with raw bytes) cannot be
-// JSON, and is reported rather than silently replaced.
-std::optional<std::string> dump_json(const nlohmann::ordered_json& value) {
-  try {
-    return json_text(value);
-  } catch (const nlohmann::json::exception&) {
-    return std::nullopt;
-  }
-}
-
 AttemptOutcome run_builtin(const BuiltinState& state) {
   AttemptOutcome outcome;
   auto error = [&outcome](std::string message) {
@@ -61,15 +48,9 @@ AttemptOutcome run_builtin(const BuiltinState& state) {
     }
     value = &state.inputs["text"];
   }
-  if (value->is_string()) {
-    outcome.result = value->get<std::string>();
-  } else if (auto text = dump_json(*value)) {
-    outcome.result = std::move(*text);
-  } else {
-    return error(
-        fmt::format("{}: the inputs hold bytes that are not valid UTF-8, so they cannot be written as JSON",
-                    kind_name(state.kind)));
-  }
+  // Compact JSON. Bytes that are not UTF-8 (a placeholder filled with raw
+  // output) cannot be JSON: like all JSON orch writes, they become U+FFFD.
+  outcome.result = value->is_string() ? value->get<std::string>() : json_text(*value);
   outcome.ending = AttemptEnding::Exited;
   outcome.exit_code = 0;
   return outcome;
@@ -78,23 +59,16 @@ AttemptOutcome run_builtin(const BuiltinState& state) {
 }  // namespace
 
 void BuiltinExecutor::check_step(const Step& step, Diagnostics& out) const {
-  auto add = [&step, &out](const std::string& field, std::string message) {
-    Diagnostic d;
-    d.file = step.loc.file;
-    d.line = step.loc.line;
-    if (auto it = step.field_locs.find(field); it != step.field_locs.end() && it->second.line > 0) {
-      d.line = it->second.line;
-    }
-    d.step_id = step.id;
-    d.message = std::move(message);
-    out.push_back(std::move(d));
-  };
-  const char* name = kind_name(kind_);
-  if (!step.run.empty()) add("run", fmt::format("a {} step runs no command; 'run' is for shell steps", name));
-  if (step.sh) add("sh", fmt::format("a {} step runs no command; 'sh' is for shell steps", name));
-  if (kind_ == Kind::Echo && !(step.inputs.is_object() && step.inputs.contains("text"))) {
-    add("inputs", "a builtin:echo step needs an input named 'text' (inputs: {text: ...})");
+  if (kind_ != Kind::Echo || (step.inputs.is_object() && step.inputs.contains("text"))) return;
+  Diagnostic d;
+  d.file = step.loc.file;
+  d.line = step.loc.line;
+  if (auto it = step.field_locs.find("inputs"); it != step.field_locs.end() && it->second.line > 0) {
+    d.line = it->second.line;
   }
+  d.step_id = step.id;
+  d.message = "a builtin:echo step needs an input named 'text' (inputs: {text: ...})";
+  out.push_back(std::move(d));
 }
 
 Expected<std::unique_ptr<RunningAttempt>> BuiltinExecutor::start(const AttemptSpec& spec, EventLoop& loop,

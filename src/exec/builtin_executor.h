@@ -4,6 +4,7 @@
 // already rendered placeholders in the string leaves of AttemptSpec::inputs.
 //   builtin:echo  result = inputs["text"] (a string as is; anything else as compact JSON)
 //   builtin:json  result = the inputs object as compact JSON, keys in written order
+// (invalid UTF-8 in a value becomes U+FFFD, as in all JSON orch writes: util/json_text.h)
 // Both end Exited with exit_code 0 (or Error for bad input), always through
 // loop.defer — never synchronously inside start() — so the engine sees every
 // executor end the same way. cancel() before the deferred turn makes the ending
@@ -24,7 +25,8 @@ class BuiltinExecutor final : public Executor {
   enum class Kind { Echo, Json };
   explicit BuiltinExecutor(Kind kind) : kind_(kind) {}
 
-  // No run/sh; builtin:echo also needs an input named `text`.
+  // builtin:echo needs an input named `text`. ("No run/sh" is validate_plan's own
+  // check for every non-shell step; repeating it here would report it twice.)
   void check_step(const Step& step, Diagnostics& out) const override;
   std::vector<Postcondition> default_post() const override { return {}; }
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,

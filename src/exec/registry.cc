@@ -6,21 +6,31 @@ namespace orch {
 
 const char* attempt_ending_name(AttemptEnding ending) {
   switch (ending) {
-    case AttemptEnding::Exited: return "exited";
-    case AttemptEnding::Signaled: return "signaled";
-    case AttemptEnding::TimedOut: return "timed_out";
-    case AttemptEnding::Cancelled: return "cancelled";
-    case AttemptEnding::SpawnFailed: return "spawn_failed";
-    case AttemptEnding::Error: return "error";
+    case AttemptEnding::Exited:
+      return "exited";
+    case AttemptEnding::Signaled:
+      return "signaled";
+    case AttemptEnding::TimedOut:
+      return "timed_out";
+    case AttemptEnding::Cancelled:
+      return "cancelled";
+    case AttemptEnding::SpawnFailed:
+      return "spawn_failed";
+    case AttemptEnding::Error:
+      return "error";
   }
   return "error";
 }
 
 void Executor::check_step(const Step&, Diagnostics&) const {}
 
-std::vector<Postcondition> Executor::default_post() const { return {}; }
+std::vector<Postcondition> Executor::default_post() const {
+  return {};
+}
 
-SpendEstimate Executor::estimate(const Step&) const { return {}; }
+SpendEstimate Executor::estimate(const Step&) const {
+  return {};
+}
 
 void ExecutorRegistry::add(std::string name, std::shared_ptr<Executor> executor) {
   executors_[std::move(name)] = std::move(executor);

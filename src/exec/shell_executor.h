@@ -29,7 +29,9 @@ namespace orch {
 
 class ShellExecutor final : public Executor {
  public:
-  // A shell step has exactly one of `run` (argv) and `sh` (a script).
+  // Adds nothing: "exactly one of run/sh, non-empty" is checked by validate_plan
+  // itself (it knows the StepSpec form too), and saying it twice would list each
+  // mistake twice in `orch validate`.
   void check_step(const Step& step, Diagnostics& out) const override;
   // [exit_zero]
   std::vector<Postcondition> default_post() const override;
