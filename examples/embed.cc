@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
   orch::Step count;
   count.id = "count";
   count.run = {"sh", "-c", "ls / | wc -l"};
-  count.post = {{.kind = orch::PostKind::ResultNonempty}};
+  orch::Postcondition nonempty;
+  nonempty.kind = orch::PostKind::ResultNonempty;
+  count.post = {nonempty};
   orch::Step say;
   say.id = "say";
   say.index = 1;
@@ -49,7 +51,10 @@ int main(int argc, char** argv) {
   }
   auto report = orch::build_run_report(**store, outcome->run_id);
   if (report) std::printf("%s", orch::format_report_table(*report).c_str());
-  for (const auto& s : *(*store)->steps(outcome->run_id))
-    if (s.step_id == "say") std::printf("say: %s\n", s.result.c_str());
+  auto steps = (*store)->steps(outcome->run_id);
+  if (steps) {
+    for (const auto& s : *steps)
+      if (s.step_id == "say") std::printf("say: %s\n", s.result.c_str());
+  }
   return outcome->exit_code();
 }

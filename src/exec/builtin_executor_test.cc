@@ -145,7 +145,7 @@ TEST(Builtin, CheckStep) {
   auto with_run = builtin_step("builtin:json");
   with_run.run = {"echo"};
   json.check_step(with_run, out);  // validate_plan reports 'run' on a builtin, once
-  EXPECT_TRUE(out.empty());
+  EXPECT_TRUE(out.empty()) << (out.empty() ? "" : out[0].message);
 }
 
 TEST(Builtin, NoDefaultPostcondition) {

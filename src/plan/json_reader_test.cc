@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string_view>
+#include <utility>
+#include <vector>
+
 namespace orch::detail {
 namespace {
 
@@ -88,6 +92,35 @@ TEST(JsonReader, DepthIsLimited) {
   std::string ok(kMaxJsonDepth, '[');
   ok += std::string(kMaxJsonDepth, ']');
   read_ok(ok);
+}
+
+TEST(JsonReader, NulBytesAndSurrogateEscapes) {
+  using namespace std::string_view_literals;
+  EXPECT_EQ(read_bad("{}\0"sv).message, "unexpected text after the JSON value");
+  EXPECT_EQ(read_bad("\"a\0b\""sv).message, "a control character inside a string must be escaped");
+  EXPECT_EQ(read_ok(R"("\\udc00")").scalar, "\\udc00") << "an escaped backslash, not an escape";
+  EXPECT_EQ(read_ok("\"\xED\xB0\x80\"").scalar, "\xED\xB0\x80") << "raw bytes pass through";
+  EXPECT_EQ(read_bad(R"({"k\udc00": 1})").message, "a lone \\u surrogate in a string");
+}
+
+TEST(JsonReader, StreamsTheFirstStepList) {
+  std::vector<std::pair<StreamedList, DocNode>> got;
+  auto sink = [&](StreamedList list, DocNode& item) { got.emplace_back(list, std::move(item)); };
+  auto doc = read_json_doc("{\"steps\": 1,\n \"steps\": [\n {\"id\": \"a\"},\n 2],\n \"steps\": [3]}", sink);
+  ASSERT_TRUE(doc);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].first, StreamedList::Steps);
+  EXPECT_EQ(got[0].second.line, 3);
+  EXPECT_EQ(got[0].second.entries[0].second.scalar, "a");
+  EXPECT_EQ(got[1].second.scalar, "2");
+  EXPECT_TRUE(doc->entries[1].second.streamed);
+  EXPECT_TRUE(doc->entries[1].second.items.empty());
+  EXPECT_EQ(doc->entries[2].second.items.size(), 1u) << "only the first step list is streamed";
+  got.clear();
+  ASSERT_TRUE(read_json_doc("[[1], \"x\"]", sink));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].first, StreamedList::TopLevel);
+  EXPECT_EQ(got[0].second.items.size(), 1u);
 }
 
 }  // namespace
