@@ -140,6 +140,8 @@ class Scheduler {
   std::chrono::steady_clock::time_point last_cancel_poll_;
   std::chrono::steady_clock::time_point last_tick_;
   EventLoop::TimerId wall_timer_ = 0;
+  ProgressEvent counts_;  // step counts for progress events, refreshed at most every 100 ms
+  std::chrono::steady_clock::time_point counts_at_{};
 };
 
 }  // namespace orch
