@@ -41,10 +41,13 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
   }
   for (StepRecord s : ORCH_TRY(store.steps(run.id))) {
     if (s.status != StepStatus::Pending && s.status != StepStatus::Running) continue;
-    s.status = StepStatus::Skipped;
-    s.reason = "not started: run cancelled";
+    bool was_running = s.status == StepStatus::Running;
+    s.status = was_running ? StepStatus::Cancelled : StepStatus::Skipped;
+    s.reason = was_running ? "cancelled: its attempt was interrupted (the orch driving it had died)"
+                           : "not started: run cancelled";
     ORCH_TRY(store.upsert_step(s));
-    ORCH_TRY(event(store, run.id, "step_skipped", s.step_id, 0, {{"reason", s.reason}}));
+    ORCH_TRY(event(store, run.id, was_running ? "step_cancelled" : "step_skipped", s.step_id, 0,
+                   {{"reason", s.reason}}));
   }
   run.status = RunStatus::Cancelled;
   run.reason = "cancelled by `orch cancel`";

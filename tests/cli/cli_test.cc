@@ -394,5 +394,29 @@ TEST(Cli, CancelStopsALiveRunFromAnotherProcess) {
   EXPECT_EQ(again.exit_code, 2);
 }
 
+TEST(Cli, CancelARunWhoseDriverWasKilled) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - {id: long, sh: 'echo $$ > long.pid; sleep 60'}
+  - {id: next, deps: [long], run: ["true"]}
+)");
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return fs::exists(d / "long.pid"); }, 5000));
+  std::string out = read_file(d / "out.txt");
+  std::string id = out.substr(out.find("orch: run ") + 10);
+  id = id.substr(0, id.find(' '));
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  pid_t orphan = std::stoi(read_file(d / "long.pid"));
+  auto c = run_orch({"cancel", id}, d.path());
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000)) << "orphan survived cancel";
+  auto st = nlohmann::json::parse(run_orch({"status", id, "--json"}, d.path()).out);
+  EXPECT_EQ(st["run"]["status"], "cancelled");
+  EXPECT_EQ(st["steps"][0]["status"], "cancelled");
+  EXPECT_EQ(st["steps"][0]["attempts"][0]["status"], "interrupted");
+  EXPECT_EQ(st["steps"][1]["status"], "skipped");
+}
+
 }  // namespace
 }  // namespace orch
