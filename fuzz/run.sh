@@ -29,6 +29,14 @@ cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build "$build" -j 2 --target fuzz_plan_parser fuzz_placeholder
 
 mkdir -p "$build/artifacts"
+# Stack traces with function names and lines: llvm-symbolizer comes only with the
+# large llvm-16 package, and the sanitizers can use binutils' addr2line instead.
+symbolizer=""
+if command -v llvm-symbolizer >/dev/null 2>&1; then
+  symbolizer="external_symbolizer_path=$(command -v llvm-symbolizer)"
+elif [[ -x /usr/bin/addr2line ]]; then
+  symbolizer="external_symbolizer_path=/usr/bin/addr2line"
+fi
 status=0
 for target in plan_parser placeholder; do
   seeds=${target%_parser}  # corpus folders: plan, placeholder
@@ -38,8 +46,8 @@ for target in plan_parser placeholder; do
   echo "fuzz/run.sh: fuzz_$target for ${seconds}s (corpus $corpus, seeds fuzz/corpus/$seeds)"
   # -timeout: one input taking over 10 s is reported as a hang (a bug);
   # -rss_limit_mb: the same for memory.
-  if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:$symbolizer \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:$symbolizer \
     "$build/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -dict="$repo/fuzz/$seeds.dict" -artifact_prefix="$build/artifacts/" -print_final_stats=1 \
     "$corpus" "$repo/fuzz/corpus/$seeds" 2>"$build/fuzz_$target.log"; then

@@ -25,7 +25,7 @@ DocNode from_yaml(const YAML::Node& node, int max_depth) {
       out.type = DocNode::Type::Map;
       out.entries.reserve(node.size());
       for (const auto& kv : node)
-        out.entries.emplace_back(from_yaml(kv.first, max_depth - 1), from_yaml(kv.second, max_depth - 1));
+        out.entries.push_back({from_yaml(kv.first, max_depth - 1), from_yaml(kv.second, max_depth - 1)});
       break;
     default:
       break;

@@ -16,6 +16,8 @@
 
 namespace orch::detail {
 
+struct DocEntry;
+
 struct DocNode {
   enum class Type { Null, Scalar, Sequence, Map };
   Type type = Type::Null;
@@ -24,12 +26,19 @@ struct DocNode {
   bool streamed = false;       // Sequence: the items went to a reader's item sink instead (json_reader.h)
   std::string scalar;          // Scalar: the text
   std::vector<DocNode> items;  // Sequence
-  std::vector<std::pair<DocNode, DocNode>> entries;  // Map: (key, value)
+  std::vector<DocEntry> entries;  // Map: (key, value)
 
   bool is_null() const { return type == Type::Null; }
   bool is_scalar() const { return type == Type::Scalar; }
   bool is_sequence() const { return type == Type::Sequence; }
   bool is_map() const { return type == Type::Map; }
+};
+
+// A struct rather than std::pair: std::pair<DocNode, DocNode> inside DocNode
+// names an incomplete type, which clang with libstdc++ rejects.
+struct DocEntry {
+  DocNode key;
+  DocNode value;
 };
 
 // Converts a yaml-cpp tree (aliases expanded). Nesting beyond `max_depth` is cut

@@ -124,7 +124,7 @@ class TreeBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TreeB
     if (!stack_.empty()) {
       Frame& top = stack_.back();
       if (top.node->type == DocNode::Type::Map) {
-        node = &top.node->entries.back().second;
+        node = &top.node->entries.back().value;
       } else if (top.stream) {
         item_ = DocNode{};
         node = &item_;
@@ -151,7 +151,7 @@ class TreeBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TreeB
       if (stack_.empty()) {
         stream = StreamedList::TopLevel;  // the step list of a StepSpec plan
       } else if (stack_.size() == 1 && stack_.back().node->type == DocNode::Type::Map && !steps_streamed_ &&
-                 stack_.back().node->entries.back().first.scalar == "steps") {
+                 stack_.back().node->entries.back().key.scalar == "steps") {
         stream = StreamedList::Steps;
         steps_streamed_ = true;
       }

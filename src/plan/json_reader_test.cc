@@ -41,9 +41,9 @@ TEST(JsonReader, ValuesAndLines) {
   EXPECT_EQ(a.items[2].scalar, "true");
   EXPECT_EQ(a.items[3].scalar, "false");
   EXPECT_EQ(a.items[4].type, Type::Null);
-  EXPECT_EQ(root.entries[1].second.line, 3);
-  EXPECT_EQ(root.entries[1].second.entries[0].second.scalar, "d");
-  EXPECT_EQ(root.entries[2].first.line, 4);
+  EXPECT_EQ(root.entries[1].value.line, 3);
+  EXPECT_EQ(root.entries[1].value.entries[0].value.scalar, "d");
+  EXPECT_EQ(root.entries[2].key.line, 4);
   EXPECT_EQ(to_ordered_json(root).dump(), R"({"a":[1,-2500.0,true,false,null],"b":{"c":"d"}})");
 }
 
@@ -111,11 +111,11 @@ TEST(JsonReader, StreamsTheFirstStepList) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].first, StreamedList::Steps);
   EXPECT_EQ(got[0].second.line, 3);
-  EXPECT_EQ(got[0].second.entries[0].second.scalar, "a");
+  EXPECT_EQ(got[0].second.entries[0].value.scalar, "a");
   EXPECT_EQ(got[1].second.scalar, "2");
-  EXPECT_TRUE(doc->entries[1].second.streamed);
-  EXPECT_TRUE(doc->entries[1].second.items.empty());
-  EXPECT_EQ(doc->entries[2].second.items.size(), 1u) << "only the first step list is streamed";
+  EXPECT_TRUE(doc->entries[1].value.streamed);
+  EXPECT_TRUE(doc->entries[1].value.items.empty());
+  EXPECT_EQ(doc->entries[2].value.items.size(), 1u) << "only the first step list is streamed";
   got.clear();
   ASSERT_TRUE(read_json_doc("[[1], \"x\"]", sink));
   ASSERT_EQ(got.size(), 2u);
