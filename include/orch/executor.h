@@ -101,6 +101,13 @@ class Executor {
   virtual std::vector<Postcondition> default_post() const;
   // Upper estimate of what one attempt spends (0 for executors with no token cost).
   virtual SpendEstimate estimate(const Step& step) const;
+  // True for executors that run inside orch's process with no outside effect
+  // (builtins): the engine may start them before the turn's ledger commit and
+  // chain many of them through one transaction, since a crash that loses the
+  // uncommitted batch loses nothing a re-run does not reproduce. Executors that
+  // spawn processes, call services or touch files keep the default: they start
+  // only after the attempt is durable.
+  virtual bool in_process() const { return false; }
   // Starts an attempt; `done` is called exactly once from within `loop`.
   virtual Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                           DoneCallback done) = 0;

@@ -14,10 +14,20 @@
 
 namespace orch {
 
-Expected<nlohmann::ordered_json> build_run_report(Store& store, const std::string& run_id);
+// Full: the whole report. Summary: without the "steps" list (the run, budget and
+// counts only; it does not read the attempts), for a closing line: not a
+// schema-complete report.
+enum class ReportDetail { Full, Summary };
 
-// A fixed-width table of the steps of a report (one row each) and a closing line.
+Expected<nlohmann::ordered_json> build_run_report(Store& store, const std::string& run_id,
+                                                  ReportDetail detail = ReportDetail::Full);
+
+// A fixed-width table of the steps of a full report (one row each), then the summary.
 std::string format_report_table(const nlohmann::ordered_json& report);
+
+// "run ID STATUS: N done, ... of T in TIME; tokens N, cost $X", and the run's
+// reason on a second line when there is one. Works on either detail.
+std::string format_report_summary(const nlohmann::ordered_json& report);
 
 // "2026-11-30T03:12:01.123Z" for milliseconds since the epoch ("" for 0).
 std::string iso_time(std::int64_t ms);

@@ -58,6 +58,9 @@ struct RunRecord {
   std::int64_t spent_wall_ms = 0;   // time the run was being driven, summed over resumes
   int owner_pid = 0;                // the process driving it now, 0 when none
   bool cancel_requested = false;
+  // The plan's budget limits as JSON ({"tokens":..,"cost_usd":..,"wall_ms":..,
+  // "attempts":..}, only those set), so reports need not re-parse the plan.
+  std::string budget_json = "{}";
 };
 
 struct PlanVersion {

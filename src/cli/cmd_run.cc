@@ -47,17 +47,16 @@ int drive(const RunArgs& args, Store& store, const std::function<Expected<RunOut
   auto outcome = start(engine);
   progress.finish();
   if (!outcome) return report_error(outcome.error());
-  auto report = build_run_report(store, outcome->run_id);
+  // In Lines mode the per-step lines were printed as steps finished: end with the summary.
+  const bool lines = !args.json && mode != ProgressPrinter::Mode::Live;
+  auto report = build_run_report(store, outcome->run_id, lines ? ReportDetail::Summary : ReportDetail::Full);
   if (!report) return report_error(report.error());
   if (args.json) {
     std::printf("%s\n", json_text(*report, 2).c_str());
-  } else if (mode == ProgressPrinter::Mode::Live) {
-    std::printf("%s", format_report_table(*report).c_str());
+  } else if (lines) {
+    std::printf("%s", format_report_summary(*report).c_str());
   } else {
-    std::string table = format_report_table(*report);
-    // The per-step lines were printed as steps finished; end with the summary lines.
-    std::size_t pos = table.find("\nrun ");
-    std::printf("%s", pos == std::string::npos ? table.c_str() : table.substr(pos + 1).c_str());
+    std::printf("%s", format_report_table(*report).c_str());
   }
   return outcome->exit_code();
 }

@@ -1,4 +1,15 @@
 // The orch binary: everything happens in orch_main (src/cli/orch_main.h).
+#include <malloc.h>
+
 #include "cli/orch_main.h"
 
-int main(int argc, char** argv) { return orch::orch_main(argc, argv); }
+int main(int argc, char** argv) {
+  // SQLite opens and closes a small temporary b-tree for every UPDATE of a step
+  // row; with glibc's default trim threshold each close handed the top of the
+  // heap back to the kernel and the next open faulted it in again (a third of
+  // the ledger's cost per step in a builtin chain; docs/benchmarks.md). Keeping
+  // up to 32 MiB of freed heap avoids that round trip.
+  mallopt(M_TRIM_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_TOP_PAD, 1024 * 1024);
+  return orch::orch_main(argc, argv);
+}

@@ -2,7 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 namespace orch {
+
+std::string budget_limits_json(const BudgetLimits& b) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (b.tokens) j["tokens"] = *b.tokens;
+  if (b.cost_usd) j["cost_usd"] = *b.cost_usd;
+  if (b.wall) j["wall_ms"] = b.wall->count();
+  if (b.attempts) j["attempts"] = *b.attempts;
+  return j.dump();
+}
 
 BudgetGuard::BudgetGuard(BudgetLimits limits, Spend spent, std::int64_t wall_ms_before)
     : limits_(limits), spent_(spent), wall_before_(wall_ms_before) {}

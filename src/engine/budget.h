@@ -52,4 +52,8 @@ class BudgetGuard {
   std::int64_t wall_before_ = 0;
 };
 
+// The limits as the ledger keeps them (runs.budget_json): a JSON object with
+// only the keys that are set, of tokens, cost_usd, wall_ms, attempts.
+std::string budget_limits_json(const BudgetLimits& limits);
+
 }  // namespace orch

@@ -114,6 +114,7 @@ Expected<void> Scheduler::prepare_new(const Plan& plan, const std::string& plan_
 
   ORCH_TRY(load_plan_state(plan));
   budget_.emplace(plan_.budget, Spend{}, 0);
+  run_.budget_json = budget_limits_json(plan_.budget);
 
   ORCH_TRY(tx());
   ORCH_TRY(store_.insert_run(run_));
@@ -214,6 +215,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
   steps_ = std::move(seeded);
   Plan plan = std::move(loaded.plan);
   ORCH_TRY(load_plan_state(std::move(plan)));
+  run_.budget_json = budget_limits_json(plan_.budget);
 
   if (replan_path) {
     ++run_.plan_version;

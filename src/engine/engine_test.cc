@@ -1,6 +1,7 @@
 // Engine tests: real plans, a real SQLite ledger, real processes.
 #include "orch/engine.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -482,6 +483,99 @@ steps:
   EXPECT_EQ(j["tool"], "orch");
   EXPECT_EQ(j["n"], 3);
   EXPECT_EQ(j["tags"][1], "orch");
+}
+
+// Forwards to a real store and counts the calls the batching claims to save.
+class CountingStore final : public Store {
+ public:
+  explicit CountingStore(Store& inner) : inner_(inner) {}
+  int commits = 0;
+  int step_writes = 0;
+  int attempts_inserted = 0;
+
+  const fs::path& folder() const override { return inner_.folder(); }
+  Expected<void> begin() override { return inner_.begin(); }
+  Expected<void> commit() override {
+    ++commits;
+    return inner_.commit();
+  }
+  Expected<void> rollback() override { return inner_.rollback(); }
+  Expected<void> insert_run(const RunRecord& r) override { return inner_.insert_run(r); }
+  Expected<void> update_run(const RunRecord& r) override { return inner_.update_run(r); }
+  Expected<void> insert_plan_version(const PlanVersion& p) override { return inner_.insert_plan_version(p); }
+  Expected<void> upsert_step(const StepRecord& s) override {
+    ++step_writes;
+    return inner_.upsert_step(s);
+  }
+  Expected<void> insert_attempt(const AttemptRecord& a) override {
+    ++attempts_inserted;
+    return inner_.insert_attempt(a);
+  }
+  Expected<void> finish_attempt(const AttemptRecord& a) override { return inner_.finish_attempt(a); }
+  Expected<std::int64_t> append_event(const EventRecord& e) override { return inner_.append_event(e); }
+  Expected<void> request_cancel(const std::string& id) override { return inner_.request_cancel(id); }
+  Expected<std::optional<RunRecord>> find_run(const std::string& id) override { return inner_.find_run(id); }
+  Expected<std::vector<RunRecord>> list_runs() override { return inner_.list_runs(); }
+  Expected<PlanVersion> latest_plan(const std::string& id) override { return inner_.latest_plan(id); }
+  Expected<std::vector<StepRecord>> steps(const std::string& id) override { return inner_.steps(id); }
+  Expected<std::vector<AttemptRecord>> attempts(const std::string& id, const std::string& step) override {
+    return inner_.attempts(id, step);
+  }
+  Expected<std::vector<EventRecord>> events(const std::string& id, std::int64_t after, int limit) override {
+    return inner_.events(id, after, limit);
+  }
+  Expected<bool> cancel_requested(const std::string& id) override { return inner_.cancel_requested(id); }
+
+ private:
+  Store& inner_;
+};
+
+// In-process steps start and settle inside one turn's transaction: a chain of
+// builtins costs a handful of commits, and each step row is written once per
+// commit however often it changed, while the ledger still ends up complete.
+TEST_F(EngineTest, ABuiltinChainIsSettledInFewTransactions) {
+  constexpr int kSteps = 300;
+  std::string yaml = "steps:\n  - {id: c0, executor: builtin:echo, inputs: {text: x}}\n";
+  for (int i = 1; i < kSteps; ++i)
+    yaml += fmt::format("  - {{id: c{}, deps: [c{}], executor: builtin:echo, inputs: {{text: \"${{steps.c{}.result}}x\"}}}}\n",
+                        i, i - 1, i - 1);
+  Plan plan = load(yaml);
+  CountingStore counting(*store_);
+  EngineOptions options;
+  options.workspace = ws();
+  Engine engine(counting, options);
+  auto out = engine.run(plan, text_);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->status, RunStatus::Succeeded) << out->reason;
+  EXPECT_EQ(step(out->run_id, fmt::format("c{}", kSteps - 1)).result, std::string(kSteps, 'x'));
+  EXPECT_EQ(counting.attempts_inserted, kSteps);
+  EXPECT_LT(counting.commits, kSteps / 10) << "one commit per builtin step: the turn did not batch them";
+  // prepare_new writes every row once; after that, at most one write per step per commit.
+  EXPECT_LE(counting.step_writes, kSteps + kSteps + counting.commits);
+  auto all = *store_->attempts(out->run_id);
+  ASSERT_EQ(all.size(), static_cast<std::size_t>(kSteps));
+  for (const auto& a : all) EXPECT_EQ(a.status, AttemptStatus::Succeeded) << a.step_id;
+  auto events = *store_->events(out->run_id);
+  int done = 0;
+  for (const auto& e : events) done += e.kind == "step_done";
+  EXPECT_EQ(done, kSteps);
+}
+
+// A shell step is not started inside a batch: its attempt row is committed
+// before its process runs, so the process can see itself in the ledger.
+TEST_F(EngineTest, AProcessStepStartsOnlyAfterItsAttemptIsCommitted) {
+  fs::path db = dir_ / "store" / "orch.db";
+  auto out = run(fmt::format(R"YAML(
+steps:
+  - {{id: a, executor: builtin:echo, inputs: {{text: x}}}}
+  - {{id: b, deps: [a], executor: builtin:echo, inputs: {{text: y}}}}
+  - id: look
+    deps: [b]
+    run: [python3, -c, "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute(\"select count(*) from attempts where step_id in ('a','b','look')\").fetchone()[0])", "{}"]
+)YAML",
+                             db.string()));
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(step(out.run_id, "look").result, "3");
 }
 
 TEST_F(EngineTest, ReportIsBuiltFromTheLedger) {

@@ -6,7 +6,6 @@
 #include <map>
 
 #include "engine/run_lock.h"
-#include "orch/plan_loader.h"
 
 namespace orch {
 
@@ -30,15 +29,6 @@ std::string human_duration(std::int64_t ms) {
 }
 
 namespace {
-
-ojson limits_json(const BudgetLimits& b) {
-  ojson j = ojson::object();
-  if (b.tokens) j["tokens"] = *b.tokens;
-  if (b.cost_usd) j["cost_usd"] = *b.cost_usd;
-  if (b.wall) j["wall_ms"] = b.wall->count();
-  if (b.attempts) j["attempts"] = *b.attempts;
-  return j;
-}
 
 ojson stream_json(const std::string& path, std::int64_t bytes, bool truncated) {
   return {{"path", path}, {"bytes", bytes}, {"truncated", truncated}};
@@ -67,20 +57,20 @@ ojson attempt_json(const AttemptRecord& a) {
 
 }  // namespace
 
-Expected<ojson> build_run_report(Store& store, const std::string& run_id) {
+Expected<ojson> build_run_report(Store& store, const std::string& run_id, ReportDetail detail) {
   auto found = ORCH_TRY(store.find_run(run_id));
   if (!found) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
   const RunRecord& run = *found;
   std::vector<StepRecord> steps = ORCH_TRY(store.steps(run_id));
-  std::vector<AttemptRecord> attempts = ORCH_TRY(store.attempts(run_id));
+  const bool full = detail == ReportDetail::Full;
+  std::vector<AttemptRecord> attempts;
+  if (full) attempts = ORCH_TRY(store.attempts(run_id));
   std::map<std::string, std::vector<const AttemptRecord*>> by_step;
   for (const auto& a : attempts) by_step[a.step_id].push_back(&a);
 
-  ojson limits = ojson::object();
-  if (auto plan = store.latest_plan(run_id)) {
-    LoadResult loaded = parse_plan(plan->text, plan->path);
-    limits = limits_json(loaded.plan.budget);
-  }
+  // Written by the engine from the plan (runs.budget_json; the schema checks it is JSON).
+  ojson limits = ojson::parse(run.budget_json, nullptr, false);
+  if (!limits.is_object()) limits = ojson::object();
 
   std::map<std::string, int> counts{{"total", 0},   {"done", 0},      {"failed", 0}, {"skipped", 0},
                                     {"cancelled", 0}, {"pending", 0}, {"running", 0}};
@@ -88,20 +78,24 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id) {
   for (const auto& s : steps) {
     ++counts["total"];
     ++counts[step_status_name(s.status)];
+    if (!full) continue;
+    // Built by assignment and moves: an initializer list would deep-copy every attempt.
     ojson att = ojson::array();
     for (const AttemptRecord* a : by_step[s.step_id]) att.push_back(attempt_json(*a));
-    step_list.push_back({{"id", s.step_id},
-                         {"goal", s.goal},
-                         {"executor", s.executor},
-                         {"status", step_status_name(s.status)},
-                         {"reason", s.reason},
-                         {"attempts", att},
-                         {"tokens_in", s.tokens_in},
-                         {"tokens_out", s.tokens_out},
-                         {"cost_usd", s.cost_usd},
-                         {"duration_ms", s.wall_ms},
-                         {"fingerprint", s.fingerprint},
-                         {"result_bytes", s.result.size()}});
+    ojson step = ojson::object();
+    step["id"] = s.step_id;
+    step["goal"] = s.goal;
+    step["executor"] = s.executor;
+    step["status"] = step_status_name(s.status);
+    step["reason"] = s.reason;
+    step["attempts"] = std::move(att);
+    step["tokens_in"] = s.tokens_in;
+    step["tokens_out"] = s.tokens_out;
+    step["cost_usd"] = s.cost_usd;
+    step["duration_ms"] = s.wall_ms;
+    step["fingerprint"] = s.fingerprint;
+    step["result_bytes"] = s.result.size();
+    step_list.push_back(std::move(step));
   }
   std::int64_t end = run.finished_at ? run.finished_at : run.updated_at;
   ojson report = {
@@ -130,8 +124,8 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id) {
           {"cost_usd", run.spent_cost_usd},
           {"attempts", run.spent_attempts},
           {"wall_ms", run.spent_wall_ms}}}}},
-      {"counts", counts},
-      {"steps", step_list}};
+      {"counts", counts}};
+  if (full) report["steps"] = std::move(step_list);
   return report;
 }
 
@@ -150,9 +144,13 @@ std::string format_report_table(const ojson& report) {
                        s["status"].get<std::string>(), s["attempts"].size(),
                        human_duration(s["duration_ms"].get<std::int64_t>()), tokens, reason);
   }
+  return out + format_report_summary(report);
+}
+
+std::string format_report_summary(const ojson& report) {
   const auto& run = report["run"];
   const auto& c = report["counts"];
-  out += fmt::format("run {} {}: {} done, {} failed, {} skipped, {} cancelled of {} in {}; tokens {}, cost ${:.4f}",
+  std::string out = fmt::format("run {} {}: {} done, {} failed, {} skipped, {} cancelled of {} in {}; tokens {}, cost ${:.4f}",
                      run["id"].get<std::string>(), run["status"].get<std::string>(), c["done"].get<int>(),
                      c["failed"].get<int>(), c["skipped"].get<int>(), c["cancelled"].get<int>(),
                      c["total"].get<int>(), human_duration(run["elapsed_ms"].get<std::int64_t>()),

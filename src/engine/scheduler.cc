@@ -20,6 +20,10 @@ namespace {
 constexpr std::size_t kTailBytes = 2048;
 constexpr milliseconds kCancelPollInterval{250};
 constexpr milliseconds kShellZeroTimeout{60000};
+// One turn's transaction may settle in-process attempts in up to this many
+// rounds, or for this long, before it commits.
+constexpr int kMaxBatchRounds = 1000;
+constexpr milliseconds kMaxBatchTime{50};
 
 std::string tail_of(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
 
@@ -80,6 +84,16 @@ Expected<void> Scheduler::tx() {
 
 Expected<void> Scheduler::commit() {
   if (!in_tx_) return {};
+  // Each changed step is written once per transaction, however often it changed
+  // in it (a builtin chain starts and finishes many steps in one turn).
+  for (int i : dirty_steps_) {
+    StepState& s = steps_[static_cast<std::size_t>(i)];
+    s.dirty = false;
+    if (store_error_) continue;
+    if (auto r = store_.upsert_step(s.rec); !r) store_error_ = r.error();
+  }
+  dirty_steps_.clear();
+  if (store_error_) return std::unexpected(*store_error_);
   in_tx_ = false;
   return store_.commit();
 }
@@ -106,7 +120,9 @@ void Scheduler::save_step(StepState& s) {
     store_error_ = t.error();
     return;
   }
-  if (auto r = store_.upsert_step(s.rec); !r) store_error_ = r.error();
+  if (s.dirty) return;
+  s.dirty = true;
+  dirty_steps_.push_back(static_cast<int>(&s - steps_.data()));
 }
 
 void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& reason) {
@@ -172,10 +188,21 @@ Expected<RunOutcome> Scheduler::run_loop() {
   if (options_.on_started) options_.on_started(run_.id);
 
   for (;;) {
-    ORCH_TRY(settle_completions());
-    poll_cancel_request();
+    // One turn, one transaction. In-process attempts (builtins) start inside the
+    // turn and their completions are settled in it too, so a chain of them runs
+    // through one commit instead of one per step; bounded so progress stays
+    // durable and visible to `orch status` at least every kMaxBatchTime.
     std::vector<int> to_start;
-    dispatch_ready(to_start);
+    const auto turn_began = std::chrono::steady_clock::now();
+    for (int round = 1;; ++round) {
+      ORCH_TRY(settle_completions());
+      poll_cancel_request();
+      int started_inline = dispatch_ready(to_start);
+      if (started_inline == 0 || store_error_ || round >= kMaxBatchRounds ||
+          std::chrono::steady_clock::now() - turn_began >= kMaxBatchTime)
+        break;
+      loop_.run_once(milliseconds(0));  // delivers the in-process completions
+    }
     if (in_tx_) {
       // Read the cancel flag inside the transaction (which holds the write lock) so
       // the run row written below can never overwrite a request that just landed.
@@ -308,8 +335,9 @@ void Scheduler::cancel_in_flight(const std::string& reason) {
 
 // ---- dispatch --------------------------------------------------------------
 
-void Scheduler::dispatch_ready(std::vector<int>& to_start) {
-  if (stop_ != StopKind::None) return;
+int Scheduler::dispatch_ready(std::vector<int>& to_start) {
+  int started_inline = 0;
+  if (stop_ != StopKind::None) return 0;
   std::optional<std::string> blocked;
   int limit = effective_concurrency();
   for (auto it = ready_.begin(); it != ready_.end() && in_flight_ < limit && stop_ == StopKind::None;) {
@@ -344,12 +372,19 @@ void Scheduler::dispatch_ready(std::vector<int>& to_start) {
     it = ready_.erase(it);
     budget_->reserve(r);
     s.reservation = r;
-    if (prepare_attempt(i)) to_start.push_back(i);
+    if (!prepare_attempt(i)) continue;
+    if (s.executor->in_process()) {
+      start_attempt(i);
+      ++started_inline;
+    } else {
+      to_start.push_back(i);
+    }
   }
-  if (blocked && in_flight_ == 0 && to_start.empty() && stop_ == StopKind::None) {
+  if (blocked && in_flight_ == 0 && to_start.empty() && started_inline == 0 && stop_ == StopKind::None) {
     event("budget_exhausted", "", 0, {{"reason", *blocked}});
     request_stop(StopKind::Budget, "budget exhausted: " + *blocked);
   }
+  return started_inline;
 }
 
 bool Scheduler::prepare_attempt(int i) {
@@ -423,8 +458,10 @@ bool Scheduler::prepare_attempt(int i) {
   }
   a.stdout_path = spec.stdout_path.string();
   a.stderr_path = spec.stderr_path.string();
-  // The step's folder must exist before it starts: it may write ORCH_USAGE_FILE there.
-  if (s.rec.last_attempt == 1 || !fs::exists(spec.usage_path.parent_path())) {
+  // The step's folder must exist before it starts: it may write ORCH_USAGE_FILE
+  // there. (In-process executors write nothing; their shell_zero checks' output
+  // files create the folder when they are written.)
+  if (!s.executor->in_process() && (s.rec.last_attempt == 1 || !fs::exists(spec.usage_path.parent_path()))) {
     std::error_code ec;
     fs::create_directories(spec.usage_path.parent_path(), ec);
     if (ec && s.pending_render_error.empty())

@@ -44,6 +44,7 @@ struct StepState {
 
   // The attempt in flight (in_flight = started and not yet settled).
   bool in_flight = false;
+  bool dirty = false;  // rec changed in this transaction; written at commit
   AttemptRecord attempt;
   AttemptSpec spec;
   Spend reservation;
@@ -88,11 +89,13 @@ class Scheduler {
   Expected<void> commit();
   void event(const std::string& kind, const std::string& step_id = "", int attempt = 0,
              const nlohmann::json& data = nlohmann::json::object());
-  void save_step(StepState& s);
+  void save_step(StepState& s);  // marks the step's row for writing at commit()
 
   // One turn.
   Expected<void> settle_completions();
-  void dispatch_ready(std::vector<int>& to_start);
+  // Reserves and prepares ready steps; process-starting ones go to `to_start`
+  // (started after the commit), in-process ones start now. Returns how many did.
+  int dispatch_ready(std::vector<int>& to_start);
   void start_attempt(int i);
   bool prepare_attempt(int i);
 
@@ -128,6 +131,7 @@ class Scheduler {
   std::unordered_map<std::string, int> index_of_;
   std::set<int> ready_;
   std::deque<Completion> completions_;
+  std::vector<int> dirty_steps_;  // steps whose rec commit() writes
   std::optional<BudgetGuard> budget_;
   int in_flight_ = 0;
   int retries_waiting_ = 0;

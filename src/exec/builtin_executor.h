@@ -29,6 +29,7 @@ class BuiltinExecutor final : public Executor {
   // check for every non-shell step; repeating it here would report it twice.)
   void check_step(const Step& step, Diagnostics& out) const override;
   std::vector<Postcondition> default_post() const override { return {}; }
+  bool in_process() const override { return true; }
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                   DoneCallback done) override;
 

@@ -1,6 +1,7 @@
 // What open_sqlite_store accepts and refuses, and that refused files are left untouched.
 #include "ledger/migrate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,8 +117,35 @@ TEST(LedgerFile, ManyProcessesCreatingOneLedgerAtOnceCreateItOnce) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   }
   lt::RawDb raw(path);
-  EXPECT_EQ(raw.query("SELECT count(*) FROM schema_version"), "1");
+  EXPECT_EQ(raw.query("SELECT count(*) FROM schema_version"), std::to_string(store_schema_version()));
   EXPECT_EQ(raw.query("SELECT count(*) FROM runs"), "6");
+}
+
+// A ledger written by an orch that knew only schema v1 opens, is migrated in
+// place, and keeps its runs; columns added later read as their defaults.
+TEST(LedgerFile, AVersion1LedgerIsMigratedAndKeepsItsRuns) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_EQ(raw.exec("PRAGMA journal_mode = WAL"), "");
+    ASSERT_EQ(raw.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId)), "");
+    ASSERT_EQ(raw.exec(schema_migrations()[0].sql), "");
+    ASSERT_EQ(raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1');"
+                       "INSERT INTO runs VALUES ('old-run', 'n', 'succeeded', '', '/p.yaml', '/w', 1, 2, 0, 0,"
+                       " 1, 2, 3, 10, 0.5, 1, 100, 0, 0)"),
+              "");
+  }
+  auto store = open_sqlite_store(path);
+  ASSERT_TRUE(store) << store.error().message;
+  auto run = (*store)->find_run("old-run");
+  ASSERT_TRUE(run && *run);
+  EXPECT_EQ((*run)->status, RunStatus::Succeeded);
+  EXPECT_EQ((*run)->spent_tokens, 10);
+  EXPECT_EQ((*run)->budget_json, "{}");
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
+  EXPECT_EQ(raw.exec("UPDATE runs SET budget_json = 'not json'").empty(), false) << "budget_json must be JSON";
 }
 
 }  // namespace

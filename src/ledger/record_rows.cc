@@ -7,7 +7,7 @@ namespace orch::rows {
 #define ORCH_RUN_COLUMNS                                                                           \
   "id, name, status, reason, plan_path, workspace, plan_version, concurrency, keep_going, "        \
   "exit_code, created_at, updated_at, finished_at, spent_tokens, spent_cost_usd, spent_attempts, " \
-  "spent_wall_ms, owner_pid, cancel_requested"
+  "spent_wall_ms, owner_pid, cancel_requested, budget_json"
 #define ORCH_PLAN_COLUMNS "run_id, version, path, text, created_at"
 #define ORCH_STEP_COLUMNS                                                                  \
   "run_id, step_id, idx, goal, executor, status, reason, result, fingerprint, "            \
@@ -24,12 +24,13 @@ namespace orch::rows {
 
 const char kInsertRun[] = "INSERT INTO runs (" ORCH_RUN_COLUMNS
                           ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                          "?16, ?17, ?18, ?19)";
+                          "?16, ?17, ?18, ?19, ?20)";
 const char kUpdateRun[] =
     "UPDATE runs SET name = ?2, status = ?3, reason = ?4, plan_path = ?5, workspace = ?6, "
     "plan_version = ?7, concurrency = ?8, keep_going = ?9, exit_code = ?10, created_at = ?11, "
     "updated_at = ?12, finished_at = ?13, spent_tokens = ?14, spent_cost_usd = ?15, "
-    "spent_attempts = ?16, spent_wall_ms = ?17, owner_pid = ?18, cancel_requested = ?19 WHERE id = ?1";
+    "spent_attempts = ?16, spent_wall_ms = ?17, owner_pid = ?18, cancel_requested = ?19, "
+    "budget_json = ?20 WHERE id = ?1";
 const char kFindRun[] = "SELECT " ORCH_RUN_COLUMNS " FROM runs WHERE id = ?1";
 // rowid breaks ties between runs created in the same millisecond (later insert first).
 const char kListRuns[] = "SELECT " ORCH_RUN_COLUMNS " FROM runs ORDER BY created_at DESC, rowid DESC";
@@ -56,6 +57,7 @@ void bind_run(Statement& s, const RunRecord& r) {
   s.bind_int(17, r.spent_wall_ms);
   s.bind_int(18, r.owner_pid);
   s.bind_bool(19, r.cancel_requested);
+  s.bind_text(20, r.budget_json);
 }
 
 // Status columns are CHECK-constrained to the known names, so the fallbacks in the
@@ -81,6 +83,7 @@ RunRecord read_run(const Statement& s) {
   r.spent_wall_ms = s.column_int(16);
   r.owner_pid = static_cast<int>(s.column_int(17));
   r.cancel_requested = s.column_bool(18);
+  r.budget_json = s.column_text(19);
   return r;
 }
 

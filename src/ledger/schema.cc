@@ -31,6 +31,9 @@
 //   owner_pid        the process driving the run now, 0 when none
 //   cancel_requested 1 once `orch cancel` asked the run to stop; the driving process
 //                    polls it. Any process may set it.
+//   budget_json      (v2) the plan's budget limits, a JSON object with the keys set
+//                    in the plan: tokens, cost_usd, wall_ms, attempts; '{}' when none
+//                    (and for runs recorded before v2)
 //
 // plans            every version of a run's plan, exactly as submitted (immutable)
 //   run_id, version  primary key; version 1 is the plan the run started with
@@ -254,8 +257,15 @@ END;
 // To change the schema, append {2, "what it does", kSchemaV2} with the ALTER/CREATE
 // statements that turn a v1 file into v2, document the new columns above and in
 // docs/store.md, and update the row mappings (record_rows.cc). Never edit kSchemaV1.
-constexpr std::array<Migration, 1> kMigrations{{
+// v2: the plan's budget limits on the run row, so `orch status` and the run report
+// need not re-parse a (possibly 100,000-step) plan to show them.
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE runs ADD COLUMN budget_json TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(budget_json));
+)sql";
+
+constexpr std::array<Migration, 2> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
+    {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
 }};
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "ledger/ledger_test_support.h"
+#include "ledger/schema.h"
 #include "testing/testing.h"
 
 namespace orch {
@@ -316,7 +317,8 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 1);
+  EXPECT_EQ(store_schema_version(), 2);
+  EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
 }
 
 }  // namespace
