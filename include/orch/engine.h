@@ -33,6 +33,8 @@
 
 namespace orch {
 
+class SecretMasker;  // util/secrets.h
+
 // Exit codes of orch (docs/cli.md).
 enum ExitCode : int {
   kExitSucceeded = 0,
@@ -68,6 +70,12 @@ struct EngineOptions {
   std::function<void(const ProgressEvent&)> on_progress;
   std::function<void(const std::string& run_id)> on_started;  // once the run is durable
   std::chrono::milliseconds tick_interval{500};  // how often Tick progress events come
+  // Values never stored or shown: replaced by "***" in step results, output
+  // files, output tails, reasons and events. Null: the secrets of orch's own
+  // environment (names containing KEY, TOKEN, SECRET, PASSWORD, ...; see
+  // util/secrets.h). Either way the secret-looking entries of each step's env
+  // and inputs are added as the steps are rendered.
+  std::shared_ptr<const SecretMasker> secrets;
 };
 
 struct RunOutcome {

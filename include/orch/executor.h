@@ -27,6 +27,8 @@
 
 namespace orch {
 
+class SecretMasker;  // util/secrets.h
+
 // One attempt, fully rendered. Paths are absolute.
 struct AttemptSpec {
   std::string run_id;
@@ -46,6 +48,11 @@ struct AttemptSpec {
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds kill_grace{2000};
   std::int64_t max_output = 16 * 1024 * 1024;  // per stream; beyond it the file ends with a marker
+  // Secret values (from orch's environment and the step's env) that executors
+  // replace by "***" in everything they write or return: output files, result,
+  // output tail, messages. Null: nothing to mask. The engine masks again what it
+  // stores, so an executor that forgets cannot leak into the ledger.
+  std::shared_ptr<const SecretMasker> secrets;
 };
 
 enum class AttemptEnding {

@@ -13,6 +13,7 @@
 #include "orch/report.h"
 #include "orch/validate.h"
 #include "testing/testing.h"
+#include "util/secrets.h"
 
 namespace orch {
 namespace {
@@ -576,6 +577,61 @@ steps:
                              db.string()));
   ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
   EXPECT_EQ(step(out.run_id, "look").result, "3");
+}
+
+// A secret from orch's environment, or from a step's secret-looking env, never
+// reaches the ledger, the log files or the results: each is "***" there.
+TEST_F(EngineTest, SecretsAreMaskedEverywhereTheyAreStoredOrShown) {
+  const std::string key = "sk-live-0123456789";
+  setenv("ORCH_TEST_PROVIDER_API_KEY", key.c_str(), 1);  // read by the default masker and the steps
+  auto out = run(R"YAML(
+on_failure: continue
+steps:
+  - {id: leak, sh: 'echo "key=$ORCH_TEST_PROVIDER_API_KEY"; echo "err $ORCH_TEST_PROVIDER_API_KEY" >&2'}
+  - id: plan_env
+    env: {SERVICE_TOKEN: tok-plan-abcdef}
+    sh: 'echo "token $SERVICE_TOKEN"'
+  - id: passed_on
+    deps: [leak]
+    executor: builtin:echo
+    inputs: {text: "got ${steps.leak.result}"}
+  - id: fails
+    attempts: 1
+    sh: 'echo "dying with $ORCH_TEST_PROVIDER_API_KEY"; exit 3'
+)YAML");
+  unsetenv("ORCH_TEST_PROVIDER_API_KEY");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(step(out.run_id, "leak").result, "key=***");
+  EXPECT_EQ(step(out.run_id, "plan_env").result, "token ***");
+  EXPECT_EQ(step(out.run_id, "passed_on").result, "got key=***");
+  auto leak = attempts(out.run_id, "leak");
+  ASSERT_EQ(leak.size(), 1u);
+  EXPECT_EQ(read_file(leak[0].stdout_path), "key=***\n");
+  EXPECT_EQ(read_file(leak[0].stderr_path), "err ***\n");
+  auto fails = attempts(out.run_id, "fails");
+  ASSERT_EQ(fails.size(), 1u);
+  EXPECT_NE(fails[0].output_tail.find("dying with ***"), std::string::npos) << fails[0].output_tail;
+  // The environment's secret is nowhere under the store folder: not in the
+  // ledger file, its WAL, or any log.
+  int files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "store")) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    EXPECT_EQ(read_file(entry.path()).find(key), std::string::npos) << entry.path();
+  }
+  EXPECT_GE(files, 4);
+  // The plan's own literal is stored with the plan (resume needs it), and nowhere else.
+  auto steps = store_->steps(out.run_id);
+  ASSERT_TRUE(steps);
+  for (const auto& s : *steps) EXPECT_EQ(s.result.find("tok-plan"), std::string::npos);
+  auto all = store_->attempts(out.run_id);
+  ASSERT_TRUE(all);
+  for (const auto& a : *all) {
+    EXPECT_EQ(a.output_tail.find("tok-plan"), std::string::npos) << a.step_id;
+    if (!a.stdout_path.empty() && fs::exists(a.stdout_path)) {
+      EXPECT_EQ(read_file(a.stdout_path).find("tok-plan"), std::string::npos) << a.stdout_path;
+    }
+  }
 }
 
 TEST_F(EngineTest, ReportIsBuiltFromTheLedger) {

@@ -41,7 +41,25 @@ int priority(StopKind k) {
 }  // namespace
 
 Scheduler::Scheduler(Store& store, const EngineOptions& options)
-    : store_(store), options_(options), executors_(options.executors) {}
+    : store_(store),
+      options_(options),
+      executors_(options.executors),
+      secrets_(std::make_shared<SecretMasker>(options.secrets ? *options.secrets
+                                                              : SecretMasker::from_environment())) {}
+
+namespace {
+
+// `data` with every string in it masked: masking the dumped text instead could
+// turn a number that happens to equal a secret into invalid JSON.
+void mask_strings(nlohmann::json& data, const SecretMasker& secrets) {
+  if (data.is_string()) {
+    data = secrets.mask(data.get_ref<const std::string&>());
+  } else if (data.is_structured()) {
+    for (auto& item : data) mask_strings(item, secrets);
+  }
+}
+
+}  // namespace
 
 std::int64_t Scheduler::now_ms() const {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -110,7 +128,13 @@ void Scheduler::event(const std::string& kind, const std::string& step_id, int a
   e.kind = kind;
   e.step_id = step_id;
   e.attempt = attempt;
-  e.data_json = json_text(data);
+  if (secrets_->empty()) {
+    e.data_json = json_text(data);
+  } else {
+    nlohmann::json masked = data;
+    mask_strings(masked, *secrets_);
+    e.data_json = json_text(masked);
+  }
   if (auto r = store_.append_event(e); !r) store_error_ = r.error();
 }
 
@@ -421,6 +445,7 @@ bool Scheduler::prepare_attempt(int i) {
   spec.usage_path = attempt_file(s, number, ".usage.json");
   spec.kill_grace = plan_.defaults.kill_grace;
   spec.max_output = step.max_output.value_or(plan_.defaults.max_output);
+  spec.secrets = secrets_;
   std::optional<milliseconds> timeout = step.timeout ? step.timeout : plan_.defaults.timeout;
   if (auto left = budget_->wall_left(wall_ms_now())) {
     milliseconds cap(std::max<std::int64_t>(*left, 1));
@@ -439,6 +464,11 @@ bool Scheduler::prepare_attempt(int i) {
     spec.argv = std::move(rendered->argv);
     spec.env = std::move(rendered->env);
     spec.inputs = std::move(rendered->inputs);
+    // A rendered value can carry a secret into a secret-looking variable or input.
+    for (const auto& [name, value] : spec.env) secrets_->add_if_secret(name, value);
+    if (spec.inputs.is_object())
+      for (const auto& [name, value] : spec.inputs.items())
+        if (value.is_string()) secrets_->add_if_secret(name, value.get_ref<const std::string&>());
     auto fp = step_fingerprint(step, result_lookup());
     if (fp) a.fingerprint = *fp;
   }
@@ -576,6 +606,7 @@ void Scheduler::run_checks(int i) {
       spec.stderr_path = attempt_file(s, s.attempt.number, suffix + ".stderr");
       spec.usage_path = attempt_file(s, s.attempt.number, suffix + ".usage.json");
       spec.env = {{"ORCH_RUN_ID", run_.id}, {"ORCH_STEP_ID", s.step->id}, {"ORCH_RESULT", s.outcome->result}};
+      spec.secrets = secrets_;
       spec.timeout = p.timeout.value_or(kShellZeroTimeout);
       spec.kill_grace = plan_.defaults.kill_grace;
       spec.max_output = 1024 * 1024;
@@ -608,8 +639,11 @@ void Scheduler::run_checks(int i) {
   finish_attempt(i, AttemptStatus::Succeeded, "");
 }
 
-void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& reason) {
+void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& raw_reason) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
+  // Everything below is stored or shown: no secret gets past this point.
+  const std::string reason = secrets_->mask(raw_reason);
+  for (auto& c : s.checks) c.reason = secrets_->mask(c.reason);
   AttemptRecord& a = s.attempt;
   const AttemptOutcome empty;
   const AttemptOutcome& o = s.outcome ? *s.outcome : empty;
@@ -624,7 +658,7 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   a.stderr_bytes = o.stderr_bytes;
   a.stdout_truncated = o.stdout_truncated;
   a.stderr_truncated = o.stderr_truncated;
-  a.output_tail = tail_of(o.output_tail, kTailBytes);
+  a.output_tail = secrets_->mask(tail_of(o.output_tail, kTailBytes));
   a.tokens_in = o.tokens_in;
   a.tokens_out = o.tokens_out;
   a.cost_usd = o.cost_usd;
@@ -731,7 +765,9 @@ void Scheduler::schedule_retry(int i, milliseconds delay) {
 void Scheduler::mark_done(int i) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
   s.rec.status = StepStatus::Done;
-  s.rec.result = s.outcome ? s.outcome->result : "";
+  // Masked like everything stored; dependents see what the ledger holds, so a
+  // resumed run renders them exactly as an uninterrupted one.
+  s.rec.result = s.outcome ? secrets_->mask(s.outcome->result) : "";
   s.rec.fingerprint = s.attempt.fingerprint;
   s.rec.reason.clear();
   s.rec.finished_at = now_ms();

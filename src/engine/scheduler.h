@@ -29,6 +29,7 @@
 #include "engine/signals.h"
 #include "orch/engine.h"
 #include "orch/postcondition.h"
+#include "util/secrets.h"
 
 namespace orch {
 
@@ -121,6 +122,7 @@ class Scheduler {
   Store& store_;
   EngineOptions options_;
   std::shared_ptr<ExecutorRegistry> executors_;
+  std::shared_ptr<SecretMasker> secrets_;  // grows as steps' env and inputs are rendered
   EventLoop loop_;
   std::optional<RunLock> lock_;
   std::unique_ptr<SignalWatch> signals_;

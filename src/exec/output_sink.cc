@@ -12,8 +12,11 @@
 
 namespace orch {
 
-OutputSink::OutputSink(std::filesystem::path path, std::int64_t cap, bool keep_in_memory)
-    : path_(std::move(path)), cap_(std::max<std::int64_t>(cap, 0)), keep_(keep_in_memory) {}
+OutputSink::OutputSink(std::filesystem::path path, std::int64_t cap, bool keep_in_memory,
+                       const SecretMasker* secrets)
+    : path_(std::move(path)), cap_(std::max<std::int64_t>(cap, 0)), keep_(keep_in_memory) {
+  if (secrets != nullptr && !secrets->empty()) masking_.emplace(*secrets);
+}
 
 OutputSink::~OutputSink() {
   if (fd_ >= 0) ::close(fd_);
@@ -32,15 +35,24 @@ void OutputSink::append(std::string_view bytes) {
       0, static_cast<std::size_t>(std::min<std::int64_t>(room, static_cast<std::int64_t>(bytes.size()))));
   // Even a stream that is all over the cap gets its file: the marker must say so.
   if (fd_ < 0 && error_.empty() && !path_.empty()) write_to_file({});
-  if (!keep.empty()) {
-    write_to_file(keep);
-    if (keep_) kept_.append(keep);
+  if (keep.empty()) return;
+  if (masking_) {
+    emit(masking_->push(keep));
+  } else {
+    emit(keep);
   }
+}
+
+void OutputSink::emit(std::string_view bytes) {
+  if (bytes.empty()) return;
+  write_to_file(bytes);
+  if (keep_) kept_.append(bytes);
 }
 
 void OutputSink::finish() {
   if (finished_) return;
   finished_ = true;
+  if (masking_) emit(masking_->finish(truncated()));
   if (truncated()) {
     std::string marker = truncation_marker(cap_, total_ - cap_);
     write_to_file(marker);

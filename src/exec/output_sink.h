@@ -15,8 +15,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "util/secrets.h"
 
 namespace orch {
 
@@ -24,8 +27,11 @@ class OutputSink {
  public:
   // `path` empty: no file is written. `keep_in_memory`: also keep what the file
   // holds (capped bytes, then the marker) for kept() — stdout, whose text is the
-  // step's result. A negative cap counts as 0.
-  OutputSink(std::filesystem::path path, std::int64_t cap, bool keep_in_memory);
+  // step's result. A negative cap counts as 0. `secrets` (may be null; must
+  // outlive the sink): their values are written as "***", also when split across
+  // reads; the cap counts the bytes as they came from the process.
+  OutputSink(std::filesystem::path path, std::int64_t cap, bool keep_in_memory,
+             const SecretMasker* secrets = nullptr);
   ~OutputSink();
   OutputSink(const OutputSink&) = delete;
   OutputSink& operator=(const OutputSink&) = delete;
@@ -49,6 +55,7 @@ class OutputSink {
 
  private:
   void write_to_file(std::string_view bytes);
+  void emit(std::string_view bytes);  // to the file and, when kept, to kept_
 
   std::filesystem::path path_;
   std::int64_t cap_;
@@ -58,6 +65,7 @@ class OutputSink {
   std::int64_t total_ = 0;
   std::string kept_;
   std::string error_;
+  std::optional<MaskingStream> masking_;
 };
 
 class OutputTail {

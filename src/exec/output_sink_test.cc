@@ -15,6 +15,31 @@ using orch::testing::read_file;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 
+TEST(OutputSink, SecretsAreMaskedInTheFileAndTheKeptTextEvenWhenSplit) {
+  TempDir dir;
+  auto secrets = SecretMasker::from_assignments({"API_KEY=sk-abc123xyz"});
+  OutputSink sink(dir / "out", 1000, true, &secrets);
+  sink.append("key: sk-ab");
+  sink.append("c123");
+  sink.append("xyz done\n");
+  sink.finish();
+  EXPECT_EQ(read_file(dir / "out"), "key: *** done\n");
+  EXPECT_EQ(sink.kept(), "key: *** done\n");
+  EXPECT_EQ(sink.total_bytes(), 23) << "the cap and the count are about the bytes the process wrote";
+}
+
+TEST(OutputSink, ASecretCutByTheCapDoesNotLeakItsStart) {
+  TempDir dir;
+  auto secrets = SecretMasker::from_assignments({"API_KEY=sk-abc123xyz"});
+  OutputSink sink(dir / "out", 10, false, &secrets);
+  sink.append("key: sk-abc123xyz and more");
+  sink.finish();
+  std::string file = read_file(dir / "out");
+  EXPECT_EQ(file.rfind("key: ***", 0), 0u) << file;
+  EXPECT_EQ(file.find("sk-a"), std::string::npos) << file;
+  EXPECT_NE(file.find("output truncated at 10 bytes"), std::string::npos) << file;
+}
+
 TEST(OutputSink, NoFileUntilTheFirstByte) {
   TempDir dir;
   fs::path path = dir / "a/b/out";

@@ -65,8 +65,14 @@ class ShellAttempt final : public RunningAttempt {
         output_file_(spec.output_file),
         max_output_(spec.max_output),
         kill_grace_(spec.kill_grace),
-        stdout_(spec.stdout_path, spec.max_output, true),
-        stderr_(spec.stderr_path, spec.max_output, false) {}
+        secrets_(spec.secrets),
+        stdout_(spec.stdout_path, spec.max_output, true, secrets_.get()),
+        stderr_(spec.stderr_path, spec.max_output, false, secrets_.get()) {
+    if (secrets_ && !secrets_->empty()) {
+      tail_stdout_.emplace(*secrets_);
+      tail_stderr_.emplace(*secrets_);
+    }
+  }
 
   ~ShellAttempt() override { loop_.cancel_timer(timeout_timer_); }
 
@@ -78,11 +84,11 @@ class ShellAttempt final : public RunningAttempt {
     Subprocess::Handlers handlers;
     handlers.on_stdout = [this](std::string_view bytes) {
       stdout_.append(bytes);
-      tail_.append(bytes);
+      tail_.append(tail_stdout_ ? tail_stdout_->push(bytes) : std::string(bytes));
     };
     handlers.on_stderr = [this](std::string_view bytes) {
       stderr_.append(bytes);
-      tail_.append(bytes);
+      tail_.append(tail_stderr_ ? tail_stderr_->push(bytes) : std::string(bytes));
     };
     handlers.on_exit = [this](ProcessExit exit) { on_exit(std::move(exit)); };
     auto process = Subprocess::start(options, loop_, std::move(handlers));
@@ -135,6 +141,8 @@ class ShellAttempt final : public RunningAttempt {
     timeout_timer_ = 0;
     stdout_.finish();
     stderr_.finish();
+    if (tail_stdout_) tail_.append(tail_stdout_->finish(false));
+    if (tail_stderr_) tail_.append(tail_stderr_->finish(false));
 
     AttemptOutcome outcome;
     outcome.output_tail = tail_.text();
@@ -158,6 +166,7 @@ class ShellAttempt final : public RunningAttempt {
 
     if (!output_file_) outcome.result = trim_one_newline(std::move(stdout_.kept()));
     if (outcome.ending == AttemptEnding::Exited) settle_exited(outcome);
+    if (secrets_ && output_file_) outcome.result = secrets_->mask(outcome.result);
     report(std::move(outcome));  // last: may destroy *this
   }
 
@@ -223,9 +232,12 @@ class ShellAttempt final : public RunningAttempt {
   std::optional<fs::path> output_file_;
   std::int64_t max_output_;
   std::chrono::milliseconds kill_grace_;
+  std::shared_ptr<const SecretMasker> secrets_;  // before the sinks, which point into it
   OutputSink stdout_;
   OutputSink stderr_;
   OutputTail tail_;
+  std::optional<MaskingStream> tail_stdout_;  // the tail's own maskers: it outlives the sinks' caps
+  std::optional<MaskingStream> tail_stderr_;
   Stop stop_ = Stop::None;
   std::string stop_message_;
   bool reported_ = false;

@@ -73,24 +73,70 @@ SecretMasker SecretMasker::from_environment() {
 }
 
 std::string SecretMasker::mask(std::string_view text) const {
+  std::string out;
+  mask_partial(text, true, false, out);
+  return out;
+}
+
+std::size_t SecretMasker::mask_partial(std::string_view text, bool final, bool cut, std::string& out) const {
   // The common case: no secrets, or a text too short to hold one.
-  if (values_.empty() || text.size() < values_.back().size()) return std::string(text);
-  std::string out(text);
-  std::string next;
-  for (const auto& value : values_) {
-    std::size_t hit = out.find(value);
-    if (hit == std::string::npos) continue;
-    next.clear();
-    next.reserve(out.size());
-    std::size_t from = 0;
-    for (; hit != std::string::npos; hit = out.find(value, from)) {
-      next.append(out, from, hit - from);
-      next.append(kMask);
-      from = hit + value.size();
-    }
-    next.append(out, from, std::string::npos);
-    out.swap(next);
+  if (values_.empty() || (final && !cut && text.size() < values_.back().size())) {
+    out.append(text);
+    return text.size();
   }
+  out.reserve(out.size() + text.size());
+  std::size_t i = 0;
+  std::size_t copied = 0;  // text[copied, i) is still to be appended as is
+  while (i < text.size()) {
+    std::string_view rest = text.substr(i);
+    bool masked = false;
+    bool maybe = false;  // rest is a proper start of some secret
+    for (const auto& value : values_) {  // longest first
+      if (value.front() != rest.front()) continue;
+      if (rest.size() >= value.size()) {
+        if (rest.compare(0, value.size(), value) == 0) {
+          if (maybe && !final) break;  // a longer secret may still match here
+          out.append(text.substr(copied, i - copied));
+          out.append(kMask);
+          i += value.size();
+          copied = i;
+          masked = true;
+          break;
+        }
+      } else if (value.compare(0, rest.size(), rest) == 0) {
+        maybe = true;
+      }
+    }
+    if (masked) continue;
+    if (maybe && !final) break;  // decided when more bytes arrive
+    if (maybe && cut) {
+      out.append(text.substr(copied, i - copied));
+      out.append(kMask);
+      return text.size();
+    }
+    ++i;
+  }
+  out.append(text.substr(copied, i - copied));
+  return i;
+}
+
+std::string MaskingStream::push(std::string_view bytes) {
+  std::string out;
+  if (masker_.empty()) {
+    out.append(held_).append(bytes);
+    held_.clear();
+    return out;
+  }
+  held_.append(bytes);
+  std::size_t used = masker_.mask_partial(held_, false, false, out);
+  held_.erase(0, used);
+  return out;
+}
+
+std::string MaskingStream::finish(bool cut) {
+  std::string out;
+  masker_.mask_partial(held_, true, cut, out);
+  held_.clear();
   return out;
 }
 

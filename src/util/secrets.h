@@ -36,15 +36,41 @@ class SecretMasker {
   // Adds `value` unconditionally (if long enough), e.g. a key read from a file.
   bool add_value(std::string_view value);
 
-  // `text` with every occurrence of a secret value replaced by "***"; longer
-  // values are replaced first, so a secret containing another is masked whole.
+  // `text` with every occurrence of a secret value replaced by "***", scanning
+  // left to right and trying longer values first at each position, so a secret
+  // containing another is masked whole.
   std::string mask(std::string_view text) const;
+
+  // Masks `text` onto `out` as far as it can be decided: bytes that might start a
+  // secret continuing beyond the end of `text` are left over, and the count of
+  // bytes consumed is returned (the caller keeps the rest for the next call).
+  // With `final`, everything is consumed; a left-over that is the start of a
+  // secret is masked too when `cut` says the stream was cut off there.
+  std::size_t mask_partial(std::string_view text, bool final, bool cut, std::string& out) const;
+
+  std::size_t longest() const { return values_.empty() ? 0 : values_.front().size(); }
 
   bool empty() const { return values_.empty(); }
   std::size_t size() const { return values_.size(); }
 
  private:
   std::vector<std::string> values_;  // unique, longest first
+};
+
+// Masks a stream that arrives in pieces (a step's stdout), so a secret split
+// across two reads is still masked. Holds back fewer bytes than the longest secret.
+class MaskingStream {
+ public:
+  explicit MaskingStream(const SecretMasker& masker) : masker_(masker) {}
+  // The masked bytes that are now certain.
+  std::string push(std::string_view bytes);
+  // Everything left, masked; `cut`: the stream was cut off (a truncated output),
+  // so a held-back start of a secret is masked rather than written.
+  std::string finish(bool cut);
+
+ private:
+  const SecretMasker& masker_;
+  std::string held_;
 };
 
 }  // namespace orch

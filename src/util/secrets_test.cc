@@ -77,3 +77,54 @@ TEST(SecretMasker, AddValueAndAddIfSecret) {
 
 }  // namespace
 }  // namespace orch
+
+namespace orch {
+namespace {
+
+// A secret split across reads at any point is still masked, and nothing else changes.
+TEST(MaskingStream, ASecretSplitAcrossReadsIsMasked) {
+  auto masker = SecretMasker::from_assignments({"API_KEY=sk-abc123", "B_TOKEN=sk-abc123-long-one"});
+  const std::string text = "a sk-abc123 b sk-abc123-long-one c sk-ab d sk-abc123";
+  const std::string want = masker.mask(text);
+  EXPECT_EQ(want, "a *** b *** c sk-ab d ***");
+  for (std::size_t cut1 = 0; cut1 <= text.size(); ++cut1) {
+    for (std::size_t cut2 = cut1; cut2 <= text.size(); cut2 += 3) {
+      MaskingStream stream(masker);
+      std::string got = stream.push(std::string_view(text).substr(0, cut1));
+      got += stream.push(std::string_view(text).substr(cut1, cut2 - cut1));
+      got += stream.push(std::string_view(text).substr(cut2));
+      got += stream.finish(false);
+      ASSERT_EQ(got, want) << "cuts at " << cut1 << ", " << cut2;
+    }
+  }
+}
+
+TEST(MaskingStream, HoldsBackOnlyWhatMightStartASecret) {
+  auto masker = SecretMasker::from_assignments({"API_KEY=sk-abc123"});
+  MaskingStream stream(masker);
+  EXPECT_EQ(stream.push("hello sk-a"), "hello ");
+  EXPECT_EQ(stream.push("bX"), "sk-abX");
+  EXPECT_EQ(stream.finish(false), "");
+}
+
+TEST(MaskingStream, AStreamCutInsideASecretDoesNotLeakItsStart) {
+  auto masker = SecretMasker::from_assignments({"API_KEY=sk-abc123"});
+  MaskingStream cut(masker);
+  std::string got = cut.push("value: sk-abc1");
+  got += cut.finish(true);
+  EXPECT_EQ(got, "value: ***");
+  MaskingStream ended(masker);
+  got = ended.push("value: sk-abc1");
+  got += ended.finish(false);
+  EXPECT_EQ(got, "value: sk-abc1") << "a stream that really ended there printed a mere prefix";
+}
+
+TEST(MaskingStream, WithoutSecretsBytesPassStraightThrough) {
+  SecretMasker none;
+  MaskingStream stream(none);
+  EXPECT_EQ(stream.push(std::string("a\0b", 3)), std::string("a\0b", 3));
+  EXPECT_EQ(stream.finish(true), "");
+}
+
+}  // namespace
+}  // namespace orch
