@@ -34,6 +34,7 @@
 namespace orch {
 
 class SecretMasker;  // util/secrets.h
+class Clock;         // orch/clock.h
 
 // Exit codes of orch (docs/cli.md).
 enum ExitCode : int {
@@ -76,6 +77,10 @@ struct EngineOptions {
   // util/secrets.h). Either way the secret-looking entries of each step's env
   // and inputs are added as the steps are rendered.
   std::shared_ptr<const SecretMasker> secrets;
+  // Timers (retry delays, the wall budget, timeouts) and ledger stamps; null:
+  // Clock::system(). Tests pass a ManualClock (orch/clock.h) so that retry
+  // back-off and wall budgets run without sleeping. Must outlive the engine.
+  Clock* clock = nullptr;
 };
 
 struct RunOutcome {

@@ -14,6 +14,8 @@
 #include <memory>
 #include <vector>
 
+#include "orch/clock.h"
+
 namespace orch {
 
 class EventLoop {
@@ -23,7 +25,10 @@ class EventLoop {
   using Callback = std::function<void()>;
   using TimerId = std::uint64_t;
 
-  EventLoop();
+  // Timers run on `clock` (which must outlive the loop). On a manual clock, a
+  // turn with no fd watched and nothing deferred jumps the clock to the next
+  // timer rather than sleeping.
+  explicit EventLoop(Clock& clock = Clock::system());
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -34,7 +39,7 @@ class EventLoop {
   void watch(int fd, short events, FdHandler handler);
   void unwatch(int fd);
 
-  // Calls `callback` once, `delay` from now (steady clock).
+  // Calls `callback` once, `delay` from now (on the loop's clock).
   TimerId add_timer(Millis delay, Callback callback);
   void cancel_timer(TimerId id);
 
@@ -49,7 +54,10 @@ class EventLoop {
   // True when nothing is watched, scheduled or deferred.
   bool idle() const;
 
+  Clock& clock() const { return clock_; }
+
  private:
+  Clock& clock_;
   struct Watch {
     short events;
     std::shared_ptr<FdHandler> handler;

@@ -29,8 +29,12 @@ void ProgressPrinter::on_event(const ProgressEvent& e) {
     if (e.kind != ProgressEvent::Kind::StepFinished) return;
     std::string status = step_status_name(e.step_status);
     std::string detail = e.reason.empty() ? "" : "  " + first_line(e.reason);
-    std::printf("%-9s %s  (attempt %d, %s)%s\n", status.c_str(), e.step_id.c_str(), e.attempt,
-                human_duration(e.duration_ms).c_str(), detail.c_str());
+    if (e.attempt > 0) {
+      std::printf("%-9s %s  (attempt %d, %s)%s\n", status.c_str(), e.step_id.c_str(), e.attempt,
+                  human_duration(e.duration_ms).c_str(), detail.c_str());
+    } else {  // never attempted: skipped before it started
+      std::printf("%-9s %s%s\n", status.c_str(), e.step_id.c_str(), detail.c_str());
+    }
     std::fflush(stdout);
     return;
   }

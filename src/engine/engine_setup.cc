@@ -20,9 +20,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string new_run_id() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
+// "20261130-061845-e3a7": the creation time (UTC, on the run's clock) and 16 random bits.
+std::string new_run_id(std::int64_t wall_ms) {
+  std::time_t t = static_cast<std::time_t>(wall_ms / 1000);
   std::tm tm{};
   gmtime_r(&t, &tm);
   std::random_device rd;
@@ -101,7 +101,7 @@ Expected<void> Scheduler::prepare_new(const Plan& plan, const std::string& plan_
     return fail(ErrorCode::InvalidInput,
                 fmt::format("workspace '{}' is not a usable folder: {}", options_.workspace.string(), ec.message()));
   run_ = RunRecord{};
-  run_.id = new_run_id();
+  run_.id = new_run_id(now_ms());
   run_.name = plan.name;
   run_.plan_path = plan.source_path.empty() ? "" : fs::absolute(plan.source_path).string();
   run_.workspace = workspace.string();

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "engine/run_lock.h"
+#include "orch/clock.h"
 #include "orch/plan_loader.h"
 #include "orch/report.h"
 #include "orch/validate.h"
@@ -632,6 +633,45 @@ steps:
       EXPECT_EQ(read_file(a.stdout_path).find("tok-plan"), std::string::npos) << a.stdout_path;
     }
   }
+}
+
+// Retry back-off on an injected clock: an hour's delay, no sleeping.
+TEST_F(EngineTest, RetryDelayRunsOnTheInjectedClock) {
+  ManualClock clock;
+  EngineOptions options;
+  options.clock = &clock;
+  const auto real_start = std::chrono::steady_clock::now();
+  auto out = run(R"(
+steps:
+  - {id: flaky, sh: '[ "$ORCH_ATTEMPT" = 2 ]', attempts: 2, retry_delay: 1h}
+)",
+                 options);
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_LT(std::chrono::steady_clock::now() - real_start, std::chrono::seconds(20));
+  auto tries = attempts(out.run_id, "flaky");
+  ASSERT_EQ(tries.size(), 2u);
+  EXPECT_GE(tries[1].started_at - tries[0].finished_at, 3600 * 1000) << "the retry did not wait its hour";
+  EXPECT_LT(tries[1].started_at - tries[0].finished_at, 3600 * 1000 + 60 * 1000);
+}
+
+// The plan's wall budget ends a run that is only waiting, on the injected clock.
+TEST_F(EngineTest, WallBudgetRunsOutOnTheInjectedClock) {
+  ManualClock clock;
+  EngineOptions options;
+  options.clock = &clock;
+  const auto real_start = std::chrono::steady_clock::now();
+  auto out = run(R"(
+budget: {wall: 30m}
+steps:
+  - {id: flaky, sh: 'echo "try $ORCH_ATTEMPT"; exit 1', attempts: 5, retry_delay: 1h}
+  - {id: later, deps: [flaky], run: ["true"]}
+)",
+                 options);
+  EXPECT_EQ(out.status, RunStatus::BudgetExhausted) << out.reason;
+  EXPECT_NE(out.reason.find("wall"), std::string::npos) << out.reason;
+  EXPECT_LT(std::chrono::steady_clock::now() - real_start, std::chrono::seconds(20));
+  EXPECT_EQ(attempts(out.run_id, "flaky").size(), 1u) << "the retry an hour later is past the 30 minutes";
+  EXPECT_EQ(step(out.run_id, "later").status, StepStatus::Skipped);
 }
 
 TEST_F(EngineTest, ReportIsBuiltFromTheLedger) {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "engine/run_lock.h"
+#include "orch/clock.h"
 
 namespace orch {
 
@@ -97,7 +98,11 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
     step["result_bytes"] = s.result.size();
     step_list.push_back(std::move(step));
   }
-  std::int64_t end = run.finished_at ? run.finished_at : run.updated_at;
+  // Only a live process holds the run's lock: after kill -9 the run still says
+  // running, but nothing drives it until `orch resume`.
+  const bool active = run.status == RunStatus::Running && RunLock::is_held(store.folder(), run.id);
+  // A live run's time goes on between ledger writes (a step may run for minutes).
+  std::int64_t end = run.finished_at ? run.finished_at : active ? Clock::system().wall_ms() : run.updated_at;
   ojson report = {
       {"schema", "orch.run-report/1"},
       {"run",
@@ -114,9 +119,7 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
         {"created_at", iso_time(run.created_at)},
         {"finished_at", iso_time(run.finished_at)},
         {"elapsed_ms", end > run.created_at ? end - run.created_at : 0},
-        // Only a live process holds the run's lock: after kill -9 the run still says
-        // running, but nothing drives it until `orch resume`.
-        {"active", run.status == RunStatus::Running && RunLock::is_held(store.folder(), run.id)}}},
+        {"active", active}}},
       {"budget",
        {{"limits", limits},
         {"spent",

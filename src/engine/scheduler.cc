@@ -43,9 +43,10 @@ int priority(StopKind k) {
 Scheduler::Scheduler(Store& store, const EngineOptions& options)
     : store_(store),
       options_(options),
+      clock_(options.clock != nullptr ? *options.clock : Clock::system()),
       executors_(options.executors),
-      secrets_(std::make_shared<SecretMasker>(options.secrets ? *options.secrets
-                                                              : SecretMasker::from_environment())) {}
+      secrets_(std::make_shared<SecretMasker>(options.secrets ? *options.secrets : SecretMasker::from_environment())),
+      loop_(clock_) {}
 
 namespace {
 
@@ -61,12 +62,10 @@ void mask_strings(nlohmann::json& data, const SecretMasker& secrets) {
 
 }  // namespace
 
-std::int64_t Scheduler::now_ms() const {
-  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+std::int64_t Scheduler::now_ms() const { return clock_.wall_ms(); }
 
 std::int64_t Scheduler::wall_ms_now() const {
-  return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started_).count();
+  return std::chrono::duration_cast<milliseconds>(clock_.now() - started_).count();
 }
 
 int Scheduler::effective_concurrency() const { return std::max(1, run_.concurrency); }
@@ -157,7 +156,7 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
     const StepState& s = steps_[static_cast<std::size_t>(step)];
     e.step_id = s.step->id;
     e.step_status = s.rec.status;
-    e.attempt = s.attempt.number;
+    e.attempt = s.rec.last_attempt;  // 0: never attempted (skipped)
     e.duration_ms = s.rec.wall_ms;
   }
   e.reason = reason;
@@ -193,9 +192,11 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
 // ---- the loop --------------------------------------------------------------
 
 Expected<RunOutcome> Scheduler::run_loop() {
-  started_ = std::chrono::steady_clock::now();
-  last_cancel_poll_ = started_;
-  last_tick_ = started_;
+  started_ = clock_.now();
+  // Polling the cancel flag, ticks and batching are about responsiveness to
+  // people and other processes: real time, whatever the run's clock says.
+  last_cancel_poll_ = std::chrono::steady_clock::now();
+  last_tick_ = last_cancel_poll_;
   if (options_.handle_signals) {
     signals_ = std::make_unique<SignalWatch>(loop_, [this](int signo) {
       request_stop(StopKind::Interrupt, fmt::format("interrupted by signal {}", signo));
@@ -868,6 +869,7 @@ Expected<RunOutcome> Scheduler::finish_run() {
       save_step(s);
       event(s.rec.status == StepStatus::Failed ? "step_failed" : "step_skipped", s.step->id, 0,
             {{"reason", s.rec.reason}});
+      report(ProgressEvent::Kind::StepFinished, static_cast<int>(i), s.rec.reason);
     }
   }
   if (stop_ == StopKind::None) {

@@ -121,6 +121,7 @@ class Scheduler {
 
   Store& store_;
   EngineOptions options_;
+  Clock& clock_;
   std::shared_ptr<ExecutorRegistry> executors_;
   std::shared_ptr<SecretMasker> secrets_;  // grows as steps' env and inputs are rendered
   EventLoop loop_;
@@ -142,7 +143,7 @@ class Scheduler {
   StopKind stop_ = StopKind::None;
   std::string stop_reason_;
   std::optional<Error> store_error_;
-  std::chrono::steady_clock::time_point started_;
+  Clock::TimePoint started_;  // on clock_: the wall budget counts from here
   std::chrono::steady_clock::time_point last_cancel_poll_;
   std::chrono::steady_clock::time_point last_tick_;
   EventLoop::TimerId wall_timer_ = 0;

@@ -18,9 +18,7 @@
 
 namespace orch {
 
-using Clock = std::chrono::steady_clock;
-
-EventLoop::EventLoop() = default;
+EventLoop::EventLoop(Clock& clock) : clock_(clock) {}
 EventLoop::~EventLoop() = default;
 
 void EventLoop::watch(int fd, short events, FdHandler handler) {
@@ -33,7 +31,7 @@ void EventLoop::unwatch(int fd) {
 
 EventLoop::TimerId EventLoop::add_timer(Millis delay, Callback callback) {
   TimerId id = next_timer_++;
-  auto when = Clock::now() + std::max(delay, Millis{0});
+  auto when = clock_.now() + std::max(delay, Millis{0});
   timers_.emplace(when, std::make_pair(id, std::move(callback)));
   timer_index_.emplace(id, when);
   return id;
@@ -79,9 +77,13 @@ int EventLoop::run_once(Millis max_wait) {
   int timeout_ms = 0;
   if (ran == 0 && deferred_.empty()) {
     Millis wait = std::max(max_wait, Millis{0});
-    if (!timers_.empty()) {
+    if (!timers_.empty() && clock_.manual() && watches_.empty()) {
+      // Nothing can happen before the next timer but time passing: let it pass.
+      clock_.advance_to(timers_.begin()->first);
+      wait = Millis{0};
+    } else if (!timers_.empty()) {
       // Round up so we never wake just before a timer is due and spin.
-      auto until = std::chrono::ceil<Millis>(timers_.begin()->first - Clock::now());
+      auto until = std::chrono::ceil<Millis>(timers_.begin()->first - clock_.now());
       wait = std::clamp(until, Millis{0}, wait);
     }
     timeout_ms = static_cast<int>(std::min<Millis::rep>(wait.count(), INT_MAX));
@@ -110,7 +112,7 @@ int EventLoop::run_once(Millis max_wait) {
   }
 
   if (!timers_.empty()) {
-    auto now = Clock::now();
+    auto now = clock_.now();
     std::vector<TimerId> due;
     for (auto it = timers_.begin(); it != timers_.end() && it->first <= now; ++it) {
       due.push_back(it->second.first);

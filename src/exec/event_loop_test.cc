@@ -39,6 +39,52 @@ struct Pipe {
   }
 };
 
+// On a manual clock an idle loop jumps to its next timer: an hour passes at once.
+TEST(EventLoop, AManualClockJumpsToTheNextTimerWhenNothingElseCanHappen) {
+  ManualClock clock;
+  EventLoop loop(clock);
+  const auto start = clock.now();
+  std::vector<int> fired;
+  loop.add_timer(2h, [&] { fired.push_back(2); });
+  loop.add_timer(1h, [&] { fired.push_back(1); });
+  const auto real_start = SteadyClock::now();
+  EXPECT_EQ(loop.run_once(10s), 1);
+  EXPECT_EQ(fired, std::vector<int>{1});
+  EXPECT_EQ(clock.now() - start, 1h);
+  EXPECT_EQ(loop.run_once(10s), 1);
+  EXPECT_EQ(fired, (std::vector<int>{1, 2}));
+  EXPECT_EQ(clock.now() - start, 2h);
+  EXPECT_LT(SteadyClock::now() - real_start, 5s) << "the loop slept instead of moving the clock";
+  EXPECT_EQ(clock.wall_ms(), 1767225600000 + 2 * 3600 * 1000);
+}
+
+// While an fd is watched, something real may happen first: no jumping.
+TEST(EventLoop, AManualClockDoesNotJumpWhileAnFdIsWatched) {
+  ManualClock clock;
+  EventLoop loop(clock);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  bool timer = false;
+  bool readable = false;
+  loop.add_timer(1h, [&] { timer = true; });
+  loop.watch(fds[0], POLLIN, [&](short) {
+    readable = true;
+    loop.unwatch(fds[0]);
+  });
+  const auto start = clock.now();
+  loop.run_once(20ms);
+  EXPECT_FALSE(timer);
+  EXPECT_EQ(clock.now(), start);
+  ASSERT_EQ(::write(fds[1], "x", 1), 1);
+  loop.run_once(1s);
+  EXPECT_TRUE(readable);
+  EXPECT_FALSE(timer);
+  loop.run_once(1s);  // nothing watched any more: now the hour passes
+  EXPECT_TRUE(timer);
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
 TEST(EventLoop, TimersFireInDeadlineOrder) {
   EventLoop loop;
   std::vector<int> order;
