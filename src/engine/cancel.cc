@@ -6,16 +6,14 @@
 
 #include "engine/orphans.h"
 #include "engine/run_lock.h"
+#include "orch/clock.h"
 #include "orch/engine.h"
 #include "util/json_text.h"
 
 namespace orch {
 
 namespace {
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+std::int64_t now_ms() { return Clock::system().wall_ms(); }
 
 Expected<void> event(Store& store, const std::string& run_id, const std::string& kind, const std::string& step = "",
                      int attempt = 0, const nlohmann::json& data = nlohmann::json::object()) {
@@ -29,16 +27,7 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
   kill_orphans(run.id);
   ORCH_TRY(store.begin());
   ORCH_TRY(event(store, run.id, "cancel_requested", "", 0, {{"by_pid", getpid()}}));
-  for (AttemptRecord a : ORCH_TRY(store.attempts(run.id))) {
-    if (a.status != AttemptStatus::Running) continue;
-    a.status = AttemptStatus::Interrupted;
-    a.counted = false;
-    a.ending = "interrupted";
-    a.reason = "interrupted: the orch process driving it stopped";
-    a.finished_at = now_ms();
-    ORCH_TRY(store.finish_attempt(a));
-    ORCH_TRY(event(store, run.id, "attempt_interrupted", a.step_id, a.number));
-  }
+  ORCH_TRY(close_interrupted_attempts(store, run.id, now_ms()));
   for (StepRecord s : ORCH_TRY(store.steps(run.id))) {
     if (s.status != StepStatus::Pending && s.status != StepStatus::Running) continue;
     bool was_running = s.status == StepStatus::Running;

@@ -151,7 +151,6 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
   loaded.plan.source_path = path;
 
   std::vector<StepRecord> rows = ORCH_TRY(store_.steps(run_.id));
-  std::vector<AttemptRecord> attempts = ORCH_TRY(store_.attempts(run_.id));
   RunStatus previous = run_.status;
   run_.status = RunStatus::Running;
   run_.owner_pid = static_cast<int>(getpid());
@@ -169,21 +168,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
         {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});
 
   // Attempts the dead process left running: interrupted, not counted, workspace restored.
-  for (AttemptRecord a : attempts) {
-    if (a.status != AttemptStatus::Running) continue;
-    a.status = AttemptStatus::Interrupted;
-    a.counted = false;
-    a.ending = "interrupted";
-    a.reason = "interrupted: the orch process driving it stopped";
-    a.finished_at = now_ms();
-    ORCH_TRY(store_.finish_attempt(a));
-    std::string restored;
-    if (!a.snapshot_dir.empty() && fs::exists(fs::path(a.snapshot_dir) / "manifest.json")) {
-      auto r = restore_snapshot(a.snapshot_dir);
-      restored = r ? "restored" : r.error().message;
-    }
-    event("attempt_interrupted", a.step_id, a.number, {{"writes", restored}});
-  }
+  ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms()));
 
   // Step rows: done stays done; everything else gets another chance.
   std::map<std::string, StepRecord> by_id;

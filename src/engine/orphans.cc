@@ -8,7 +8,11 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <filesystem>
 #include <string>
+
+#include "engine/snapshot.h"
+#include "util/json_text.h"
 
 namespace orch {
 
@@ -48,6 +52,29 @@ int kill_orphans(const std::string& run_id) {
   closedir(proc);
   for (pid_t g : groups) kill(-g, SIGKILL);
   return killed;
+}
+
+Expected<int> close_interrupted_attempts(Store& store, const std::string& run_id, std::int64_t now_ms) {
+  int closed = 0;
+  for (AttemptRecord a : ORCH_TRY(store.attempts(run_id))) {
+    if (a.status != AttemptStatus::Running) continue;
+    a.status = AttemptStatus::Interrupted;
+    a.counted = false;
+    a.ending = "interrupted";
+    a.reason = "interrupted: the orch process driving it stopped";
+    a.finished_at = now_ms;
+    ORCH_TRY(store.finish_attempt(a));
+    std::string restored;
+    if (!a.snapshot_dir.empty() && std::filesystem::exists(std::filesystem::path(a.snapshot_dir) / "manifest.json")) {
+      auto r = restore_snapshot(a.snapshot_dir);
+      restored = r ? "restored" : r.error().message;
+    }
+    EventRecord e{0, run_id, now_ms, "attempt_interrupted", a.step_id, a.number,
+                  json_text(nlohmann::json{{"writes", restored}})};
+    ORCH_TRY(store.append_event(e));
+    ++closed;
+  }
+  return closed;
 }
 
 }  // namespace orch
