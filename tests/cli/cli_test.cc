@@ -396,8 +396,9 @@ TEST(Cli, CancelStopsALiveRunFromAnotherProcess) {
 
 TEST(Cli, CancelARunWhoseDriverWasKilled) {
   TempDir d;
+  write_file(d / "notes.txt", "before\n");
   write_file(d / "p.yaml", R"(steps:
-  - {id: long, sh: 'echo $$ > long.pid; sleep 60'}
+  - {id: long, writes: [notes.txt], sh: 'echo half-written > notes.txt; echo $$ > long.pid; sleep 60'}
   - {id: next, deps: [long], run: ["true"]}
 )");
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
@@ -416,6 +417,7 @@ TEST(Cli, CancelARunWhoseDriverWasKilled) {
   EXPECT_EQ(st["steps"][0]["status"], "cancelled");
   EXPECT_EQ(st["steps"][0]["attempts"][0]["status"], "interrupted");
   EXPECT_EQ(st["steps"][1]["status"], "skipped");
+  EXPECT_EQ(read_file(d / "notes.txt"), "before\n") << "the interrupted step's writes: were not restored";
 }
 
 }  // namespace
