@@ -7,7 +7,9 @@ OUTDIR/flat/Makefile        N independent targets, each running `true`, and `all
 OUTDIR/flat/build.ninja     N independent edges of a rule running `true`
 OUTDIR/flat/plan.yaml       the same N commands as an orch plan (concurrency 2)
 OUTDIR/chain.yaml           CHAIN builtin:echo steps, each depending on the last
+OUTDIR/chain.json           the same chain as a JSON plan
 OUTDIR/big.yaml             BIG independent shell steps running `true`
+OUTDIR/big.json             the same big plan as a JSON plan
 
 No target or edge ever creates its output file, so make and ninja run every
 command on every invocation (ninja must still be run in a fresh folder, or with
@@ -15,6 +17,7 @@ its .ninja_log removed, so that it has no memory of an earlier run). A count of
 0 skips that output.
 """
 import argparse
+import json
 import os
 import sys
 
@@ -71,6 +74,27 @@ def big_plan(n):
         yield "  - id: b%d\n    run: [\"true\"]\n" % i
 
 
+def chain_steps(n):
+    for i in range(n):
+        step = {"id": "c%d" % i, "executor": "builtin:echo"}
+        if i == 0:
+            step["inputs"] = {"text": "x"}
+        else:
+            step["deps"] = ["c%d" % (i - 1)]
+            step["inputs"] = {"text": "${steps.c%d.result}x" % (i - 1)}
+        yield step
+
+
+def json_plan(name, steps):
+    # One step per line: the shape a program writing a plan would produce.
+    yield '{"name": %s, "concurrency": 2, "steps": [\n' % json.dumps(name)
+    first = True
+    for step in steps:
+        yield ("" if first else ",\n") + json.dumps(step)
+        first = False
+    yield "\n]}\n"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("outdir")
@@ -90,8 +114,11 @@ def main():
     os.makedirs(args.outdir, exist_ok=True)
     if args.chain:
         write(os.path.join(args.outdir, "chain.yaml"), chain_plan(args.chain))
+        write(os.path.join(args.outdir, "chain.json"), json_plan("bench-chain", chain_steps(args.chain)))
     if args.big:
         write(os.path.join(args.outdir, "big.yaml"), big_plan(args.big))
+        big_steps = ({"id": "b%d" % i, "run": ["true"]} for i in range(args.big))
+        write(os.path.join(args.outdir, "big.json"), json_plan("bench-big", big_steps))
     return 0
 
 

@@ -7,12 +7,12 @@
 #   1. N independent `true` commands at -j2 (N = 5000): the raw posix_spawn loop
 #      (bench/spawn_loop.cc), `make -j2`, `ninja -j2` and `orch run` with a fresh
 #      store and workspace; wall seconds and the ratio of each to the raw loop.
-#   2. A chain of builtin:echo steps (1000), each depending on the previous:
-#      orch's per-step overhead in µs (the wall time of `orch run` / steps), and
-#      the marginal cost of a step (less the time of a 1-step chain).
-#   3. A plan of 100,000 independent steps: `orch validate` wall time and peak RSS;
-#      then `orch run` is killed with SIGKILL mid-run and `orch resume` is timed
-#      until it has made its first new attempt row in the ledger.
+#   2. A chain of builtin:echo steps (1000), each depending on the previous, as a
+#      YAML and as a JSON plan: orch's per-step overhead in µs (the wall time of
+#      `orch run` / steps), and the marginal cost of a step (less a 1-step chain).
+#   3. A plan of 100,000 independent steps, YAML and JSON: `orch validate` wall
+#      time and peak RSS; then `orch run` is killed with SIGKILL mid-run and
+#      `orch resume` is timed until it has made its first new attempt row.
 #
 # Each timing is the mean of --runs runs (default 3) measured with hyperfine when
 # it is installed (and --no-hyperfine is not given), else with bash's clock. --smoke runs everything small (200
@@ -181,24 +181,27 @@ else
 fi
 
 # --- 2. builtin chain -------------------------------------------------------------
+# Both plan formats: YAML (yaml parsing is part of a step's cost) and JSON (the
+# fast path for generated plans). The target is judged on the whole wall time per
+# step; the marginal figure leaves out orch's fixed start-up.
 banner "2. chain of $chain builtin:echo steps"
 if ((have_orch)); then
-  if secs=$(measure orch-chain "$orch_store_prep" "$(orch_run "$work/chain.yaml")"); then
-    us=$(calc "$secs / $chain * 1e6" "%.1f")
-    note "$(printf '%-28s %9.3f s   %s µs/step   target <= %s µs   %s' "orch chain ($chain steps)" \
-      "$secs" "$us" "$target_step_us" "$(judge "$us" "<=" "$target_step_us")")"
-    # The same less a 1-step chain: the cost of one more step, without orch's
-    # start-up (process start, store creation, plan load) spread over the steps.
-    if base=$(measure orch-chain-1 "$orch_store_prep" "$(orch_run "$work/chain1/chain.yaml")"); then
-      us=$(calc "($secs - $base) / ($chain - 1) * 1e6" "%.1f")
-      note "$(printf '%-28s %9.3f s   %s µs/step marginal (chain less a 1-step chain)' \
-        "orch chain (1 step)" "$base" "$us")"
+  for fmt in yaml json; do
+    if secs=$(measure "orch-chain-$fmt" "$orch_store_prep" "$(orch_run "$work/chain.$fmt")"); then
+      us=$(calc "$secs / $chain * 1e6" "%.1f")
+      note "$(printf '%-28s %9.3f s   %s µs/step   target <= %s µs   %s' "orch chain ($chain, $fmt)" \
+        "$secs" "$us" "$target_step_us" "$(judge "$us" "<=" "$target_step_us")")"
+      if base=$(measure "orch-chain1-$fmt" "$orch_store_prep" "$(orch_run "$work/chain1/chain.$fmt")"); then
+        us=$(calc "($secs - $base) / ($chain - 1) * 1e6" "%.1f")
+        note "$(printf '%-28s %9.3f s   %s µs/step marginal (less a 1-step chain)   %s' \
+          "orch chain (1, $fmt)" "$base" "$us" "$(judge "$us" "<=" "$target_step_us")")"
+      else
+        note "orch chain (1 step, $fmt): FAILED"; failures=$((failures + 1))
+      fi
     else
-      note "orch chain (1 step): FAILED"; failures=$((failures + 1))
+      note "orch chain ($fmt): FAILED"; failures=$((failures + 1))
     fi
-  else
-    note "orch chain: FAILED"; failures=$((failures + 1))
-  fi
+  done
 else
   note "orch chain: skipped (no orch binary)"
 fi
@@ -208,76 +211,83 @@ banner "3. $big-step plan: validate, kill -9, resume"
 attempt_count() {  # rows in the ledger's attempts table (0 before it exists)
   sqlite3 -batch -cmd '.timeout 2000' "$1" 'select count(*) from attempts' 2>/dev/null || echo 0
 }
-if ((have_orch)); then
-  if secs=$(measure orch-validate "" "$(q "$orch") validate $(q "$work/big.yaml")"); then
-    note "$(printf '%-28s %9.3f s   target < %s s   %s' "orch validate ($big steps)" "$secs" \
-      "$target_validate_s" "$(judge "$secs" "<" "$target_validate_s")")"
-  else
-    note "orch validate: FAILED"; failures=$((failures + 1))
-  fi
-  if [[ -x /usr/bin/time ]]; then
-    if /usr/bin/time -f '%M' -o "$work/validate.rss" "$orch" validate "$work/big.yaml" >/dev/null 2>&1; then
-      mb=$(calc "$(tail -n 1 "$work/validate.rss") / 1024" "%.1f")
-      note "$(printf '%-28s %9s MB  target < %s MB  %s' "orch validate peak RSS" "$mb" "$target_rss_mb" \
-        "$(judge "$mb" "<" "$target_rss_mb")")"
-    else
-      note "orch validate peak RSS: FAILED"; failures=$((failures + 1))
-    fi
-  else
-    note "orch validate peak RSS: skipped (/usr/bin/time not installed)"
-  fi
-
-  # Kill a run of the big plan once it has made $kill_after attempts.
-  rs_store=$work/resume/orch.db
-  rm -rf "$work/resume" "$work/resume-ws" && mkdir -p "$work/resume" "$work/resume-ws"
-  "$orch" run "$work/big.yaml" -j 2 --store "$rs_store" --workspace "$work/resume-ws" \
-    >"$work/resume-run.out" 2>&1 &
-  run_pid=$!
+# resume_to_first_dispatch PLAN LABEL: runs PLAN, kills it with SIGKILL once it has
+# made $kill_after attempts, then times `orch resume` until its first new attempt row.
+resume_to_first_dispatch() {
+  local plan=$1 label=$2 dir=$work/resume-$2
+  local rs_store=$dir/store/orch.db
+  rm -rf "$dir" && mkdir -p "$dir/store" "$dir/ws"
+  "$orch" run "$plan" -j 2 --store "$rs_store" --workspace "$dir/ws" >"$dir/run.out" 2>&1 &
+  local run_pid=$!
   background+=("$run_pid")
-  deadline=$(($(date +%s) + 120))
+  local deadline=$(($(date +%s) + 120))
   while (($(attempt_count "$rs_store") < kill_after)) && kill -0 "$run_pid" 2>/dev/null &&
     (($(date +%s) < deadline)); do
     sleep 0.05
   done
-  resume_ok=0
   if ! kill -KILL "$run_pid" 2>/dev/null; then
     echo "orch run ended before it could be killed:" >&2
-    cat "$work/resume-run.out" >&2
+    cat "$dir/run.out" >&2
+    return 1
+  fi
+  wait "$run_pid" 2>/dev/null || true
+  local before run_id start resume_pid ok=0
+  before=$(attempt_count "$rs_store")
+  run_id=$(sqlite3 -batch "$rs_store" 'select id from runs order by rowid desc limit 1' 2>/dev/null || true)
+  if [[ -z "$run_id" ]]; then
+    echo "no run recorded in $rs_store" >&2
+    return 1
+  fi
+  echo "killed run $run_id ($label) after $before attempts; resuming"
+  start=$(now_ns)
+  "$orch" resume "$run_id" -j 2 --store "$rs_store" >"$dir/resume.out" 2>&1 &
+  resume_pid=$!
+  background+=("$resume_pid")
+  deadline=$(($(date +%s) + 60))
+  while (($(attempt_count "$rs_store") <= before)) && kill -0 "$resume_pid" 2>/dev/null &&
+    (($(date +%s) < deadline)); do
+    :
+  done
+  if (($(attempt_count "$rs_store") > before)); then
+    secs=$(calc "($(now_ns) - $start) / 1e9")
+    ok=1
+    note "$(printf '%-28s %9.3f s   target < %s s   %s' "resume to dispatch ($label)" "$secs" \
+      "$target_resume_s" "$(judge "$secs" "<" "$target_resume_s")")"
   else
-    wait "$run_pid" 2>/dev/null || true
-    before=$(attempt_count "$rs_store")
-    run_id=$(sqlite3 -batch "$rs_store" 'select id from runs order by rowid desc limit 1' 2>/dev/null || true)
-    if [[ -z "$run_id" ]]; then
-      echo "no run recorded in $rs_store" >&2
+    echo "orch resume made no new attempt:" >&2
+    cat "$dir/resume.out" >&2
+  fi
+  kill -TERM "$resume_pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$resume_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$resume_pid" 2>/dev/null || true
+  wait "$resume_pid" 2>/dev/null || true
+  ((ok))
+}
+if ((have_orch)); then
+  for fmt in yaml json; do
+    if secs=$(measure "orch-validate-$fmt" "" "$(q "$orch") validate $(q "$work/big.$fmt")"); then
+      note "$(printf '%-28s %9.3f s   target < %s s   %s' "orch validate ($big, $fmt)" "$secs" \
+        "$target_validate_s" "$(judge "$secs" "<" "$target_validate_s")")"
     else
-      echo "killed run $run_id after $before attempts; resuming"
-      start=$(now_ns)
-      "$orch" resume "$run_id" -j 2 --store "$rs_store" >"$work/resume.out" 2>&1 &
-      resume_pid=$!
-      background+=("$resume_pid")
-      deadline=$(($(date +%s) + 60))
-      while (($(attempt_count "$rs_store") <= before)) && kill -0 "$resume_pid" 2>/dev/null &&
-        (($(date +%s) < deadline)); do
-        :
-      done
-      if (($(attempt_count "$rs_store") > before)); then
-        secs=$(calc "($(now_ns) - $start) / 1e9")
-        resume_ok=1
-        note "$(printf '%-28s %9.3f s   target < %s s   %s' "resume to first dispatch" "$secs" \
-          "$target_resume_s" "$(judge "$secs" "<" "$target_resume_s")")"
-      else
-        echo "orch resume made no new attempt:" >&2
-        cat "$work/resume.out" >&2
-      fi
-      kill -TERM "$resume_pid" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$resume_pid" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL "$resume_pid" 2>/dev/null || true
-      wait "$resume_pid" 2>/dev/null || true
+      note "orch validate ($fmt): FAILED"; failures=$((failures + 1))
     fi
-  fi
-  if ((!resume_ok)); then
-    note "resume to first dispatch: FAILED"; failures=$((failures + 1))
-  fi
+    if [[ -x /usr/bin/time ]]; then
+      if /usr/bin/time -f '%M' -o "$work/validate.rss" "$orch" validate "$work/big.$fmt" >/dev/null 2>&1; then
+        mb=$(calc "$(tail -n 1 "$work/validate.rss") / 1024" "%.1f")
+        note "$(printf '%-28s %9s MB  target < %s MB  %s' "  peak RSS ($fmt)" "$mb" "$target_rss_mb" \
+          "$(judge "$mb" "<" "$target_rss_mb")")"
+      else
+        note "orch validate peak RSS ($fmt): FAILED"; failures=$((failures + 1))
+      fi
+    else
+      note "orch validate peak RSS: skipped (/usr/bin/time not installed)"
+    fi
+  done
+  for fmt in yaml json; do
+    if ! resume_to_first_dispatch "$work/big.$fmt" "$fmt"; then
+      note "resume to first dispatch ($fmt): FAILED"; failures=$((failures + 1))
+    fi
+  done
 else
   note "orch validate / resume: skipped (no orch binary)"
 fi

@@ -9,7 +9,7 @@ packages=(
   # build
   build-essential g++ cmake ninja-build pkg-config make
   # libraries
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
+  libyaml-cpp-dev libyaml-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
   libpcre2-dev libvalijson-dev rapidjson-dev
   # tests
   libgtest-dev libgmock-dev sqlite3 python3

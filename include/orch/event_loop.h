@@ -26,8 +26,8 @@ class EventLoop {
   using TimerId = std::uint64_t;
 
   // Timers run on `clock` (which must outlive the loop). On a manual clock, a
-  // turn with no fd watched and nothing deferred jumps the clock to the next
-  // timer rather than sleeping.
+  // turn that would wait (max_wait > 0) with no fd watched and nothing deferred
+  // jumps the clock to the next timer rather than sleeping.
   explicit EventLoop(Clock& clock = Clock::system());
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;

@@ -77,8 +77,9 @@ int EventLoop::run_once(Millis max_wait) {
   int timeout_ms = 0;
   if (ran == 0 && deferred_.empty()) {
     Millis wait = std::max(max_wait, Millis{0});
-    if (!timers_.empty() && clock_.manual() && watches_.empty()) {
-      // Nothing can happen before the next timer but time passing: let it pass.
+    if (!timers_.empty() && clock_.manual() && watches_.empty() && wait > Millis{0}) {
+      // Nothing can happen before the next timer but time passing: let it pass
+      // (as waiting would; a caller that asked not to wait gets no jump).
       clock_.advance_to(timers_.begin()->first);
       wait = Millis{0};
     } else if (!timers_.empty()) {

@@ -48,6 +48,8 @@ TEST(EventLoop, AManualClockJumpsToTheNextTimerWhenNothingElseCanHappen) {
   loop.add_timer(2h, [&] { fired.push_back(2); });
   loop.add_timer(1h, [&] { fired.push_back(1); });
   const auto real_start = SteadyClock::now();
+  EXPECT_EQ(loop.run_once(0ms), 0) << "asked not to wait: no time passes";
+  EXPECT_EQ(clock.now(), start);
   EXPECT_EQ(loop.run_once(10s), 1);
   EXPECT_EQ(fired, std::vector<int>{1});
   EXPECT_EQ(clock.now() - start, 1h);

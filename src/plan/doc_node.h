@@ -1,14 +1,12 @@
 // plan/doc_node.h — a parsed YAML or JSON document, as the plan loader reads it.
 //
-// Plans come as YAML (parsed by yaml-cpp) or JSON (parsed by json_reader.h, a
-// fast path: yaml-cpp needs ~25 µs per step, too slow for 100,000-step plans).
-// Both become this one tree, so the loader has a single code path and every
-// node knows its 1-based line. Mappings keep their keys in document order,
-// duplicates included, so the loader can report them.
+// Plans come as YAML (yaml_reader.h, on libyaml's event parser) or JSON
+// (json_reader.h, on RapidJSON's). Both become this one tree, so the loader has
+// a single code path and every node knows its 1-based line. Mappings keep their
+// keys in document order, duplicates included, so the loader can report them.
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -23,7 +21,7 @@ struct DocNode {
   Type type = Type::Null;
   int line = 0;                // 1-based; 0 when unknown
   bool quoted = false;         // a quoted (or !!str) scalar: always a string, never a number or bool
-  bool streamed = false;       // Sequence: the items went to a reader's item sink instead (json_reader.h)
+  bool streamed = false;       // Sequence: the items went to a reader's ItemSink instead (below)
   std::string scalar;          // Scalar: the text
   std::vector<DocNode> items;  // Sequence
   std::vector<DocEntry> entries;  // Map: (key, value)
@@ -41,9 +39,14 @@ struct DocEntry {
   DocNode value;
 };
 
-// Converts a yaml-cpp tree (aliases expanded). Nesting beyond `max_depth` is cut
-// off as null; yaml-cpp's own parser limits depth well below it.
-DocNode from_yaml(const YAML::Node& node, int max_depth = 1000);
+// Streaming, for both readers: with an ItemSink, the items of the plan's step
+// list (the top-level sequence, or the sequence under the top-level key "steps",
+// its first occurrence) are handed to the sink one by one as they are parsed and
+// not kept (that sequence node is left empty with `streamed` set), so a
+// 100,000-step plan is never held as a whole document and as a Plan at once.
+enum class StreamedList { TopLevel, Steps };
+// The node may be moved from or changed; it is discarded after the call.
+using ItemSink = std::function<void(StreamedList list, DocNode& item)>;
 
 // Scalars by the YAML 1.2 core schema (util/yaml_json.h): quoted ones are strings.
 nlohmann::ordered_json to_ordered_json(const DocNode& node);

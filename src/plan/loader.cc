@@ -1,6 +1,7 @@
 // Reading plans: the orch format (a mapping with `steps:`) and, via stepspec.cc,
-// the seed's StepSpec list. YAML goes through yaml-cpp, JSON through the faster
-// json_reader; both become a DocNode tree with line numbers (doc_node.h).
+// the seed's StepSpec list. YAML goes through yaml_reader (libyaml), JSON through
+// the faster json_reader; both become a DocNode tree with line numbers
+// (doc_node.h), and both stream the step list: steps are read as it is parsed.
 //
 // The loader checks shape only: keys, types, durations, sizes, postcondition
 // kinds: what cannot be represented in a Plan. Everything a Plan can hold but
@@ -23,6 +24,7 @@
 #include "plan/json_reader.h"
 #include "plan/post_loader.h"
 #include "plan/stepspec.h"
+#include "plan/yaml_reader.h"
 #include "util/strings.h"
 
 namespace orch {
@@ -265,53 +267,67 @@ void read_root(ReadContext& ctx, DocNode& root, Plan& plan) {
   }
 }
 
-// The JSON fast path; steps are read as the reader streams them. False when the
-// text is not JSON (the plan and diagnostics are then left empty).
-bool read_json_plan(ReadContext& ctx, std::string_view body, LoadResult& result) {
-  Plan& plan = result.plan;
-  auto sink = [&](detail::StreamedList list, DocNode& item) {
+// The sink that reads each step of a streamed step list as the reader parses it.
+detail::ItemSink step_reader(ReadContext& ctx, Plan& plan) {
+  return [&ctx, &plan](detail::StreamedList list, DocNode& item) {
     Step& step = add_step(plan);
     if (list == detail::StreamedList::TopLevel)
       detail::read_stepspec_step(ctx, item, step);
     else
       read_step(ctx, item, 0, step);
   };
+}
+
+// Forgets what was read of a document that turned out to be broken (streamed
+// steps and what they reported); keeps the file name.
+void start_over(LoadResult& result) {
+  std::string file = std::move(result.plan.source_path);
+  result = LoadResult{};
+  result.plan.source_path = std::move(file);
+}
+
+// The JSON fast path. False when the text is not JSON (the plan and diagnostics
+// are then left empty).
+bool read_json_plan(ReadContext& ctx, std::string_view body, LoadResult& result) {
+  Plan& plan = result.plan;
   // Reserve for the most steps there can be (no more than objects in the text):
   // growing a vector of 100,000 Steps moves each one twice. Untouched capacity
   // costs address space, not memory.
   plan.steps.reserve(static_cast<std::size_t>(std::count(body.begin(), body.end(), '{')));
-  auto doc = detail::read_json_doc(body, sink);
+  auto doc = detail::read_json_doc(body, step_reader(ctx, plan));
   if (!doc) {
-    std::string file = plan.source_path;
-    result = LoadResult{};
-    result.plan.source_path = file;
-    if (file.ends_with(".json"))
-      result.diagnostics.push_back(
-          Diagnostic{file, doc.error().line, "", fmt::format("JSON syntax error: {}", doc.error().message)});
-    return file.ends_with(".json");
+    start_over(result);
+    if (!plan.source_path.ends_with(".json")) return false;
+    result.diagnostics.push_back(Diagnostic{plan.source_path, doc.error().line, "",
+                                            fmt::format("JSON syntax error: {}", doc.error().message)});
+    return true;
   }
   read_root(ctx, *doc, plan);
   return true;
 }
 
 void read_yaml_plan(ReadContext& ctx, std::string_view body, LoadResult& result) {
-  std::optional<DocNode> root;
-  try {
-    root = detail::from_yaml(YAML::Load(std::string(body)));
-  } catch (const YAML::Exception& e) {
-    // yaml-cpp's mark is 0-based; its message has no position of its own.
-    result.diagnostics.push_back(Diagnostic{ctx.file, e.mark.line >= 0 ? e.mark.line + 1 : 0, "",
-                                            fmt::format("YAML syntax error: {}", e.msg)});
+  Plan& plan = result.plan;
+  // As for JSON: no more steps than block items ('-') and flow items (',' + 1),
+  // nor (to keep a text full of dashes from reserving gigabytes) than one per 8 bytes.
+  auto most = static_cast<std::size_t>(std::count(body.begin(), body.end(), '-') +
+                                       std::count(body.begin(), body.end(), ',') + 1);
+  plan.steps.reserve(std::min(most, body.size() / 8 + 1));
+  auto doc = detail::read_yaml_doc(body, step_reader(ctx, plan));
+  if (!doc) {
+    start_over(result);
+    result.diagnostics.push_back(Diagnostic{plan.source_path, doc.error().line, "",
+                                            fmt::format("YAML syntax error: {}", doc.error().message)});
     return;
   }
-  read_root(ctx, *root, result.plan);
+  read_root(ctx, *doc, plan);
 }
 
 }  // namespace
 
 // JSON-looking text (first character '{' or '[') is read by the fast JSON reader;
 // if that fails and the file is not named *.json it may still be YAML flow style
-// ("[{goal: x}]"), so yaml-cpp gets a turn and reports its own error.
+// ("[{goal: x}]"), so the YAML reader gets a turn and reports its own error.
 LoadResult parse_plan(std::string_view text, const std::string& file) {
   LoadResult result;
   result.plan.source_path = file;
@@ -324,7 +340,7 @@ LoadResult parse_plan(std::string_view text, const std::string& file) {
     if (!json_like || !read_json_plan(ctx, body, result)) read_yaml_plan(ctx, body, result);
   } catch (const std::exception& e) {
     // Nothing below throws by design; this keeps a library surprise (bad_alloc,
-    // a yaml-cpp corner) from escaping as an exception.
+    // say) from escaping as an exception.
     result.diagnostics.push_back(Diagnostic{file, 0, "", fmt::format("cannot read the plan: {}", e.what())});
   }
   // Streamed steps report before the plan-level keys around them: put them in file order.

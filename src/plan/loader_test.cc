@@ -293,7 +293,7 @@ TEST(ParsePlan, JsonErrorsCarryLines) {
   EXPECT_TRUE(has_problem(p, "p.json:7: step 'a': bad duration '5x' for 'timeout': unknown unit 'x'"));
   auto syntax = problems("{\n  \"steps\": [\n    {\"id\": \"a\",}\n  ]\n", "p.json");
   EXPECT_TRUE(has_problem(syntax, "p.json:3: JSON syntax error: expected a key in double quotes, found '}'"));
-  // Not named .json: may be YAML flow style, which yaml-cpp reads.
+  // Not named .json: may be YAML flow style, which the YAML reader reads.
   LoadResult flow = parse_plan("{steps: [{id: a, sh: x}]}", "flow.yaml");
   EXPECT_TRUE(flow.diagnostics.empty());
   EXPECT_EQ(flow.plan.steps.at(0).sh, "x");

@@ -1,0 +1,384 @@
+// plan/yaml_reader.cc — read_yaml_doc on libyaml's event parser.
+//
+// libyaml does the scanning and parsing; this file builds the DocNode tree from
+// its events the way yaml-cpp built its nodes (which scalars are quoted or null,
+// aliases as copies), streams the step list to the sink, limits depth and alias
+// expansion, and words libyaml's errors the way orch's other messages read.
+#include "plan/yaml_reader.h"
+
+#include <fmt/format.h>
+#include <yaml.h>
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace orch::detail {
+
+namespace {
+
+constexpr std::string_view kStrTag = "tag:yaml.org,2002:str";
+
+std::string_view view(const yaml_char_t* s) {
+  return s ? std::string_view(reinterpret_cast<const char*>(s)) : std::string_view();
+}
+
+// yaml-cpp's null: a plain, untagged scalar with one of these texts.
+bool is_null_text(std::string_view s) {
+  return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
+}
+
+// libyaml (YAML 1.1) also counts a lone \r, NEL (U+0085) and the Unicode line and
+// paragraph separators as line breaks; editors, yaml-cpp and the JSON reader count
+// '\n' only. Maps libyaml's lines to '\n'-counted ones.
+class LineMap {
+ public:
+  explicit LineMap(std::string_view text) {
+    if (text.starts_with("\xFF\xFE") || text.starts_with("\xFE\xFF"))
+      return;  // UTF-16: libyaml's lines stand
+    bool any = text.find('\r') != std::string_view::npos || text.find("\xC2\x85") != std::string_view::npos ||
+               text.find("\xE2\x80\xA8") != std::string_view::npos ||
+               text.find("\xE2\x80\xA9") != std::string_view::npos;
+    if (!any) return;
+    std::size_t line = 0;  // libyaml's, 0-based
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      std::string_view rest = text.substr(i);
+      std::size_t extra_width = 0;  // the bytes of a break that is not '\n' or "\r\n"
+      if (rest[0] == '\n') {
+        ++line;
+      } else if (rest[0] == '\r') {
+        if (rest.starts_with("\r\n")) {
+          ++line;
+          ++i;
+        } else {
+          extra_width = 1;
+        }
+      } else if (rest.starts_with("\xC2\x85")) {
+        extra_width = 2;
+      } else if (rest.starts_with("\xE2\x80\xA8") || rest.starts_with("\xE2\x80\xA9")) {
+        extra_width = 3;
+      }
+      if (extra_width > 0) {
+        ++line;
+        extra_starts_.push_back(line);
+        i += extra_width - 1;
+      }
+    }
+  }
+
+  // The 1-based line of a libyaml mark.
+  int line(const yaml_mark_t& mark) const {
+    auto extras =
+        std::upper_bound(extra_starts_.begin(), extra_starts_.end(), mark.line) - extra_starts_.begin();
+    return static_cast<int>(mark.line) - static_cast<int>(extras) + 1;
+  }
+
+ private:
+  std::vector<std::size_t> extra_starts_;  // libyaml lines that start after an extra break, ascending
+};
+
+// A completed anchored node, copied wherever an alias names it.
+struct Anchor {
+  DocNode node;
+  std::size_t size = 0;   // nodes in it
+  std::size_t depth = 0;  // levels of nesting it has (a scalar none, [] one)
+};
+
+void measure(const DocNode& node, std::size_t level, Anchor& out) {
+  ++out.size;
+  if (node.is_sequence() || node.is_map()) out.depth = std::max(out.depth, level + 1);
+  for (const auto& item : node.items) measure(item, level + 1, out);
+  for (const auto& [key, value] : node.entries) {
+    measure(key, level + 1, out);
+    measure(value, level + 1, out);
+  }
+}
+
+// Builds the DocNode tree from the events of one document.
+class TreeBuilder {
+ public:
+  TreeBuilder(const LineMap& lines, std::size_t text_size, const ItemSink& sink)
+      : lines_(lines), alias_limit_(max_alias_nodes(text_size)), sink_(sink) {}
+
+  // Takes one event inside the document; false when it makes the document
+  // invalid (error() says why).
+  bool on_event(const yaml_event_t& event) {
+    switch (event.type) {
+      case YAML_SCALAR_EVENT:
+        return on_scalar(event);
+      case YAML_SEQUENCE_START_EVENT:
+        return start_container(event, DocNode::Type::Sequence, view(event.data.sequence_start.anchor));
+      case YAML_MAPPING_START_EVENT:
+        return start_container(event, DocNode::Type::Map, view(event.data.mapping_start.anchor));
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT: {
+        Frame frame = std::move(stack_.back());
+        stack_.pop_back();
+        end_value(*frame.node, frame.anchor);
+        return true;
+      }
+      case YAML_ALIAS_EVENT:
+        return on_alias(event);
+      default:
+        return true;
+    }
+  }
+
+  DocNode& root() { return root_; }
+  const std::optional<YamlSyntaxError>& error() const { return error_; }
+
+ private:
+  struct Frame {
+    DocNode* node;
+    std::optional<StreamedList> stream;  // items go to the sink, one at a time
+    std::string anchor;                  // registered when the node ends
+    bool at_key = true;                  // Map: the next node is a key
+  };
+
+  bool on_scalar(const yaml_event_t& event) {
+    const auto& s = event.data.scalar;
+    DocNode& node = begin_value(event.start_mark);
+    std::string_view tag = view(s.tag);
+    node.type = DocNode::Type::Scalar;
+    if (s.tag != nullptr) {
+      // yaml-cpp's rule: "!" (libyaml's tag for a bare !) and !!str are strings.
+      node.quoted = tag == "!" || tag == kStrTag;
+    } else if (s.style != YAML_PLAIN_SCALAR_STYLE) {
+      node.quoted = true;  // '...', "...", | and >
+    } else if (is_null_text(std::string_view(reinterpret_cast<const char*>(s.value), s.length))) {
+      node.type = DocNode::Type::Null;
+    }
+    if (node.type == DocNode::Type::Scalar)
+      node.scalar.assign(reinterpret_cast<const char*>(s.value), s.length);
+    end_value(node, view(s.anchor));
+    return true;
+  }
+
+  bool start_container(const yaml_event_t& event, DocNode::Type type, std::string_view anchor) {
+    if (stack_.size() >= static_cast<std::size_t>(kMaxYamlDepth))
+      return fail(event.start_mark, fmt::format("nesting deeper than {} levels", kMaxYamlDepth));
+    std::optional<StreamedList> stream;
+    // An anchored list is kept whole: an alias may copy it.
+    if (type == DocNode::Type::Sequence && sink_ && anchor.empty()) {
+      if (stack_.empty()) {
+        stream = StreamedList::TopLevel;  // the step list of a StepSpec plan
+      } else if (stack_.size() == 1 && stack_.back().node->is_map() && !stack_.back().at_key &&
+                 !steps_streamed_) {
+        const DocNode& key = stack_.back().node->entries.back().key;
+        if (key.is_scalar() && key.scalar == "steps") {
+          stream = StreamedList::Steps;
+          steps_streamed_ = true;
+        }
+      }
+    }
+    DocNode& node = begin_value(event.start_mark);
+    node.type = type;
+    node.streamed = stream.has_value();
+    stack_.push_back(Frame{&node, stream, std::string(anchor)});
+    return true;
+  }
+
+  bool on_alias(const yaml_event_t& event) {
+    std::string name(view(event.data.alias.anchor));
+    auto it = anchors_.find(name);
+    if (it == anchors_.end()) {
+      bool enclosing =
+          std::any_of(stack_.begin(), stack_.end(), [&](const Frame& f) { return f.anchor == name; });
+      return fail(event.start_mark,
+                  enclosing ? fmt::format("alias '*{}' is inside the node it names", name)
+                            : fmt::format("alias '*{}' has no anchor '&{}' before it", name, name));
+    }
+    const Anchor& anchor = it->second;
+    if (stack_.size() + anchor.depth > static_cast<std::size_t>(kMaxYamlDepth))
+      return fail(event.start_mark,
+                  fmt::format("alias '*{}' nests deeper than {} levels", name, kMaxYamlDepth));
+    if (anchor.size > alias_limit_ - alias_nodes_)
+      return fail(
+          event.start_mark,
+          fmt::format("aliases expand to more than {} nodes in all (at alias '*{}')", alias_limit_, name));
+    alias_nodes_ += anchor.size;
+    DocNode& node = begin_value(event.start_mark);
+    node = anchor.node;  // with the anchor's lines, as yaml-cpp (one shared node) gave
+    end_value(node, {});
+    return true;
+  }
+
+  // The node the next value goes into, with its line set.
+  DocNode& begin_value(const yaml_mark_t& mark) {
+    DocNode* node = &root_;
+    if (!stack_.empty()) {
+      Frame& top = stack_.back();
+      if (top.node->is_map()) {
+        node = top.at_key ? &top.node->entries.emplace_back().key : &top.node->entries.back().value;
+      } else if (top.stream) {
+        item_ = DocNode{};
+        node = &item_;
+      } else {
+        node = &top.node->items.emplace_back();
+      }
+    }
+    node->line = lines_.line(mark);
+    return *node;
+  }
+
+  // A value is complete: its anchor is registered, and an item of a streamed
+  // list goes to the sink.
+  void end_value(DocNode& node, std::string_view anchor) {
+    if (!anchor.empty()) {
+      Anchor a{node};
+      measure(node, 0, a);
+      anchors_.insert_or_assign(std::string(anchor), std::move(a));
+    }
+    if (stack_.empty()) return;
+    Frame& top = stack_.back();
+    if (top.node->is_map())
+      top.at_key = !top.at_key;
+    else if (top.stream)
+      sink_(*top.stream, item_);
+  }
+
+  bool fail(const yaml_mark_t& mark, std::string message) {
+    error_ = YamlSyntaxError{lines_.line(mark), std::move(message)};
+    return false;
+  }
+
+  const LineMap& lines_;
+  std::size_t alias_limit_;
+  std::size_t alias_nodes_ = 0;  // nodes aliases have expanded to so far
+  const ItemSink& sink_;
+  DocNode root_;
+  DocNode item_;  // the current item of a streamed list
+  std::vector<Frame> stack_;
+  std::unordered_map<std::string, Anchor> anchors_;
+  bool steps_streamed_ = false;
+  std::optional<YamlSyntaxError> error_;
+};
+
+int line_at_offset(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  return 1 +
+         static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+}
+
+// The character at a ('\n'-counted) line and column, for hints; '\0' if unknown.
+char char_at(std::string_view text, int line, std::size_t column) {
+  std::size_t pos = 0;
+  for (int l = 1; l < line; ++l) {
+    pos = text.find('\n', pos);
+    if (pos == std::string_view::npos) return '\0';
+    ++pos;
+  }
+  for (; pos < text.size(); ++pos) {
+    if ((static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) continue;  // inside a UTF-8 character
+    if (column-- == 0) return text[pos];
+  }
+  return '\0';
+}
+
+// libyaml's error, with its context ("while parsing a block mapping") and the
+// line that context started on, plus a hint for the common mistakes.
+YamlSyntaxError describe_error(const yaml_parser_t& parser, std::string_view text, const LineMap& lines) {
+  std::string problem = parser.problem ? parser.problem : "unknown error";
+  switch (parser.error) {
+    case YAML_MEMORY_ERROR:
+      return YamlSyntaxError{0, "out of memory"};
+    case YAML_READER_ERROR: {
+      // libyaml's offset counts bytes of the text.
+      int line = line_at_offset(text, parser.problem_offset);
+      if (problem == "control characters are not allowed")
+        return YamlSyntaxError{line,
+                               fmt::format("control character U+{:04X} is not allowed (write it as an escape "
+                                           "in a double-quoted string)",
+                                           parser.problem_value)};
+      if (parser.problem_value >= 0) problem += fmt::format(" 0x{:02x}", parser.problem_value);
+      return YamlSyntaxError{line, problem + " (a plan must be UTF-8 text)"};
+    }
+    case YAML_SCANNER_ERROR:
+    case YAML_PARSER_ERROR: {
+      int line = lines.line(parser.problem_mark);
+      std::string_view context = parser.context ? parser.context : "";
+      // Two problems libyaml notices only lines later: the line to fix is where
+      // the key or the quoted string started.
+      if (problem == "could not find expected ':'" && context == "while scanning a simple key")
+        return YamlSyntaxError{lines.line(parser.context_mark),
+                               "could not find expected ':' (a line in a mapping must be 'key: value')"};
+      if (problem == "found unexpected end of stream" && context == "while scanning a quoted scalar")
+        return YamlSyntaxError{lines.line(parser.context_mark),
+                               "unterminated quoted string (no closing quote before the end of the text)"};
+      std::string message = problem;
+      if (problem == "found character that cannot start any token") {
+        char c = char_at(text, line, parser.problem_mark.column);
+        if (c == '\t')
+          message += " (a tab: YAML indents with spaces only)";
+        else if (c == '@' || c == '`')
+          message += fmt::format(" ('{}' is reserved: quote a value that starts with it)", c);
+      } else if (parser.context != nullptr) {
+        int context_line = lines.line(parser.context_mark);
+        if (context_line != line)
+          message += fmt::format(" ({} that starts on line {})", parser.context, context_line);
+        else
+          message += fmt::format(" ({})", parser.context);
+      }
+      return YamlSyntaxError{line, std::move(message)};
+    }
+    default:
+      return YamlSyntaxError{0, problem};
+  }
+}
+
+// Owners of libyaml's C structs.
+struct Parser {
+  yaml_parser_t parser;
+  Parser() { yaml_parser_initialize(&parser); }
+  ~Parser() { yaml_parser_delete(&parser); }
+  Parser(const Parser&) = delete;
+  Parser& operator=(const Parser&) = delete;
+};
+
+struct Event {
+  yaml_event_t event{};
+  Event() = default;
+  ~Event() { yaml_event_delete(&event); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+};
+
+}  // namespace
+
+std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, const ItemSink& sink) {
+  Parser p;
+  if (p.parser.error == YAML_MEMORY_ERROR) return std::unexpected(YamlSyntaxError{0, "out of memory"});
+  yaml_parser_set_input_string(&p.parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  LineMap lines(text);
+  TreeBuilder builder(lines, text.size(), sink);
+  bool document_read = false;
+  while (true) {
+    Event e;
+    if (!yaml_parser_parse(&p.parser, &e.event)) {
+      // yaml_parser_parse leaves the event zeroed on failure; deleting it is safe.
+      return std::unexpected(describe_error(p.parser, text, lines));
+    }
+    switch (e.event.type) {
+      case YAML_STREAM_END_EVENT:
+        return std::move(builder.root());
+      case YAML_DOCUMENT_START_EVENT:
+        // As yaml-cpp's YAML::Load: the first document is the plan; later ones
+        // are not read.
+        if (document_read) return std::move(builder.root());
+        break;
+      case YAML_DOCUMENT_END_EVENT:
+        // After an implicit end, one more event: text that is neither the end
+        // nor a new document ("a: 1\n]") is an error. After "...", YAML 1.2
+        // allows a bare document, which libyaml (YAML 1.1) would reject.
+        if (e.event.data.document_end.implicit == 0) return std::move(builder.root());
+        document_read = true;
+        break;
+      default:
+        if (!builder.on_event(e.event)) return std::unexpected(*builder.error());
+        break;
+    }
+  }
+}
+
+}  // namespace orch::detail
