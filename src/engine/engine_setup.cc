@@ -170,37 +170,42 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
   // Attempts the dead process left running: interrupted, not counted, workspace restored.
   ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms()));
 
-  // Step rows: done stays done; everything else gets another chance.
-  std::map<std::string, StepRecord> by_id;
-  for (auto& r : rows) by_id[r.step_id] = std::move(r);
-  std::vector<StepState> seeded(loaded.plan.steps.size());
-  for (std::size_t i = 0; i < loaded.plan.steps.size(); ++i) {
-    auto it = by_id.find(loaded.plan.steps[i].id);
-    if (it == by_id.end()) continue;
-    StepRecord& r = it->second;
-    if (r.status != StepStatus::Done) {
+  Plan plan = std::move(loaded.plan);
+  ORCH_TRY(load_plan_state(std::move(plan)));
+  run_.budget_json = budget_limits_json(plan_.budget);
+
+  // Step rows: done stays done; everything else gets another chance. Only rows
+  // that change are written (a 100,000-step run killed early is mostly pending).
+  std::vector<bool> changed(steps_.size(), true);  // true until a ledger row says otherwise
+  for (StepRecord& r : rows) {
+    auto it = index_of_.find(r.step_id);
+    if (it == index_of_.end()) {  // a step the new plan no longer has
+      if (r.status == StepStatus::Done) continue;
+      r.status = StepStatus::Skipped;
+      r.reason = "removed from the plan by --replan";
+      ORCH_TRY(store_.upsert_step(r));
+      event("step_skipped", r.step_id, 0, {{"reason", r.reason}});
+      continue;
+    }
+    const std::size_t i = static_cast<std::size_t>(it->second);
+    const Step& step = plan_.steps[i];
+    changed[i] = r.idx != static_cast<int>(i) || r.goal != step.goal || r.executor != step.executor;
+    if (r.status != StepStatus::Done &&
+        (r.status != StepStatus::Pending || r.attempts_counted != 0 || !r.reason.empty() || r.finished_at != 0)) {
       if (r.status == StepStatus::Failed || r.status == StepStatus::Skipped || r.status == StepStatus::Cancelled)
         event("step_reset", r.step_id, 0, {{"why", "resume"}, {"previous_status", step_status_name(r.status)}});
       r.status = StepStatus::Pending;
       r.attempts_counted = 0;
       r.reason.clear();
       r.finished_at = 0;
+      changed[i] = true;
     }
-    seeded[i].rec = std::move(r);
-    by_id.erase(it);
+    StepRecord& rec = steps_[i].rec;
+    r.idx = rec.idx;
+    r.goal = rec.goal;
+    r.executor = rec.executor;
+    rec = std::move(r);
   }
-  // Steps the new plan no longer has.
-  for (auto& [id, r] : by_id) {
-    if (r.status == StepStatus::Done) continue;
-    r.status = StepStatus::Skipped;
-    r.reason = "removed from the plan by --replan";
-    ORCH_TRY(store_.upsert_step(r));
-    event("step_skipped", id, 0, {{"reason", r.reason}});
-  }
-  steps_ = std::move(seeded);
-  Plan plan = std::move(loaded.plan);
-  ORCH_TRY(load_plan_state(std::move(plan)));
-  run_.budget_json = budget_limits_json(plan_.budget);
 
   if (replan_path) {
     ++run_.plan_version;
@@ -235,12 +240,14 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
       s.rec.attempts_counted = 0;
       s.rec.result.clear();
       s.rec.finished_at = 0;
+      changed[static_cast<std::size_t>(i)] = true;
       event("step_reset", s.step->id, 0, {{"why", why}});
     }
   }
-  for (auto& s : steps_) {
-    s.rec.run_id = run_.id;
-    ORCH_TRY(store_.upsert_step(s.rec));
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    if (!changed[i]) continue;
+    steps_[i].rec.run_id = run_.id;
+    ORCH_TRY(store_.upsert_step(steps_[i].rec));
   }
   ORCH_TRY(store_.update_run(run_));
   if (store_error_) return std::unexpected(*store_error_);

@@ -290,14 +290,14 @@ Expected<void> Scheduler::settle_completions() {
         on_attempt_done(c.step, std::move(c.outcome));
         break;
       case Completion::Kind::CheckDone: {
-        s.check_running.reset();
-        if (!s.cancel_reason.empty()) {
+        s.flight().check_running.reset();
+        if (!s.flight().cancel_reason.empty()) {
           finish_attempt(c.step, stop_ == StopKind::Interrupt ? AttemptStatus::Interrupted : AttemptStatus::Cancelled,
-                         s.cancel_reason);
+                         s.flight().cancel_reason);
           break;
         }
         const auto& post = s.step->post;
-        const Postcondition& p = post[s.next_check];
+        const Postcondition& p = post[s.flight().next_check];
         CheckResult r;
         r.kind = PostKind::ShellZero;
         r.held = c.outcome.ending == AttemptEnding::Exited && c.outcome.exit_code == 0;
@@ -310,8 +310,8 @@ Expected<void> Scheduler::settle_completions() {
           std::string out = tail_of(c.outcome.output_tail, 300);
           r.reason = fmt::format("shell_zero '{}': {}{}", p.cmd, how, out.empty() ? "" : "; output: " + out);
         }
-        s.checks.push_back(r);
-        ++s.next_check;
+        s.flight().checks.push_back(r);
+        ++s.flight().next_check;
         if (!r.held) {
           finish_attempt(c.step, AttemptStatus::Failed, r.reason);
         } else {
@@ -351,10 +351,10 @@ void Scheduler::request_stop(StopKind kind, const std::string& reason) {
 
 void Scheduler::cancel_in_flight(const std::string& reason) {
   for (auto& s : steps_) {
-    if (!s.in_flight || !s.cancel_reason.empty()) continue;
-    s.cancel_reason = reason;
-    if (s.running) s.running->cancel(reason);
-    if (s.check_running) s.check_running->cancel(reason);
+    if (!s.in_flight || !s.flight().cancel_reason.empty()) continue;
+    s.flight().cancel_reason = reason;
+    if (s.flight().running) s.flight().running->cancel(reason);
+    if (s.flight().check_running) s.flight().check_running->cancel(reason);
   }
 }
 
@@ -396,7 +396,7 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
     }
     it = ready_.erase(it);
     budget_->reserve(r);
-    s.reservation = r;
+    s.flight().reservation = r;
     if (!prepare_attempt(i)) continue;
     if (s.executor->in_process()) {
       start_attempt(i);
@@ -420,13 +420,13 @@ bool Scheduler::prepare_attempt(int i) {
   s.rec.status = StepStatus::Running;
   s.rec.reason.clear();
   if (s.rec.started_at == 0) s.rec.started_at = now_ms();
-  s.outcome.reset();
-  s.checks.clear();
-  s.next_check = 0;
-  s.cancel_reason.clear();
-  s.pending_render_error.clear();
+  s.flight().outcome.reset();
+  s.flight().checks.clear();
+  s.flight().next_check = 0;
+  s.flight().cancel_reason.clear();
+  s.flight().pending_render_error.clear();
 
-  AttemptRecord& a = s.attempt;
+  AttemptRecord& a = s.flight().attempt;
   a = AttemptRecord{};
   a.run_id = run_.id;
   a.step_id = step.id;
@@ -434,7 +434,7 @@ bool Scheduler::prepare_attempt(int i) {
   a.status = AttemptStatus::Running;
   a.started_at = now_ms();
 
-  AttemptSpec& spec = s.spec;
+  AttemptSpec& spec = s.flight().spec;
   spec = AttemptSpec{};
   spec.run_id = run_.id;
   spec.step_id = step.id;
@@ -460,7 +460,7 @@ bool Scheduler::prepare_attempt(int i) {
 
   auto rendered = render_step(step, result_lookup(), number, s.previous_failure);
   if (!rendered) {
-    s.pending_render_error = rendered.error().message;
+    s.flight().pending_render_error = rendered.error().message;
   } else {
     spec.argv = std::move(rendered->argv);
     spec.env = std::move(rendered->env);
@@ -483,8 +483,8 @@ bool Scheduler::prepare_attempt(int i) {
     auto out = resolve_in_workspace(run_.workspace, *step.output);
     if (out) {
       spec.output_file = *out;
-    } else if (s.pending_render_error.empty()) {
-      s.pending_render_error = out.error().message;
+    } else if (s.flight().pending_render_error.empty()) {
+      s.flight().pending_render_error = out.error().message;
     }
   }
   a.stdout_path = spec.stdout_path.string();
@@ -495,24 +495,24 @@ bool Scheduler::prepare_attempt(int i) {
   if (!s.executor->in_process() && (s.rec.last_attempt == 1 || !fs::exists(spec.usage_path.parent_path()))) {
     std::error_code ec;
     fs::create_directories(spec.usage_path.parent_path(), ec);
-    if (ec && s.pending_render_error.empty())
-      s.pending_render_error = fmt::format("cannot create {}: {}", spec.usage_path.parent_path().string(), ec.message());
+    if (ec && s.flight().pending_render_error.empty())
+      s.flight().pending_render_error = fmt::format("cannot create {}: {}", spec.usage_path.parent_path().string(), ec.message());
   }
 
-  if (!step.writes.empty() && s.pending_render_error.empty()) {
+  if (!step.writes.empty() && s.flight().pending_render_error.empty()) {
     std::vector<fs::path> paths;
     for (const auto& w : step.writes) {
       auto p = resolve_in_workspace(run_.workspace, w);
       if (!p) {
-        s.pending_render_error = p.error().message;
+        s.flight().pending_render_error = p.error().message;
         break;
       }
       paths.push_back(*p);
     }
-    if (s.pending_render_error.empty()) {
+    if (s.flight().pending_render_error.empty()) {
       fs::path snap = attempt_file(s, number, ".snapshot");
       if (auto r = take_snapshot(paths, snap); !r) {
-        s.pending_render_error = "cannot snapshot writes: " + r.error().message;
+        s.flight().pending_render_error = "cannot snapshot writes: " + r.error().message;
       } else {
         a.snapshot_dir = snap.string();
       }
@@ -540,11 +540,11 @@ void Scheduler::start_attempt(int i) {
     c.outcome.message = std::move(message);
     completions_.push_back(std::move(c));
   };
-  if (!s.pending_render_error.empty()) {
-    queue_failure(AttemptEnding::Error, s.pending_render_error);
+  if (!s.flight().pending_render_error.empty()) {
+    queue_failure(AttemptEnding::Error, s.flight().pending_render_error);
     return;
   }
-  auto started = s.executor->start(s.spec, loop_, [this, i](AttemptOutcome outcome) {
+  auto started = s.executor->start(s.flight().spec, loop_, [this, i](AttemptOutcome outcome) {
     Completion c;
     c.kind = Completion::Kind::AttemptDone;
     c.step = i;
@@ -555,7 +555,7 @@ void Scheduler::start_attempt(int i) {
     queue_failure(AttemptEnding::SpawnFailed, started.error().message);
     return;
   }
-  s.running = std::move(*started);
+  s.flight().running = std::move(*started);
   report(ProgressEvent::Kind::AttemptStarted, i);
 }
 
@@ -563,14 +563,14 @@ void Scheduler::start_attempt(int i) {
 
 void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
-  s.running.reset();
-  s.outcome = std::move(outcome);
-  if (!s.cancel_reason.empty()) {
+  s.flight().running.reset();
+  s.flight().outcome = std::move(outcome);
+  if (!s.flight().cancel_reason.empty()) {
     AttemptStatus st = stop_ == StopKind::Interrupt ? AttemptStatus::Interrupted : AttemptStatus::Cancelled;
-    finish_attempt(i, st, s.cancel_reason);
+    finish_attempt(i, st, s.flight().cancel_reason);
     return;
   }
-  const AttemptOutcome& o = *s.outcome;
+  const AttemptOutcome& o = *s.flight().outcome;
   if (o.ending != AttemptEnding::Exited) {
     // A process that did not run to completion never satisfies a step, whatever
     // its postconditions say.
@@ -590,23 +590,23 @@ void Scheduler::run_checks(int i) {
   CheckContext ctx;
   ctx.workspace = run_.workspace;
   ctx.plan_dir = plan_.source_path.empty() ? fs::path(run_.workspace) : fs::path(plan_.source_path).parent_path();
-  ctx.outcome = &*s.outcome;
-  while (s.next_check < post.size()) {
-    const Postcondition& p = post[s.next_check];
+  ctx.outcome = &*s.flight().outcome;
+  while (s.flight().next_check < post.size()) {
+    const Postcondition& p = post[s.flight().next_check];
     if (p.kind == PostKind::ShellZero) {
       Executor* shell = executors_->find("shell");
       AttemptSpec spec;
       spec.run_id = run_.id;
       spec.step_id = s.step->id;
-      spec.attempt = s.attempt.number;
+      spec.attempt = s.flight().attempt.number;
       spec.executor = "shell";
       spec.argv = {"/bin/sh", "-c", p.cmd};
       spec.workspace = run_.workspace;
-      std::string suffix = fmt::format(".check{}", s.next_check);
-      spec.stdout_path = attempt_file(s, s.attempt.number, suffix + ".stdout");
-      spec.stderr_path = attempt_file(s, s.attempt.number, suffix + ".stderr");
-      spec.usage_path = attempt_file(s, s.attempt.number, suffix + ".usage.json");
-      spec.env = {{"ORCH_RUN_ID", run_.id}, {"ORCH_STEP_ID", s.step->id}, {"ORCH_RESULT", s.outcome->result}};
+      std::string suffix = fmt::format(".check{}", s.flight().next_check);
+      spec.stdout_path = attempt_file(s, s.flight().attempt.number, suffix + ".stdout");
+      spec.stderr_path = attempt_file(s, s.flight().attempt.number, suffix + ".stderr");
+      spec.usage_path = attempt_file(s, s.flight().attempt.number, suffix + ".usage.json");
+      spec.env = {{"ORCH_RUN_ID", run_.id}, {"ORCH_STEP_ID", s.step->id}, {"ORCH_RESULT", s.flight().outcome->result}};
       spec.secrets = secrets_;
       spec.timeout = p.timeout.value_or(kShellZeroTimeout);
       spec.kill_grace = plan_.defaults.kill_grace;
@@ -622,16 +622,16 @@ void Scheduler::run_checks(int i) {
                            : fail(ErrorCode::Internal, "no shell executor registered");
       if (!started) {
         CheckResult r{PostKind::ShellZero, false, fmt::format("shell_zero '{}': {}", p.cmd, started.error().message)};
-        s.checks.push_back(r);
+        s.flight().checks.push_back(r);
         finish_attempt(i, AttemptStatus::Failed, r.reason);
         return;
       }
-      s.check_running = std::move(*started);
+      s.flight().check_running = std::move(*started);
       return;  // continues when CheckDone arrives
     }
     CheckResult r = evaluate_post(p, ctx);
-    s.checks.push_back(r);
-    ++s.next_check;
+    s.flight().checks.push_back(r);
+    ++s.flight().next_check;
     if (!r.held) {
       finish_attempt(i, AttemptStatus::Failed, r.reason);
       return;
@@ -644,17 +644,17 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   StepState& s = steps_[static_cast<std::size_t>(i)];
   // Everything below is stored or shown: no secret gets past this point.
   const std::string reason = secrets_->mask(raw_reason);
-  for (auto& c : s.checks) c.reason = secrets_->mask(c.reason);
-  AttemptRecord& a = s.attempt;
+  for (auto& c : s.flight().checks) c.reason = secrets_->mask(c.reason);
+  AttemptRecord& a = s.flight().attempt;
   const AttemptOutcome empty;
-  const AttemptOutcome& o = s.outcome ? *s.outcome : empty;
+  const AttemptOutcome& o = s.flight().outcome ? *s.flight().outcome : empty;
   a.status = status;
   a.counted = status != AttemptStatus::Interrupted;
   a.ending = attempt_ending_name(o.ending);
   a.exit_code = o.exit_code;
   a.signal = o.signal;
   a.reason = reason;
-  a.checks_json = checks_to_json(s.checks);
+  a.checks_json = checks_to_json(s.flight().checks);
   a.stdout_bytes = o.stdout_bytes;
   a.stderr_bytes = o.stderr_bytes;
   a.stdout_truncated = o.stdout_truncated;
@@ -673,8 +673,8 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
         {{"status", attempt_status_name(status)}, {"reason", reason}, {"exit_code", a.exit_code}});
 
   Spend actual{o.tokens_in + o.tokens_out, o.cost_usd, a.counted ? 1 : 0};
-  budget_->settle(s.reservation, actual);
-  s.reservation = Spend{};
+  budget_->settle(s.flight().reservation, actual);
+  s.flight().reservation = Spend{};
   s.rec.tokens_in += o.tokens_in;
   s.rec.tokens_out += o.tokens_out;
   s.rec.cost_usd += o.cost_usd;
@@ -753,7 +753,7 @@ void Scheduler::schedule_retry(int i, milliseconds delay) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
   s.rec.status = StepStatus::Pending;
   save_step(s);
-  event("retry_scheduled", s.step->id, s.attempt.number + 1, {{"delay_ms", delay.count()}});
+  event("retry_scheduled", s.step->id, s.flight().attempt.number + 1, {{"delay_ms", delay.count()}});
   ++retries_waiting_;
   s.retry_timer = loop_.add_timer(delay, [this, i] {
     Completion c;
@@ -768,12 +768,12 @@ void Scheduler::mark_done(int i) {
   s.rec.status = StepStatus::Done;
   // Masked like everything stored; dependents see what the ledger holds, so a
   // resumed run renders them exactly as an uninterrupted one.
-  s.rec.result = s.outcome ? secrets_->mask(s.outcome->result) : "";
-  s.rec.fingerprint = s.attempt.fingerprint;
+  s.rec.result = s.flight().outcome ? secrets_->mask(s.flight().outcome->result) : "";
+  s.rec.fingerprint = s.flight().attempt.fingerprint;
   s.rec.reason.clear();
   s.rec.finished_at = now_ms();
   save_step(s);
-  event("step_done", s.step->id, s.attempt.number);
+  event("step_done", s.step->id, s.flight().attempt.number);
   for (int c : s.children) {
     StepState& child = steps_[static_cast<std::size_t>(c)];
     if (--child.deps_left == 0 && child.rec.status == StepStatus::Pending) ready_.insert(c);
@@ -787,7 +787,7 @@ void Scheduler::mark_failed(int i, const std::string& reason, bool budget) {
   s.rec.reason = reason;
   s.rec.finished_at = now_ms();
   save_step(s);
-  event("step_failed", s.step->id, s.attempt.number, {{"reason", reason}});
+  event("step_failed", s.step->id, s.flight().attempt.number, {{"reason", reason}});
   if (budget) budget_failure_ = true;
   report(ProgressEvent::Kind::StepFinished, i, reason);
   if (run_.keep_going || plan_.on_failure == OnFailure::Continue) {

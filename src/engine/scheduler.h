@@ -35,6 +35,22 @@ namespace orch {
 
 enum class StopKind { None, Abort, Budget, Interrupt, Cancel, StoreError };
 
+// What one attempt of a step needs while it is prepared, runs and is settled.
+// Allocated the first time the step is attempted and reused by its retries, so
+// the 100,000 steps of a big plan that are waiting cost a pointer each.
+struct Flight {
+  AttemptRecord attempt;
+  AttemptSpec spec;
+  Spend reservation;
+  std::unique_ptr<RunningAttempt> running;
+  std::optional<AttemptOutcome> outcome;
+  std::vector<CheckResult> checks;
+  std::size_t next_check = 0;
+  std::unique_ptr<RunningAttempt> check_running;
+  std::string cancel_reason;  // set when orch itself stops the attempt
+  std::string pending_render_error;
+};
+
 struct StepState {
   const Step* step = nullptr;
   Executor* executor = nullptr;
@@ -46,20 +62,18 @@ struct StepState {
   // The attempt in flight (in_flight = started and not yet settled).
   bool in_flight = false;
   bool dirty = false;  // rec changed in this transaction; written at commit
-  AttemptRecord attempt;
-  AttemptSpec spec;
-  Spend reservation;
-  std::unique_ptr<RunningAttempt> running;
-  std::optional<AttemptOutcome> outcome;
-  std::vector<CheckResult> checks;
-  std::size_t next_check = 0;
-  std::unique_ptr<RunningAttempt> check_running;
-  std::string cancel_reason;  // set when orch itself stops the attempt
-  std::string pending_render_error;
 
   std::string previous_failure;  // told to the next attempt
   std::string last_failure_key;  // for "same failure twice"
   EventLoop::TimerId retry_timer = 0;
+
+  Flight& flight() {
+    if (!flight_) flight_ = std::make_unique<Flight>();
+    return *flight_;
+  }
+
+ private:
+  std::unique_ptr<Flight> flight_;
 };
 
 struct Completion {

@@ -25,7 +25,9 @@ mkdir out
   for i in $(seq 0 $((STEPS - 1))); do
     echo "  - id: s$i"
     if [ "$i" -ge 7 ]; then echo "    deps: [s$((i - 7))]"; fi
-    echo "    sh: 'echo run >> out/s$i.txt; sleep 0.0$((i % 4 + 1))'"
+    # 0.1-0.4 s each: the run lasts long enough (~12 s at -j 4) for every kill
+    # to land mid-run, however fast orch itself gets.
+    echo "    sh: 'echo run >> out/s$i.txt; sleep 0.$((i % 4 + 1))'"
   done
 } > plan.yaml
 db=.orch/orch.db
@@ -75,6 +77,10 @@ for step in "${!done_count[@]}"; do
   fi
 done
 [ "$reran" = 0 ] || fail=1
+if [ "$kills" -lt "$KILLS" ]; then
+  echo "crash_test: only $kills of $KILLS kills landed before the run finished"
+  fail=1
+fi
 for i in $(seq 0 $((STEPS - 1))); do
   [ -s "out/s$i.txt" ] || { echo "crash_test: s$i never ran"; fail=1; }
 done
