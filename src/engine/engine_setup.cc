@@ -113,6 +113,7 @@ Expected<void> Scheduler::prepare_new(const Plan& plan, const std::string& plan_
   lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
 
   ORCH_TRY(load_plan_state(plan));
+  ORCH_TRY(make_usage_folder());
   budget_.emplace(plan_.budget, Spend{}, 0);
   run_.budget_json = budget_limits_json(plan_.budget);
 
@@ -131,6 +132,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
   if (!found) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
   run_ = *found;
   lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
+  ORCH_TRY(make_usage_folder());
 
   // The plan: the latest version in the ledger, or the replacement.
   PlanVersion stored = ORCH_TRY(store_.latest_plan(run_.id));

@@ -70,6 +70,15 @@ std::int64_t Scheduler::wall_ms_now() const {
 
 int Scheduler::effective_concurrency() const { return std::max(1, run_.concurrency); }
 
+fs::path Scheduler::usage_folder() const { return store_.folder() / "runs" / run_.id / "usage"; }
+
+Expected<void> Scheduler::make_usage_folder() const {
+  std::error_code ec;
+  fs::create_directories(usage_folder(), ec);
+  if (ec) return fail(ErrorCode::Io, fmt::format("cannot create {}: {}", usage_folder().string(), ec.message()));
+  return {};
+}
+
 fs::path Scheduler::attempt_file(const StepState& s, int number, const std::string& suffix) const {
   return store_.folder() / "runs" / run_.id / s.step->id / (std::to_string(number) + suffix);
 }
@@ -443,7 +452,9 @@ bool Scheduler::prepare_attempt(int i) {
   spec.workspace = run_.workspace;
   spec.stdout_path = attempt_file(s, number, ".stdout");
   spec.stderr_path = attempt_file(s, number, ".stderr");
-  spec.usage_path = attempt_file(s, number, ".usage.json");
+  // One folder for the run's usage files, made once (usage_folder()): a folder
+  // per step, made before every spawn, cost as much as the spawn's bookkeeping.
+  spec.usage_path = usage_folder() / fmt::format("{}.{}.json", step.id, number);
   spec.kill_grace = plan_.defaults.kill_grace;
   spec.max_output = step.max_output.value_or(plan_.defaults.max_output);
   spec.secrets = secrets_;
@@ -489,15 +500,6 @@ bool Scheduler::prepare_attempt(int i) {
   }
   a.stdout_path = spec.stdout_path.string();
   a.stderr_path = spec.stderr_path.string();
-  // The step's folder must exist before it starts: it may write ORCH_USAGE_FILE
-  // there. (In-process executors write nothing; their shell_zero checks' output
-  // files create the folder when they are written.)
-  if (!s.executor->in_process() && (s.rec.last_attempt == 1 || !fs::exists(spec.usage_path.parent_path()))) {
-    std::error_code ec;
-    fs::create_directories(spec.usage_path.parent_path(), ec);
-    if (ec && s.flight().pending_render_error.empty())
-      s.flight().pending_render_error = fmt::format("cannot create {}: {}", spec.usage_path.parent_path().string(), ec.message());
-  }
 
   if (!step.writes.empty() && s.flight().pending_render_error.empty()) {
     std::vector<fs::path> paths;
@@ -605,7 +607,7 @@ void Scheduler::run_checks(int i) {
       std::string suffix = fmt::format(".check{}", s.flight().next_check);
       spec.stdout_path = attempt_file(s, s.flight().attempt.number, suffix + ".stdout");
       spec.stderr_path = attempt_file(s, s.flight().attempt.number, suffix + ".stderr");
-      spec.usage_path = attempt_file(s, s.flight().attempt.number, suffix + ".usage.json");
+      spec.usage_path.clear();  // a check reports no usage
       spec.env = {{"ORCH_RUN_ID", run_.id}, {"ORCH_STEP_ID", s.step->id}, {"ORCH_RESULT", s.flight().outcome->result}};
       spec.secrets = secrets_;
       spec.timeout = p.timeout.value_or(kShellZeroTimeout);

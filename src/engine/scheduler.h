@@ -132,6 +132,9 @@ class Scheduler {
   void report(ProgressEvent::Kind kind, int step = -1, const std::string& reason = "");
   ResultLookup result_lookup() const;
   std::filesystem::path attempt_file(const StepState& s, int number, const std::string& suffix) const;
+  std::filesystem::path usage_folder() const;  // runs/<run>/usage: <step>.<n>.json
+  // Steps may write ORCH_USAGE_FILE there: made before anything can spawn.
+  Expected<void> make_usage_folder() const;
 
   Store& store_;
   EngineOptions options_;

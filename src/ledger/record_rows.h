@@ -31,6 +31,7 @@ PlanVersion read_plan(const Statement& row);
 // steps: ?1..?17 in the order of StepRecord; insert or replace every column but the key.
 extern const char kUpsertStep[];
 extern const char kStepsOfRun[];  // ?1 = run_id, by idx
+extern const char kCountStepsOfRun[];  // ?1 = run_id, by idx
 void bind_step(Statement& statement, const StepRecord& step);
 StepRecord read_step(const Statement& row);
 

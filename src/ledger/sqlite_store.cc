@@ -24,11 +24,14 @@ std::int64_t now_ms() {
 }
 
 // Steps `statement` to the end, reading each row with `read`; resets it whatever happens.
+// `expected`: how many rows there will be, if known (saves re-allocating a
+// 100,000-row vector as it grows).
 template <class Read, class Describe>
-auto collect(Statement& statement, const Read& read, const Describe& describe)
+auto collect(Statement& statement, const Read& read, const Describe& describe, std::size_t expected = 0)
     -> Expected<std::vector<decltype(read(statement))>> {
   ResetOnExit reset(statement);
   std::vector<decltype(read(statement))> rows;
+  rows.reserve(expected);
   for (;;) {
     const bool row = ORCH_TRY(statement.step(describe));
     if (!row) return rows;
@@ -101,6 +104,7 @@ Expected<void> SqliteStore::prepare_statements() {
   ORCH_TRY(prepare(sql_.latest_plan, rows::kLatestPlan));
   ORCH_TRY(prepare(sql_.upsert_step, rows::kUpsertStep));
   ORCH_TRY(prepare(sql_.steps_of_run, rows::kStepsOfRun));
+  ORCH_TRY(prepare(sql_.count_steps_of_run, rows::kCountStepsOfRun));
   ORCH_TRY(prepare(sql_.insert_attempt, rows::kInsertAttempt));
   ORCH_TRY(prepare(sql_.finish_attempt, rows::kFinishAttempt));
   ORCH_TRY(prepare(sql_.attempts_of_run, rows::kAttemptsOfRun));
@@ -224,9 +228,13 @@ Expected<PlanVersion> SqliteStore::latest_plan(const std::string& run_id) {
 }
 
 Expected<std::vector<StepRecord>> SqliteStore::steps(const std::string& run_id) {
+  auto describe = [&] { return fmt::format("reading the steps of run '{}'", run_id); };
+  sql_.count_steps_of_run.bind_text(1, run_id);
+  auto count = ORCH_TRY(first_row(
+      sql_.count_steps_of_run, [](const Statement& row) { return row.column_int(0); }, describe));
   sql_.steps_of_run.bind_text(1, run_id);
-  return collect(sql_.steps_of_run, rows::read_step,
-                 [&] { return fmt::format("reading the steps of run '{}'", run_id); });
+  return collect(sql_.steps_of_run, rows::read_step, describe,
+                 static_cast<std::size_t>(std::max<std::int64_t>(count.value_or(0), 0)));
 }
 
 Expected<std::vector<AttemptRecord>> SqliteStore::attempts(const std::string& run_id,

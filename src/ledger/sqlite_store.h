@@ -70,7 +70,7 @@ class SqliteStore final : public Store {
     Statement begin, commit, rollback;
     Statement insert_run, update_run, find_run, list_runs, request_cancel, cancel_requested;
     Statement insert_plan, latest_plan;
-    Statement upsert_step, steps_of_run;
+    Statement upsert_step, steps_of_run, count_steps_of_run;
     Statement insert_attempt, finish_attempt, attempts_of_run, attempts_of_step;
     Statement insert_event, events_of_run;
   };
