@@ -119,6 +119,14 @@ struct AttemptRecord {
   std::string snapshot_dir;  // where `writes:` files were saved before it started ("" if none)
 };
 
+// What a run's attempts spent, summed from the append-only attempts table (the
+// authority: the run row's spent_* totals may lag it by a loop turn).
+struct AttemptTotals {
+  std::int64_t tokens = 0;    // tokens_in + tokens_out
+  double cost_usd = 0;
+  std::int64_t counted = 0;   // attempts counted against budgets (not interrupted ones)
+};
+
 struct EventRecord {
   std::int64_t seq = 0;  // assigned by the store
   std::string run_id;
@@ -160,6 +168,7 @@ class Store {
   virtual Expected<std::vector<EventRecord>> events(const std::string& run_id, std::int64_t after_seq = 0,
                                                     int limit = -1) = 0;
   virtual Expected<bool> cancel_requested(const std::string& run_id) = 0;
+  virtual Expected<AttemptTotals> attempt_totals(const std::string& run_id) = 0;
 };
 
 // Opens (creating if needed) a SQLite ledger at `db_path` (e.g. .orch/orch.db),

@@ -255,7 +255,10 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
   if (store_error_) return std::unexpected(*store_error_);
   ORCH_TRY(commit());
 
-  Spend spent{run_.spent_tokens, run_.spent_cost_usd, run_.spent_attempts};
+  // What was spent comes from the attempts themselves: the run row is written at
+  // most every kRunRowInterval, so after kill -9 it may lag the last attempts.
+  AttemptTotals totals = ORCH_TRY(store_.attempt_totals(run_.id));
+  Spend spent{totals.tokens, totals.cost_usd, totals.counted};
   budget_.emplace(plan_.budget, spent, run_.spent_wall_ms);
   return {};
 }

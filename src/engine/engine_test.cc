@@ -313,6 +313,40 @@ steps:
   EXPECT_EQ(step(out.run_id, "s").tokens_in, 20);
 }
 
+// The run row's spent totals may lag the attempts after kill -9; resume charges
+// the budget with what the attempts rows say was spent.
+TEST_F(EngineTest, ResumeChargesTheBudgetFromTheAttemptsNotTheRunRow) {
+  write_file(ws() / "fail-b", "");
+  auto out = run(R"(
+budget: {tokens: 250}
+steps:
+  - id: a
+    sh: 'echo "{\"tokens_in\": 200}" > "$ORCH_USAGE_FILE"'
+  - id: b
+    deps: [a]
+    attempts: 1
+    sh: 'echo "{\"tokens_in\": 100}" > "$ORCH_USAGE_FILE"; [ ! -e fail-b ]'
+)");
+  ASSERT_EQ(out.status, RunStatus::Failed) << out.reason;
+  EXPECT_EQ(store_->find_run(out.run_id)->value().spent_tokens, 300);
+  auto totals = store_->attempt_totals(out.run_id);
+  ASSERT_TRUE(totals);
+  EXPECT_EQ(totals->tokens, 300);
+  EXPECT_EQ(totals->counted, 2);
+  // As if the driver died before its last run-row write: the row says nothing was spent.
+  RunRecord stale = store_->find_run(out.run_id)->value();
+  stale.spent_tokens = 0;
+  stale.spent_attempts = 0;
+  ASSERT_TRUE(store_->update_run(stale));
+  fs::remove(ws() / "fail-b");
+  auto again = resume(out.run_id);
+  // 300 of 250 tokens are already spent: b is not tried again (with the stale
+  // row's 0 it would have been, and the run would have "succeeded").
+  EXPECT_EQ(again.status, RunStatus::BudgetExhausted) << again.reason;
+  EXPECT_EQ(store_->find_run(out.run_id)->value().spent_tokens, 300);
+  EXPECT_EQ(attempts(out.run_id, "b").size(), 1u);
+}
+
 TEST_F(EngineTest, WritesAreRestoredWhenAnAttemptFailsItsChecks) {
   write_file(ws() / "config.txt", "original\n");
   auto out = run(R"(
@@ -527,6 +561,7 @@ class CountingStore final : public Store {
     return inner_.events(id, after, limit);
   }
   Expected<bool> cancel_requested(const std::string& id) override { return inner_.cancel_requested(id); }
+  Expected<AttemptTotals> attempt_totals(const std::string& id) override { return inner_.attempt_totals(id); }
 
  private:
   Store& inner_;

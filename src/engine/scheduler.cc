@@ -24,6 +24,9 @@ constexpr milliseconds kShellZeroTimeout{60000};
 // rounds, or for this long, before it commits.
 constexpr int kMaxBatchRounds = 1000;
 constexpr milliseconds kMaxBatchTime{50};
+// The run row (spent totals, updated_at) is rewritten at most this often while
+// the run goes on; the attempts rows are the authority for what was spent.
+constexpr milliseconds kRunRowInterval{250};
 
 std::string tail_of(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
 
@@ -237,7 +240,8 @@ Expected<RunOutcome> Scheduler::run_loop() {
         break;
       loop_.run_once(milliseconds(0));  // delivers the in-process completions
     }
-    if (in_tx_) {
+    if (in_tx_ && std::chrono::steady_clock::now() - last_run_write_ >= kRunRowInterval) {
+      last_run_write_ = std::chrono::steady_clock::now();
       // Read the cancel flag inside the transaction (which holds the write lock) so
       // the run row written below can never overwrite a request that just landed.
       if (auto requested = store_.cancel_requested(run_.id); requested && *requested && !run_.cancel_requested) {

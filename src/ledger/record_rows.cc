@@ -36,6 +36,9 @@ const char kFindRun[] = "SELECT " ORCH_RUN_COLUMNS " FROM runs WHERE id = ?1";
 const char kListRuns[] = "SELECT " ORCH_RUN_COLUMNS " FROM runs ORDER BY created_at DESC, rowid DESC";
 const char kRequestCancel[] = "UPDATE runs SET cancel_requested = 1 WHERE id = ?1";
 const char kCancelRequested[] = "SELECT cancel_requested FROM runs WHERE id = ?1";
+const char kAttemptTotals[] =
+    "SELECT coalesce(sum(tokens_in + tokens_out), 0), coalesce(sum(cost_usd), 0.0), coalesce(sum(counted), 0) "
+    "FROM attempts WHERE run_id = ?1";
 
 void bind_run(Statement& s, const RunRecord& r) {
   s.bind_text(1, r.id);

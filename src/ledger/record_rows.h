@@ -19,6 +19,7 @@ extern const char kFindRun[];          // ?1 = id
 extern const char kListRuns[];         // newest first
 extern const char kRequestCancel[];    // ?1 = id
 extern const char kCancelRequested[];  // ?1 = id
+extern const char kAttemptTotals[];    // ?1 = run id
 void bind_run(Statement& statement, const RunRecord& run);
 RunRecord read_run(const Statement& row);
 

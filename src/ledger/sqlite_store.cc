@@ -100,6 +100,7 @@ Expected<void> SqliteStore::prepare_statements() {
   ORCH_TRY(prepare(sql_.list_runs, rows::kListRuns));
   ORCH_TRY(prepare(sql_.request_cancel, rows::kRequestCancel));
   ORCH_TRY(prepare(sql_.cancel_requested, rows::kCancelRequested));
+  ORCH_TRY(prepare(sql_.attempt_totals, rows::kAttemptTotals));
   ORCH_TRY(prepare(sql_.insert_plan, rows::kInsertPlan));
   ORCH_TRY(prepare(sql_.latest_plan, rows::kLatestPlan));
   ORCH_TRY(prepare(sql_.upsert_step, rows::kUpsertStep));
@@ -267,6 +268,15 @@ Expected<bool> SqliteStore::cancel_requested(const std::string& run_id) {
       [&] { return fmt::format("reading the cancel flag of run '{}'", run_id); }));
   if (!flag) return std::unexpected(not_found(fmt::format("run '{}' not found", run_id)));
   return *flag;
+}
+
+Expected<AttemptTotals> SqliteStore::attempt_totals(const std::string& run_id) {
+  sql_.attempt_totals.bind_text(1, run_id);
+  auto totals = ORCH_TRY(first_row(
+      sql_.attempt_totals,
+      [](const Statement& row) { return AttemptTotals{row.column_int(0), row.column_real(1), row.column_int(2)}; },
+      [&] { return fmt::format("summing the attempts of run '{}'", run_id); }));
+  return totals.value_or(AttemptTotals{});
 }
 
 }  // namespace orch

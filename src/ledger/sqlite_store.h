@@ -60,6 +60,7 @@ class SqliteStore final : public Store {
   Expected<std::vector<EventRecord>> events(const std::string& run_id, std::int64_t after_seq = 0,
                                             int limit = -1) override;
   Expected<bool> cancel_requested(const std::string& run_id) override;
+  Expected<AttemptTotals> attempt_totals(const std::string& run_id) override;
 
   // The connection itself, for diagnostics and tests (PRAGMA values, raw queries).
   SqliteDb& connection() { return db_; }
@@ -68,7 +69,7 @@ class SqliteStore final : public Store {
   // Every statement the store runs, prepared once in open().
   struct Statements {
     Statement begin, commit, rollback;
-    Statement insert_run, update_run, find_run, list_runs, request_cancel, cancel_requested;
+    Statement insert_run, update_run, find_run, list_runs, request_cancel, cancel_requested, attempt_totals;
     Statement insert_plan, latest_plan;
     Statement upsert_step, steps_of_run, count_steps_of_run;
     Statement insert_attempt, finish_attempt, attempts_of_run, attempts_of_step;
