@@ -27,7 +27,9 @@
 //   created_at, updated_at, finished_at (0 while not finished)
 //   spent_tokens, spent_cost_usd, spent_attempts, spent_wall_ms
 //                    budget spent so far, summed over resumes; interrupted attempts
-//                    are not counted in spent_attempts
+//                    are not counted in spent_attempts. Rewritten at most every
+//                    250 ms while the run goes on: the attempts rows are the
+//                    authority (resume sums them)
 //   owner_pid        the process driving the run now, 0 when none
 //   cancel_requested 1 once `orch cancel` asked the run to stop; the driving process
 //                    polls it. Any process may set it.
