@@ -10,7 +10,7 @@ packages=(
   build-essential g++ cmake ninja-build pkg-config make
   # libraries
   libyaml-cpp-dev libyaml-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
-  libpcre2-dev libvalijson-dev rapidjson-dev
+  libpcre2-dev libvalijson-dev rapidjson-dev libcurl4-openssl-dev
   # tests
   libgtest-dev libgmock-dev sqlite3 python3
   # fuzzing: libstdc++ 12's <expected> needs a compiler newer than clang 14

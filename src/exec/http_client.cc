@@ -1,0 +1,304 @@
+// exec/http_client.cc — libcurl's multi interface on orch's EventLoop.
+//
+// libcurl owns the connections; this file only relays: the sockets libcurl wants
+// watched become EventLoop watches, its one timeout becomes one EventLoop timer,
+// and each readiness goes back to curl_multi_socket_action. Finished transfers
+// are read with curl_multi_info_read after every action, and their `done` is
+// deferred to the next loop turn (never run inside libcurl's callbacks, and never
+// inside start()).
+#include "exec/http_client.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+#include <set>
+
+namespace orch {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+void init_libcurl_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string to_lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim(std::string s) {
+  auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+}  // namespace
+
+std::optional<std::string> HttpResponse::header(const std::string& name) const {
+  const std::string wanted = to_lower(name);
+  for (const auto& [key, value] : headers)
+    if (key == wanted) return value;
+  return std::nullopt;
+}
+
+struct HttpClient::Impl {
+  struct Transfer {
+    RequestId id = 0;
+    CURL* easy = nullptr;
+    curl_slist* header_list = nullptr;
+    HttpRequest request;
+    HttpResponse response;
+    Done done;
+    SteadyClock::time_point started;
+    bool too_large = false;
+    bool finished = false;  // done is deferred, not yet delivered
+    char error_buffer[CURL_ERROR_SIZE] = {};
+  };
+
+  EventLoop& loop;
+  CURLM* multi = nullptr;
+  std::map<RequestId, std::unique_ptr<Transfer>> transfers;
+  std::set<curl_socket_t> watched;
+  EventLoop::TimerId timer = 0;
+  RequestId next_id = 1;
+  // Deferred deliveries check this: a destroyed client delivers nothing.
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+
+  explicit Impl(EventLoop& l) : loop(l) {
+    init_libcurl_once();
+    multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &Impl::on_socket);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &Impl::on_timer);
+    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+  }
+
+  ~Impl() {
+    *alive = false;
+    for (auto& [id, t] : transfers) release(*t);
+    transfers.clear();
+    for (curl_socket_t s : watched) loop.unwatch(s);
+    if (timer) loop.cancel_timer(timer);
+    curl_multi_cleanup(multi);
+  }
+
+  void release(Transfer& t) {
+    if (t.easy != nullptr) {
+      if (!t.finished) curl_multi_remove_handle(multi, t.easy);
+      curl_easy_cleanup(t.easy);
+      t.easy = nullptr;
+    }
+    curl_slist_free_all(t.header_list);
+    t.header_list = nullptr;
+  }
+
+  // ---- libcurl -> EventLoop ----
+
+  static int on_socket(CURL*, curl_socket_t s, int what, void* userp, void*) {
+    auto* self = static_cast<Impl*>(userp);
+    if (what == CURL_POLL_REMOVE) {
+      self->loop.unwatch(s);
+      self->watched.erase(s);
+      return 0;
+    }
+    short events = 0;
+    if (what & CURL_POLL_IN) events |= POLLIN;
+    if (what & CURL_POLL_OUT) events |= POLLOUT;
+    self->watched.insert(s);
+    self->loop.watch(s, events, [self, s](short revents) {
+      int flags = 0;
+      if (revents & (POLLIN | POLLHUP)) flags |= CURL_CSELECT_IN;
+      if (revents & POLLOUT) flags |= CURL_CSELECT_OUT;
+      if (revents & (POLLERR | POLLNVAL)) flags |= CURL_CSELECT_ERR;
+      self->act(s, flags);
+    });
+    return 0;
+  }
+
+  static int on_timer(CURLM*, long timeout_ms, void* userp) {
+    auto* self = static_cast<Impl*>(userp);
+    if (self->timer) {
+      self->loop.cancel_timer(self->timer);
+      self->timer = 0;
+    }
+    // -1: no timeout wanted. 0: act as soon as possible — from the loop, since
+    // libcurl must not be re-entered from inside this callback.
+    if (timeout_ms >= 0) {
+      self->timer = self->loop.add_timer(std::chrono::milliseconds(timeout_ms), [self] {
+        self->timer = 0;
+        self->act(CURL_SOCKET_TIMEOUT, 0);
+      });
+    }
+    return 0;
+  }
+
+  static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* userp) {
+    auto* t = static_cast<Transfer*>(userp);
+    const std::size_t n = size * count;
+    if (static_cast<std::int64_t>(t->response.body.size() + n) > t->request.max_response_bytes) {
+      t->too_large = true;
+      return 0;  // anything but n aborts the transfer (CURLE_WRITE_ERROR)
+    }
+    t->response.body.append(data, n);
+    return n;
+  }
+
+  static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* userp) {
+    auto* t = static_cast<Transfer*>(userp);
+    const std::size_t n = size * count;
+    std::string line(data, n);
+    if (line.starts_with("HTTP/")) {
+      t->response.headers.clear();  // a new response (after a 100 Continue)
+    } else if (auto colon = line.find(':'); colon != std::string::npos) {
+      t->response.headers.emplace_back(to_lower(trim(line.substr(0, colon))), trim(line.substr(colon + 1)));
+    }
+    return n;
+  }
+
+  // ---- EventLoop -> libcurl ----
+
+  void act(curl_socket_t s, int flags) {
+    int running = 0;
+    curl_multi_socket_action(multi, s, flags, &running);
+    collect_finished();
+  }
+
+  void collect_finished() {
+    int left = 0;
+    while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
+      if (message->msg != CURLMSG_DONE) continue;
+      Transfer* t = nullptr;
+      curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, &t);
+      if (t != nullptr) finish(*t, message->data.result);
+    }
+  }
+
+  void finish(Transfer& t, CURLcode result) {
+    HttpResponse& r = t.response;
+    r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t.started);
+    if (result == CURLE_OK) {
+      curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &r.status);
+    } else {
+      r.status = 0;
+      r.body.clear();
+      r.timed_out = result == CURLE_OPERATION_TIMEDOUT;
+      if (t.too_large) {
+        r.error = fmt::format("the response is larger than {} bytes", t.request.max_response_bytes);
+      } else if (r.timed_out) {
+        r.error = fmt::format("timed out after {} ms ({})", r.elapsed.count(),
+                              t.error_buffer[0] != '\0' ? t.error_buffer : curl_easy_strerror(result));
+      } else {
+        r.error = t.error_buffer[0] != '\0' ? std::string(t.error_buffer) : std::string(curl_easy_strerror(result));
+      }
+    }
+    curl_multi_remove_handle(multi, t.easy);
+    t.finished = true;
+    release(t);
+    const RequestId id = t.id;
+    loop.defer([this, id, alive = std::weak_ptr<bool>(alive)] {
+      auto held = alive.lock();
+      if (!held || !*held) return;  // the client is gone
+      auto it = transfers.find(id);
+      if (it == transfers.end()) return;  // cancelled after it finished
+      std::unique_ptr<Transfer> done_transfer = std::move(it->second);
+      transfers.erase(it);
+      Done done = std::move(done_transfer->done);
+      done(std::move(done_transfer->response));  // last: may destroy the client
+    });
+  }
+
+  RequestId start(HttpRequest request, Done done) {
+    auto t = std::make_unique<Transfer>();
+    t->id = next_id++;
+    t->request = std::move(request);
+    t->done = std::move(done);
+    t->started = SteadyClock::now();
+    t->easy = curl_easy_init();
+    CURL* e = t->easy;
+    const HttpRequest& q = t->request;
+    curl_easy_setopt(e, CURLOPT_URL, q.url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error_buffer);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl can decode
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(q.connect_timeout.count()));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(q.timeout.count()));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+    if (q.method == "GET") {
+      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, q.body.data());
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(q.body.size()));
+      if (q.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, q.method.c_str());
+    }
+    for (const auto& [name, value] : q.headers)
+      t->header_list = curl_slist_append(t->header_list, fmt::format("{}: {}", name, value).c_str());
+    // No "Expect: 100-continue" round trip before a large body.
+    t->header_list = curl_slist_append(t->header_list, "Expect:");
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->header_list);
+
+    const RequestId id = t->id;
+    Transfer& ref = *t;
+    transfers.emplace(id, std::move(t));
+    if (CURLMcode code = curl_multi_add_handle(multi, e); code != CURLM_OK) {
+      // Reported like any transport failure, from the loop.
+      ref.finished = true;  // never added: nothing to remove
+      fmt::format_to_n(ref.error_buffer, CURL_ERROR_SIZE - 1, "{}", curl_multi_strerror(code));
+      finish_unadded(ref);
+    }
+    return id;
+  }
+
+  void finish_unadded(Transfer& t) {
+    t.response.status = 0;
+    t.response.error = t.error_buffer;
+    curl_easy_cleanup(t.easy);
+    t.easy = nullptr;
+    curl_slist_free_all(t.header_list);
+    t.header_list = nullptr;
+    const RequestId id = t.id;
+    loop.defer([this, id, alive = std::weak_ptr<bool>(alive)] {
+      auto held = alive.lock();
+      if (!held || !*held) return;
+      auto it = transfers.find(id);
+      if (it == transfers.end()) return;
+      std::unique_ptr<Transfer> done_transfer = std::move(it->second);
+      transfers.erase(it);
+      Done done = std::move(done_transfer->done);
+      done(std::move(done_transfer->response));
+    });
+  }
+
+  void cancel(RequestId id) {
+    auto it = transfers.find(id);
+    if (it == transfers.end()) return;
+    release(*it->second);
+    transfers.erase(it);
+  }
+};
+
+HttpClient::HttpClient(EventLoop& loop) : impl_(std::make_unique<Impl>(loop)) {}
+HttpClient::~HttpClient() = default;
+
+HttpClient::RequestId HttpClient::start(HttpRequest request, Done done) {
+  return impl_->start(std::move(request), std::move(done));
+}
+
+void HttpClient::cancel(RequestId id) { impl_->cancel(id); }
+
+std::size_t HttpClient::in_flight() const { return impl_->transfers.size(); }
+
+}  // namespace orch
