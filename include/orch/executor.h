@@ -80,6 +80,12 @@ struct AttemptOutcome {
   std::int64_t tokens_out = 0;
   double cost_usd = 0;
   std::chrono::milliseconds duration{0};
+  // A failure that may pass by itself (a provider's 429 or 5xx, a dropped
+  // connection): the engine retries it with exponential back-off and jitter, and
+  // "same failure twice" does not stop it (the attempts cap still does).
+  bool transient = false;
+  // The provider's Retry-After: the retry waits at least this long.
+  std::optional<std::chrono::milliseconds> retry_after;
 };
 
 // A started attempt. Destroying it without cancel() while running kills it.

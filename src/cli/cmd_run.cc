@@ -25,6 +25,7 @@ struct RunArgs {
   std::string store = kDefaultStore;
   std::string workspace = ".";
   bool json = false;
+  std::string models;
 };
 
 // Drives `start` (a new run or a resume) with progress output and prints the result.
@@ -43,6 +44,9 @@ int drive(const RunArgs& args, Store& store, const std::function<Expected<RunOut
     if (!args.json)
       std::fprintf(stderr, "orch: run %s (store %s)\n", id.c_str(), store.folder().string().c_str());
   };
+  auto executors = cli_executors(args.models);
+  if (!executors) return report_error(executors.error());
+  options.executors = *executors;
   Engine engine(store, options);
   auto outcome = start(engine);
   progress.finish();
@@ -74,9 +78,11 @@ Command add_run(CLI::App& app) {
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_option("--workspace", args->workspace, "folder steps run in (default: .)");
   sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json) instead of progress");
+  sub->add_option("--models", args->models, "models file for llm steps (default: .orch/models.yaml if present)");
   return [args]() -> int {
-    auto executors = ExecutorRegistry::with_builtins();
-    PlanInput in = read_and_validate(args->plan, args->workspace, executors);
+    auto executors = cli_executors(args->models);
+    if (!executors) return report_error(executors.error());
+    PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
     if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});
     if (!in.problems.empty()) {
       print_problems(in.problems);
@@ -102,6 +108,7 @@ Command add_resume(CLI::App& app) {
   sub->add_flag("--keep-going", args->keep_going, "on a failed step, go on with independent branches");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report instead of progress");
+  sub->add_option("--models", args->models, "models file for llm steps (default: .orch/models.yaml if present)");
   return [args]() -> int {
     auto store = open_store(args->store, true);
     if (!store) return report_error(store.error());

@@ -16,6 +16,7 @@ struct ValidateArgs {
   std::string plan;
   std::string workspace = ".";
   bool json = false;
+  std::string models;
 };
 }  // namespace
 
@@ -25,9 +26,11 @@ Command add_validate(CLI::App& app) {
   sub->add_option("PLAN", args->plan, "plan file (YAML or JSON)")->required();
   sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)");
   sub->add_flag("--json", args->json, "print {valid, steps, errors[]} as JSON");
+  sub->add_option("--models", args->models, "models file for llm steps (default: .orch/models.yaml if present)");
   return [args]() -> int {
-    auto executors = ExecutorRegistry::with_builtins();
-    PlanInput in = read_and_validate(args->plan, args->workspace, executors);
+    auto executors = cli_executors(args->models);
+    if (!executors) return report_error(executors.error());
+    PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
     if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});
     if (args->json) {
       nlohmann::ordered_json errors = nlohmann::ordered_json::array();

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "exec/llm_executor.h"
+
 namespace orch::cli {
 
 int exit_code_for_error(const Error& e) {
@@ -37,5 +39,17 @@ Expected<std::string> latest_run_id(Store& store) {
 
 bool stdout_is_tty() { return isatty(STDOUT_FILENO) == 1; }
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
+
+Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& models_flag) {
+  auto registry = std::make_shared<ExecutorRegistry>(ExecutorRegistry::with_builtins());
+  auto catalog = std::make_shared<LlmCatalog>();
+  std::filesystem::path file = models_flag;
+  if (file.empty() && std::filesystem::exists(kDefaultModels)) file = kDefaultModels;
+  if (!file.empty()) *catalog = ORCH_TRY(load_llm_catalog(file));
+  auto llm = std::make_shared<LlmExecutor>(catalog);
+  registry->add("llm", llm);
+  registry->add("llm:", llm);
+  return registry;
+}
 
 }  // namespace orch::cli

@@ -23,6 +23,14 @@ int report_error(const Error& e);
 // ("no orch store at .orch/orch.db (run `orch run PLAN` first, or pass --store)").
 Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_exist);
 
+constexpr const char* kDefaultModels = ".orch/models.yaml";
+
+// The executors a plan may use: the builtins, shell, and `llm` / `llm:MODEL` with
+// the models file `models_flag` (--models), else .orch/models.yaml when it
+// exists, else none (an llm step then fails validation saying so). A models
+// file that cannot be read or is invalid is an InvalidInput/NotFound error.
+Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& models_flag);
+
 // The newest run in the store, for commands whose RUN_ID is optional.
 Expected<std::string> latest_run_id(Store& store);
 

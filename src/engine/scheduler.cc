@@ -731,7 +731,9 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   int max_attempts = step.attempts.value_or(plan_.defaults.attempts);
   if (step.budget.attempts) max_attempts = std::min(max_attempts, *step.budget.attempts);
   std::string key = reason;
-  bool same_twice = !s.last_failure_key.empty() && key == s.last_failure_key;
+  // A transient failure (a provider's 429 or 5xx) may well repeat word for word
+  // and still pass later: it is retried with back-off instead.
+  bool same_twice = !o.transient && !s.last_failure_key.empty() && key == s.last_failure_key;
   s.last_failure_key = key;
   std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
   if (step.budget.tokens && step_tokens > 0 && step_tokens >= *step.budget.tokens) {
@@ -751,8 +753,22 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   } else if (stop_ != StopKind::None) {
     mark_failed(i, fmt::format("{} (not retried: {})", reason, stop_reason_), false);
   } else {
-    schedule_retry(i, step.retry_delay.value_or(plan_.defaults.retry_delay));
+    milliseconds delay = step.retry_delay.value_or(plan_.defaults.retry_delay);
+    if (o.transient) delay = transient_backoff(delay, s.rec.attempts_counted, o.retry_after);
+    schedule_retry(i, delay);
   }
+}
+
+milliseconds Scheduler::transient_backoff(milliseconds base, int failures, std::optional<milliseconds> retry_after) {
+  // base (at least 1 s), doubled per failure so far, at most 5 minutes, plus up
+  // to 25% jitter so that a fan-out rate-limited at once does not come back at once.
+  const milliseconds floor = std::max(base, milliseconds(1000));
+  const int doublings = std::clamp(failures - 1, 0, 16);
+  milliseconds delay = std::min(floor * (std::int64_t{1} << doublings), milliseconds(300'000));
+  std::uniform_int_distribution<std::int64_t> jitter(0, delay.count() / 4);
+  delay += milliseconds(jitter(random_));
+  if (retry_after) delay = std::max(delay, *retry_after);
+  return delay;
 }
 
 void Scheduler::schedule_retry(int i, milliseconds delay) {

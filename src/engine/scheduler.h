@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -122,6 +123,8 @@ class Scheduler {
   void mark_failed(int i, const std::string& reason, bool budget);
   void skip_descendants(int i, const std::string& reason);
   void schedule_retry(int i, std::chrono::milliseconds delay);
+  std::chrono::milliseconds transient_backoff(std::chrono::milliseconds base, int failures,
+                                              std::optional<std::chrono::milliseconds> retry_after);
   void request_stop(StopKind kind, const std::string& reason);
   void cancel_in_flight(const std::string& reason);
   void poll_cancel_request();
@@ -163,7 +166,8 @@ class Scheduler {
   Clock::TimePoint started_;  // on clock_: the wall budget counts from here
   std::chrono::steady_clock::time_point last_cancel_poll_;
   std::chrono::steady_clock::time_point last_tick_;
-  std::chrono::steady_clock::time_point last_run_write_{};  // the run row, at most every kRunRowInterval
+  std::chrono::steady_clock::time_point last_run_write_{};
+  std::minstd_rand random_{std::random_device{}()};  // back-off jitter  // the run row, at most every kRunRowInterval
   EventLoop::TimerId wall_timer_ = 0;
   ProgressEvent counts_;  // step counts for progress events, refreshed at most every 100 ms
   std::chrono::steady_clock::time_point counts_at_{};

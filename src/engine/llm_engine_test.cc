@@ -1,0 +1,187 @@
+// The llm executor through the engine, against tests/fake_llm (a real HTTP
+// server on loopback speaking the OpenAI and Anthropic protocols).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/llm_executor.h"
+#include "orch/clock.h"
+#include "orch/engine.h"
+#include "orch/plan_loader.h"
+#include "orch/validate.h"
+#include "testing/fake_llm.h"
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using orch::testing::FakeLlmServer;
+using orch::testing::read_file;
+using orch::testing::TempDir;
+
+constexpr const char* kKeyVar = "ORCH_TEST_LLM_API_KEY";
+
+class LlmEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = std::make_unique<FakeLlmServer>("sk-test-abcdef123456"); }
+  static void TearDownTestSuite() { server_.reset(); }
+
+  void SetUp() override {
+    ASSERT_TRUE(server_->started());
+    setenv(kKeyVar, server_->api_key().c_str(), 1);
+    fs::create_directories(dir_ / "ws");
+    auto s = open_sqlite_store(dir_ / "store" / "orch.db");
+    ASSERT_TRUE(s) << s.error().message;
+    store_ = std::move(*s);
+  }
+  void TearDown() override { unsetenv(kKeyVar); }
+
+  std::shared_ptr<ExecutorRegistry> registry() {
+    auto catalog = parse_llm_catalog(fmt::format(R"(
+providers:
+  oa: {{api: openai, base_url: "{0}/v1", api_key_env: {1}, concurrency: 4, timeout: 5s}}
+  an: {{api: anthropic, base_url: "{0}/v1", api_key_env: {1}}}
+models:
+  fast: {{provider: oa, model: gpt-test, max_tokens: 64, price_in: 1.0, price_out: 2.0}}
+  claude: {{provider: an, model: claude-test, max_tokens: 64, price_in: 3.0, price_out: 15.0}}
+default_model: fast
+)",
+                                                 server_->url(), kKeyVar),
+                                     "models.yaml");
+    EXPECT_TRUE(catalog) << (catalog ? "" : catalog.error().message);
+    auto r = std::make_shared<ExecutorRegistry>(ExecutorRegistry::with_builtins());
+    auto llm = std::make_shared<LlmExecutor>(std::make_shared<LlmCatalog>(*catalog));
+    r->add("llm", llm);
+    r->add("llm:", llm);
+    return r;
+  }
+
+  RunOutcome run(const std::string& yaml, Clock* clock = nullptr) {
+    auto executors = registry();
+    LoadResult loaded = parse_plan(yaml, (dir_ / "plan.yaml").string());
+    EXPECT_TRUE(loaded.diagnostics.empty()) << loaded.diagnostics.front().to_string();
+    Diagnostics problems =
+        validate_plan(loaded.plan, validate_options_for(dir_ / "ws", (dir_ / "plan.yaml").string(), *executors));
+    for (const auto& d : problems) ADD_FAILURE() << d.to_string();
+    EngineOptions options;
+    options.workspace = dir_ / "ws";
+    options.executors = executors;
+    options.clock = clock;
+    Engine engine(*store_, options);
+    auto out = engine.run(loaded.plan, yaml);
+    EXPECT_TRUE(out) << (out ? "" : out.error().message);
+    return out ? *out : RunOutcome{};
+  }
+
+  StepRecord step(const std::string& run_id, const std::string& id) {
+    auto steps = store_->steps(run_id);
+    for (const auto& s : *steps)
+      if (s.step_id == id) return s;
+    ADD_FAILURE() << "no step " << id;
+    return {};
+  }
+
+  static std::unique_ptr<FakeLlmServer> server_;
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+std::unique_ptr<FakeLlmServer> LlmEngineTest::server_;
+
+TEST_F(LlmEngineTest, OpenAiAndAnthropicCallsGiveResultsTokensAndCost) {
+  auto out = run(R"(
+steps:
+  - id: ask
+    executor: llm
+    inputs: {system: "be brief", prompt: "[[reply: forty-two]] [[usage: 1000 500]]"}
+  - id: claude
+    executor: llm:claude
+    deps: [ask]
+    inputs: {prompt: "[[reply: got ${steps.ask.result}]] [[usage: 2000 100]]"}
+)");
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  StepRecord ask = step(out.run_id, "ask");
+  EXPECT_EQ(ask.result, "forty-two");
+  EXPECT_EQ(ask.tokens_in, 1000);
+  EXPECT_EQ(ask.tokens_out, 500);
+  EXPECT_DOUBLE_EQ(ask.cost_usd, (1000 * 1.0 + 500 * 2.0) / 1e6);
+  StepRecord claude = step(out.run_id, "claude");
+  EXPECT_EQ(claude.result, "got forty-two");
+  EXPECT_DOUBLE_EQ(claude.cost_usd, (2000 * 3.0 + 100 * 15.0) / 1e6);
+  auto run_row = store_->find_run(out.run_id);
+  EXPECT_EQ((*run_row)->spent_tokens, 3600);
+}
+
+TEST_F(LlmEngineTest, AnEmptyCompletionOrMissingUsageFailsTheAttempt) {
+  auto out = run(R"(
+on_failure: continue
+steps:
+  - {id: empty, executor: llm, attempts: 1, inputs: {prompt: "[[empty]]"}}
+  - {id: no_usage, executor: llm, attempts: 1, inputs: {prompt: "[[reply: hi]] [[no-usage]]"}}
+  - {id: fine, executor: llm, attempts: 1, inputs: {prompt: "hi"}}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(step(out.run_id, "empty").status, StepStatus::Failed);
+  EXPECT_NE(step(out.run_id, "empty").reason.find("empty completion"), std::string::npos)
+      << step(out.run_id, "empty").reason;
+  EXPECT_NE(step(out.run_id, "no_usage").reason.find("no usage"), std::string::npos)
+      << step(out.run_id, "no_usage").reason;
+  EXPECT_EQ(step(out.run_id, "fine").status, StepStatus::Done);
+}
+
+// A 429 with Retry-After is retried (not "same failure twice"), after the
+// provider's delay: on a manual clock, so the test does not sleep it.
+TEST_F(LlmEngineTest, RateLimitsAreRetriedAfterRetryAfter) {
+  ManualClock clock;
+  auto out = run(R"(
+steps:
+  - id: busy
+    executor: llm
+    attempts: 4
+    inputs: {prompt: "[[fail-times: 2 status: 429 retry-after=30]] [[reply: finally]]"}
+)",
+                 &clock);
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(step(out.run_id, "busy").result, "finally");
+  auto tries = store_->attempts(out.run_id, "busy");
+  ASSERT_TRUE(tries);
+  ASSERT_EQ(tries->size(), 3u);
+  EXPECT_NE((*tries)[0].reason.find("HTTP 429"), std::string::npos) << (*tries)[0].reason;
+  EXPECT_GE((*tries)[1].started_at - (*tries)[0].finished_at, 30'000) << "Retry-After: 30 was not honoured";
+  EXPECT_GE((*tries)[2].started_at - (*tries)[1].finished_at, 30'000);
+}
+
+TEST_F(LlmEngineTest, AMissingKeyOrUnauthorizedKeyFailsWithoutRetrying) {
+  unsetenv(kKeyVar);
+  auto out = run("steps:\n  - {id: a, executor: llm, attempts: 3, inputs: {prompt: hi}}\n");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_NE(step(out.run_id, "a").reason.find("ORCH_TEST_LLM_API_KEY, which is not set"), std::string::npos)
+      << step(out.run_id, "a").reason;
+  setenv(kKeyVar, "sk-wrong-key-999999", 1);
+  auto denied = run("steps:\n  - {id: a, executor: llm, attempts: 3, inputs: {prompt: hi}}\n");
+  EXPECT_EQ(denied.status, RunStatus::Failed);
+  EXPECT_NE(step(denied.run_id, "a").reason.find("HTTP 401"), std::string::npos) << step(denied.run_id, "a").reason;
+  EXPECT_EQ(store_->attempts(denied.run_id, "a")->size(), 2u) << "a 401 is not transient: same failure twice stops it";
+}
+
+// The key goes to the provider in its header and nowhere else: not into the
+// ledger, its WAL, the logs, results or reasons.
+TEST_F(LlmEngineTest, TheKeyIsNeverStored) {
+  auto out = run(R"(
+on_failure: continue
+steps:
+  - {id: ok, executor: llm, inputs: {prompt: "[[reply: fine]]"}}
+  - {id: bad, executor: llm, attempts: 1, inputs: {prompt: "[[status: 500]]"}}
+)");
+  EXPECT_EQ(step(out.run_id, "ok").result, "fine");
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "store")) {
+    if (!entry.is_regular_file()) continue;
+    EXPECT_EQ(read_file(entry.path()).find(server_->api_key()), std::string::npos) << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace orch

@@ -1,0 +1,327 @@
+#include "exec/llm_executor.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "exec/output_sink.h"
+#include "util/json_text.h"
+
+namespace orch {
+
+namespace {
+
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+// The text of a rendered input: strings as they are, anything else as JSON.
+std::optional<std::string> input_text(const nlohmann::ordered_json& inputs, const char* name) {
+  if (!inputs.is_object()) return std::nullopt;
+  auto it = inputs.find(name);
+  if (it == inputs.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  return json_text(*it);
+}
+
+// The provider's own error message, if its body has one (both APIs put it at error.message).
+std::string provider_message(const std::string& body) {
+  json doc = json::parse(body, nullptr, false);
+  if (doc.is_object() && doc.contains("error") && doc["error"].is_object() && doc["error"].contains("message") &&
+      doc["error"]["message"].is_string())
+    return doc["error"]["message"].get<std::string>();
+  std::string text = body.substr(0, 300);
+  return text;
+}
+
+std::optional<std::chrono::milliseconds> retry_after(const HttpResponse& r) {
+  auto value = r.header("retry-after");
+  if (!value) return std::nullopt;
+  char* end = nullptr;
+  double seconds = std::strtod(value->c_str(), &end);
+  if (end == value->c_str() || seconds < 0) return std::nullopt;  // an HTTP date: not honoured
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+}  // namespace
+
+struct LlmExecutor::Call {
+  std::string provider;
+  const LlmModel* model = nullptr;
+  LlmApi api = LlmApi::OpenAi;
+  HttpRequest request;
+  DoneCallback done;
+  AttemptSpec spec;
+  HttpClient::RequestId id = 0;
+  bool launched = false;
+  bool finished = false;
+  SteadyClock::time_point queued = SteadyClock::now();
+};
+
+struct LlmExecutor::ProviderState {
+  int in_flight = 0;
+  std::deque<std::weak_ptr<Call>> waiting;
+};
+
+class LlmExecutor::Attempt final : public RunningAttempt {
+ public:
+  Attempt(LlmExecutor& executor, std::shared_ptr<Call> call)
+      : executor_(executor), alive_(executor.alive_), call_(std::move(call)) {}
+  ~Attempt() override { stop(); }
+
+  void cancel(const std::string& reason) override {
+    if (call_->finished || !call_->done) return;
+    stop();
+    AttemptOutcome outcome;
+    outcome.ending = AttemptEnding::Cancelled;
+    outcome.message = reason;
+    DoneCallback done = std::move(call_->done);
+    call_->done = nullptr;
+    executor_.loop_->defer([done = std::move(done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
+  }
+
+ private:
+  // Takes the call out of the provider's hands: the request is cancelled, its slot freed.
+  void stop() {
+    auto held = alive_.lock();
+    if (!held || call_->finished) return;
+    call_->finished = true;
+    if (call_->launched) {
+      executor_.client_->cancel(call_->id);
+      executor_.release_slot(call_->provider);
+    }
+  }
+
+  LlmExecutor& executor_;
+  std::weak_ptr<bool> alive_;
+  std::shared_ptr<Call> call_;
+};
+
+LlmExecutor::LlmExecutor(std::shared_ptr<const LlmCatalog> catalog) : catalog_(std::move(catalog)) {}
+
+LlmExecutor::~LlmExecutor() { *alive_ = false; }
+
+void LlmExecutor::check_step(const Step& step, Diagnostics& out) const {
+  auto problem = [&](const std::string& field, const std::string& message) {
+    Diagnostic d;
+    d.file = step.loc.file;
+    d.line = step.loc.line;
+    if (auto it = step.field_locs.find(field); it != step.field_locs.end() && it->second.line > 0)
+      d.line = it->second.line;
+    d.step_id = step.id;
+    d.message = message;
+    out.push_back(std::move(d));
+  };
+  if (catalog_->models.empty()) {
+    problem("executor", "no models are configured: pass --models FILE, or put one at .orch/models.yaml "
+                        "(docs/models.md)");
+  } else if (catalog_->model_for(step.executor) == nullptr) {
+    if (step.executor == "llm") {
+      problem("executor", "executor 'llm' needs a default_model in the models file (or name one: llm:MODEL)");
+    } else {
+      std::vector<std::string> names;
+      for (const auto& [name, m] : catalog_->models) names.push_back(name);
+      std::string name = step.executor.substr(4);
+      problem("executor", fmt::format("no model '{}' in the models file (models: {})", name,
+                                      names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+    }
+  }
+  if (!step.inputs.is_object() || !step.inputs.contains("prompt"))
+    problem("inputs", "an llm step needs an input named 'prompt' (inputs: {prompt: ...})");
+}
+
+std::vector<Postcondition> LlmExecutor::default_post() const {
+  Postcondition p;
+  p.kind = PostKind::ResultNonempty;
+  return {p};
+}
+
+SpendEstimate LlmExecutor::estimate(const Step& step) const {
+  const LlmModel* model = catalog_->model_for(step.executor);
+  if (model == nullptr) return {};
+  std::int64_t prompt_bytes = 0;
+  if (step.inputs.is_object())
+    for (const char* name : {"prompt", "system"})
+      if (auto it = step.inputs.find(name); it != step.inputs.end() && it->is_string())
+        prompt_bytes += static_cast<std::int64_t>(it->get_ref<const std::string&>().size());
+  SpendEstimate e;
+  const std::int64_t in = prompt_bytes / 3 + 1;
+  e.tokens = model->max_tokens + in;
+  e.cost_usd = (static_cast<double>(in) * model->price_in + model->max_tokens * model->price_out) / 1e6;
+  return e;
+}
+
+Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& spec, EventLoop& loop,
+                                                             DoneCallback done) {
+  if (loop_ != &loop) {
+    bool busy = false;
+    for (const auto& [name, p] : providers_) busy = busy || p->in_flight > 0 || !p->waiting.empty();
+    if (busy) return fail(ErrorCode::Internal, "the llm executor is busy on another event loop");
+    client_.reset();
+    loop_ = &loop;
+    client_ = std::make_unique<HttpClient>(loop);
+  }
+  auto call = std::make_shared<Call>();
+  call->done = std::move(done);
+  call->spec = spec;
+  auto fail_later = [&](std::string message) {
+    call->finished = true;
+    AttemptOutcome outcome;
+    outcome.ending = AttemptEnding::Error;
+    outcome.message = std::move(message);
+    loop.defer([done = std::move(call->done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
+    call->done = nullptr;
+    return std::unique_ptr<RunningAttempt>(std::make_unique<Attempt>(*this, call));
+  };
+
+  const LlmModel* model = catalog_->model_for(spec.executor);
+  const LlmProvider* provider = model ? catalog_->provider_of(*model) : nullptr;
+  if (model == nullptr || provider == nullptr)
+    return fail_later(fmt::format("no model for executor '{}' in the models file", spec.executor));
+  auto prompt = input_text(spec.inputs, "prompt");
+  if (!prompt) return fail_later("the step has no 'prompt' input");
+  auto system = input_text(spec.inputs, "system");
+  std::string key;
+  if (!provider->api_key_env.empty()) {
+    const char* value = std::getenv(provider->api_key_env.c_str());
+    if (value == nullptr || *value == '\0')
+      return fail_later(fmt::format("provider '{}' takes its key from ${}, which is not set", provider->name,
+                                    provider->api_key_env));
+    key = value;
+  }
+
+  call->provider = provider->name;
+  call->model = model;
+  call->api = provider->api;
+  HttpRequest& r = call->request;
+  r.connect_timeout = provider->connect_timeout;
+  r.timeout = provider->timeout;
+  if (spec.timeout) r.timeout = std::min(r.timeout, *spec.timeout);
+  r.headers.emplace_back("Content-Type", "application/json");
+  json body;
+  if (provider->api == LlmApi::OpenAi) {
+    r.url = provider->base_url + "/chat/completions";
+    if (!key.empty()) r.headers.emplace_back("Authorization", "Bearer " + key);
+    json messages = json::array();
+    if (system) messages.push_back({{"role", "system"}, {"content", *system}});
+    messages.push_back({{"role", "user"}, {"content", *prompt}});
+    body = {{"model", model->model}, {"messages", messages}, {"max_tokens", model->max_tokens}};
+  } else {
+    r.url = provider->base_url + "/messages";
+    if (!key.empty()) r.headers.emplace_back("x-api-key", key);
+    r.headers.emplace_back("anthropic-version", "2023-06-01");
+    body = {{"model", model->model},
+            {"max_tokens", model->max_tokens},
+            {"messages", json::array({{{"role", "user"}, {"content", *prompt}}})}};
+    if (system) body["system"] = *system;
+  }
+  r.body = json_text(body);
+
+  auto& state = providers_[provider->name];
+  if (!state) state = std::make_unique<ProviderState>();
+  if (state->in_flight < provider->concurrency) {
+    launch(call);
+  } else {
+    state->waiting.push_back(call);
+  }
+  return std::unique_ptr<RunningAttempt>(std::make_unique<Attempt>(*this, call));
+}
+
+void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
+  ++providers_[call->provider]->in_flight;
+  call->launched = true;
+  const auto started = SteadyClock::now();
+  call->id = client_->start(call->request, [this, call, started, alive = std::weak_ptr<bool>(alive_)](HttpResponse r) {
+    auto held = alive.lock();
+    if (!held || call->finished) return;
+    call->finished = true;
+    release_slot(call->provider);
+    AttemptOutcome o;
+    o.duration = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - started);
+    const AttemptSpec& spec = call->spec;
+    OutputSink out(spec.stdout_path, spec.max_output, false, spec.secrets.get());
+    OutputSink err(spec.stderr_path, spec.max_output, false, spec.secrets.get());
+    auto failed = [&](std::string message, bool transient) {
+      o.ending = AttemptEnding::Error;
+      o.message = std::move(message);
+      o.transient = transient;
+      if (!r.body.empty()) err.append(r.body);
+    };
+    if (r.status == 0) {
+      failed(fmt::format("call to provider '{}' failed: {}", call->provider, r.error), true);
+    } else if (r.status == 429 || r.status >= 500) {
+      failed(fmt::format("provider '{}' answered HTTP {}: {}", call->provider, r.status, provider_message(r.body)), true);
+      o.retry_after = retry_after(r);
+    } else if (r.status != 200) {
+      failed(fmt::format("provider '{}' answered HTTP {}: {}", call->provider, r.status, provider_message(r.body)), false);
+    } else {
+      json doc = json::parse(r.body, nullptr, false);
+      std::optional<std::string> text;
+      const json* usage = nullptr;
+      if (doc.is_object() && call->api == LlmApi::OpenAi) {
+        if (doc.contains("choices") && doc["choices"].is_array() && !doc["choices"].empty()) {
+          const json& message = doc["choices"][0].value("message", json::object());
+          if (message.contains("content") && message["content"].is_string()) text = message["content"].get<std::string>();
+          else if (message.contains("content") && message["content"].is_null()) text = "";
+        }
+        if (doc.contains("usage") && doc["usage"].is_object()) usage = &doc["usage"];
+      } else if (doc.is_object()) {
+        if (doc.contains("content") && doc["content"].is_array()) {
+          text = "";
+          for (const auto& block : doc["content"])
+            if (block.is_object() && block.value("type", "") == "text" && block.contains("text") && block["text"].is_string())
+              *text += block["text"].get<std::string>();
+        }
+        if (doc.contains("usage") && doc["usage"].is_object()) usage = &doc["usage"];
+      }
+      const char* in_key = call->api == LlmApi::OpenAi ? "prompt_tokens" : "input_tokens";
+      const char* out_key = call->api == LlmApi::OpenAi ? "completion_tokens" : "output_tokens";
+      const bool has_usage = usage != nullptr && usage->contains(in_key) && (*usage)[in_key].is_number_integer() &&
+                             usage->contains(out_key) && (*usage)[out_key].is_number_integer();
+      if (has_usage) {
+        o.tokens_in = (*usage)[in_key].get<std::int64_t>();
+        o.tokens_out = (*usage)[out_key].get<std::int64_t>();
+        o.cost_usd = (static_cast<double>(o.tokens_in) * call->model->price_in +
+                      static_cast<double>(o.tokens_out) * call->model->price_out) / 1e6;
+      }
+      if (!text) {
+        failed(fmt::format("provider '{}' sent a response orch cannot read (no completion text)", call->provider), false);
+      } else if (!has_usage) {
+        failed(fmt::format("provider '{}' sent no usage figures: the call's spend cannot be charged to the budget",
+                           call->provider),
+               false);
+      } else if (text->empty()) {
+        failed(fmt::format("model '{}' returned an empty completion", call->model->name), false);
+      } else {
+        o.ending = AttemptEnding::Exited;
+        o.exit_code = 0;
+        o.result = *text;
+        out.append(*text);
+      }
+    }
+    out.finish();
+    err.finish();
+    o.stdout_bytes = out.total_bytes();
+    o.stderr_bytes = err.total_bytes();
+    if (o.ending != AttemptEnding::Exited && spec.secrets) o.message = spec.secrets->mask(o.message);
+    DoneCallback done = std::move(call->done);
+    call->done = nullptr;
+    done(std::move(o));  // last: the engine may destroy the attempt
+  });
+}
+
+void LlmExecutor::release_slot(const std::string& provider) {
+  auto& state = providers_[provider];
+  if (!state) return;
+  --state->in_flight;
+  while (!state->waiting.empty()) {
+    auto next = state->waiting.front().lock();
+    state->waiting.pop_front();
+    if (next && !next->finished) {
+      launch(next);
+      break;
+    }
+  }
+}
+
+}  // namespace orch
