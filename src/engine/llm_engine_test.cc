@@ -45,9 +45,11 @@ class LlmEngineTest : public ::testing::Test {
 providers:
   oa: {{api: openai, base_url: "{0}/v1", api_key_env: {1}, concurrency: 4, timeout: 5s}}
   an: {{api: anthropic, base_url: "{0}/v1", api_key_env: {1}}}
+  narrow: {{api: openai, base_url: "{0}/v1", api_key_env: {1}, concurrency: 2}}
 models:
   fast: {{provider: oa, model: gpt-test, max_tokens: 64, price_in: 1.0, price_out: 2.0}}
   claude: {{provider: an, model: claude-test, max_tokens: 64, price_in: 3.0, price_out: 15.0}}
+  capped: {{provider: narrow, model: gpt-test, max_tokens: 64}}
 default_model: fast
 )",
                                                  server_->url(), kKeyVar),
@@ -165,6 +167,43 @@ TEST_F(LlmEngineTest, AMissingKeyOrUnauthorizedKeyFailsWithoutRetrying) {
   EXPECT_EQ(denied.status, RunStatus::Failed);
   EXPECT_NE(step(denied.run_id, "a").reason.find("HTTP 401"), std::string::npos) << step(denied.run_id, "a").reason;
   EXPECT_EQ(store_->attempts(denied.run_id, "a")->size(), 2u) << "a 401 is not transient: same failure twice stops it";
+}
+
+// A provider's concurrency caps its calls in flight, whatever -j allows.
+TEST_F(LlmEngineTest, AProvidersConcurrencyCapsItsCallsInFlight) {
+  std::string yaml = "concurrency: 8\nsteps:\n";
+  for (int i = 0; i < 6; ++i)
+    yaml += fmt::format("  - {{id: s{}, executor: llm:capped, inputs: {{prompt: \"[[sleep: 0.4]] [[reply: r{}]]\"}}}}\n",
+                        i, i);
+  const auto began = std::chrono::steady_clock::now();
+  auto out = run(yaml);
+  const auto took = std::chrono::steady_clock::now() - began;
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  // Six 0.4 s calls, two at a time: three waves.
+  EXPECT_GE(took, std::chrono::milliseconds(1150)) << "more than 2 calls were in flight";
+  EXPECT_LT(took, std::chrono::seconds(6));
+}
+
+// Every call reserves max_tokens plus its prompt's estimate before it starts, so
+// a fan-out stops before it could overshoot the plan's token budget.
+TEST_F(LlmEngineTest, ATokenBudgetStopsAFanOutBeforeItOvershoots) {
+  std::string yaml = "concurrency: 8\nbudget: {tokens: 200}\nsteps:\n";
+  for (int i = 0; i < 6; ++i)
+    yaml += fmt::format("  - {{id: s{}, executor: llm, inputs: {{prompt: \"[[usage: 5 60]]\"}}}}\n", i);
+  auto out = run(yaml);
+  EXPECT_EQ(out.status, RunStatus::BudgetExhausted) << out.reason;
+  auto row = store_->find_run(out.run_id);
+  EXPECT_LE((*row)->spent_tokens, 200) << "the budget was overshot";
+  EXPECT_GE((*row)->spent_tokens, 130) << "the budget let fewer calls run than it could pay for";
+  int done = 0, skipped = 0;
+  auto steps = store_->steps(out.run_id);
+  ASSERT_TRUE(steps);
+  for (const auto& s : *steps) {
+    done += s.status == StepStatus::Done;
+    skipped += s.status == StepStatus::Skipped;
+  }
+  EXPECT_GE(done, 2);
+  EXPECT_GE(skipped, 1);
 }
 
 // The key goes to the provider in its header and nowhere else: not into the

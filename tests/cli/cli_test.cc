@@ -422,3 +422,55 @@ TEST(Cli, CancelARunWhoseDriverWasKilled) {
 
 }  // namespace
 }  // namespace orch
+
+namespace orch {
+namespace {
+
+using orch::testing::run_orch;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+
+TEST(CliModels, AnLlmStepWithoutAModelsFileIsInvalid) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: ask, executor: llm, inputs: {prompt: hi}}\n");
+  auto r = run_orch({"validate", "p.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("p.yaml:2: step 'ask': no models are configured: pass --models FILE"), std::string::npos)
+      << r.err;
+}
+
+TEST(CliModels, AModelsFileWithProblemsIsRefusedWithEveryProblem) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: ask, executor: llm, inputs: {prompt: hi}}\n");
+  write_file(d / "models.yaml", R"(providers:
+  local: {api: openai, base_url: "http://127.0.0.1:9/v1", api_key_env: "not a name"}
+models:
+  fast: {provider: loca, model: m, max_tokens: 0}
+default_model: fats
+)");
+  auto r = run_orch({"run", "p.yaml", "--models", "models.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  for (const char* fragment : {"models.yaml: providers.local.api_key_env: must be the NAME of an environment variable",
+                               "models.yaml: models.fast.provider: no provider 'loca' (did you mean 'local'?)",
+                               "models.yaml: models.fast.max_tokens: must be a number >= 1",
+                               "models.yaml: default_model: no model 'fats' (did you mean 'fast'?)"})
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << fragment << "\n" << r.err;
+  EXPECT_FALSE(std::filesystem::exists(d / ".orch" / "orch.db")) << "nothing may be recorded";
+}
+
+TEST(CliModels, TheDefaultModelsFileIsFoundAndChecksTheModelName) {
+  TempDir d;
+  std::filesystem::create_directories(d / ".orch");
+  write_file(d / ".orch" / "models.yaml", R"(providers:
+  local: {api: openai, base_url: "http://127.0.0.1:9/v1"}
+models:
+  fast: {provider: local, model: m}
+)");
+  write_file(d / "p.yaml", "steps:\n  - {id: ask, executor: llm:fsat, inputs: {prompt: hi}}\n");
+  auto r = run_orch({"validate", "p.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("no model 'fsat' in the models file (models: fast)"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace orch
