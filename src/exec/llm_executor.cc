@@ -70,7 +70,8 @@ class LlmExecutor::Attempt final : public RunningAttempt {
   ~Attempt() override { stop(); }
 
   void cancel(const std::string& reason) override {
-    if (call_->finished || !call_->done) return;
+    auto held = alive_.lock();
+    if (!held || call_->finished || !call_->done) return;
     stop();
     AttemptOutcome outcome;
     outcome.ending = AttemptEnding::Cancelled;
