@@ -202,7 +202,12 @@ struct HttpClient::Impl {
     curl_multi_remove_handle(multi, t.easy);
     t.finished = true;
     release(t);
-    const RequestId id = t.id;
+    deliver_later(t.id);
+  }
+
+  // Calls the transfer's `done` in the next loop turn, unless it is cancelled or
+  // the client destroyed first.
+  void deliver_later(RequestId id) {
     loop.defer([this, id, alive = std::weak_ptr<bool>(alive)] {
       auto held = alive.lock();
       if (!held || !*held) return;  // the client is gone
@@ -269,17 +274,7 @@ struct HttpClient::Impl {
     t.easy = nullptr;
     curl_slist_free_all(t.header_list);
     t.header_list = nullptr;
-    const RequestId id = t.id;
-    loop.defer([this, id, alive = std::weak_ptr<bool>(alive)] {
-      auto held = alive.lock();
-      if (!held || !*held) return;
-      auto it = transfers.find(id);
-      if (it == transfers.end()) return;
-      std::unique_ptr<Transfer> done_transfer = std::move(it->second);
-      transfers.erase(it);
-      Done done = std::move(done_transfer->done);
-      done(std::move(done_transfer->response));
-    });
+    deliver_later(t.id);
   }
 
   void cancel(RequestId id) {
