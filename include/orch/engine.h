@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "orch/error.h"
@@ -62,6 +63,15 @@ struct ProgressEvent {
   double cost_usd = 0;
 };
 
+// A step the risk guard holds until a human approves it (MEDIUM or HIGH risk).
+struct ApprovalRequest {
+  std::string run_id;
+  std::string step_id;
+  std::string goal;
+  RiskLevel risk = RiskLevel::Medium;
+  std::string command;  // Executor::describe() of the rendered step: the exact command and its inputs
+};
+
 struct EngineOptions {
   std::filesystem::path workspace = ".";
   std::optional<int> concurrency;  // overrides the plan's
@@ -81,6 +91,20 @@ struct EngineOptions {
   // Clock::system(). Tests pass a ManualClock (orch/clock.h) so that retry
   // back-off and wall budgets run without sleeping. Must outlive the engine.
   Clock* clock = nullptr;
+
+  // The risk guard, before a step's first attempt in this process (docs/plan-format.md,
+  // "The risk guard"): LOW runs; CRITICAL is refused (the step fails, event
+  // step_refused); MEDIUM runs when approve_medium, when named in approve_steps,
+  // when `orch approve` recorded an approval in the ledger, or when ask_approval
+  // says yes; HIGH likewise but approve_medium does not cover it. Otherwise the
+  // step waits (status awaiting_approval, event approval_requested) while the rest
+  // of the plan runs, and the run ends awaiting_approval (exit 3).
+  std::set<std::string> approve_steps;  // --approve ID
+  bool approve_medium = false;          // --approve-medium
+  // Asked, outside any ledger transaction, for a MEDIUM or HIGH step nothing
+  // above approves (the CLI: a prompt on the terminal). The loop waits for the
+  // answer; running steps go on. True approves; false leaves the step waiting.
+  std::function<bool(const ApprovalRequest&)> ask_approval;
 };
 
 struct RunOutcome {
@@ -100,6 +124,20 @@ ValidateOptions validate_options_for(const std::filesystem::path& workspace, con
 // the run is marked cancelled here, its unfinished steps skipped. Returns the
 // run's status afterwards. A run that already ended is an InvalidInput error.
 Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chrono::milliseconds wait);
+
+// What `orch approve` recorded: the request it answered, as the ledger had it.
+struct ApprovalRecorded {
+  std::string risk;
+  std::string command;
+  std::string fingerprint;
+};
+
+// Records that a human approved step `step_id` of run `run_id`, which must be
+// awaiting approval: a step_approved event bound to the fingerprint of the step
+// as it was shown. The next `orch resume` runs it (unless the plan was changed
+// so that the step renders differently: then it asks again).
+Expected<ApprovalRecorded> approve_step(Store& store, const std::string& run_id, const std::string& step_id,
+                                        std::int64_t now_ms);
 
 class Engine {
  public:

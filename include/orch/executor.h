@@ -59,6 +59,7 @@ enum class AttemptEnding {
   Exited,       // ran to completion (exit_code says how; builtins: 0)
   Signaled,     // killed by a signal it did not get from orch
   TimedOut,     // orch killed it at its timeout
+  Stalled,      // orch killed it for making no progress (a worker's stall_after)
   Cancelled,    // orch killed it on request (cancel, interrupt, abort)
   SpawnFailed,  // could not be started (missing executable, ...)
   Error,        // the executor failed (bad input to a builtin, unreadable output file, ...)
@@ -112,6 +113,13 @@ class Executor {
   virtual void check_step(const Step& step, Diagnostics& out) const;
   // The default postconditions when a step declares none.
   virtual std::vector<Postcondition> default_post() const;
+  // The step's risk for the risk guard: at least the declared `step.risk` (Low
+  // when none). An executor may raise it from what it knows (a registry tool's
+  // level; a tool missing from the registry or pending is Critical), never lower it.
+  virtual RiskLevel risk(const Step& step) const;
+  // What the risk guard shows a human asked to approve the step: the exact command
+  // and its inputs, rendered. Default: the argv, or the inputs as JSON.
+  virtual std::string describe(const AttemptSpec& spec) const;
   // Upper estimate of what one attempt spends (0 for executors with no token cost).
   virtual SpendEstimate estimate(const Step& step) const;
   // True for executors that run inside orch's process with no outside effect

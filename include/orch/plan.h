@@ -64,6 +64,13 @@ struct Postcondition {
 
 enum class OnFailure { Abort, Continue };
 
+// How much harm a step can do; the risk guard (engine) acts on it before dispatch:
+// Low runs; Medium needs a confirmation; High an approval naming the step;
+// Critical is refused, always. Ordered: a higher value is riskier.
+enum class RiskLevel { Low, Medium, High, Critical };
+const char* risk_level_name(RiskLevel level);  // "low", "medium", "high", "critical"
+std::optional<RiskLevel> parse_risk_level(std::string_view name);  // case-insensitive
+
 struct Step {
   std::string id;
   std::string goal;
@@ -82,6 +89,8 @@ struct Step {
   std::vector<Postcondition> post;  // all must hold; empty = executor default (exit_zero for shell)
   std::vector<std::string> writes;  // workspace paths snapshotted before each attempt
   std::optional<std::string> output;  // result = this file's content instead of stdout
+  // Declared risk; the executor may raise it (a registry tool's own level), never lower it.
+  std::optional<RiskLevel> risk;
   int index = 0;                      // position in Plan::steps (the #E<idx> number)
   SourceLoc loc;                      // where the step starts
   std::map<std::string, SourceLoc> field_locs;  // where each field of the step was written

@@ -26,9 +26,12 @@
 
 namespace orch {
 
-enum class RunStatus { Running, Succeeded, Failed, Cancelled, BudgetExhausted, Escalated, Interrupted };
-enum class StepStatus { Pending, Running, Done, Failed, Skipped, Cancelled };
-enum class AttemptStatus { Running, Succeeded, Failed, TimedOut, Cancelled, Interrupted };
+// AwaitingApproval (run and step, schema v3): the risk guard paused a step until
+// a human approves it (`orch approve`, then `orch resume`). Stalled (attempt,
+// schema v3): a worker that made no progress for its stall_after was killed.
+enum class RunStatus { Running, Succeeded, Failed, Cancelled, BudgetExhausted, Escalated, Interrupted, AwaitingApproval };
+enum class StepStatus { Pending, Running, Done, Failed, Skipped, Cancelled, AwaitingApproval };
+enum class AttemptStatus { Running, Succeeded, Failed, TimedOut, Cancelled, Interrupted, Stalled };
 
 const char* run_status_name(RunStatus s);    // "running", "succeeded", ..., "budget_exhausted"
 const char* step_status_name(StepStatus s);  // "pending", "running", "done", ...
@@ -167,6 +170,9 @@ class Store {
                                                         const std::string& step_id = "") = 0;
   virtual Expected<std::vector<EventRecord>> events(const std::string& run_id, std::int64_t after_seq = 0,
                                                     int limit = -1) = 0;
+  // The events of one kind ("step_approved", ...), in order; served by the
+  // (run_id, seq) index, so cheap when the run has few of that kind.
+  virtual Expected<std::vector<EventRecord>> events_of_kind(const std::string& run_id, const std::string& kind) = 0;
   virtual Expected<bool> cancel_requested(const std::string& run_id) = 0;
   virtual Expected<AttemptTotals> attempt_totals(const std::string& run_id) = 0;
 };

@@ -29,7 +29,8 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
   ORCH_TRY(event(store, run.id, "cancel_requested", "", 0, {{"by_pid", getpid()}}));
   ORCH_TRY(close_interrupted_attempts(store, run.id, now_ms()));
   for (StepRecord s : ORCH_TRY(store.steps(run.id))) {
-    if (s.status != StepStatus::Pending && s.status != StepStatus::Running) continue;
+    if (s.status != StepStatus::Pending && s.status != StepStatus::Running && s.status != StepStatus::AwaitingApproval)
+      continue;
     bool was_running = s.status == StepStatus::Running;
     s.status = was_running ? StepStatus::Cancelled : StepStatus::Skipped;
     s.reason = was_running ? "cancelled: its attempt was interrupted (the orch driving it had died)"
@@ -54,7 +55,8 @@ Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chr
   auto found = ORCH_TRY(store.find_run(run_id));
   if (!found) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
   RunRecord run = *found;
-  if (run.status != RunStatus::Running && run.status != RunStatus::Interrupted)
+  if (run.status != RunStatus::Running && run.status != RunStatus::Interrupted &&
+      run.status != RunStatus::AwaitingApproval)
     return fail(ErrorCode::InvalidInput, fmt::format("run {} already ended: {}", run_id, run_status_name(run.status)));
   auto lock = RunLock::acquire(store.folder(), run_id);
   if (lock) return cancel_idle_run(store, run, std::move(*lock));

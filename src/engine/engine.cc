@@ -10,7 +10,8 @@ int exit_code_for(RunStatus status) {
   switch (status) {
     case RunStatus::Succeeded: return kExitSucceeded;
     case RunStatus::Failed: return kExitFailed;
-    case RunStatus::Escalated: return kExitEscalated;
+    case RunStatus::Escalated:
+    case RunStatus::AwaitingApproval: return kExitEscalated;
     case RunStatus::BudgetExhausted: return kExitBudget;
     case RunStatus::Interrupted:
     case RunStatus::Cancelled: return kExitInterrupted;

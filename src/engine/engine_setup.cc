@@ -13,6 +13,7 @@
 #include "engine/snapshot.h"
 #include "orch/plan_loader.h"
 #include "orch/validate.h"
+#include "util/strings.h"
 
 namespace orch {
 
@@ -79,6 +80,13 @@ Expected<void> Scheduler::load_plan_state(Plan plan) {
     s.rec.idx = static_cast<int>(i);
     s.rec.goal = s.step->goal;
     s.rec.executor = s.step->executor;
+  }
+  for (const auto& id : options_.approve_steps) {
+    if (index_of_.contains(id)) continue;
+    std::vector<std::string> ids;
+    for (const auto& st : plan_.steps) ids.push_back(st.id);
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("--approve {}: the plan has no step '{}'{}", id, id, did_you_mean(id, ids)));
   }
   return {};
 }
@@ -194,7 +202,8 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
     changed[i] = r.idx != static_cast<int>(i) || r.goal != step.goal || r.executor != step.executor;
     if (r.status != StepStatus::Done &&
         (r.status != StepStatus::Pending || r.attempts_counted != 0 || !r.reason.empty() || r.finished_at != 0)) {
-      if (r.status == StepStatus::Failed || r.status == StepStatus::Skipped || r.status == StepStatus::Cancelled)
+      if (r.status == StepStatus::Failed || r.status == StepStatus::Skipped || r.status == StepStatus::Cancelled ||
+          r.status == StepStatus::AwaitingApproval)
         event("step_reset", r.step_id, 0, {{"why", "resume"}, {"previous_status", step_status_name(r.status)}});
       r.status = StepStatus::Pending;
       r.attempts_counted = 0;

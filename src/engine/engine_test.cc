@@ -560,6 +560,9 @@ class CountingStore final : public Store {
   Expected<std::vector<EventRecord>> events(const std::string& id, std::int64_t after, int limit) override {
     return inner_.events(id, after, limit);
   }
+  Expected<std::vector<EventRecord>> events_of_kind(const std::string& id, const std::string& kind) override {
+    return inner_.events_of_kind(id, kind);
+  }
   Expected<bool> cancel_requested(const std::string& id) override { return inner_.cancel_requested(id); }
   Expected<AttemptTotals> attempt_totals(const std::string& id) override { return inner_.attempt_totals(id); }
 

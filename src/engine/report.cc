@@ -59,6 +59,12 @@ ojson attempt_json(const AttemptRecord& a) {
 }  // namespace
 
 Expected<ojson> build_run_report(Store& store, const std::string& run_id, ReportDetail detail) {
+  // Only a live process holds the run's lock: after kill -9 the run still says
+  // running, but nothing drives it until `orch resume`. The lock is looked at
+  // before the row is read: a driver writes its final status and only then lets
+  // the lock go, so a row read afterwards that still says running was orphaned.
+  // (Read the other way round, a run that ends in between would look orphaned.)
+  const bool held = RunLock::is_held(store.folder(), run_id);
   auto found = ORCH_TRY(store.find_run(run_id));
   if (!found) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
   const RunRecord& run = *found;
@@ -74,7 +80,7 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   if (!limits.is_object()) limits = ojson::object();
 
   std::map<std::string, int> counts{{"total", 0},   {"done", 0},      {"failed", 0}, {"skipped", 0},
-                                    {"cancelled", 0}, {"pending", 0}, {"running", 0}};
+                                    {"cancelled", 0}, {"pending", 0}, {"running", 0}, {"awaiting_approval", 0}};
   ojson step_list = ojson::array();
   for (const auto& s : steps) {
     ++counts["total"];
@@ -98,9 +104,7 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
     step["result_bytes"] = s.result.size();
     step_list.push_back(std::move(step));
   }
-  // Only a live process holds the run's lock: after kill -9 the run still says
-  // running, but nothing drives it until `orch resume`.
-  const bool active = run.status == RunStatus::Running && RunLock::is_held(store.folder(), run.id);
+  const bool active = run.status == RunStatus::Running && held;
   // A live run's time goes on between ledger writes (a step may run for minutes).
   std::int64_t end = run.finished_at ? run.finished_at : active ? Clock::system().wall_ms() : run.updated_at;
   ojson report = {
@@ -159,6 +163,8 @@ std::string format_report_summary(const ojson& report) {
                      c["total"].get<int>(), human_duration(run["elapsed_ms"].get<std::int64_t>()),
                      report["budget"]["spent"]["tokens"].get<std::int64_t>(),
                      report["budget"]["spent"]["cost_usd"].get<double>());
+  if (int waiting = c.value("awaiting_approval", 0); waiting > 0)
+    out += fmt::format(", {} awaiting approval", waiting);
   std::string reason = run["reason"].get<std::string>();
   if (!reason.empty()) out += "\n  " + reason;
   out += "\n";

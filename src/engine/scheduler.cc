@@ -187,7 +187,8 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
         case StepStatus::Failed: ++counts_.failed; break;
         case StepStatus::Skipped:
         case StepStatus::Cancelled: ++counts_.skipped; break;
-        case StepStatus::Pending: break;
+        case StepStatus::Pending:
+        case StepStatus::AwaitingApproval: break;
       }
     }
   }
@@ -222,6 +223,11 @@ Expected<RunOutcome> Scheduler::run_loop() {
     });
   }
   index_ready();
+  // Approvals recorded by `orch approve` (for a resume of a paused run).
+  for (const EventRecord& e : ORCH_TRY(store_.events_of_kind(run_.id, "step_approved"))) {
+    auto data = nlohmann::json::parse(e.data_json, nullptr, false);
+    ledger_approvals_[e.step_id] = data.is_object() ? data.value("fingerprint", "") : "";
+  }
   if (options_.on_started) options_.on_started(run_.id);
 
   for (;;) {
@@ -265,6 +271,10 @@ Expected<RunOutcome> Scheduler::run_loop() {
       break;
     }
     for (int i : to_start) start_attempt(i);
+    if (!asks_.empty()) {
+      ask_pending_questions();  // outside the transaction: a human may take minutes
+      continue;
+    }
 
     auto now = std::chrono::steady_clock::now();
     if (now - last_tick_ >= options_.tick_interval) {
@@ -381,6 +391,17 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
   for (auto it = ready_.begin(); it != ready_.end() && in_flight_ < limit && stop_ == StopKind::None;) {
     int i = *it;
     StepState& s = steps_[static_cast<std::size_t>(i)];
+    if (!s.cleared) {
+      Gate gate = risk_gate(i);
+      if (gate == Gate::Ask) {
+        ++it;
+        continue;
+      }
+      if (gate != Gate::Go) {
+        it = ready_.erase(it);
+        continue;
+      }
+    }
     const BudgetLimits& sb = s.step->budget;
     // The step's own budget: what it already spent plus this attempt must fit.
     SpendEstimate est = s.executor->estimate(*s.step);
@@ -423,6 +444,88 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
     request_stop(StopKind::Budget, "budget exhausted: " + *blocked);
   }
   return started_inline;
+}
+
+Scheduler::Gate Scheduler::risk_gate(int i) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  const Step& step = *s.step;
+  const RiskLevel level = s.executor->risk(step);
+  const char* level_name = risk_level_name(level);
+  if (level == RiskLevel::Low) {
+    s.cleared = true;
+    return Gate::Go;
+  }
+  if (level == RiskLevel::Critical) {
+    std::string why = step.risk == RiskLevel::Critical
+                          ? "the step is declared risk: critical"
+                          : fmt::format("executor '{}' rates it critical", step.executor);
+    std::string reason = fmt::format("refused by the risk guard: critical risk ({}); critical steps never run", why);
+    event("step_refused", step.id, 0, {{"risk", level_name}, {"reason", reason}});
+    mark_failed(i, reason, false);
+    return Gate::Refused;
+  }
+  // What a human is asked to approve: the exact command and inputs, rendered.
+  ApprovalRequest req;
+  req.run_id = run_.id;
+  req.step_id = step.id;
+  req.goal = step.goal;
+  req.risk = level;
+  auto rendered = render_step(step, result_lookup(), s.rec.last_attempt + 1, s.previous_failure);
+  if (rendered) {
+    AttemptSpec preview;
+    preview.run_id = run_.id;
+    preview.step_id = step.id;
+    preview.executor = step.executor;
+    preview.workspace = run_.workspace;
+    preview.argv = std::move(rendered->argv);
+    preview.env = std::move(rendered->env);
+    preview.inputs = std::move(rendered->inputs);
+    req.command = secrets_->mask(s.executor->describe(preview));
+  } else {
+    req.command = "(cannot render the step: " + rendered.error().message + ")";
+  }
+  const std::string fingerprint = step_fingerprint(step, result_lookup()).value_or("");
+
+  std::string by;
+  if (options_.approve_steps.contains(step.id)) {
+    by = "--approve";
+  } else if (level == RiskLevel::Medium && options_.approve_medium) {
+    by = "--approve-medium";
+  } else if (auto it = ledger_approvals_.find(step.id);
+             it != ledger_approvals_.end() && (it->second.empty() || it->second == fingerprint)) {
+    by = "orch approve";
+  } else if (options_.ask_approval && s.answer == 0) {
+    asks_.emplace_back(i, std::move(req));
+    return Gate::Ask;
+  } else if (s.answer > 0) {
+    by = "prompt";
+  }
+  if (!by.empty()) {
+    // `orch approve` wrote its own event; the others are recorded here.
+    if (by != "orch approve")
+      event("step_approved", step.id, 0, {{"risk", level_name}, {"by", by}, {"fingerprint", fingerprint}});
+    s.cleared = true;
+    return Gate::Go;
+  }
+  if (s.answer < 0) event("approval_declined", step.id, 0, {{"risk", level_name}, {"by", "prompt"}});
+  event("approval_requested", step.id, 0,
+        {{"risk", level_name}, {"command", req.command}, {"fingerprint", fingerprint}});
+  s.rec.status = StepStatus::AwaitingApproval;
+  s.rec.reason = fmt::format("awaiting approval ({} risk): `orch approve {} {}`, then `orch resume {}`", level_name,
+                             run_.id, step.id, run_.id);
+  save_step(s);
+  report(ProgressEvent::Kind::StepFinished, i, s.rec.reason);
+  return Gate::Wait;
+}
+
+void Scheduler::ask_pending_questions() {
+  std::vector<std::pair<int, ApprovalRequest>> asks = std::move(asks_);
+  asks_.clear();
+  for (auto& [i, req] : asks) {
+    StepState& s = steps_[static_cast<std::size_t>(i)];
+    if (stop_ != StopKind::None) break;  // interrupted meanwhile: nothing more to ask
+    s.answer = options_.ask_approval(req) ? 1 : -1;
+  }
 }
 
 bool Scheduler::prepare_attempt(int i) {
@@ -583,7 +686,10 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
     std::string why = o.message;
     if (why.empty()) why = o.ending == AttemptEnding::Signaled ? fmt::format("killed by signal {}", o.signal)
                                                                : attempt_ending_name(o.ending);
-    finish_attempt(i, o.ending == AttemptEnding::TimedOut ? AttemptStatus::TimedOut : AttemptStatus::Failed, why);
+    AttemptStatus st = o.ending == AttemptEnding::TimedOut  ? AttemptStatus::TimedOut
+                       : o.ending == AttemptEnding::Stalled ? AttemptStatus::Stalled
+                                                            : AttemptStatus::Failed;
+    finish_attempt(i, st, why);
     return;
   }
   run_checks(i);
@@ -902,7 +1008,18 @@ Expected<RunOutcome> Scheduler::finish_run() {
       if (s.rec.status == StepStatus::Failed) failed.push_back(s.step->id);
       if (s.rec.status != StepStatus::Done) ++not_done;
     }
-    if (not_done > 0) {
+    std::vector<std::string> waiting;
+    for (const auto& s : steps_)
+      if (s.in_plan && s.rec.status == StepStatus::AwaitingApproval) waiting.push_back(s.step->id);
+    if (not_done > 0 && failed.empty() && !budget_failure_ && !waiting.empty()) {
+      // Paused, not failed: `orch approve` then `orch resume` continues it.
+      status = RunStatus::AwaitingApproval;
+      std::string names;
+      for (std::size_t k = 0; k < waiting.size() && k < 5; ++k) names += (k ? " " : "") + waiting[k];
+      if (waiting.size() > 5) names += " ...";
+      reason = fmt::format("{} step{} awaiting approval: {}; approve with `orch approve {} STEP`, then `orch resume {}`",
+                           waiting.size(), waiting.size() == 1 ? "" : "s", names, run_.id, run_.id);
+    } else if (not_done > 0) {
       status = budget_failure_ ? RunStatus::BudgetExhausted : RunStatus::Failed;
       std::string names;
       for (std::size_t k = 0; k < failed.size() && k < 5; ++k) names += (k ? ", " : "") + failed[k];
@@ -914,7 +1031,8 @@ Expected<RunOutcome> Scheduler::finish_run() {
   run_.status = status;
   run_.reason = reason;
   run_.exit_code = exit_code_for(status);
-  run_.finished_at = status == RunStatus::Interrupted ? 0 : now_ms();
+  // An interrupted or paused run is not over: `orch resume` continues it.
+  run_.finished_at = status == RunStatus::Interrupted || status == RunStatus::AwaitingApproval ? 0 : now_ms();
   run_.updated_at = now_ms();
   run_.owner_pid = 0;
   run_.spent_wall_ms = budget_->wall_ms_before() + wall_ms_now();

@@ -64,6 +64,11 @@ struct StepState {
   bool in_flight = false;
   bool dirty = false;  // rec changed in this transaction; written at commit
 
+  // The risk guard let the step run (checked once per process, before its first attempt).
+  bool cleared = false;
+  // The answer of ask_approval: 0 not asked yet, 1 approved, -1 declined.
+  std::int8_t answer = 0;
+
   std::string previous_failure;  // told to the next attempt
   std::string last_failure_key;  // for "same failure twice"
   EventLoop::TimerId retry_timer = 0;
@@ -114,6 +119,12 @@ class Scheduler {
   int dispatch_ready(std::vector<int>& to_start);
   void start_attempt(int i);
   bool prepare_attempt(int i);
+  // The risk guard for step i (EngineOptions::approve_steps): Go, Wait (marked
+  // awaiting_approval), Refused (marked failed) or Ask (queued in asks_: the
+  // question is put after the turn's commit, and the step stays ready).
+  enum class Gate { Go, Wait, Refused, Ask };
+  Gate risk_gate(int i);
+  void ask_pending_questions();
 
   // Settling.
   void on_attempt_done(int i, AttemptOutcome outcome);
@@ -154,6 +165,8 @@ class Scheduler {
   std::unordered_map<std::string, int> index_of_;
   std::set<int> ready_;
   std::deque<Completion> completions_;
+  std::map<std::string, std::string> ledger_approvals_;  // step id -> fingerprint approved ("" any)
+  std::vector<std::pair<int, ApprovalRequest>> asks_;
   std::vector<int> dirty_steps_;  // steps whose rec commit() writes
   std::optional<BudgetGuard> budget_;
   int in_flight_ = 0;

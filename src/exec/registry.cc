@@ -1,6 +1,7 @@
 #include <utility>
 
 #include "orch/executor.h"
+#include "util/strings.h"
 
 namespace orch {
 
@@ -12,6 +13,8 @@ const char* attempt_ending_name(AttemptEnding ending) {
       return "signaled";
     case AttemptEnding::TimedOut:
       return "timed_out";
+    case AttemptEnding::Stalled:
+      return "stalled";
     case AttemptEnding::Cancelled:
       return "cancelled";
     case AttemptEnding::SpawnFailed:
@@ -26,6 +29,23 @@ void Executor::check_step(const Step&, Diagnostics&) const {}
 
 std::vector<Postcondition> Executor::default_post() const {
   return {};
+}
+
+RiskLevel Executor::risk(const Step& step) const {
+  return step.risk.value_or(RiskLevel::Low);
+}
+
+std::string Executor::describe(const AttemptSpec& spec) const {
+  std::string out;
+  for (const auto& a : spec.argv) {
+    if (!out.empty()) out += ' ';
+    out += shell_quote(a);
+  }
+  if (!spec.inputs.empty()) {
+    if (!out.empty()) out += '\n';
+    out += "inputs: " + spec.inputs.dump();
+  }
+  return out;
 }
 
 SpendEstimate Executor::estimate(const Step&) const {

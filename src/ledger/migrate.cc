@@ -42,6 +42,27 @@ Expected<int> read_schema_version(SqliteDb& db) {
   return static_cast<int>(version);
 }
 
+// After a migration rewrote CREATE statements in sqlite_schema: bump the schema
+// cookie (so every connection, this one included, re-reads the schema), then
+// check that the new text parses, that every row satisfies it, and that the
+// rewrite took effect.
+Expected<void> reload_edited_schema(SqliteDb& db, const Migration& m) {
+  const std::string where = fmt::format("schema version {}", m.version);
+  const auto cookie = ORCH_TRY(db.query_int("PRAGMA schema_version", "reading the schema cookie for " + where));
+  ORCH_TRY(db.exec(fmt::format("PRAGMA schema_version = {}", cookie + 1).c_str(), "bumping the schema cookie for " + where));
+  auto check = ORCH_TRY(Statement::prepare(db, "PRAGMA integrity_check"));
+  std::string problems;
+  while (ORCH_TRY(check.step([&] { return "checking the ledger after " + where; }))) {
+    std::string line = check.column_text(0);
+    if (line != "ok") problems += (problems.empty() ? "" : "; ") + line;
+  }
+  if (problems.empty() && m.verify && ORCH_TRY(db.query_int(m.verify, "verifying " + where)) != 1)
+    problems = "the table definitions were not rewritten as expected";
+  if (!problems.empty())
+    return fail(ErrorCode::Store, fmt::format("{}: migrating to {}: {}", db.path().string(), where, problems));
+  return {};
+}
+
 }  // namespace
 
 Expected<int> ledger_schema_version(SqliteDb& db) {
@@ -64,6 +85,7 @@ Expected<void> migrate_to_current(SqliteDb& db, std::int64_t now_ms) {
     for (const Migration& migration : schema_migrations()) {
       if (migration.version <= version) continue;
       ORCH_TRY(db.exec(migration.sql, fmt::format("migrating the schema to version {}", migration.version)));
+      if (migration.edits_schema_text) ORCH_TRY(reload_edited_schema(db, migration));
       // Prepared after the migration: version 1 creates the schema_version table.
       auto record = ORCH_TRY(Statement::prepare(
           db, "INSERT INTO schema_version (version, applied_at, description) VALUES (?1, ?2, ?3)"));

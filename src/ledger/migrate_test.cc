@@ -148,5 +148,65 @@ TEST(LedgerFile, AVersion1LedgerIsMigratedAndKeepsItsRuns) {
   EXPECT_EQ(raw.exec("UPDATE runs SET budget_json = 'not json'").empty(), false) << "budget_json must be JSON";
 }
 
+// v3 widened three CHECK constraints by rewriting the CREATE text: the new
+// statuses are accepted, everything else is still refused, the old rows are
+// kept, and the file passes SQLite's integrity check.
+TEST(LedgerFile, AVersion2LedgerAcceptsTheVersion3StatusesAndStillRefusesOthers) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_EQ(raw.exec("PRAGMA journal_mode = WAL"), "");
+    ASSERT_EQ(raw.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId)), "");
+    ASSERT_EQ(raw.exec(schema_migrations()[0].sql), "");
+    ASSERT_EQ(raw.exec(schema_migrations()[1].sql), "");
+    ASSERT_EQ(raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2');"
+                       "INSERT INTO runs VALUES ('old-run', 'n', 'failed', '', '/p.yaml', '/w', 1, 2, 0, 0,"
+                       " 1, 2, 3, 10, 0.5, 1, 100, 0, 0, '{}')"),
+              "");
+    // Refused before the migration: the constraint is real.
+    EXPECT_NE(raw.exec("UPDATE runs SET status = 'awaiting_approval'"), "");
+  }
+  {
+    auto store = open_sqlite_store(path);
+    ASSERT_TRUE(store) << store.error().message;
+    auto run = (*store)->find_run("old-run");
+    ASSERT_TRUE(run && *run);
+    RunRecord r = **run;
+    r.status = RunStatus::AwaitingApproval;
+    ASSERT_TRUE((*store)->update_run(r));
+    StepRecord s;
+    s.run_id = "old-run";
+    s.step_id = "deploy";
+    s.status = StepStatus::AwaitingApproval;
+    ASSERT_TRUE((*store)->begin());
+    ASSERT_TRUE((*store)->upsert_step(s));
+    AttemptRecord a;
+    a.run_id = "old-run";
+    a.step_id = "deploy";
+    a.number = 1;
+    a.status = AttemptStatus::Running;
+    ASSERT_TRUE((*store)->insert_attempt(a));
+    a.status = AttemptStatus::Stalled;
+    ASSERT_TRUE((*store)->finish_attempt(a));
+    ASSERT_TRUE((*store)->commit());
+    auto steps = (*store)->steps("old-run");
+    ASSERT_TRUE(steps);
+    ASSERT_EQ(steps->size(), 1u);
+    EXPECT_EQ((*steps)[0].status, StepStatus::AwaitingApproval);
+    auto attempts = (*store)->attempts("old-run");
+    ASSERT_TRUE(attempts && attempts->size() == 1);
+    EXPECT_EQ((*attempts)[0].status, AttemptStatus::Stalled);
+  }
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), "3");
+  EXPECT_EQ(raw.query("SELECT status FROM runs"), "awaiting_approval");
+  EXPECT_NE(raw.exec("UPDATE runs SET status = 'paused'"), "") << "only the listed statuses";
+  EXPECT_NE(raw.exec("UPDATE steps SET status = 'paused'"), "");
+  // The append-only triggers on attempts survived the rewrite.
+  EXPECT_NE(raw.exec("DELETE FROM attempts"), "");
+}
+
 }  // namespace
 }  // namespace orch

@@ -256,6 +256,9 @@ const char kInsertEvent[] =
 const char kEventsOfRun[] =
     "SELECT " ORCH_EVENT_COLUMNS " FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3";
 
+const char kEventsOfKind[] =
+    "SELECT " ORCH_EVENT_COLUMNS " FROM events WHERE run_id = ?1 AND kind = ?2 ORDER BY seq";
+
 void bind_event(Statement& s, const EventRecord& e) {
   s.bind_text(1, e.run_id);
   s.bind_int(2, e.ts);

@@ -48,6 +48,7 @@ AttemptRecord read_attempt(const Statement& row);
 // events: the insert binds ?1..?6 = run_id, ts, kind, step_id, attempt, data (seq is assigned).
 extern const char kInsertEvent[];
 extern const char kEventsOfRun[];  // ?1 = run_id, ?2 = after seq, ?3 = limit (-1: all)
+extern const char kEventsOfKind[];  // ?1 = run_id, ?2 = kind
 void bind_event(Statement& statement, const EventRecord& event);
 EventRecord read_event(const Statement& row);
 

@@ -265,9 +265,37 @@ constexpr const char* kSchemaV2 = R"sql(
 ALTER TABLE runs ADD COLUMN budget_json TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(budget_json));
 )sql";
 
-constexpr std::array<Migration, 2> kMigrations{{
+// v3: the risk guard and workers. runs.status and steps.status may be
+// 'awaiting_approval', attempts.status 'stalled'. SQLite cannot ALTER a CHECK
+// constraint; for a change that every existing row still satisfies its
+// documented procedure (https://sqlite.org/lang_altertable.html, "making other
+// kinds of table schema changes", the simpler procedure) is to rewrite the
+// table's CREATE text in sqlite_schema under writable_schema and bump the schema
+// cookie; migrate.cc does that for migrations marked edits_schema_text, then runs
+// PRAGMA integrity_check and the migration's `verify` query. Each replace()
+// widens one IN list at its closing "))", which occurs once in each table.
+constexpr const char* kSchemaV3 = R"sql(
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema SET sql = replace(sql, '''interrupted''))', '''interrupted'', ''awaiting_approval''))')
+ WHERE type = 'table' AND name = 'runs';
+UPDATE sqlite_schema SET sql = replace(sql, '''cancelled''))', '''cancelled'', ''awaiting_approval''))')
+ WHERE type = 'table' AND name = 'steps';
+UPDATE sqlite_schema SET sql = replace(sql, '''interrupted''))', '''interrupted'', ''stalled''))')
+ WHERE type = 'table' AND name = 'attempts';
+PRAGMA writable_schema = OFF;
+)sql";
+constexpr const char* kVerifyV3 = R"sql(
+SELECT count(*) = 3 FROM sqlite_schema
+ WHERE type = 'table'
+   AND ((name = 'runs' AND sql LIKE '%''interrupted'', ''awaiting_approval''))%')
+     OR (name = 'steps' AND sql LIKE '%''cancelled'', ''awaiting_approval''))%')
+     OR (name = 'attempts' AND sql LIKE '%''interrupted'', ''stalled''))%'))
+)sql";
+
+constexpr std::array<Migration, 3> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
+    {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
 }};
 
 }  // namespace

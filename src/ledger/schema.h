@@ -16,6 +16,11 @@ struct Migration {
   int version;              // the schema version this migration produces
   const char* description;  // recorded in the schema_version table
   const char* sql;          // one or more statements, run with sqlite3_exec
+  // The statements edit sqlite_schema directly (PRAGMA writable_schema): the
+  // migration then bumps the schema cookie so that every connection reloads it,
+  // and checks the result with PRAGMA integrity_check and `verify`.
+  bool edits_schema_text = false;
+  const char* verify = nullptr;  // a query that returns 1 when the migration took effect
 };
 
 // All migrations, versions 1, 2, ... in order; the last one's version is the

@@ -112,6 +112,7 @@ Expected<void> SqliteStore::prepare_statements() {
   ORCH_TRY(prepare(sql_.attempts_of_step, rows::kAttemptsOfStep));
   ORCH_TRY(prepare(sql_.insert_event, rows::kInsertEvent));
   ORCH_TRY(prepare(sql_.events_of_run, rows::kEventsOfRun));
+  ORCH_TRY(prepare(sql_.events_of_kind, rows::kEventsOfKind));
   return {};
 }
 
@@ -259,6 +260,13 @@ Expected<std::vector<EventRecord>> SqliteStore::events(const std::string& run_id
   sql_.events_of_run.bind_int(3, limit < 0 ? -1 : limit);  // LIMIT -1: no limit
   return collect(sql_.events_of_run, rows::read_event,
                  [&] { return fmt::format("reading the events of run '{}'", run_id); });
+}
+
+Expected<std::vector<EventRecord>> SqliteStore::events_of_kind(const std::string& run_id, const std::string& kind) {
+  sql_.events_of_kind.bind_text(1, run_id);
+  sql_.events_of_kind.bind_text(2, kind);
+  return collect(sql_.events_of_kind, rows::read_event,
+                 [&] { return fmt::format("reading the {} events of run '{}'", kind, run_id); });
 }
 
 Expected<bool> SqliteStore::cancel_requested(const std::string& run_id) {

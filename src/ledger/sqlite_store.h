@@ -59,6 +59,7 @@ class SqliteStore final : public Store {
                                                 const std::string& step_id = "") override;
   Expected<std::vector<EventRecord>> events(const std::string& run_id, std::int64_t after_seq = 0,
                                             int limit = -1) override;
+  Expected<std::vector<EventRecord>> events_of_kind(const std::string& run_id, const std::string& kind) override;
   Expected<bool> cancel_requested(const std::string& run_id) override;
   Expected<AttemptTotals> attempt_totals(const std::string& run_id) override;
 
@@ -73,7 +74,7 @@ class SqliteStore final : public Store {
     Statement insert_plan, latest_plan;
     Statement upsert_step, steps_of_run, count_steps_of_run;
     Statement insert_attempt, finish_attempt, attempts_of_run, attempts_of_step;
-    Statement insert_event, events_of_run;
+    Statement insert_event, events_of_run, events_of_kind;
   };
 
   SqliteStore(SqliteDb db, std::filesystem::path folder) : db_(std::move(db)), folder_(std::move(folder)) {}

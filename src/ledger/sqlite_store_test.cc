@@ -317,7 +317,7 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 2);
+  EXPECT_EQ(store_schema_version(), 3);
   EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
 }
 

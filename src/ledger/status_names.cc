@@ -19,7 +19,7 @@ std::optional<E> parse_of(const std::array<std::pair<E, const char*>, N>& table,
   return std::nullopt;
 }
 
-constexpr std::array<std::pair<RunStatus, const char*>, 7> kRun{{
+constexpr std::array<std::pair<RunStatus, const char*>, 8> kRun{{
     {RunStatus::Running, "running"},
     {RunStatus::Succeeded, "succeeded"},
     {RunStatus::Failed, "failed"},
@@ -27,22 +27,25 @@ constexpr std::array<std::pair<RunStatus, const char*>, 7> kRun{{
     {RunStatus::BudgetExhausted, "budget_exhausted"},
     {RunStatus::Escalated, "escalated"},
     {RunStatus::Interrupted, "interrupted"},
+    {RunStatus::AwaitingApproval, "awaiting_approval"},
 }};
-constexpr std::array<std::pair<StepStatus, const char*>, 6> kStep{{
+constexpr std::array<std::pair<StepStatus, const char*>, 7> kStep{{
     {StepStatus::Pending, "pending"},
     {StepStatus::Running, "running"},
     {StepStatus::Done, "done"},
     {StepStatus::Failed, "failed"},
     {StepStatus::Skipped, "skipped"},
     {StepStatus::Cancelled, "cancelled"},
+    {StepStatus::AwaitingApproval, "awaiting_approval"},
 }};
-constexpr std::array<std::pair<AttemptStatus, const char*>, 6> kAttempt{{
+constexpr std::array<std::pair<AttemptStatus, const char*>, 7> kAttempt{{
     {AttemptStatus::Running, "running"},
     {AttemptStatus::Succeeded, "succeeded"},
     {AttemptStatus::Failed, "failed"},
     {AttemptStatus::TimedOut, "timed_out"},
     {AttemptStatus::Cancelled, "cancelled"},
     {AttemptStatus::Interrupted, "interrupted"},
+    {AttemptStatus::Stalled, "stalled"},
 }};
 }  // namespace
 

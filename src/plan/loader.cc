@@ -38,7 +38,8 @@ using detail::ReadContext;
 const std::vector<std::string> kPlanKeys{"name", "concurrency", "on_failure", "budget", "defaults", "steps"};
 const std::vector<std::string> kStepKeys{"id",     "goal", "deps",    "executor", "run",         "sh",
                                          "inputs", "env",  "timeout", "attempts", "retry_delay", "max_output",
-                                         "budget", "post", "writes",  "output"};
+                                         "budget", "post", "writes",  "output",
+                                         "risk"};
 const std::vector<std::string> kBudgetKeys{"tokens", "cost_usd", "wall", "attempts"};
 const std::vector<std::string> kDefaultsKeys{"attempts", "timeout", "retry_delay", "max_output",
                                              "kill_grace"};
@@ -177,6 +178,14 @@ void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
     step.writes = read_list_with_locs(ctx, f, k, /*allow_single=*/true, step);
   else if (k == "output")
     step.output = read_string(ctx, f, k);
+  else if (k == "risk") {
+    auto v = read_string(ctx, f, k);
+    if (!v) return;
+    step.risk = parse_risk_level(*v);
+    if (!step.risk)
+      ctx.error(f.line, fmt::format("'risk' must be low, medium, high or critical, got '{}'{}", quote_for_message(*v),
+                                    did_you_mean(*v, {"low", "medium", "high", "critical"})));
+  }
 }
 
 // Fills `step` (a fresh Step already in place in Plan::steps: a Step is large, moving it costs).

@@ -1,6 +1,8 @@
 #include "orch/plan.h"
 
 #include <array>
+#include <cctype>
+#include <string>
 #include <utility>
 
 namespace orch {
@@ -28,6 +30,28 @@ const char* post_kind_name(PostKind kind) {
 std::optional<PostKind> parse_post_kind(std::string_view name) {
   for (const auto& [k, n] : kPostKinds)
     if (name == n) return k;
+  return std::nullopt;
+}
+
+const char* risk_level_name(RiskLevel level) {
+  switch (level) {
+    case RiskLevel::Low:
+      return "low";
+    case RiskLevel::Medium:
+      return "medium";
+    case RiskLevel::High:
+      return "high";
+    case RiskLevel::Critical:
+      return "critical";
+  }
+  return "critical";
+}
+
+std::optional<RiskLevel> parse_risk_level(std::string_view name) {
+  std::string lower(name);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (RiskLevel l : {RiskLevel::Low, RiskLevel::Medium, RiskLevel::High, RiskLevel::Critical})
+    if (lower == risk_level_name(l)) return l;
   return std::nullopt;
 }
 

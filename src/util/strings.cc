@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 namespace orch {
 
@@ -91,6 +92,21 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
     out += parts[i];
   }
   return out;
+}
+
+std::string shell_quote(std::string_view s) {
+  auto safe = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
+  };
+  if (!s.empty() && std::all_of(s.begin(), s.end(), safe)) return std::string(s);
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
 }
 
 }  // namespace orch

@@ -34,6 +34,10 @@ std::string_view trim(std::string_view s);
 // ("..." appended), for quoting user text inside one-line messages.
 std::string quote_for_message(std::string_view s, std::size_t max_len = 60);
 
+// `s` as one word for /bin/sh, for showing a command a human may copy: left bare
+// when it holds only safe characters, else in single quotes (' written as '\'').
+std::string shell_quote(std::string_view s);
+
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 
 }  // namespace orch

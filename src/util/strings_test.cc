@@ -68,5 +68,13 @@ TEST(Join, Separator) {
   EXPECT_EQ(join({"a", "b", "c"}, " -> "), "a -> b -> c");
 }
 
+TEST(ShellQuote, LeavesSafeWordsBareAndQuotesTheRest) {
+  EXPECT_EQ(shell_quote("make"), "make");
+  EXPECT_EQ(shell_quote("--out=a/b.txt"), "--out=a/b.txt");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("two words"), "'two words'");
+  EXPECT_EQ(shell_quote("it's $HOME"), "'it'\\''s $HOME'");
+}
+
 }  // namespace
 }  // namespace orch

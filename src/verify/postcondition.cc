@@ -48,6 +48,8 @@ CheckResult check_exit_zero(const AttemptOutcome& outcome) {
       // The executor's message says how long ("timed out after 2s").
       if (message.starts_with("timed out")) return failed("exit_zero: " + message);
       return failed(message.empty() ? "exit_zero: timed out" : "exit_zero: timed out: " + message);
+    case AttemptEnding::Stalled:
+      return failed(message.empty() ? "exit_zero: stalled" : "exit_zero: " + message);
     case AttemptEnding::Cancelled:
       return failed(message.empty() ? "exit_zero: cancelled" : "exit_zero: cancelled: " + message);
     case AttemptEnding::SpawnFailed:

@@ -1,0 +1,238 @@
+// The risk guard: every level, the durable pause, approve then resume.
+#include <gtest/gtest.h>
+
+#include "orch/engine.h"
+#include "orch/plan_loader.h"
+#include "orch/report.h"
+#include "orch/validate.h"
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+using orch::testing::read_file;
+using orch::testing::TempDir;
+namespace fs = std::filesystem;
+
+class RiskGuard : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(ws());
+    auto s = open_sqlite_store(dir_ / "store" / "orch.db");
+    ASSERT_TRUE(s) << s.error().message;
+    store_ = std::move(*s);
+  }
+  fs::path ws() const { return dir_ / "ws"; }
+
+  Plan load(const std::string& yaml) {
+    LoadResult r = parse_plan(yaml, (dir_ / "plan.yaml").string());
+    EXPECT_TRUE(r.diagnostics.empty()) << (r.diagnostics.empty() ? "" : r.diagnostics[0].to_string());
+    text_ = yaml;
+    return r.plan;
+  }
+  RunOutcome run(const std::string& yaml, EngineOptions options = {}) {
+    Plan plan = load(yaml);
+    options.workspace = ws();
+    Engine engine(*store_, options);
+    auto out = engine.run(plan, text_);
+    EXPECT_TRUE(out) << (out ? "" : out.error().message);
+    return out ? *out : RunOutcome{};
+  }
+  RunOutcome resume(const std::string& id, EngineOptions options = {}) {
+    Engine engine(*store_, options);
+    auto out = engine.resume(id, std::nullopt);
+    EXPECT_TRUE(out) << (out ? "" : out.error().message);
+    return out ? *out : RunOutcome{};
+  }
+  StepRecord step(const std::string& run_id, const std::string& id) {
+    auto steps = store_->steps(run_id);
+    for (auto& s : *steps)
+      if (s.step_id == id) return s;
+    ADD_FAILURE() << "no step " << id;
+    return {};
+  }
+  std::vector<EventRecord> events(const std::string& run_id, const std::string& kind) {
+    return *store_->events_of_kind(run_id, kind);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+  std::string text_;
+};
+
+// A medium and a high step, each writing a marker file; `after` depends on high.
+constexpr const char* kPlan = R"(name: risky
+steps:
+  - id: low
+    run: [touch, low.txt]
+  - id: medium
+    risk: medium
+    run: [touch, medium.txt]
+  - id: high
+    risk: HIGH
+    run: [sh, -c, "echo deploying ${inputs.target} > high.txt"]
+    inputs: {target: prod}
+  - id: after
+    deps: [high]
+    run: [touch, after.txt]
+)";
+
+TEST_F(RiskGuard, UnapprovedStepsPauseTheRunDurablyAndTheRestRuns) {
+  RunOutcome out = run(kPlan);
+  EXPECT_EQ(out.status, RunStatus::AwaitingApproval) << out.reason;
+  EXPECT_EQ(out.exit_code(), 3);
+  EXPECT_NE(out.reason.find("orch approve " + out.run_id), std::string::npos) << out.reason;
+  EXPECT_TRUE(fs::exists(ws() / "low.txt"));
+  EXPECT_FALSE(fs::exists(ws() / "medium.txt"));
+  EXPECT_FALSE(fs::exists(ws() / "high.txt"));
+  EXPECT_FALSE(fs::exists(ws() / "after.txt"));
+  EXPECT_EQ(step(out.run_id, "medium").status, StepStatus::AwaitingApproval);
+  EXPECT_EQ(step(out.run_id, "high").status, StepStatus::AwaitingApproval);
+  EXPECT_EQ(step(out.run_id, "after").status, StepStatus::Pending);
+  EXPECT_TRUE(store_->attempts(out.run_id, "high")->empty()) << "nothing ran before approval";
+  auto run_row = store_->find_run(out.run_id);
+  ASSERT_TRUE(run_row && *run_row);
+  EXPECT_EQ((*run_row)->status, RunStatus::AwaitingApproval);
+  EXPECT_EQ((*run_row)->exit_code, 3);
+  // The request shows the exact command, rendered, and its inputs.
+  auto requests = events(out.run_id, "approval_requested");
+  ASSERT_EQ(requests.size(), 2u);
+  const EventRecord& high = requests[0].step_id == "high" ? requests[0] : requests[1];
+  auto data = nlohmann::json::parse(high.data_json);
+  EXPECT_EQ(data["risk"], "high");
+  EXPECT_NE(data["command"].get<std::string>().find("'echo deploying prod > high.txt'"), std::string::npos)
+      << data.dump();
+  EXPECT_NE(data["command"].get<std::string>().find("\"target\":\"prod\""), std::string::npos) << data.dump();
+  // The report counts the paused steps.
+  auto report = build_run_report(*store_, out.run_id);
+  ASSERT_TRUE(report);
+  EXPECT_EQ((*report)["counts"]["awaiting_approval"], 2);
+}
+
+TEST_F(RiskGuard, ApproveThenResumeRunsExactlyTheApprovedStep) {
+  RunOutcome out = run(kPlan);
+  ASSERT_EQ(out.status, RunStatus::AwaitingApproval);
+  auto refused = approve_step(*store_, out.run_id, "low", 1);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("not awaiting approval (it is done)"), std::string::npos);
+  auto typo = approve_step(*store_, out.run_id, "hihg", 1);
+  ASSERT_FALSE(typo);
+  EXPECT_NE(typo.error().message.find("did you mean 'high'"), std::string::npos) << typo.error().message;
+
+  auto approved = approve_step(*store_, out.run_id, "high", 1);
+  ASSERT_TRUE(approved) << approved.error().message;
+  EXPECT_EQ(approved->risk, "high");
+  RunOutcome second = resume(out.run_id);
+  // medium is still not approved: the run pauses again, with high and after done.
+  EXPECT_EQ(second.status, RunStatus::AwaitingApproval) << second.reason;
+  EXPECT_EQ(read_file(ws() / "high.txt"), "deploying prod\n");
+  EXPECT_TRUE(fs::exists(ws() / "after.txt"));
+  EXPECT_FALSE(fs::exists(ws() / "medium.txt"));
+  EXPECT_EQ(step(out.run_id, "medium").status, StepStatus::AwaitingApproval);
+
+  ASSERT_TRUE(approve_step(*store_, out.run_id, "medium", 2));
+  RunOutcome third = resume(out.run_id);
+  EXPECT_EQ(third.status, RunStatus::Succeeded) << third.reason;
+  EXPECT_TRUE(fs::exists(ws() / "medium.txt"));
+  EXPECT_EQ(store_->attempts(out.run_id, "low")->size(), 1u) << "a done step never re-runs";
+  EXPECT_EQ(events(out.run_id, "step_approved").size(), 2u);
+}
+
+TEST_F(RiskGuard, FlagsApproveUpFrontAndApproveMediumDoesNotCoverHigh) {
+  EngineOptions options;
+  options.approve_medium = true;
+  RunOutcome out = run(kPlan, options);
+  EXPECT_EQ(out.status, RunStatus::AwaitingApproval);
+  EXPECT_TRUE(fs::exists(ws() / "medium.txt"));
+  EXPECT_FALSE(fs::exists(ws() / "high.txt"));
+
+  EngineOptions named;
+  named.approve_steps = {"high"};
+  RunOutcome second = resume(out.run_id, named);
+  EXPECT_EQ(second.status, RunStatus::Succeeded) << second.reason;
+  auto approvals = events(out.run_id, "step_approved");
+  ASSERT_EQ(approvals.size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(approvals[0].data_json)["by"], "--approve-medium");
+  EXPECT_EQ(nlohmann::json::parse(approvals[1].data_json)["by"], "--approve");
+}
+
+TEST_F(RiskGuard, CriticalIsRefusedAlwaysEvenWhenNamed) {
+  EngineOptions options;
+  options.approve_steps = {"drop"};
+  options.approve_medium = true;
+  int asked = 0;
+  options.ask_approval = [&](const ApprovalRequest&) {
+    ++asked;
+    return true;
+  };
+  RunOutcome out = run(R"(name: critical
+on_failure: continue
+steps:
+  - id: drop
+    risk: critical
+    run: [touch, dropped.txt]
+  - id: other
+    run: [touch, other.txt]
+)",
+                       options);
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(out.exit_code(), 1);
+  EXPECT_FALSE(fs::exists(ws() / "dropped.txt"));
+  EXPECT_TRUE(fs::exists(ws() / "other.txt"));
+  EXPECT_EQ(asked, 0) << "nobody is asked about a critical step";
+  StepRecord drop = step(out.run_id, "drop");
+  EXPECT_EQ(drop.status, StepStatus::Failed);
+  EXPECT_NE(drop.reason.find("refused by the risk guard: critical"), std::string::npos) << drop.reason;
+  EXPECT_EQ(events(out.run_id, "step_refused").size(), 1u);
+  EXPECT_TRUE(store_->attempts(out.run_id, "drop")->empty());
+}
+
+TEST_F(RiskGuard, TheQuestionIsAskedWithTheCommandAndItsAnswerIsRecorded) {
+  std::vector<ApprovalRequest> asked;
+  EngineOptions options;
+  options.ask_approval = [&](const ApprovalRequest& r) {
+    asked.push_back(r);
+    return r.step_id == "high";  // yes to high, no to medium
+  };
+  RunOutcome out = run(kPlan, options);
+  EXPECT_EQ(out.status, RunStatus::AwaitingApproval) << out.reason;
+  ASSERT_EQ(asked.size(), 2u);
+  for (const auto& r : asked) {
+    EXPECT_EQ(r.run_id, out.run_id);
+    if (r.step_id == "high") {
+      EXPECT_EQ(r.risk, RiskLevel::High);
+      EXPECT_NE(r.command.find("deploying prod"), std::string::npos) << r.command;
+    } else {
+      EXPECT_EQ(r.risk, RiskLevel::Medium);
+    }
+  }
+  EXPECT_TRUE(fs::exists(ws() / "high.txt"));
+  EXPECT_TRUE(fs::exists(ws() / "after.txt"));
+  EXPECT_FALSE(fs::exists(ws() / "medium.txt"));
+  EXPECT_EQ(events(out.run_id, "approval_declined").size(), 1u);
+  auto approvals = events(out.run_id, "step_approved");
+  ASSERT_EQ(approvals.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(approvals[0].data_json)["by"], "prompt");
+}
+
+TEST_F(RiskGuard, AnApprovalIsBoundToTheCommandThatWasShown) {
+  RunOutcome out = run(kPlan);
+  ASSERT_EQ(out.status, RunStatus::AwaitingApproval);
+  ASSERT_TRUE(approve_step(*store_, out.run_id, "high", 1));
+  // The plan is replaced: the high step now does something else. The approval
+  // given for "deploying prod" does not carry over to it.
+  std::string changed = kPlan;
+  changed.replace(changed.find("target: prod"), 12, "target: all-regions");
+  fs::path replan = dir_ / "plan2.yaml";
+  orch::testing::write_file(replan, changed);
+  Engine engine(*store_, EngineOptions{});
+  auto second = engine.resume(out.run_id, replan.string());
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->status, RunStatus::AwaitingApproval);
+  EXPECT_FALSE(fs::exists(ws() / "high.txt"));
+  auto requests = events(out.run_id, "approval_requested");
+  EXPECT_NE(requests.back().data_json.find("all-regions"), std::string::npos) << requests.back().data_json;
+}
+
+}  // namespace
+}  // namespace orch
