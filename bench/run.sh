@@ -13,6 +13,10 @@
 #   3. A plan of 100,000 independent steps, YAML and JSON: `orch validate` wall
 #      time and peak RSS; then `orch run` is killed with SIGKILL mid-run and
 #      `orch resume` is timed until it has made its first new attempt row.
+#   4. 200 `llm` steps (smoke: 48) against a local OpenAI-compatible server
+#      (bench/llm_server.py: asyncio, real HTTP on 127.0.0.1) answering each call
+#      after 20 ms, -j 16 and a provider concurrency of 16: the wall time of
+#      `orch run` (with a fresh store) against the ideal ceil(steps/16) x 20 ms.
 #
 # Each timing is the mean of --runs runs (default 3) measured with hyperfine when
 # it is installed (and --no-hyperfine is not given), else with bash's clock. --smoke runs everything small (200
@@ -45,10 +49,11 @@ while (($#)); do
 done
 
 if ((smoke)); then
-  n=200 chain=100 big=2000 kill_after=100 runs=${runs:-1}
+  n=200 chain=100 big=2000 kill_after=100 runs=${runs:-1} llm_steps=48
 else
-  n=5000 chain=1000 big=100000 kill_after=1000 runs=${runs:-3}
+  n=5000 chain=1000 big=100000 kill_after=1000 runs=${runs:-3} llm_steps=200
 fi
+llm_jobs=16 llm_delay_ms=20
 
 # Targets (issue 2, "Benchmarks").
 target_ratio=1.10       # orch / raw spawn loop
@@ -56,6 +61,7 @@ target_step_us=100      # per builtin step
 target_validate_s=1     # orch validate of the big plan
 target_rss_mb=200       # its peak RSS
 target_resume_s=1       # kill -9, then resume to the first new dispatch
+target_llm_ratio=1.15   # 200 llm steps / the ideal ceil(200/16) x 20 ms
 
 if [[ -n "$keep" ]]; then
   work=$keep
@@ -290,6 +296,49 @@ if ((have_orch)); then
   done
 else
   note "orch validate / resume: skipped (no orch binary)"
+fi
+
+# --- 4. llm steps against the local fake provider -------------------------------------
+banner "4. $llm_steps llm steps, local provider answering after ${llm_delay_ms} ms, -j $llm_jobs"
+if ((have_orch)); then
+  python3 "$repo/bench/llm_server.py" --port-file "$work/llm.port" --delay-ms "$llm_delay_ms" >"$work/llm.log" 2>&1 &
+  background+=($!)
+  disown "$!"  # killed by cleanup; no "Killed" notice from bash
+  for _ in $(seq 100); do [[ -s "$work/llm.port" ]] && break; sleep 0.1; done
+  if [[ -s "$work/llm.port" ]]; then
+    export ORCH_BENCH_LLM_KEY=bench-key
+    cat >"$work/models.yaml" <<MODELS
+providers:
+  fake: {api: openai, base_url: "http://127.0.0.1:$(cat "$work/llm.port")/v1", api_key_env: ORCH_BENCH_LLM_KEY, concurrency: $llm_jobs}
+models:
+  bench: {provider: fake, model: bench, max_tokens: 16}
+default_model: bench
+MODELS
+    python3 - "$work/llm.yaml" "$llm_steps" <<'PLAN'
+import sys
+path, steps = sys.argv[1], int(sys.argv[2])
+with open(path, "w") as f:
+    f.write("name: llm-bench\nsteps:\n")
+    for i in range(steps):
+        f.write('  - {id: s%d, executor: llm, inputs: {prompt: "say ok (%d)"}}\n' % (i, i))
+PLAN
+    printf -v llm_prep 'rm -rf %s' "$(q "$work/llm-store")"
+    printf -v llm_cmd '%s run %s -j %d --store %s --workspace %s --models %s' "$(q "$orch")" "$(q "$work/llm.yaml")" \
+      "$llm_jobs" "$(q "$work/llm-store/orch.db")" "$(q "$work")" "$(q "$work/models.yaml")"
+    if secs=$(measure orch-llm "$llm_prep" "$llm_cmd"); then
+      ideal=$(calc "int(($llm_steps + $llm_jobs - 1) / $llm_jobs) * $llm_delay_ms / 1000")
+      ratio=$(calc "$secs / $ideal" "%.2f")
+      note "$(printf '%-28s %9.3f s   ideal %.3f s   %sx   target <= %sx   %s' "orch llm ($llm_steps, -j $llm_jobs)" \
+        "$secs" "$ideal" "$ratio" "$target_llm_ratio" "$(judge "$ratio" "<=" "$target_llm_ratio")")"
+    else
+      note "orch llm steps: FAILED (see $work/orch-llm.out)"; failures=$((failures + 1))
+    fi
+  else
+    note "orch llm steps: FAILED (the fake provider did not start: $(tail -n 3 "$work/llm.log"))"
+    failures=$((failures + 1))
+  fi
+else
+  note "orch llm steps: skipped (no orch binary)"
 fi
 
 # --- summary ----------------------------------------------------------------------

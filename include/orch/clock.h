@@ -6,7 +6,9 @@
 // ManualClock, on which an idle EventLoop jumps straight to its next timer instead
 // of sleeping, so an hour of retry back-off or a wall budget runs out in
 // microseconds. Real processes still run in real time: the loop only jumps when no
-// file descriptor is being watched.
+// file descriptor is being watched. So a timer that guards real I/O in flight (an
+// HTTP call's timeout, which HttpClient keeps on the loop) does not fire on a
+// ManualClock while that I/O waits: tests of such timeouts use the real clock.
 #pragma once
 
 #include <chrono>

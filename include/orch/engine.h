@@ -70,6 +70,9 @@ struct ApprovalRequest {
   std::string goal;
   RiskLevel risk = RiskLevel::Medium;
   std::string command;  // Executor::describe() of the rendered step: the exact command and its inputs
+  // True once orch was asked to stop (SIGINT/SIGTERM/SIGHUP) while the question
+  // is open: a prompt polls it and gives up (a no).
+  std::function<bool()> stop_requested;
 };
 
 struct EngineOptions {

@@ -35,6 +35,8 @@ struct AttemptSpec {
   std::string step_id;
   int attempt = 1;
   std::string executor;
+  std::string goal;              // the step's goal (workers put it in their prompt)
+  std::string previous_failure;  // why the previous attempt failed ("" on the first)
   std::vector<std::string> argv;  // shell: the command (sh steps: {"/bin/sh", "-c", script})
   // Added to (or overriding) orch's own environment: the step's env, ORCH_IN_<NAME>,
   // ORCH_RUN_ID, ORCH_STEP_ID, ORCH_ATTEMPT, ORCH_PREVIOUS_FAILURE, ORCH_USAGE_FILE.
@@ -113,6 +115,9 @@ class Executor {
   virtual void check_step(const Step& step, Diagnostics& out) const;
   // The default postconditions when a step declares none.
   virtual std::vector<Postcondition> default_post() const;
+  // Checks that always apply to the step, after its own `post` (or the defaults):
+  // e.g. an llm step's response_format schema, enforced as result_json.
+  virtual std::vector<Postcondition> required_post(const Step& step) const;
   // The step's risk for the risk guard: at least the declared `step.risk` (Low
   // when none). An executor may raise it from what it knows (a registry tool's
   // level; a tool missing from the registry or pending is Critical), never lower it.

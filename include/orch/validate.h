@@ -11,7 +11,9 @@
 
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include "orch/diagnostic.h"
 #include "orch/plan.h"
@@ -30,6 +32,10 @@ struct ValidateOptions {
 };
 
 Diagnostics validate_plan(const Plan& plan, const ValidateOptions& options);
+
+// A problem with `step`, for executors' check_step: at the line of the first of
+// `fields` the step wrote ("executor", "inputs", ...), else the step's own line.
+Diagnostic step_diagnostic(const Step& step, std::initializer_list<std::string_view> fields, std::string message);
 
 // The steps in an order where every step comes after its deps (plan order
 // preserved among independent steps). Requires a plan without cycles.

@@ -1,13 +1,15 @@
-// orch run PLAN ... and orch resume RUN_ID ...
+// orch run PLAN ... (or orch run --request TEXT ...) and orch resume RUN_ID ...
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <filesystem>
 
+#include "cli/approval_prompt.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/plan_input.h"
 #include "cli/progress.h"
+#include "cli/request_plan.h"
 #include "orch/engine.h"
 #include "orch/report.h"
 #include "util/json_text.h"
@@ -26,7 +28,19 @@ struct RunArgs {
   std::string workspace = ".";
   bool json = false;
   std::string models;
+  std::string request;        // run --request: plan it, then run it
+  RequestPlanArgs planner;    // --model, --templates, --executor (with --request)
+  std::string registry;
+  std::string workers;
+  std::vector<std::string> approve;
+  bool approve_medium = false;
 };
+
+void add_approval_flags(CLI::App* sub, RunArgs& args) {
+  sub->add_option("--approve", args.approve,
+                  "approve this step for the risk guard (medium or high risk; repeatable); critical steps never run");
+  sub->add_flag("--approve-medium", args.approve_medium, "approve every medium-risk step");
+}
 
 // Drives `start` (a new run or a resume) with progress output and prints the result.
 int drive(const RunArgs& args, Store& store, const std::function<Expected<RunOutcome>(Engine&)>& start) {
@@ -39,12 +53,15 @@ int drive(const RunArgs& args, Store& store, const std::function<Expected<RunOut
   if (args.jobs > 0) options.concurrency = args.jobs;
   options.keep_going = args.keep_going;
   options.handle_signals = true;
+  options.approve_steps = {args.approve.begin(), args.approve.end()};
+  options.approve_medium = args.approve_medium;
+  options.ask_approval = terminal_approval_prompt();
   options.on_progress = [&progress](const ProgressEvent& e) { progress.on_event(e); };
   options.on_started = [&args, &store](const std::string& id) {
     if (!args.json)
       std::fprintf(stderr, "orch: run %s (store %s)\n", id.c_str(), store.folder().string().c_str());
   };
-  auto executors = cli_executors(args.models);
+  auto executors = cli_executors(args.models, args.registry, args.workers);
   if (!executors) return report_error(executors.error());
   options.executors = *executors;
   Engine engine(store, options);
@@ -70,7 +87,11 @@ int drive(const RunArgs& args, Store& store, const std::function<Expected<RunOut
 Command add_run(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Validate a plan, then run it to the end through the ledger.");
-  sub->add_option("PLAN", args->plan, "plan file (YAML or JSON)")->required();
+  CLI::Option* plan = sub->add_option("PLAN", args->plan, "plan file (YAML or JSON)");
+  CLI::Option* request =
+      sub->add_option("--request", args->request, "plan this request (docs/planner.md) instead of reading PLAN, then run it");
+  plan->excludes(request);
+  add_request_plan_flags(*sub, args->planner);
   sub->add_option("-j,--jobs", args->jobs, "steps run at once (default: the plan's concurrency, else #CPUs)")
       ->check(CLI::PositiveNumber);
   sub->add_flag("--keep-going", args->keep_going,
@@ -79,9 +100,22 @@ Command add_run(CLI::App& app) {
   sub->add_option("--workspace", args->workspace, "folder steps run in (default: .)");
   sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json) instead of progress");
   sub->add_option("--models", args->models, "models file for llm steps (default: .orch/models.yaml if present)");
+  sub->add_option("--registry", args->registry, "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
+  sub->add_option("--workers", args->workers, "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+  add_approval_flags(sub, *args);
   return [args]() -> int {
-    auto executors = cli_executors(args->models);
+    auto executors = cli_executors(args->models, args->registry, args->workers);
     if (!executors) return report_error(executors.error());
+    if (args->plan.empty() && args->request.empty())
+      return report_error(Error{ErrorCode::InvalidInput, "run needs a PLAN file or --request TEXT"});
+    if (!args->request.empty()) {
+      auto store = open_store(args->store, false);
+      if (!store) return report_error(store.error());
+      auto planned = plan_from_cli(args->request, args->planner, *executors, args->workspace,
+                                   [&store]() -> Expected<Store*> { return store->get(); }, false);
+      if (!planned) return report_error(planned.error());
+      return drive(*args, **store, [&planned](Engine& engine) { return engine.run(planned->plan, planned->text); });
+    }
     PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
     if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});
     if (!in.problems.empty()) {
@@ -109,6 +143,9 @@ Command add_resume(CLI::App& app) {
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report instead of progress");
   sub->add_option("--models", args->models, "models file for llm steps (default: .orch/models.yaml if present)");
+  sub->add_option("--registry", args->registry, "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
+  sub->add_option("--workers", args->workers, "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+  add_approval_flags(sub, *args);
   return [args]() -> int {
     auto store = open_store(args->store, true);
     if (!store) return report_error(store.error());

@@ -82,9 +82,23 @@ Command add_runs(CLI::App& app) {
     if (!store) return report_error(store.error());
     auto runs = (*store)->list_runs();
     if (!runs) return report_error(runs.error());
+    // A run that said running when listed but whose lock is free now either ended
+    // in between (its row says so: the final status is written before the lock is
+    // let go) or was orphaned by a crash; read its row again to tell which.
+    std::vector<bool> active(runs->size(), false);
+    for (std::size_t i = 0; i < runs->size(); ++i) {
+      RunRecord& r = (*runs)[i];
+      if (r.status != RunStatus::Running) continue;
+      active[i] = RunLock::is_held((*store)->folder(), r.id);
+      if (active[i]) continue;
+      auto again = (*store)->find_run(r.id);
+      if (!again) return report_error(again.error());
+      if (*again) r = std::move(**again);
+    }
     if (args->json) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
-      for (const auto& r : *runs) {
+      for (std::size_t i = 0; i < runs->size(); ++i) {
+        const RunRecord& r = (*runs)[i];
         list.push_back({{"id", r.id},
                         {"name", r.name},
                         {"status", run_status_name(r.status)},
@@ -96,7 +110,7 @@ Command add_runs(CLI::App& app) {
                         {"spent_tokens", r.spent_tokens},
                         {"spent_cost_usd", r.spent_cost_usd},
                         {"spent_attempts", r.spent_attempts},
-                        {"active", r.status == RunStatus::Running && RunLock::is_held((*store)->folder(), r.id)}});
+                        {"active", active[i]}});
       }
       std::printf("%s\n", json_text(list, 2).c_str());
       return kExitSucceeded;

@@ -17,6 +17,8 @@ struct ValidateArgs {
   std::string workspace = ".";
   bool json = false;
   std::string models;
+  std::string registry;
+  std::string workers;
 };
 }  // namespace
 
@@ -27,8 +29,10 @@ Command add_validate(CLI::App& app) {
   sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)");
   sub->add_flag("--json", args->json, "print {valid, steps, errors[]} as JSON");
   sub->add_option("--models", args->models, "models file for llm steps (default: .orch/models.yaml if present)");
+  sub->add_option("--registry", args->registry, "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
+  sub->add_option("--workers", args->workers, "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
   return [args]() -> int {
-    auto executors = cli_executors(args->models);
+    auto executors = cli_executors(args->models, args->registry, args->workers);
     if (!executors) return report_error(executors.error());
     PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
     if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});

@@ -16,5 +16,8 @@ Command add_status(CLI::App& app);
 Command add_runs(CLI::App& app);
 Command add_logs(CLI::App& app);
 Command add_cancel(CLI::App& app);
+Command add_plan(CLI::App& app);
+Command add_approve(CLI::App& app);
+Command add_chain(CLI::App& app);
 
 }  // namespace orch::cli

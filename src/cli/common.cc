@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include "exec/llm_executor.h"
+#include "exec/tool_executor.h"
+#include "exec/worker_executor.h"
 
 namespace orch::cli {
 
@@ -40,7 +42,9 @@ Expected<std::string> latest_run_id(Store& store) {
 bool stdout_is_tty() { return isatty(STDOUT_FILENO) == 1; }
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 
-Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& models_flag) {
+Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& models_flag,
+                                                          const std::string& registry_flag,
+                                                          const std::string& workers_flag) {
   auto registry = std::make_shared<ExecutorRegistry>(ExecutorRegistry::with_builtins());
   auto catalog = std::make_shared<LlmCatalog>();
   std::filesystem::path file = models_flag;
@@ -49,6 +53,16 @@ Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& mod
   auto llm = std::make_shared<LlmExecutor>(catalog);
   registry->add("llm", llm);
   registry->add("llm:", llm);
+  auto tools = std::make_shared<ToolRegistry>();
+  std::filesystem::path tools_file = registry_flag;
+  if (tools_file.empty() && std::filesystem::exists(kDefaultToolRegistry)) tools_file = kDefaultToolRegistry;
+  if (!tools_file.empty()) *tools = ORCH_TRY(load_tool_registry(tools_file));
+  registry->add("tool:", std::make_shared<ToolExecutor>(tools));
+  auto workers = std::make_shared<WorkerCatalog>();
+  std::filesystem::path workers_file = workers_flag;
+  if (workers_file.empty() && std::filesystem::exists(kDefaultWorkers)) workers_file = kDefaultWorkers;
+  if (!workers_file.empty()) *workers = ORCH_TRY(load_worker_catalog(workers_file));
+  registry->add("worker:", std::make_shared<WorkerExecutor>(workers));
   return registry;
 }
 

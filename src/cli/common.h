@@ -24,12 +24,20 @@ int report_error(const Error& e);
 Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_exist);
 
 constexpr const char* kDefaultModels = ".orch/models.yaml";
+constexpr const char* kDefaultToolRegistry = ".orch/registry.yml";
+constexpr const char* kDefaultWorkers = ".orch/workers.yaml";
 
 // The executors a plan may use: the builtins, shell, and `llm` / `llm:MODEL` with
 // the models file `models_flag` (--models), else .orch/models.yaml when it
-// exists, else none (an llm step then fails validation saying so). A models
-// file that cannot be read or is invalid is an InvalidInput/NotFound error.
-Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& models_flag);
+// exists, else none (an llm step then fails validation saying so); `tool:NAME`
+// with the tool registry `registry_flag` (--registry), else .orch/registry.yml
+// when it exists, else none (docs/tools.md). A models file or registry that
+// `worker:NAME` with the workers file `workers_flag` (--workers), else
+// .orch/workers.yaml when it exists (docs/workers.md). A models file, registry or
+// workers file that cannot be read or is invalid is an InvalidInput/NotFound error.
+Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& models_flag,
+                                                          const std::string& registry_flag = "",
+                                                          const std::string& workers_flag = "");
 
 // The newest run in the store, for commands whose RUN_ID is optional.
 Expected<std::string> latest_run_id(Store& store);

@@ -45,6 +45,9 @@ int orch_main(int argc, char** argv) {
   add(cli::add_runs);
   add(cli::add_logs);
   add(cli::add_cancel);
+  add(cli::add_plan);
+  add(cli::add_approve);
+  add(cli::add_chain);
   for (auto& [sub, _] : commands) sub->footer(kFooter);
   try {
     app.parse(argc, argv);

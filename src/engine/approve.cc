@@ -13,7 +13,8 @@ namespace orch {
 Expected<ApprovalRecorded> approve_step(Store& store, const std::string& run_id, const std::string& step_id,
                                         std::int64_t now_ms) {
   auto run = ORCH_TRY(store.find_run(run_id));
-  if (!run) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+  if (!run)
+    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
   std::vector<StepRecord> steps = ORCH_TRY(store.steps(run_id));
   const StepRecord* found = nullptr;
   std::vector<std::string> names;
@@ -25,8 +26,9 @@ Expected<ApprovalRecorded> approve_step(Store& store, const std::string& run_id,
     return fail(ErrorCode::InvalidInput,
                 fmt::format("run {} has no step '{}'{}", run_id, step_id, did_you_mean(step_id, names)));
   if (found->status != StepStatus::AwaitingApproval)
-    return fail(ErrorCode::InvalidInput, fmt::format("step '{}' of run {} is not awaiting approval (it is {})", step_id,
-                                                     run_id, step_status_name(found->status)));
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("step '{}' of run {} is not awaiting approval (it is {})", step_id, run_id,
+                            step_status_name(found->status)));
   // The approval is bound to what the human was shown: the fingerprint of the
   // step as it was rendered when it was paused. A resume with a plan that
   // changed the step (--replan) asks again.
@@ -40,11 +42,12 @@ Expected<ApprovalRecorded> approve_step(Store& store, const std::string& run_id,
     out.command = data.value("command", "");
     out.fingerprint = data.value("fingerprint", "");
   }
-  nlohmann::json data = {{"risk", out.risk}, {"by", "orch approve"}, {"fingerprint", out.fingerprint},
-                         {"pid", getpid()}};
+  nlohmann::json data = {
+      {"risk", out.risk}, {"by", "orch approve"}, {"fingerprint", out.fingerprint}, {"pid", getpid()}};
   if (const char* user = std::getenv("USER")) data["user"] = user;
   ORCH_TRY(store.begin());
-  auto appended = store.append_event(EventRecord{0, run_id, now_ms, "step_approved", step_id, 0, json_text(data)});
+  auto appended =
+      store.append_event(EventRecord{0, run_id, now_ms, "step_approved", step_id, 0, json_text(data)});
   if (!appended) {
     (void)store.rollback();
     return std::unexpected(appended.error());

@@ -46,10 +46,12 @@ providers:
   oa: {{api: openai, base_url: "{0}/v1", api_key_env: {1}, concurrency: 4, timeout: 5s}}
   an: {{api: anthropic, base_url: "{0}/v1", api_key_env: {1}}}
   narrow: {{api: openai, base_url: "{0}/v1", api_key_env: {1}, concurrency: 2}}
+  hasty: {{api: openai, base_url: "{0}/v1", api_key_env: {1}, timeout: 1s}}
 models:
   fast: {{provider: oa, model: gpt-test, max_tokens: 64, price_in: 1.0, price_out: 2.0}}
   claude: {{provider: an, model: claude-test, max_tokens: 64, price_in: 3.0, price_out: 15.0}}
   capped: {{provider: narrow, model: gpt-test, max_tokens: 64}}
+  hasty: {{provider: hasty, model: gpt-test, max_tokens: 64}}
 default_model: fast
 )",
                                                  server_->url(), kKeyVar),
@@ -220,6 +222,111 @@ steps:
     if (!entry.is_regular_file()) continue;
     EXPECT_EQ(read_file(entry.path()).find(server_->api_key()), std::string::npos) << entry.path();
   }
+}
+
+// response_format: sent natively to an OpenAI-style API, put in the system
+// prompt for the Messages API, and always enforced as a result_json check.
+TEST_F(LlmEngineTest, ResponseFormatIsSentAndTheReplyIsHeldToTheSchema) {
+  server_->reset_requests();
+  auto out = run(R"(
+on_failure: continue
+steps:
+  - id: good
+    executor: llm
+    attempts: 1
+    inputs:
+      prompt: '[[json: {"answer": 42}]]'
+      response_format: {type: object, required: [answer], properties: {answer: {type: integer}}}
+  - id: prose
+    executor: llm:claude
+    attempts: 1
+    # The step's own check passes; the schema still applies.
+    post: [result_nonempty]
+    inputs:
+      prompt: "[[reply: the answer is 42]]"
+      response_format: {type: object, required: [answer]}
+  - id: wrong
+    executor: llm
+    attempts: 1
+    inputs:
+      prompt: '[[json: {"answer": "many"}]]'
+      response_format: {type: object, required: [answer], properties: {answer: {type: integer}}}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(step(out.run_id, "good").status, StepStatus::Done) << step(out.run_id, "good").reason;
+  StepRecord prose = step(out.run_id, "prose");
+  EXPECT_EQ(prose.status, StepStatus::Failed);
+  EXPECT_NE(prose.reason.find("result_json"), std::string::npos) << prose.reason;
+  StepRecord wrong = step(out.run_id, "wrong");
+  EXPECT_EQ(wrong.status, StepStatus::Failed);
+  EXPECT_NE(wrong.reason.find("/answer"), std::string::npos) << wrong.reason;
+
+  json requests = server_->requests();
+  ASSERT_TRUE(requests.is_array()) << requests.dump();
+  int openai = 0, anthropic = 0;
+  for (const auto& r : requests) {
+    const json& body = r["body"];
+    if (r["path"] == "/v1/chat/completions") {
+      ++openai;
+      EXPECT_EQ(body["response_format"]["type"], "json_schema") << body.dump();
+      EXPECT_EQ(body["response_format"]["json_schema"]["schema"]["required"], json::array({"answer"}));
+    } else {
+      ++anthropic;
+      EXPECT_FALSE(body.contains("response_format"));
+      EXPECT_NE(body["system"].get<std::string>().find("\"required\":[\"answer\"]"), std::string::npos)
+          << body.dump();
+    }
+  }
+  EXPECT_EQ(openai, 2);
+  EXPECT_EQ(anthropic, 1);
+}
+
+TEST_F(LlmEngineTest, AResponseFormatThatIsNotASchemaIsAValidationError) {
+  auto executors = registry();
+  LoadResult loaded = parse_plan(R"(
+steps:
+  - {id: a, executor: llm, inputs: {prompt: hi, response_format: "json please"}}
+  - {id: b, executor: llm, inputs: {prompt: hi, response_format: {type: 12}}}
+)",
+                                 "p.yaml");
+  ASSERT_TRUE(loaded.diagnostics.empty());
+  Diagnostics problems = validate_plan(loaded.plan, validate_options_for(dir_ / "ws", "p.yaml", *executors));
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].message.find("inputs.response_format must be a JSON Schema"), std::string::npos)
+      << problems[0].to_string();
+  EXPECT_NE(problems[1].message.find("not a usable JSON Schema"), std::string::npos) << problems[1].to_string();
+}
+
+// A body cut off mid-transfer and a server that never answers are transport
+// failures: transient, so retried (after the back-off of at least 1 s: on the
+// real clock, since an HTTP timeout is real I/O; see orch/clock.h), and the
+// attempt's reason says what happened.
+TEST_F(LlmEngineTest, ATruncatedBodyIsATransientFailureThatIsRetried) {
+  auto out = run(R"(
+steps:
+  - {id: cut, executor: llm, attempts: 2, inputs: {prompt: "[[truncated]] hi"}}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto cut = *store_->attempts(out.run_id, "cut");
+  ASSERT_EQ(cut.size(), 2u) << "a transient failure is retried";
+  for (const auto& a : cut) {
+    EXPECT_EQ(a.status, AttemptStatus::Failed);
+    EXPECT_NE(a.reason.find("transfer closed with"), std::string::npos) << a.reason;
+  }
+}
+
+TEST_F(LlmEngineTest, AProviderThatHangsIsCutAtItsTimeoutAndRetried) {
+  auto began = std::chrono::steady_clock::now();
+  auto out = run(R"(
+steps:
+  - {id: hang, executor: "llm:hasty", attempts: 2, inputs: {prompt: "[[sleep: 30]] hi"}}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(15))
+      << "two 1 s timeouts and one back-off, not the server's 30 s";
+  auto hang = *store_->attempts(out.run_id, "hang");
+  ASSERT_EQ(hang.size(), 2u);
+  for (const auto& a : hang) EXPECT_NE(a.reason.find("timed out after 1"), std::string::npos) << a.reason;
 }
 
 }  // namespace

@@ -5,60 +5,15 @@
 #include "orch/plan_loader.h"
 #include "orch/report.h"
 #include "orch/validate.h"
-#include "testing/testing.h"
+#include "testing/engine_fixture.h"
 
 namespace orch {
 namespace {
 
 using orch::testing::read_file;
-using orch::testing::TempDir;
 namespace fs = std::filesystem;
 
-class RiskGuard : public ::testing::Test {
- protected:
-  void SetUp() override {
-    fs::create_directories(ws());
-    auto s = open_sqlite_store(dir_ / "store" / "orch.db");
-    ASSERT_TRUE(s) << s.error().message;
-    store_ = std::move(*s);
-  }
-  fs::path ws() const { return dir_ / "ws"; }
-
-  Plan load(const std::string& yaml) {
-    LoadResult r = parse_plan(yaml, (dir_ / "plan.yaml").string());
-    EXPECT_TRUE(r.diagnostics.empty()) << (r.diagnostics.empty() ? "" : r.diagnostics[0].to_string());
-    text_ = yaml;
-    return r.plan;
-  }
-  RunOutcome run(const std::string& yaml, EngineOptions options = {}) {
-    Plan plan = load(yaml);
-    options.workspace = ws();
-    Engine engine(*store_, options);
-    auto out = engine.run(plan, text_);
-    EXPECT_TRUE(out) << (out ? "" : out.error().message);
-    return out ? *out : RunOutcome{};
-  }
-  RunOutcome resume(const std::string& id, EngineOptions options = {}) {
-    Engine engine(*store_, options);
-    auto out = engine.resume(id, std::nullopt);
-    EXPECT_TRUE(out) << (out ? "" : out.error().message);
-    return out ? *out : RunOutcome{};
-  }
-  StepRecord step(const std::string& run_id, const std::string& id) {
-    auto steps = store_->steps(run_id);
-    for (auto& s : *steps)
-      if (s.step_id == id) return s;
-    ADD_FAILURE() << "no step " << id;
-    return {};
-  }
-  std::vector<EventRecord> events(const std::string& run_id, const std::string& kind) {
-    return *store_->events_of_kind(run_id, kind);
-  }
-
-  TempDir dir_;
-  std::unique_ptr<Store> store_;
-  std::string text_;
-};
+using RiskGuard = orch::testing::EngineFixture;
 
 // A medium and a high step, each writing a marker file; `after` depends on high.
 constexpr const char* kPlan = R"(name: risky

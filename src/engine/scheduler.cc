@@ -273,6 +273,9 @@ Expected<RunOutcome> Scheduler::run_loop() {
     for (int i : to_start) start_attempt(i);
     if (!asks_.empty()) {
       ask_pending_questions();  // outside the transaction: a human may take minutes
+      // Deliver what came meanwhile (a Ctrl-C that cut the question short) before
+      // the next turn, which would otherwise queue the same question again.
+      loop_.run_once(milliseconds(0));
       continue;
     }
 
@@ -470,6 +473,7 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
   req.step_id = step.id;
   req.goal = step.goal;
   req.risk = level;
+  req.stop_requested = [] { return SignalWatch::pending(); };
   auto rendered = render_step(step, result_lookup(), s.rec.last_attempt + 1, s.previous_failure);
   if (rendered) {
     AttemptSpec preview;
@@ -495,7 +499,9 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
              it != ledger_approvals_.end() && (it->second.empty() || it->second == fingerprint)) {
     by = "orch approve";
   } else if (options_.ask_approval && s.answer == 0) {
-    asks_.emplace_back(i, std::move(req));
+    // Queued once, however many dispatch rounds see the step before the turn's commit.
+    if (std::none_of(asks_.begin(), asks_.end(), [i](const auto& a) { return a.first == i; }))
+      asks_.emplace_back(i, std::move(req));
     return Gate::Ask;
   } else if (s.answer > 0) {
     by = "prompt";
@@ -523,8 +529,11 @@ void Scheduler::ask_pending_questions() {
   asks_.clear();
   for (auto& [i, req] : asks) {
     StepState& s = steps_[static_cast<std::size_t>(i)];
-    if (stop_ != StopKind::None) break;  // interrupted meanwhile: nothing more to ask
-    s.answer = options_.ask_approval(req) ? 1 : -1;
+    if (stop_ != StopKind::None || SignalWatch::pending()) break;  // stopping: nothing more to ask
+    bool yes = options_.ask_approval(req);
+    // A question cut short by Ctrl-C was not answered: the loop delivers the signal next.
+    if (SignalWatch::pending()) break;
+    s.answer = yes ? 1 : -1;
   }
 }
 
@@ -556,6 +565,8 @@ bool Scheduler::prepare_attempt(int i) {
   spec.step_id = step.id;
   spec.attempt = number;
   spec.executor = step.executor;
+  spec.goal = step.goal;
+  spec.previous_failure = s.previous_failure;
   spec.workspace = run_.workspace;
   spec.stdout_path = attempt_file(s, number, ".stdout");
   spec.stderr_path = attempt_file(s, number, ".stderr");
@@ -697,8 +708,10 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
 
 void Scheduler::run_checks(int i) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
-  const std::vector<Postcondition> defaults = s.step->post.empty() ? s.executor->default_post() : std::vector<Postcondition>{};
-  const std::vector<Postcondition>& post = s.step->post.empty() ? defaults : s.step->post;
+  // The step's checks (or the executor's defaults), then those the executor always
+  // adds. Appended: a shell_zero check's index stays its index in step->post.
+  std::vector<Postcondition> post = s.step->post.empty() ? s.executor->default_post() : s.step->post;
+  for (auto& p : s.executor->required_post(*s.step)) post.push_back(std::move(p));
   CheckContext ctx;
   ctx.workspace = run_.workspace;
   ctx.plan_dir = plan_.source_path.empty() ? fs::path(run_.workspace) : fs::path(plan_.source_path).parent_path();

@@ -19,6 +19,12 @@ void on_signal_handler(int signo) {
 }
 }  // namespace
 
+bool SignalWatch::pending() {
+  if (g_pipe[0] < 0) return false;
+  pollfd p{g_pipe[0], POLLIN, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
 SignalWatch::SignalWatch(EventLoop& loop, std::function<void(int)> on_signal)
     : loop_(loop), on_signal_(std::move(on_signal)) {
   if (g_pipe[0] < 0) {

@@ -16,6 +16,9 @@ class SignalWatch {
  public:
   SignalWatch(EventLoop& loop, std::function<void(int signo)> on_signal);
   ~SignalWatch();
+  // True when a caught signal waits to be delivered to the loop (not consumed):
+  // for code that blocks outside the loop, such as a question to a human.
+  static bool pending();
   SignalWatch(const SignalWatch&) = delete;
   SignalWatch& operator=(const SignalWatch&) = delete;
 

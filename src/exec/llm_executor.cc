@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/output_sink.h"
+#include "util/json_schema.h"
 #include "util/json_text.h"
+#include "orch/validate.h"
 
 namespace orch {
 
@@ -103,15 +105,8 @@ LlmExecutor::LlmExecutor(std::shared_ptr<const LlmCatalog> catalog) : catalog_(s
 LlmExecutor::~LlmExecutor() { *alive_ = false; }
 
 void LlmExecutor::check_step(const Step& step, Diagnostics& out) const {
-  auto problem = [&](const std::string& field, const std::string& message) {
-    Diagnostic d;
-    d.file = step.loc.file;
-    d.line = step.loc.line;
-    if (auto it = step.field_locs.find(field); it != step.field_locs.end() && it->second.line > 0)
-      d.line = it->second.line;
-    d.step_id = step.id;
-    d.message = message;
-    out.push_back(std::move(d));
+  auto problem = [&](std::string_view field, std::string message) {
+    out.push_back(step_diagnostic(step, {field}, std::move(message)));
   };
   if (catalog_->models.empty()) {
     problem("executor", "no models are configured: pass --models FILE, or put one at .orch/models.yaml "
@@ -129,6 +124,24 @@ void LlmExecutor::check_step(const Step& step, Diagnostics& out) const {
   }
   if (!step.inputs.is_object() || !step.inputs.contains("prompt"))
     problem("inputs", "an llm step needs an input named 'prompt' (inputs: {prompt: ...})");
+  if (step.inputs.is_object())
+    if (auto it = step.inputs.find("response_format"); it != step.inputs.end()) {
+      if (!it->is_object()) {
+        problem("inputs", "inputs.response_format must be a JSON Schema (a mapping), e.g. {type: object, required: [x]}");
+      } else if (auto schema = JsonSchema::parse(nlohmann::json::parse(it->dump())); !schema) {
+        problem("inputs", "inputs.response_format is not a usable JSON Schema: " + schema.error().message);
+      }
+    }
+}
+
+std::vector<Postcondition> LlmExecutor::required_post(const Step& step) const {
+  if (!step.inputs.is_object()) return {};
+  auto it = step.inputs.find("response_format");
+  if (it == step.inputs.end() || !it->is_object()) return {};
+  Postcondition p;
+  p.kind = PostKind::ResultJson;
+  p.schema = nlohmann::json::parse(it->dump());
+  return {p};
 }
 
 std::vector<Postcondition> LlmExecutor::default_post() const {
@@ -182,6 +195,9 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
   auto prompt = input_text(spec.inputs, "prompt");
   if (!prompt) return fail_later("the step has no 'prompt' input");
   auto system = input_text(spec.inputs, "system");
+  std::optional<json> response_format;
+  if (auto it = spec.inputs.find("response_format"); spec.inputs.is_object() && it != spec.inputs.end() && it->is_object())
+    response_format = json::parse(it->dump());
   std::string key;
   if (!provider->api_key_env.empty()) {
     const char* value = std::getenv(provider->api_key_env.c_str());
@@ -207,6 +223,9 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
     if (system) messages.push_back({{"role", "system"}, {"content", *system}});
     messages.push_back({{"role", "user"}, {"content", *prompt}});
     body = {{"model", model->model}, {"messages", messages}, {"max_tokens", model->max_tokens}};
+    if (response_format)
+      body["response_format"] = {{"type", "json_schema"},
+                                 {"json_schema", {{"name", "result"}, {"schema", *response_format}}}};
   } else {
     r.url = provider->base_url + "/messages";
     if (!key.empty()) r.headers.emplace_back("x-api-key", key);
@@ -214,6 +233,12 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
     body = {{"model", model->model},
             {"max_tokens", model->max_tokens},
             {"messages", json::array({{{"role", "user"}, {"content", *prompt}}})}};
+    // The Messages API has no response_format: the schema goes into the system
+    // prompt, and the required result_json check holds the reply to it.
+    if (response_format)
+      system = (system ? *system + "\n\n" : std::string()) +
+               "Reply with only a JSON value (no prose, no code fence) that validates against this JSON Schema:\n" +
+               json_text(*response_format);
     if (system) body["system"] = *system;
   }
   r.body = json_text(body);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "exec/config_check.h"
 #include "orch/plan_loader.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
@@ -17,68 +18,6 @@ namespace orch {
 namespace {
 
 using nlohmann::json;
-
-std::string at(const std::string& field, const std::string& key) { return field.empty() ? key : field + "." + key; }
-
-// Collects every problem; each message is "FILE: FIELD: what".
-class Checker {
- public:
-  explicit Checker(std::string file) : file_(std::move(file)) {}
-
-  void problem(const std::string& field, const std::string& message) {
-    problems_.push_back(fmt::format("{}: {}: {}", file_, field, message));
-  }
-  bool ok() const { return problems_.empty(); }
-  Error error() const { return Error{ErrorCode::InvalidInput, join(problems_, "\n")}; }
-
-  // Unknown keys of `object` (a map at `field`), with a did-you-mean.
-  void only_keys(const json& object, const std::string& field, const std::vector<std::string>& known) {
-    for (const auto& [key, value] : object.items()) {
-      if (std::find(known.begin(), known.end(), key) == known.end())
-        problem(at(field, key), "unknown key" + did_you_mean(key, known));
-    }
-  }
-
-  std::optional<std::string> string(const json& object, const std::string& field, const std::string& key,
-                                    bool required) {
-    auto it = object.find(key);
-    if (it == object.end() || it->is_null()) {
-      if (required) problem(at(field, key), "missing");
-      return std::nullopt;
-    }
-    if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
-      problem(at(field, key), "must be a non-empty string");
-      return std::nullopt;
-    }
-    return it->get<std::string>();
-  }
-
-  std::optional<double> number(const json& object, const std::string& field, const std::string& key, double min) {
-    auto it = object.find(key);
-    if (it == object.end() || it->is_null()) return std::nullopt;
-    if (!it->is_number() || it->get<double>() < min) {
-      problem(at(field, key), fmt::format("must be a number >= {}", min));
-      return std::nullopt;
-    }
-    return it->get<double>();
-  }
-
-  std::optional<std::chrono::milliseconds> duration(const json& object, const std::string& field,
-                                                    const std::string& key) {
-    auto text = string(object, field, key, false);
-    if (!text) return std::nullopt;
-    auto d = parse_duration(*text);
-    if (!d || d->count() <= 0) {
-      problem(at(field, key), d ? "must be longer than 0" : d.error().message);
-      return std::nullopt;
-    }
-    return *d;
-  }
-
- private:
-  std::string file_;
-  std::vector<std::string> problems_;
-};
 
 std::vector<std::string> keys_of(const json& object) {
   std::vector<std::string> keys;
@@ -107,14 +46,8 @@ const LlmProvider* LlmCatalog::provider_of(const LlmModel& model) const {
 }
 
 Expected<LlmCatalog> parse_llm_catalog(const std::string& text, const std::string& file) {
-  json doc;
-  try {
-    doc = yaml_to_json(YAML::Load(text));
-  } catch (const YAML::Exception& e) {
-    return fail(ErrorCode::InvalidInput,
-                fmt::format("{}:{}: YAML syntax error: {}", file, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.msg));
-  }
-  Checker check(file);
+  json doc = ORCH_TRY(parse_config_yaml(text, file));
+  ConfigChecker check(file);
   LlmCatalog catalog;
   if (!doc.is_object()) {
     check.problem("(top)", "must be a mapping with providers and models");
@@ -195,11 +128,7 @@ Expected<LlmCatalog> parse_llm_catalog(const std::string& text, const std::strin
 }
 
 Expected<LlmCatalog> load_llm_catalog(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return fail(ErrorCode::NotFound, fmt::format("{}: cannot read the models file", file.string()));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_llm_catalog(text.str(), file.string());
+  return parse_llm_catalog(ORCH_TRY(read_config_file(file, "models")), file.string());
 }
 
 }  // namespace orch

@@ -31,6 +31,10 @@ std::vector<Postcondition> Executor::default_post() const {
   return {};
 }
 
+std::vector<Postcondition> Executor::required_post(const Step&) const {
+  return {};
+}
+
 RiskLevel Executor::risk(const Step& step) const {
   return step.risk.value_or(RiskLevel::Low);
 }

@@ -268,4 +268,19 @@ Diagnostics validate_plan(const Plan& plan, const ValidateOptions& options) {
   return out;
 }
 
+Diagnostic step_diagnostic(const Step& step, std::initializer_list<std::string_view> fields, std::string message) {
+  Diagnostic d;
+  d.file = step.loc.file;
+  d.line = step.loc.line;
+  for (std::string_view field : fields) {
+    if (auto it = step.field_locs.find(std::string(field)); it != step.field_locs.end() && it->second.line > 0) {
+      d.line = it->second.line;
+      break;
+    }
+  }
+  d.step_id = step.id;
+  d.message = std::move(message);
+  return d;
+}
+
 }  // namespace orch

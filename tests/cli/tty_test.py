@@ -6,6 +6,9 @@
   failed steps printed above it, then the step table and the closing
   "run ID STATUS: ..." line (src/cli/progress.cc, src/cli/cmd_run.cc). Without a
   terminal on stderr: one line per finished step on stdout, nothing redrawn.
+- The risk guard's question (src/cli/approval_prompt.cc): with a terminal on
+  stdin, a MEDIUM step asks "[y/N]", a HIGH step shows its command and runs only
+  when its id is typed back; without one nobody is asked and the step waits.
 - `orch status RUN_ID --watch`: redraws (clear screen when stdout is a terminal,
   a blank line between reports otherwise) every --interval seconds until the run
   ends, then exits with the run's exit code (src/cli/cmd_status.cc, docs/cli.md).
@@ -18,6 +21,7 @@ Python 3 standard library only. Run: ORCH_BINARY=build/orch python3 tests/cli/tt
 """
 
 import errno
+import fcntl
 import json
 import os
 import pty
@@ -26,6 +30,7 @@ import select
 import signal
 import subprocess
 import tempfile
+import termios
 import time
 import unittest
 
@@ -111,11 +116,11 @@ class OrchTestCase(unittest.TestCase):
             f.write(text)
         return path
 
-    def spawn(self, args, stdout="pty", stderr="pty"):
-        """Starts orch ARGS. stdout/stderr: "pty" (a shared pseudo-terminal), "pipe", or a
-        file object. Returns (popen, master_fd or None)."""
+    def spawn(self, args, stdout="pty", stderr="pty", stdin=None):
+        """Starts orch ARGS. stdout/stderr/stdin: "pty" (a shared pseudo-terminal), "pipe", or a
+        file object (stdin default: /dev/null). Returns (popen, master_fd or None)."""
         master = slave = None
-        if "pty" in (stdout, stderr):
+        if "pty" in (stdout, stderr, stdin):
             master, slave = pty.openpty()
             self.fds.append(master)
 
@@ -128,13 +133,15 @@ class OrchTestCase(unittest.TestCase):
 
         p = subprocess.Popen(
             [ORCH] + list(args),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else target(stdin),
             stdout=target(stdout),
             stderr=target(stderr),
             cwd=self.dir,
             env=child_env(),
             start_new_session=True,  # own process group: tearDown can kill it all
             close_fds=True,
+            # A terminal on stdin becomes the controlling terminal (so /dev/tty opens).
+            preexec_fn=(lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0)) if stdin == "pty" else None,
         )
         self.procs.append(p)
         if slave is not None:
@@ -469,6 +476,87 @@ class StatusWatch(OrchTestCase):
         self.assertEqual(rc, 0, err)
         runs = json.loads(out)
         self.assertEqual([(r["id"], r["status"], r["active"]) for r in runs], [(run_id, "failed", False)])
+
+
+RISKY_PLAN = """\
+name: tty-risky
+steps:
+  - {id: deploy, risk: high, goal: ship it, run: [touch, deployed.txt]}
+  - {id: tidy, risk: medium, run: [touch, tidied.txt]}
+  - {id: later, deps: [deploy, tidy], run: [touch, later.txt]}
+"""
+
+
+class ApprovalPrompt(OrchTestCase):
+    """The risk guard asks on the terminal; the answers decide what runs."""
+
+    def answer(self, p, master, dialogue):
+        """Plays `dialogue` [(prompt_regex, reply), ...] on the pty, then collects the rest.
+        Returns (exit_code, all_text)."""
+        seen = b""
+        end = time.monotonic() + DEADLINE
+        for pattern, reply in dialogue:
+            while not re.search(pattern, seen.decode("utf-8", errors="replace")):
+                if time.monotonic() > end or p.poll() is not None:
+                    self.fail("no prompt %r; output: %r" % (pattern, seen.decode(errors="replace")))
+                ready, _, _ = select.select([master], [], [], 0.1)
+                if ready:
+                    try:
+                        seen += os.read(master, 65536)
+                    except OSError:
+                        break
+            os.write(master, reply.encode() + b"\n")
+            # What comes next is matched against what follows this prompt only.
+            seen = b""
+        rc, rest, _, _ = self.collect(p, master)
+        return rc, rest
+
+    def test_high_runs_only_when_its_id_is_typed_and_medium_on_yes(self):
+        plan = self.write_plan("risky.yaml", RISKY_PLAN)
+        p, master = self.spawn(["run", plan, "--store", self.store, "--workspace", self.workspace, "-j", "1"],
+                               stdin="pty")
+        rc, rest = self.answer(p, master, [
+            (r"step 'deploy' of run \S+ needs approval: high risk\r?\n  goal:    ship it\r?\n"
+             r"  command: touch deployed.txt\r?\nType the step id 'deploy'", "deploy"),
+            (r"step 'tidy' of run \S+ needs approval: medium risk[\s\S]*Run it\? \[y/N\]", "y"),
+        ])
+        self.assertEqual(rc, 0, rest)
+        for name in ("deployed.txt", "tidied.txt", "later.txt"):
+            self.assertTrue(os.path.exists(os.path.join(self.workspace, name)), name)
+
+    def test_a_wrong_id_or_no_leaves_steps_waiting_and_exits_3(self):
+        plan = self.write_plan("risky.yaml", RISKY_PLAN)
+        p, master = self.spawn(["run", plan, "--store", self.store, "--workspace", self.workspace, "-j", "1"],
+                               stdin="pty")
+        rc, rest = self.answer(p, master, [
+            (r"Type the step id 'deploy'", "y"),  # not the id: no
+            (r"Run it\? \[y/N\]", ""),           # the default: no
+        ])
+        self.assertEqual(rc, 3, rest)
+        self.assertIn("awaiting_approval", rest)
+        self.assertIn("awaiting approval", rest)
+        self.assertEqual(os.listdir(self.workspace), [])
+
+    def test_ctrl_c_at_the_prompt_interrupts_the_run(self):
+        plan = self.write_plan("risky.yaml", RISKY_PLAN)
+        p, master = self.spawn(["run", plan, "--store", self.store, "--workspace", self.workspace, "-j", "1"],
+                               stdin="pty")
+        began = time.monotonic()
+        # ^C through the terminal's line discipline: SIGINT to orch's process group.
+        rc, rest = self.answer(p, master, [(r"Type the step id 'deploy'", "\x03")])
+        self.assertEqual(rc, 130, rest)
+        self.assertLess(time.monotonic() - began, 15)
+        self.assertIn("interrupted", rest)
+        self.assertEqual(os.listdir(self.workspace), [])
+
+    def test_without_a_terminal_on_stdin_nobody_is_asked(self):
+        plan = self.write_plan("risky.yaml", RISKY_PLAN)
+        p, master = self.spawn(["run", plan, "--store", self.store, "--workspace", self.workspace])
+        rc, text, _, _ = self.collect(p, master)
+        self.assertEqual(rc, 3, text)
+        self.assertNotIn("needs approval", text)
+        self.assertRegex(text, r"2 steps awaiting approval: deploy tidy; approve with `orch approve \S+ STEP`")
+        self.assertEqual(os.listdir(self.workspace), [])
 
 
 if __name__ == "__main__":

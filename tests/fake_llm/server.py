@@ -71,12 +71,15 @@ messages) are ignored. A `[[...]]` whose name is not one of these is plain text.
                          Counters live in memory until POST /_reset. For retry tests.
   [[malformed]]          200 (Content-Type application/json) whose body is truncated,
                          invalid JSON.
+  [[truncated]]          200 whose Content-Length announces a whole, valid completion but
+                         whose connection is closed halfway through the body (a dropped
+                         connection, as a client sees it: a transport error).
   [[sleep: SECONDS]]     Wait SECONDS (a number, at most 600) before answering, whatever
                          the answer. Requests are served on their own threads, so a
                          sleeping request does not hold up others. For timeout tests.
 
 Precedence: sleep happens first; then status; then a fail-times that still has
-failures left; then malformed; otherwise a 200 built from reply/json/empty and
+failures left; then malformed; then truncated (applied to the 200 built below); otherwise a 200 built from reply/json/empty and
 usage/no-usage. At most one of reply/json/empty, and each directive at most once; a
 directive with bad arguments (or a conflict) gets a 400 invalid_request_error whose
 message starts with "fake_llm:", so a mistyped test shows up at once.
@@ -139,10 +142,10 @@ MALFORMED_BODY = (
 )
 
 KNOWN_DIRECTIVES = frozenset(
-    ["reply", "json", "empty", "usage", "no-usage", "status", "fail-times", "malformed", "sleep"]
+    ["reply", "json", "empty", "usage", "no-usage", "status", "fail-times", "malformed", "truncated", "sleep"]
 )
 # Directives that take no arguments.
-BARE_DIRECTIVES = frozenset(["empty", "no-usage", "malformed"])
+BARE_DIRECTIVES = frozenset(["empty", "no-usage", "malformed", "truncated"])
 
 # "[[" + a directive-shaped name + optional ":" (arguments follow up to "]]").
 DIRECTIVE_START_RE = re.compile(r"\[\[\s*([a-z]+(?:-[a-z]+)*)\s*(:?)")
@@ -244,6 +247,7 @@ class Script:
         self.status = None  # (code, retry_after) from [[status: ...]]
         self.fail_times = None  # (directive text, n, code, retry_after)
         self.malformed = False
+        self.truncated = False
         self.sleep = 0.0
 
 
@@ -280,6 +284,8 @@ def build_script(directives):
             script.fail_times = (d.text, int(m.group(1)), code, retry_after)
         elif d.name == "malformed":
             script.malformed = True
+        elif d.name == "truncated":
+            script.truncated = True
         elif d.name == "sleep":
             if not NUMBER_RE.match(d.args) or float(d.args) > MAX_SLEEP_SECONDS:
                 raise DirectiveError("[[sleep: SECONDS]]: expected 0-%g, got %r" % (MAX_SLEEP_SECONDS, d.args))
@@ -411,6 +417,7 @@ class Response:
         self.status = status
         self.body = body  # dict/list (sent as JSON) or bytes (sent as is)
         self.headers = headers or {}
+        self.truncated = False  # send half the body, then close the connection
 
 
 # --- Request handling ------------------------------------------------------------
@@ -654,8 +661,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             completion_tokens = word_count(text)
         usage = None if script.no_usage else (prompt_tokens, completion_tokens)
         if api == "anthropic":
-            return self.anthropic_reply(parsed["model"], text, script.empty, usage)
-        return self.openai_reply(parsed["model"], text, usage)
+            response = self.anthropic_reply(parsed["model"], text, script.empty, usage)
+        else:
+            response = self.openai_reply(parsed["model"], text, usage)
+        response.truncated = script.truncated
+        return response
 
     def scripted_failure(self, api, status, retry_after):
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
@@ -710,6 +720,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             for name, value in response.headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            if response.truncated:
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return
             self.wfile.write(data)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

@@ -257,6 +257,22 @@ class OpenAiTest(FakeLlmTestCase):
         with self.assertRaises(ValueError):
             json.loads(raw)
 
+    def test_truncated_body_closes_the_connection_mid_body(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=TIMEOUT)
+        try:
+            conn.request("POST", "/v1/chat/completions",
+                         json.dumps({"model": "m", "messages": [{"role": "user", "content": "[[truncated]] hi"}]}),
+                         {"Authorization": "Bearer " + API_KEY, "Content-Type": "application/json"})
+            response = conn.getresponse()
+            self.assertEqual(response.status, 200)
+            announced = int(response.getheader("Content-Length"))
+            with self.assertRaises(http.client.IncompleteRead) as cm:
+                response.read()
+            self.assertGreater(len(cm.exception.partial), 0)
+            self.assertLess(len(cm.exception.partial), announced)
+        finally:
+            conn.close()
+
     def test_status_429_with_retry_after(self):
         status, headers, body = self.openai("[[status: 429 retry-after=2]]")
         self.assert_openai_error(status, body, 429, "requests", "rate_limit_exceeded")

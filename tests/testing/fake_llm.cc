@@ -64,4 +64,24 @@ FakeLlmServer::~FakeLlmServer() {
   }
 }
 
+namespace {
+std::string control(const std::string& url, const std::string& method) {
+  auto r = run_command({"python3", "-c",
+                        "import sys, urllib.request\n"
+                        "req = urllib.request.Request(sys.argv[1], method=sys.argv[2], data=b'' if sys.argv[2] == "
+                        "'POST' else None)\n"
+                        "sys.stdout.write(urllib.request.urlopen(req).read().decode())\n",
+                        url, method},
+                       ".");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+}  // namespace
+
+nlohmann::json FakeLlmServer::requests() const {
+  return nlohmann::json::parse(control(url() + "/_requests", "GET"), nullptr, false);
+}
+
+void FakeLlmServer::reset_requests() const { control(url() + "/_reset", "POST"); }
+
 }  // namespace orch::testing

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "testing/testing.h"
@@ -27,6 +28,12 @@ class FakeLlmServer {
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   const std::string& api_key() const { return api_key_; }
+
+  // The API requests received since start or the last reset_requests(), in order
+  // (GET /_requests: each {method, path, headers, body}); through Python's
+  // standard library, like a client that is not orch.
+  nlohmann::json requests() const;
+  void reset_requests() const;
 
  private:
   TempDir dir_;

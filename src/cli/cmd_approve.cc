@@ -1,0 +1,38 @@
+// orch approve RUN_ID STEP
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "orch/clock.h"
+
+namespace orch::cli {
+
+namespace {
+struct ApproveArgs {
+  std::string run_id;
+  std::string step;
+  std::string store = kDefaultStore;
+};
+}  // namespace
+
+Command add_approve(CLI::App& app) {
+  auto args = std::make_shared<ApproveArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "approve", "Approve a step the risk guard paused (awaiting_approval); `orch resume` then runs it.");
+  sub->add_option("RUN_ID", args->run_id, "the paused run")->required();
+  sub->add_option("STEP", args->step, "the step to approve, by id")->required();
+  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  return [args]() -> int {
+    auto store = open_store(args->store, true);
+    if (!store) return report_error(store.error());
+    auto recorded = approve_step(**store, args->run_id, args->step, Clock::system().wall_ms());
+    if (!recorded) return report_error(recorded.error());
+    std::printf("approved step '%s' of run %s (%s risk)\n", args->step.c_str(), args->run_id.c_str(),
+                recorded->risk.c_str());
+    if (!recorded->command.empty()) std::printf("  %s\n", recorded->command.c_str());
+    std::printf("continue it with: orch resume %s\n", args->run_id.c_str());
+    return kExitSucceeded;
+  };
+}
+
+}  // namespace orch::cli

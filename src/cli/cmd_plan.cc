@@ -1,0 +1,90 @@
+// orch plan "<request>" [--out FILE] [--models FILE] [--model NAME] [--templates DIR]
+//                       [--executor NAME] [--registry FILE] [--store PATH] [--workspace DIR] [--json]
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/request_plan.h"
+#include "util/json_text.h"
+
+namespace orch::cli {
+
+namespace {
+
+struct PlanArgs {
+  std::string request;
+  std::string out;
+  std::string models;
+  std::string registry;
+  std::string store = kDefaultStore;
+  std::string workspace = ".";
+  bool json = false;
+  RequestPlanArgs planner;
+};
+
+nlohmann::ordered_json planned_json(const flows::PlannedRequest& p) {
+  nlohmann::ordered_json problems = nlohmann::ordered_json::array();
+  for (const auto& d : p.model_problems) problems.push_back(d.to_string());
+  nlohmann::ordered_json trigger = {{"signal", flows::job_signal_name(p.trigger.signal)},
+                                    {"explanation", p.trigger.explanation()}};
+  if (!p.trigger.items.empty()) trigger["items"] = p.trigger.items;
+  if (!p.trigger.phrase.empty()) trigger["phrase"] = p.trigger.phrase;
+  if (!p.trigger.verbs.empty()) trigger["verbs"] = p.trigger.verbs;
+  nlohmann::ordered_json out = {{"path", flows::plan_path_name(p.path)}};
+  if (!p.template_name.empty()) out["template"] = p.template_name;
+  out["why"] = p.why;
+  out["trigger"] = trigger;
+  out["planning_runs"] = p.planning_runs;
+  out["model_problems"] = problems;
+  out["steps"] = p.plan.steps.size();
+  out["plan"] = p.text;
+  return out;
+}
+
+}  // namespace
+
+Command add_plan(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "plan", "Turn a request in words into a validated plan: one step, a template, or a model's plan.");
+  sub->add_option("REQUEST", args->request, "what to do, in words")->required();
+  sub->add_option("-o,--out", args->out, "write the plan to this file instead of stdout");
+  sub->add_option("--models", args->models, "models file (default: .orch/models.yaml if present)");
+  sub->add_option("--registry", args->registry, "tool registry (default: .orch/registry.yml if present)");
+  sub->add_option("--store", args->store, "ledger where planning calls are recorded (default: .orch/orch.db)");
+  sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)");
+  sub->add_flag("--json", args->json, "print {path, template, why, trigger, planning_runs, model_problems, steps, plan}");
+  add_request_plan_flags(*sub, args->planner);
+  return [args]() -> int {
+    auto executors = cli_executors(args->models, args->registry);
+    if (!executors) return report_error(executors.error());
+    std::unique_ptr<Store> store;
+    auto open = [&]() -> Expected<Store*> {
+      store = ORCH_TRY(open_store(args->store, false));
+      return store.get();
+    };
+    auto planned = plan_from_cli(args->request, args->planner, *executors, args->workspace, open, args->json);
+    if (!planned) return report_error(planned.error());
+    if (!args->out.empty()) {
+      std::ofstream file(args->out, std::ios::binary | std::ios::trunc);
+      file << planned->text;
+      file.close();
+      if (!file) return report_error(Error{ErrorCode::Io, fmt::format("{}: cannot write the plan", args->out)});
+    }
+    if (args->json) {
+      std::printf("%s\n", json_text(planned_json(*planned), 2).c_str());
+    } else if (args->out.empty()) {
+      std::fputs(planned->text.c_str(), stdout);
+    } else {
+      std::fprintf(stderr, "orch plan: wrote %s (%zu step%s)\n", args->out.c_str(), planned->plan.steps.size(),
+                   planned->plan.steps.size() == 1 ? "" : "s");
+    }
+    return kExitSucceeded;
+  };
+}
+
+}  // namespace orch::cli

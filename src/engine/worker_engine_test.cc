@@ -1,0 +1,157 @@
+// The worker:NAME executor driven by the engine, against scripted agent CLIs
+// (tests/agents/fake_agent.py): text, json and jsonl output, usage into the
+// budgets, stalls (a distinct status), crashes, and a retry that is told why.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "exec/worker_executor.h"
+#include "testing/engine_fixture.h"
+
+namespace orch {
+namespace {
+
+using orch::testing::read_file;
+using orch::testing::source_dir;
+namespace fs = std::filesystem;
+
+class WorkerEngine : public orch::testing::EngineFixture {
+ protected:
+  void SetUp() override {
+    EngineFixture::SetUp();
+    std::string agent = (source_dir() / "tests" / "agents" / "fake_agent.py").string();
+    std::string yaml = "workers:\n";
+    for (const char* mode : {"text", "json", "badjson", "busy", "crash", "retry"}) {
+      yaml += fmt::format("  {}:\n    argv: [python3, '{}', {}, '{{prompt}}', '{{workspace}}']\n", mode,
+                          agent, mode);
+      if (std::string(mode) == "json")
+        yaml +=
+            "    output: json\n    result: result\n    usage: {tokens_in: usage.input_tokens, tokens_out: "
+            "usage.output_tokens, cost_usd: total_cost_usd}\n";
+      if (std::string(mode) == "badjson") yaml += "    output: json\n    result: result\n";
+      if (std::string(mode) == "busy") yaml += "    stall_after: 1500ms\n";
+    }
+    yaml += fmt::format(
+        "  jsonl:\n    argv: [python3, '{}', jsonl, '{{prompt}}']\n    output: jsonl\n"
+        "    result: message.text\n    usage: {{tokens_in: tokens.in, tokens_out: tokens.out}}\n",
+        agent);
+    yaml += fmt::format(
+        "  stall:\n    argv: [python3, '{}', stall, '{{prompt}}']\n    stall_after: 500ms\n"
+        "    timeout: 60s\n",
+        agent);
+    auto catalog = parse_worker_catalog(yaml, "workers.yaml");
+    ASSERT_TRUE(catalog) << catalog.error().message;
+    registry_ = std::make_shared<ExecutorRegistry>(ExecutorRegistry::with_builtins());
+    registry_->add("worker:", std::make_shared<WorkerExecutor>(std::make_shared<WorkerCatalog>(*catalog)));
+  }
+
+  RunOutcome run(const std::string& yaml) {
+    EngineOptions options;
+    options.executors = registry_;
+    return EngineFixture::run(yaml, options);
+  }
+
+  std::shared_ptr<ExecutorRegistry> registry_;
+};
+
+TEST_F(WorkerEngine, TextJsonAndJsonlWorkersGiveTheirResultAndUsage) {
+  RunOutcome out = run(R"(name: w
+steps:
+  - {id: t, executor: "worker:text", goal: write the parser}
+  - {id: j, executor: "worker:json", goal: write the lexer, budget: {tokens: 1000}}
+  - {id: l, executor: "worker:jsonl", goal: write the docs}
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(step(out.run_id, "t").result, "done: write the parser");
+  StepRecord j = step(out.run_id, "j");
+  EXPECT_EQ(j.result, "done: write the lexer");
+  EXPECT_EQ(j.tokens_in, 120);
+  EXPECT_EQ(j.tokens_out, 30);
+  EXPECT_DOUBLE_EQ(j.cost_usd, 0.0042);
+  StepRecord l = step(out.run_id, "l");
+  EXPECT_EQ(l.result, "done: write the docs");
+  EXPECT_EQ(l.tokens_in, 50);
+  EXPECT_EQ(l.tokens_out, 7);
+  auto run_row = store_->find_run(out.run_id);
+  EXPECT_EQ((*run_row)->spent_tokens, 120 + 30 + 50 + 7);
+}
+
+TEST_F(WorkerEngine, TheAttemptsPromptIsItsGoalInputsAndNothingElse) {
+  RunOutcome out = run(R"(name: w
+steps:
+  - {id: spec, executor: "builtin:echo", inputs: {text: "parse ISO dates"}}
+  - id: t
+    deps: [spec]
+    executor: "worker:text"
+    goal: implement the spec
+    inputs: {prompt: "Work in src/.", spec: "${steps.spec.result}"}
+)");
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(read_file(ws() / "prompt-1.txt"),
+            "implement the spec\n\nWork in src/.\n\n## Inputs\n\n### spec\nparse ISO dates");
+}
+
+TEST_F(WorkerEngine, ARetryIsToldWhyThePreviousAttemptFailed) {
+  RunOutcome out = run(R"(name: w
+steps:
+  - {id: fix, executor: "worker:retry", goal: make the tests pass, attempts: 2}
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(step(out.run_id, "fix").result, "fixed");
+  std::string second = read_file(ws() / "prompt-2.txt");
+  EXPECT_NE(second.find("## The previous attempt failed"), std::string::npos) << second;
+  EXPECT_NE(second.find("tests failed: test_parse"), std::string::npos) << second;
+  EXPECT_EQ(read_file(ws() / "prompt-1.txt"), "make the tests pass")
+      << "the first attempt's context is clean";
+}
+
+TEST_F(WorkerEngine, AWorkerThatMakesNoProgressIsStalledNotTimedOut) {
+  auto began = std::chrono::steady_clock::now();
+  RunOutcome out = run(R"(name: w
+steps:
+  - {id: s, executor: "worker:stall", goal: think forever}
+)");
+  auto took = std::chrono::steady_clock::now() - began;
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_LT(took, std::chrono::seconds(20)) << "killed at stall_after, long before its 60 s timeout";
+  auto attempts = *store_->attempts(out.run_id, "s");
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0].status, AttemptStatus::Stalled);
+  EXPECT_EQ(attempts[0].ending, "stalled");
+  EXPECT_NE(
+      attempts[0].reason.find("stalled: worker 'stall' wrote no output and changed no file in the workspace "
+                              "for 500ms"),
+      std::string::npos)
+      << attempts[0].reason;
+}
+
+TEST_F(WorkerEngine, ChangingFilesCountsAsProgress) {
+  // Silent for 3 s but writing a file every 0.1 s: never stalled at 1.5 s.
+  RunOutcome out = run(R"(name: w
+steps:
+  - {id: b, executor: "worker:busy", goal: refactor quietly}
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(step(out.run_id, "b").result, "done after working quietly");
+}
+
+TEST_F(WorkerEngine, CrashesAndOutputThatBreaksTheContractFailTheAttempt) {
+  RunOutcome out = run(R"(name: w
+on_failure: continue
+steps:
+  - {id: c, executor: "worker:crash", goal: crash}
+  - {id: b, executor: "worker:badjson", goal: answer in prose}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto crash = *store_->attempts(out.run_id, "c");
+  ASSERT_EQ(crash.size(), 1u);
+  EXPECT_EQ(crash[0].ending, "signaled");
+  EXPECT_NE(crash[0].reason.find("SIGKILL"), std::string::npos) << crash[0].reason;
+  auto bad = *store_->attempts(out.run_id, "b");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].ending, "error");
+  EXPECT_NE(bad[0].reason.find("worker 'badjson': its output is not JSON"), std::string::npos)
+      << bad[0].reason;
+}
+
+}  // namespace
+}  // namespace orch

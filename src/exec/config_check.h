@@ -1,0 +1,113 @@
+// exec/config_check.h — reading an executor's YAML configuration file (models,
+// workers) with every problem collected as "FILE: FIELD: what", unknown keys
+// with a did-you-mean. Header-only: a handful of small checks.
+#pragma once
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "orch/error.h"
+#include "orch/plan_loader.h"
+#include "util/strings.h"
+#include "util/yaml_json.h"
+
+namespace orch {
+
+// A configuration file's YAML (or JSON) text as JSON; a syntax error is
+// "FILE:LINE: YAML syntax error: ..." (InvalidInput).
+inline Expected<nlohmann::json> parse_config_yaml(const std::string& text, const std::string& file) {
+  try {
+    return yaml_to_json(YAML::Load(text));
+  } catch (const YAML::Exception& e) {
+    return fail(ErrorCode::InvalidInput, fmt::format("{}:{}: YAML syntax error: {}", file,
+                                                     e.mark.line >= 0 ? e.mark.line + 1 : 0, e.msg));
+  }
+}
+
+// The whole text of a configuration file; NotFound "FILE: cannot read the WHAT file".
+inline Expected<std::string> read_config_file(const std::filesystem::path& file, const char* what) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return fail(ErrorCode::NotFound, fmt::format("{}: cannot read the {} file", file.string(), what));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// "a.b" (or "b" at the top).
+inline std::string config_field(const std::string& field, const std::string& key) {
+  return field.empty() ? key : field + "." + key;
+}
+
+// Collects every problem; each message is "FILE: FIELD: what".
+class ConfigChecker {
+ public:
+  explicit ConfigChecker(std::string file) : file_(std::move(file)) {}
+
+  void problem(const std::string& field, const std::string& message) {
+    problems_.push_back(fmt::format("{}: {}: {}", file_, field, message));
+  }
+  bool ok() const { return problems_.empty(); }
+  Error error() const { return Error{ErrorCode::InvalidInput, join(problems_, "\n")}; }
+
+  // Unknown keys of `object` (a map at `field`), with a did-you-mean.
+  void only_keys(const nlohmann::json& object, const std::string& field,
+                 const std::vector<std::string>& known) {
+    for (const auto& [key, value] : object.items()) {
+      if (std::find(known.begin(), known.end(), key) == known.end())
+        problem(config_field(field, key), "unknown key" + did_you_mean(key, known));
+    }
+  }
+
+  std::optional<std::string> string(const nlohmann::json& object, const std::string& field,
+                                    const std::string& key, bool required) {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) {
+      if (required) problem(config_field(field, key), "missing");
+      return std::nullopt;
+    }
+    if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
+      problem(config_field(field, key), "must be a non-empty string");
+      return std::nullopt;
+    }
+    return it->get<std::string>();
+  }
+
+  std::optional<double> number(const nlohmann::json& object, const std::string& field, const std::string& key,
+                               double min) {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number() || it->get<double>() < min) {
+      problem(config_field(field, key), fmt::format("must be a number >= {}", min));
+      return std::nullopt;
+    }
+    return it->get<double>();
+  }
+
+  std::optional<std::chrono::milliseconds> duration(const nlohmann::json& object, const std::string& field,
+                                                    const std::string& key) {
+    auto text = string(object, field, key, false);
+    if (!text) return std::nullopt;
+    auto d = parse_duration(*text);
+    if (!d || d->count() <= 0) {
+      problem(config_field(field, key), d ? "must be longer than 0" : d.error().message);
+      return std::nullopt;
+    }
+    return *d;
+  }
+
+ private:
+  std::string file_;
+  std::vector<std::string> problems_;
+};
+
+}  // namespace orch

@@ -1,0 +1,142 @@
+#include "exec/worker_config.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "exec/config_check.h"
+#include "util/yaml_json.h"
+
+namespace orch {
+
+using nlohmann::json;
+
+const WorkerConfig* WorkerCatalog::find(const std::string& executor) const {
+  if (!executor.starts_with("worker:")) return nullptr;
+  auto it = workers.find(executor.substr(7));
+  return it == workers.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+const std::vector<std::string> kSlots{"prompt", "workspace", "model"};
+
+// Every "{...}" in an argv element must be a known slot.
+void check_slots(ConfigChecker& check, const std::string& field, const std::string& arg) {
+  for (std::size_t open = arg.find('{'); open != std::string::npos; open = arg.find('{', open + 1)) {
+    std::size_t close = arg.find('}', open);
+    if (close == std::string::npos) return;
+    std::string name = arg.substr(open + 1, close - open - 1);
+    if (std::find(kSlots.begin(), kSlots.end(), name) == kSlots.end())
+      check.problem(field,
+                    fmt::format("unknown slot '{{{}}}' (slots: {{prompt}}, {{workspace}}, {{model}}){}", name,
+                                did_you_mean(name, kSlots)));
+  }
+}
+
+}  // namespace
+
+Expected<WorkerCatalog> parse_worker_catalog(const std::string& text, const std::string& file) {
+  json doc = ORCH_TRY(parse_config_yaml(text, file));
+  ConfigChecker check(file);
+  WorkerCatalog catalog;
+  if (!doc.is_object()) {
+    check.problem("(top)", "must be a mapping with 'workers'");
+    return std::unexpected(check.error());
+  }
+  check.only_keys(doc, "", {"workers"});
+  json workers = doc.value("workers", json::object());
+  if (!workers.is_object() || workers.empty()) check.problem("workers", "must map worker names to workers");
+  if (!workers.is_object()) workers = json::object();
+  for (const auto& [name, w] : workers.items()) {
+    const std::string field = "workers." + name;
+    if (!w.is_object()) {
+      check.problem(field, "must be a mapping");
+      continue;
+    }
+    check.only_keys(w, field,
+                    {"argv", "model", "output", "result", "usage", "timeout", "stall_after", "env"});
+    WorkerConfig c;
+    c.name = name;
+    auto argv = w.find("argv");
+    if (argv == w.end() || !argv->is_array() || argv->empty()) {
+      check.problem(field + ".argv", "must be a non-empty list of arguments, e.g. [agent, -p, \"{prompt}\"]");
+    } else {
+      bool has_prompt = false;
+      for (std::size_t i = 0; i < argv->size(); ++i) {
+        const json& a = (*argv)[i];
+        std::string f = fmt::format("{}.argv.{}", field, i);
+        if (!a.is_string() && !a.is_number()) {
+          check.problem(f, "must be a string");
+          continue;
+        }
+        std::string arg = a.is_string() ? a.get<std::string>() : a.dump();
+        check_slots(check, f, arg);
+        has_prompt = has_prompt || arg.find("{prompt}") != std::string::npos;
+        c.argv.push_back(arg);
+      }
+      if (!has_prompt)
+        check.problem(field + ".argv", "has no {prompt} slot: the worker would never see its task");
+    }
+    if (auto m = check.string(w, field, "model", false)) c.model = *m;
+    if (auto o = check.string(w, field, "output", false)) {
+      if (*o == "text") {
+        c.output = WorkerOutput::Text;
+      } else if (*o == "json") {
+        c.output = WorkerOutput::Json;
+      } else if (*o == "jsonl") {
+        c.output = WorkerOutput::JsonLines;
+      } else {
+        check.problem(field + ".output", fmt::format("'{}' is not text, json or jsonl{}", *o,
+                                                     did_you_mean(*o, {"text", "json", "jsonl"})));
+      }
+    }
+    if (auto r = check.string(w, field, "result", false)) c.result_path = *r;
+    if (c.output != WorkerOutput::Text && c.result_path.empty())
+      check.problem(field + ".result", "missing: a json or jsonl worker names the path of its result text");
+    if (c.output == WorkerOutput::Text && !c.result_path.empty())
+      check.problem(field + ".result",
+                    "only for output json or jsonl (a text worker's result is its stdout)");
+    if (auto u = w.find("usage"); u != w.end() && !u->is_null()) {
+      if (!u->is_object()) {
+        check.problem(field + ".usage", "must be a mapping of tokens_in, tokens_out, cost_usd to paths");
+      } else {
+        check.only_keys(*u, field + ".usage", {"tokens_in", "tokens_out", "cost_usd"});
+        if (auto p = check.string(*u, field + ".usage", "tokens_in", false)) c.tokens_in_path = *p;
+        if (auto p = check.string(*u, field + ".usage", "tokens_out", false)) c.tokens_out_path = *p;
+        if (auto p = check.string(*u, field + ".usage", "cost_usd", false)) c.cost_path = *p;
+        if (c.output == WorkerOutput::Text)
+          check.problem(field + ".usage",
+                        "only for output json or jsonl (a text worker may write $ORCH_USAGE_FILE)");
+      }
+    }
+    c.timeout = check.duration(w, field, "timeout");
+    c.stall_after = check.duration(w, field, "stall_after");
+    if (auto e = w.find("env"); e != w.end() && !e->is_null()) {
+      if (!e->is_object()) {
+        check.problem(field + ".env", "must map variable names to values");
+      } else {
+        for (const auto& [k, v] : e->items()) {
+          if (!is_identifier(k)) check.problem(field + ".env." + k, "not a valid environment variable name");
+          if (v.is_string())
+            c.env[k] = v.get<std::string>();
+          else if (v.is_number() || v.is_boolean())
+            c.env[k] = v.dump();
+          else
+            check.problem(field + ".env." + k, "must be a string");
+        }
+      }
+    }
+    catalog.workers[name] = std::move(c);
+  }
+  if (!check.ok()) return std::unexpected(check.error());
+  return catalog;
+}
+
+Expected<WorkerCatalog> load_worker_catalog(const std::filesystem::path& file) {
+  return parse_worker_catalog(ORCH_TRY(read_config_file(file, "workers")), file.string());
+}
+
+}  // namespace orch

@@ -1,0 +1,85 @@
+// The workers file: every problem at once, as FILE: FIELD: message.
+#include "exec/worker_config.h"
+
+#include <gtest/gtest.h>
+
+#include "exec/worker_executor.h"
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+TEST(WorkerConfig, ReadsAWorkerAndFillsItsSlotsAsSingleArguments) {
+  auto c = parse_worker_catalog(R"(workers:
+  claude:
+    argv: [claude, -p, "{prompt}", --model, "{model}", "--cwd={workspace}"]
+    model: sonnet
+    output: json
+    result: result
+    usage: {tokens_in: usage.input_tokens, cost_usd: total_cost_usd}
+    timeout: 30m
+    stall_after: 5m
+    env: {NO_COLOR: 1}
+)",
+                                "w.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  const WorkerConfig* w = c->find("worker:claude");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->output, WorkerOutput::Json);
+  EXPECT_EQ(w->stall_after, std::chrono::minutes(5));
+  EXPECT_EQ(w->env.at("NO_COLOR"), "1");
+  AttemptSpec spec;
+  spec.goal = "fix it; rm -rf / {model}";
+  spec.workspace = "/w s";
+  spec.inputs = {{"model", "opus"}};
+  auto argv = fill_worker_argv(*w, spec);
+  EXPECT_EQ(argv, (std::vector<std::string>{"claude", "-p", "fix it; rm -rf / {model}", "--model", "opus",
+                                            "--cwd=/w s"}))
+      << "a slot's value is never re-scanned for slots nor split";
+}
+
+TEST(WorkerConfig, EveryProblemIsListedWithItsField) {
+  auto c = parse_worker_catalog(R"(workers:
+  a:
+    argv: [agent, "{promt}"]
+    output: xml
+    stal_after: 5m
+  b:
+    argv: [agent, "{prompt}"]
+    output: json
+    timeout: 5x
+  c:
+    argv: agent
+)",
+                                "w.yaml");
+  ASSERT_FALSE(c);
+  const std::string& m = c.error().message;
+  for (const char* want : {"w.yaml: workers.a.argv.1: unknown slot '{promt}'", "(did you mean 'prompt'?)",
+                           "w.yaml: workers.a.argv: has no {prompt} slot",
+                           "w.yaml: workers.a.output: 'xml' is not text, json or jsonl",
+                           "w.yaml: workers.a.stal_after: unknown key (did you mean 'stall_after'?)",
+                           "w.yaml: workers.b.result: missing",
+                           "w.yaml: workers.b.timeout:", "w.yaml: workers.c.argv: must be a non-empty list"})
+    EXPECT_NE(m.find(want), std::string::npos) << "missing '" << want << "' in:\n" << m;
+}
+
+TEST(WorkerConfig, JsonPathsWalkObjectsAndArrays) {
+  auto doc = nlohmann::json::parse(R"({"a": {"b": [10, {"c": "x"}]}})");
+  ASSERT_NE(json_at_path(doc, "a.b.1.c"), nullptr);
+  EXPECT_EQ(*json_at_path(doc, "a.b.1.c"), "x");
+  EXPECT_EQ(*json_at_path(doc, "a.b.0"), 10);
+  EXPECT_EQ(json_at_path(doc, "a.b.2"), nullptr);
+  EXPECT_EQ(json_at_path(doc, "a.x"), nullptr);
+  EXPECT_EQ(json_at_path(doc, "a.b.c"), nullptr);
+}
+
+TEST(WorkerConfig, ShippedTemplatesParse) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(testing::source_dir() / "templates" / "workers")) {
+    auto c = load_worker_catalog(entry.path());
+    EXPECT_TRUE(c) << entry.path() << ": " << (c ? "" : c.error().message);
+  }
+}
+
+}  // namespace
+}  // namespace orch

@@ -1,0 +1,374 @@
+#include "exec/worker_executor.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <utility>
+
+#include "orch/validate.h"
+#include "util/strings.h"
+
+namespace orch {
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr std::size_t kMaxWatchedFolders = 8192;
+constexpr std::size_t kMaxEntriesWalked = 200'000;
+
+std::string input_text(const nlohmann::ordered_json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump(2);
+}
+
+// Watches a workspace for changes with inotify; `on_change` runs on each batch.
+class WorkspaceWatch {
+ public:
+  WorkspaceWatch(EventLoop& loop, const fs::path& root, std::function<void()> on_change)
+      : loop_(loop), on_change_(std::move(on_change)) {
+    fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd_ < 0) return;  // no inotify (limits): output alone measures progress
+    add_tree(root);
+    loop_.watch(fd_, POLLIN, [this](short) { drain(); });
+  }
+  ~WorkspaceWatch() {
+    if (fd_ < 0) return;
+    loop_.unwatch(fd_);
+    ::close(fd_);
+  }
+  WorkspaceWatch(const WorkspaceWatch&) = delete;
+  WorkspaceWatch& operator=(const WorkspaceWatch&) = delete;
+
+ private:
+  static constexpr std::uint32_t kMask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO |
+                                         IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_ONLYDIR;
+
+  void add(const fs::path& dir) {
+    if (folders_.size() >= kMaxWatchedFolders) return;
+    int wd = inotify_add_watch(fd_, dir.c_str(), kMask);
+    if (wd >= 0) folders_[wd] = dir;
+  }
+
+  void add_tree(const fs::path& root) {
+    add(root);
+    std::error_code ec;
+    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+    std::size_t walked = 0;
+    for (; !ec && it != end && folders_.size() < kMaxWatchedFolders && walked < kMaxEntriesWalked;
+         it.increment(ec), ++walked) {
+      std::error_code type_ec;
+      if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) add(it->path());
+    }
+  }
+
+  void drain() {
+    alignas(inotify_event) char buffer[16 * 1024];
+    bool changed = false;
+    for (;;) {
+      ssize_t n = ::read(fd_, buffer, sizeof buffer);
+      if (n <= 0) break;
+      changed = true;
+      for (char* p = buffer; p < buffer + n;) {
+        auto* e = reinterpret_cast<inotify_event*>(p);
+        if ((e->mask & IN_CREATE) && (e->mask & IN_ISDIR) && e->len > 0) {
+          auto it = folders_.find(e->wd);
+          if (it != folders_.end()) add(it->second / e->name);
+        }
+        p += sizeof(inotify_event) + e->len;
+      }
+    }
+    if (changed) on_change_();
+  }
+
+  EventLoop& loop_;
+  std::function<void()> on_change_;
+  int fd_ = -1;
+  std::map<int, fs::path> folders_;
+};
+
+std::int64_t bytes_in(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : 0;
+}
+
+class WorkerAttempt final : public RunningAttempt {
+ public:
+  WorkerAttempt(const WorkerConfig& worker, const AttemptSpec& spec, EventLoop& loop,
+                Executor::DoneCallback done)
+      : worker_(worker),
+        loop_(loop),
+        done_(std::move(done)),
+        stdout_path_(spec.stdout_path),
+        stderr_path_(spec.stderr_path) {}
+
+  ~WorkerAttempt() override {
+    loop_.cancel_timer(stall_timer_);
+    watch_.reset();
+  }
+
+  Expected<void> begin(ShellExecutor& shell, AttemptSpec spec) {
+    spec.argv = fill_worker_argv(worker_, spec);
+    for (const auto& [k, v] : worker_.env) spec.env.emplace_back(k, v);
+    if (worker_.timeout)
+      spec.timeout = spec.timeout ? std::min(*spec.timeout, *worker_.timeout) : *worker_.timeout;
+    auto started = shell.start(spec, loop_, [this](AttemptOutcome o) { on_done(std::move(o)); });
+    if (!started) return std::unexpected(started.error());
+    process_ = std::move(*started);
+    if (worker_.stall_after) {
+      last_progress_ = loop_.clock().now();
+      watch_ = std::make_unique<WorkspaceWatch>(loop_, spec.workspace,
+                                                [this] { last_progress_ = loop_.clock().now(); });
+      arm_stall_timer();
+    }
+    return {};
+  }
+
+  void cancel(const std::string& reason) override {
+    if (process_) process_->cancel(reason);
+  }
+
+ private:
+  void arm_stall_timer() {
+    milliseconds every = std::clamp(*worker_.stall_after / 5, milliseconds(20), milliseconds(1000));
+    stall_timer_ = loop_.add_timer(every, [this] {
+      stall_timer_ = 0;
+      check_stall();
+    });
+  }
+
+  void check_stall() {
+    std::int64_t out = bytes_in(stdout_path_), err = bytes_in(stderr_path_);
+    auto now = loop_.clock().now();
+    if (out != out_bytes_ || err != err_bytes_) {
+      out_bytes_ = out;
+      err_bytes_ = err;
+      last_progress_ = now;
+    }
+    if (now - last_progress_ >= *worker_.stall_after) {
+      stalled_ = true;
+      stall_message_ =
+          fmt::format("stalled: worker '{}' wrote no output and changed no file in the workspace for {}",
+                      worker_.name, format_duration(*worker_.stall_after));
+      watch_.reset();
+      if (process_) process_->cancel(stall_message_);
+      return;
+    }
+    arm_stall_timer();
+  }
+
+  void on_done(AttemptOutcome o) {
+    loop_.cancel_timer(stall_timer_);
+    stall_timer_ = 0;
+    watch_.reset();
+    if (stalled_ && o.ending == AttemptEnding::Cancelled) {
+      o.ending = AttemptEnding::Stalled;
+      o.message = stall_message_;
+    } else if (o.ending == AttemptEnding::Exited && o.exit_code == 0 &&
+               worker_.output != WorkerOutput::Text) {
+      read_structured_output(o);
+    }
+    Executor::DoneCallback done = std::move(done_);
+    done(std::move(o));  // last: the engine may destroy *this
+  }
+
+  void read_structured_output(AttemptOutcome& o) const {
+    auto fail_with = [&](std::string message) {
+      o.ending = AttemptEnding::Error;
+      o.message = std::move(message);
+    };
+    std::vector<nlohmann::json> docs;
+    if (worker_.output == WorkerOutput::Json) {
+      auto doc = nlohmann::json::parse(o.result, nullptr, false);
+      if (doc.is_discarded())
+        return fail_with(fmt::format("worker '{}': its output is not JSON (output: json): {}", worker_.name,
+                                     quote_for_message(o.result, 200)));
+      docs.push_back(std::move(doc));
+    } else {
+      std::size_t start = 0;
+      while (start <= o.result.size()) {
+        std::size_t end = o.result.find('\n', start);
+        if (end == std::string::npos) end = o.result.size();
+        auto line = trim(std::string_view(o.result).substr(start, end - start));
+        if (!line.empty()) {
+          auto doc = nlohmann::json::parse(line, nullptr, false);
+          if (!doc.is_discarded()) docs.push_back(std::move(doc));
+        }
+        start = end + 1;
+      }
+    }
+    auto last_with = [&](const std::string& path) -> const nlohmann::json* {
+      for (auto it = docs.rbegin(); it != docs.rend(); ++it)
+        if (const nlohmann::json* v = json_at_path(*it, path)) return v;
+      return nullptr;
+    };
+    const nlohmann::json* result = last_with(worker_.result_path);
+    if (!result)
+      return fail_with(fmt::format("worker '{}': its output has no '{}' (the worker's result path)",
+                                   worker_.name, worker_.result_path));
+    std::string text = result->is_string() ? result->get<std::string>() : result->dump();
+    for (auto [path, field] : {std::pair{&worker_.tokens_in_path, &o.tokens_in},
+                               std::pair{&worker_.tokens_out_path, &o.tokens_out}}) {
+      if (path->empty()) continue;
+      const nlohmann::json* v = last_with(*path);
+      if (!v) continue;
+      if (!v->is_number_integer() || v->get<std::int64_t>() < 0)
+        return fail_with(fmt::format("worker '{}': usage '{}' is not a non-negative integer: {}",
+                                     worker_.name, *path, v->dump()));
+      *field = v->get<std::int64_t>();
+    }
+    if (!worker_.cost_path.empty()) {
+      if (const nlohmann::json* v = last_with(worker_.cost_path)) {
+        if (!v->is_number() || v->get<double>() < 0)
+          return fail_with(fmt::format("worker '{}': usage '{}' is not a non-negative number: {}",
+                                       worker_.name, worker_.cost_path, v->dump()));
+        o.cost_usd = v->get<double>();
+      }
+    }
+    o.result = std::move(text);
+  }
+
+  const WorkerConfig& worker_;
+  EventLoop& loop_;
+  Executor::DoneCallback done_;
+  fs::path stdout_path_, stderr_path_;
+  std::int64_t out_bytes_ = 0, err_bytes_ = 0;
+  Clock::TimePoint last_progress_{};
+  bool stalled_ = false;
+  std::string stall_message_;
+  EventLoop::TimerId stall_timer_ = 0;
+  std::unique_ptr<WorkspaceWatch> watch_;
+  std::unique_ptr<RunningAttempt> process_;  // last: destroyed (group killed) first
+};
+
+}  // namespace
+
+const nlohmann::json* json_at_path(const nlohmann::json& doc, const std::string& path) {
+  const nlohmann::json* at = &doc;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t dot = path.find('.', start);
+    if (dot == std::string::npos) dot = path.size();
+    std::string key = path.substr(start, dot - start);
+    if (at->is_object()) {
+      auto it = at->find(key);
+      if (it == at->end()) return nullptr;
+      at = &*it;
+    } else if (at->is_array() && !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit)) {
+      std::size_t i = std::stoul(key);
+      if (i >= at->size()) return nullptr;
+      at = &(*at)[i];
+    } else {
+      return nullptr;
+    }
+    start = dot + 1;
+  }
+  return at;
+}
+
+std::string worker_prompt(const AttemptSpec& spec) {
+  std::string out = spec.goal;
+  auto add_section = [&out](const std::string& text) {
+    if (text.empty()) return;
+    if (!out.empty()) out += "\n\n";
+    out += text;
+  };
+  if (spec.inputs.is_object()) {
+    if (auto it = spec.inputs.find("prompt"); it != spec.inputs.end()) add_section(input_text(*it));
+    std::string rest;
+    for (const auto& [name, value] : spec.inputs.items()) {
+      if (name == "prompt" || name == "model") continue;
+      rest += fmt::format("{}### {}\n{}", rest.empty() ? "" : "\n\n", name, input_text(value));
+    }
+    if (!rest.empty()) add_section("## Inputs\n\n" + rest);
+  }
+  if (!spec.previous_failure.empty())
+    add_section("## The previous attempt failed\n\nFix this and try again:\n" + spec.previous_failure);
+  return out;
+}
+
+std::vector<std::string> fill_worker_argv(const WorkerConfig& worker, const AttemptSpec& spec) {
+  std::string model = worker.model;
+  if (spec.inputs.is_object())
+    if (auto it = spec.inputs.find("model"); it != spec.inputs.end() && it->is_string())
+      model = it->get<std::string>();
+  const std::string prompt = worker_prompt(spec);
+  std::vector<std::string> argv;
+  for (const auto& a : worker.argv) {
+    // One pass per slot, over orch's template only: a filled value is never re-scanned.
+    std::string filled;
+    for (std::size_t i = 0; i < a.size();) {
+      auto slot = [&](const char* name, const std::string& value) {
+        std::string token = fmt::format("{{{}}}", name);
+        if (a.compare(i, token.size(), token) != 0) return false;
+        filled += value;
+        i += token.size();
+        return true;
+      };
+      if (slot("prompt", prompt) || slot("workspace", spec.workspace.string()) || slot("model", model))
+        continue;
+      filled += a[i++];
+    }
+    argv.push_back(std::move(filled));
+  }
+  return argv;
+}
+
+WorkerExecutor::WorkerExecutor(std::shared_ptr<const WorkerCatalog> catalog) : catalog_(std::move(catalog)) {}
+
+void WorkerExecutor::check_step(const Step& step, Diagnostics& out) const {
+  auto problem = [&](std::string_view field, std::string message) {
+    out.push_back(step_diagnostic(step, {field}, std::move(message)));
+  };
+  if (!catalog_->find(step.executor)) {
+    std::vector<std::string> names;
+    for (const auto& [name, w] : catalog_->workers) names.push_back(name);
+    std::string name = step.executor.substr(step.executor.find(':') + 1);
+    if (names.empty())
+      problem("executor",
+              fmt::format("no workers are configured for '{}': pass --workers FILE, or put one at "
+                          ".orch/workers.yaml (docs/workers.md)",
+                          step.executor));
+    else
+      problem("executor", fmt::format("no worker '{}' in the workers file (workers: {}){}", name,
+                                      join(names, ", "), did_you_mean(name, names)));
+  }
+  if (step.goal.empty() && !(step.inputs.is_object() && step.inputs.contains("prompt")))
+    problem("executor", "a worker step needs a 'goal' or inputs.prompt: it is the worker's task");
+  if (!step.run.empty() || step.sh)
+    problem(step.sh ? "sh" : "run",
+            "a worker step takes no 'run' or 'sh': the "
+            "command comes from the workers file");
+}
+
+std::vector<Postcondition> WorkerExecutor::default_post() const {
+  Postcondition exit_zero, nonempty;
+  exit_zero.kind = PostKind::ExitZero;
+  nonempty.kind = PostKind::ResultNonempty;
+  return {exit_zero, nonempty};
+}
+
+std::string WorkerExecutor::describe(const AttemptSpec& spec) const {
+  const WorkerConfig* worker = catalog_->find(spec.executor);
+  if (!worker) return Executor::describe(spec);
+  std::string out;
+  for (const auto& a : fill_worker_argv(*worker, spec)) out += (out.empty() ? "" : " ") + shell_quote(a);
+  return out;
+}
+
+Expected<std::unique_ptr<RunningAttempt>> WorkerExecutor::start(const AttemptSpec& spec, EventLoop& loop,
+                                                                DoneCallback done) {
+  const WorkerConfig* worker = catalog_->find(spec.executor);
+  if (!worker)
+    return fail(ErrorCode::InvalidInput, fmt::format("no worker for executor '{}'", spec.executor));
+  auto attempt = std::make_unique<WorkerAttempt>(*worker, spec, loop, std::move(done));
+  ORCH_TRY(attempt->begin(shell_, spec));
+  return std::unique_ptr<RunningAttempt>(std::move(attempt));
+}
+
+}  // namespace orch

@@ -1,0 +1,457 @@
+// Chains through the engine, with real processes: registry tools (shell scripts)
+// and a scripted agent CLI (tests/agents/fake_agent.py). Every report is checked
+// against schemas/skill-output.schema.json.
+#include "flows/chain.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/tool_executor.h"
+#include "orch/plan_loader.h"
+#include "exec/worker_executor.h"
+#include "testing/testing.h"
+#include "util/json_schema.h"
+
+namespace orch::flows {
+namespace {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+using orch::testing::read_file;
+using orch::testing::source_dir;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+
+#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+
+void script(const fs::path& path, const std::string& body) {
+  write_file(path, "#!/bin/sh\n" + body);
+  fs::permissions(path, fs::perms::owner_all);
+}
+
+class ChainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(ws());
+    fs::create_directories(dir_ / "tools");
+    auto s = open_sqlite_store(dir_ / "store" / "orch.db");
+    ASSERT_TRUE(s) << s.error().message;
+    store_ = std::move(*s);
+    fs::copy_file(source_dir() / "examples" / "tools" / "filestats.sh", dir_ / "tools" / "filestats.sh");
+    // wrap: {"got": <the previous step's result>}, from the environment.
+    script(dir_ / "tools" / "wrap.sh", "printf '{\"got\":%s}\\n' \"$ORCH_CHAIN_PREVIOUS\"\n");
+    // say TEXT: {"said": TEXT}.
+    script(dir_ / "tools" / "say.sh", "printf '{\"said\":\"%s\"}\\n' \"$1\"\n");
+    script(dir_ / "tools" / "fail.sh", "echo 'fail.sh: the target file is locked' >&2\nexit 1\n");
+    script(dir_ / "tools" / "slow.sh", "sleep 5\necho '{}'\n");
+    write_file(dir_ / "tools" / "registry.yml", R"(tools:
+  filestats:
+    command: [./filestats.sh]
+    status: prod_ready
+    safe_for_agents: true
+    risk: low
+    commands:
+      count:
+        args: [{word: "--"}, {input: files}]
+        input_schema: {type: object, required: [files], properties: {files: {type: array, items: {type: string}}}}
+        output_schema: {type: object, required: [lines], properties: {lines: {type: integer}}}
+  wrap:
+    command: [./wrap.sh]
+    status: prod_ready
+    safe_for_agents: true
+    risk: low
+    commands:
+      run: {output_schema: {type: object, required: [got]}}
+  say:
+    command: [./say.sh]
+    status: prod_ready
+    safe_for_agents: true
+    risk: low
+    commands:
+      run:
+        args: [{input: text}]
+        input_schema: {type: object, required: [text], properties: {text: {type: string}}}
+        output_schema: {type: object, required: [said]}
+  fail:
+    command: [./fail.sh]
+    status: prod_ready
+    safe_for_agents: true
+    risk: low
+    commands:
+      run: {output_schema: {}}
+  slow:
+    command: [./slow.sh]
+    status: prod_ready
+    safe_for_agents: true
+    risk: low
+    commands:
+      run: {output_schema: {}}
+  pusher:
+    command: [./say.sh]
+    status: prod_ready
+    safe_for_agents: true
+    risk: high
+    commands:
+      run: {args: [{input: text}], output_schema: {}}
+  broken:
+    command: [./say.sh]
+    status: pending
+    safe_for_agents: true
+    risk: low
+    commands:
+      run: {output_schema: {}}
+)");
+    auto tools = load_tool_registry(dir_ / "tools" / "registry.yml");
+    ASSERT_TRUE(tools) << tools.error().message;
+    std::string agent = (source_dir() / "tests" / "agents" / "fake_agent.py").string();
+    auto workers = parse_worker_catalog(
+        fmt::format("workers:\n  agent:\n    argv: [python3, '{}', text, '{{prompt}}', '{{workspace}}']\n"
+                    "  counted:\n    argv: [python3, '{}', json, '{{prompt}}']\n    output: json\n    result: result\n"
+                    "    usage: {{tokens_in: usage.input_tokens, tokens_out: usage.output_tokens, cost_usd: total_cost_usd}}\n",
+                    agent, agent),
+        "workers.yaml");
+    ASSERT_TRUE(workers) << workers.error().message;
+    executors_ = std::make_shared<ExecutorRegistry>(ExecutorRegistry::with_builtins());
+    executors_->add("tool:", std::make_shared<ToolExecutor>(std::make_shared<ToolRegistry>(*tools)));
+    executors_->add("worker:", std::make_shared<WorkerExecutor>(std::make_shared<WorkerCatalog>(*workers)));
+    auto schema = JsonSchema::load_file((source_dir() / "schemas" / "skill-output.schema.json").string());
+    ASSERT_TRUE(schema) << schema.error().message;
+    schema_ = std::make_unique<JsonSchema>(*schema);
+  }
+
+  fs::path ws() const { return dir_ / "ws"; }
+
+  ChainExpected<Chain> build(const std::string& steps_json, int max_steps = kDefaultChainMaxSteps) {
+    ChainInput in;
+    in.steps = ojson::parse(steps_json);
+    ChainOptions options;
+    options.executors = executors_;
+    options.workspace = ws();
+    options.max_steps = max_steps;
+    return build_chain(in, options);
+  }
+
+  // Builds and runs the chain; returns its report (checked against the schema).
+  ojson run(const std::string& steps_json, RunOutcome* outcome = nullptr, EngineOptions options = {}) {
+    auto chain = build(steps_json);
+    EXPECT_TRUE(chain) << (chain ? "" : chain.error().message + "\n" + fmt::format("{}", fmt::join(chain.error().problems, "\n")));
+    if (!chain) return ojson();
+    options.workspace = ws();
+    options.executors = executors_;
+    auto out = run_chain(*store_, *chain, options);
+    EXPECT_TRUE(out) << out.error().message;
+    if (!out) return ojson();
+    if (outcome) *outcome = *out;
+    return report(out->run_id);
+  }
+
+  ojson report(const std::string& run_id) {
+    auto r = build_chain_report(*store_, run_id, *executors_);
+    EXPECT_TRUE(r) << r.error().message;
+    if (!r) return ojson();
+    expect_valid(*r);
+    return *r;
+  }
+
+  void expect_valid(const ojson& report) {
+    auto violations = schema_->validate(nlohmann::json::parse(report.dump()));
+    EXPECT_TRUE(violations.empty()) << fmt::format("{}", fmt::join(violations, "\n")) << "\n" << report.dump(2);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+  std::shared_ptr<ExecutorRegistry> executors_;
+  std::unique_ptr<JsonSchema> schema_;
+};
+
+TEST_F(ChainTest, ThreeToolStepsPassTheirOutputAlong) {
+  write_file(ws() / "notes.txt", "one\ntwo\nthree\n");
+  RunOutcome out;
+  ojson r = run(R"([
+    {"id": "stats", "executor": "tool:filestats", "inputs": {"command": "count", "files": ["notes.txt"]}},
+    {"id": "wrap", "executor": "tool:wrap", "inputs": {"command": "run"}},
+    {"id": "say", "executor": "tool:say", "inputs": {"command": "run", "text": "lines=${previous.json.got.lines}"}}
+  ])", &out);
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(out.exit_code(), 0);
+  EXPECT_EQ(r["status"], "success");
+  EXPECT_TRUE(r["error"].is_null());
+  ASSERT_EQ(r["execution_chain"].size(), 3u);
+  // Step 2 got step 1's JSON through ORCH_CHAIN_PREVIOUS; step 3 a value inside step 2's.
+  EXPECT_EQ(r["execution_chain"][0]["result"]["lines"], 3);
+  EXPECT_EQ(r["execution_chain"][1]["result"]["got"]["lines"], 3);
+  EXPECT_EQ(r["execution_chain"][2]["result"]["said"], "lines=3");
+  EXPECT_EQ(r["output"]["data"]["said"], "lines=3");
+  for (const auto& s : r["execution_chain"]) {
+    EXPECT_EQ(s["status"], "success");
+    EXPECT_EQ(s["risk"], "low");
+    EXPECT_EQ(s["attempts"], 1);
+  }
+  EXPECT_EQ(r["execution_chain"][2]["step"], 3);
+  EXPECT_EQ(r["run_id"], out.run_id);
+  // The run is an ordinary plan run: linear deps, abort on failure.
+  auto plan = store_->latest_plan(out.run_id);
+  ASSERT_TRUE(plan);
+  auto doc = ojson::parse(plan->text);
+  EXPECT_EQ(doc["on_failure"], "abort");
+  EXPECT_EQ(doc["steps"][1]["deps"], ojson::array({"stats"}));
+  EXPECT_EQ(doc["steps"][2]["deps"], ojson::array({"wrap"}));
+  EXPECT_EQ(doc["steps"][2]["inputs"]["text"], "lines=${steps.wrap.json.got.lines}");
+  EXPECT_FALSE(doc["steps"][2].contains("env")) << "an explicit reference replaces the implicit channel";
+}
+
+TEST_F(ChainTest, AFailureAbortsTheChainAndSkipsTheRest) {
+  write_file(ws() / "notes.txt", "one\n");
+  RunOutcome out;
+  ojson r = run(R"([
+    {"executor": "tool:filestats", "inputs": {"command": "count", "files": ["notes.txt"]}},
+    {"executor": "tool:fail", "inputs": {"command": "run"}},
+    {"executor": "tool:wrap", "inputs": {"command": "run"}}
+  ])", &out);
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(out.exit_code(), 1);
+  EXPECT_EQ(r["status"], "partial");
+  ASSERT_TRUE(r["error"].is_object());
+  EXPECT_EQ(r["error"]["code"], "CHAIN_ABORTED_STEP_2");
+  EXPECT_EQ(r["error"]["step"], 2);
+  EXPECT_EQ(r["error"]["recoverable"], false);
+  EXPECT_HAS(r["error"]["message"].get<std::string>(), "step 2/3 'step2' (tool:fail) failed");
+  EXPECT_EQ(r["execution_chain"][0]["status"], "success");
+  EXPECT_EQ(r["execution_chain"][1]["status"], "error");
+  EXPECT_EQ(r["execution_chain"][2]["status"], "skipped");
+  EXPECT_EQ(r["execution_chain"][2]["attempts"], 0);
+  EXPECT_EQ(r["output"]["data"]["lines"], 1) << "the partial report keeps what was done";
+  EXPECT_EQ(chain_exit_code(r), 1);
+  // Step 3 never ran: no attempt in the ledger.
+  auto attempts = store_->attempts(out.run_id, "step3");
+  ASSERT_TRUE(attempts);
+  EXPECT_TRUE(attempts->empty());
+}
+
+TEST_F(ChainTest, AFirstStepThatFailsIsAnErrorNotPartial) {
+  RunOutcome out;
+  ojson r = run(R"([{"executor": "tool:fail", "inputs": {"command": "run"}},
+                    {"executor": "tool:wrap", "inputs": {"command": "run"}}])", &out);
+  EXPECT_EQ(r["status"], "error");
+  EXPECT_EQ(r["error"]["code"], "CHAIN_ABORTED_STEP_1");
+  EXPECT_TRUE(r["output"]["data"].is_null());
+  EXPECT_EQ(r["execution_chain"][1]["status"], "skipped");
+}
+
+TEST_F(ChainTest, ATimedOutStepIsRecoverable) {
+  ojson r = run(R"([{"executor": "tool:slow", "timeout": "200ms", "inputs": {"command": "run"}}])");
+  EXPECT_EQ(r["error"]["code"], "CHAIN_ABORTED_STEP_1");
+  EXPECT_EQ(r["error"]["recoverable"], true);
+}
+
+TEST_F(ChainTest, ALongerChainIsRefusedNeverTruncated) {
+  std::string six = "[";
+  for (int i = 0; i < 6; ++i) six += std::string(i ? "," : "") + R"({"executor": "tool:wrap", "inputs": {"command": "run"}})";
+  six += "]";
+  auto refused = build(six);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "chain_limit_exceeded");
+  EXPECT_HAS(refused.error().message, "6 steps, more than the limit of 5");
+  // Refused even when a step is also invalid: the limit is checked first.
+  auto invalid_too = build(six.substr(0, six.size() - 1) + R"(, {"executor": 7}])");
+  ASSERT_FALSE(invalid_too);
+  EXPECT_EQ(invalid_too.error().code, "chain_limit_exceeded");
+  auto raised = build(six, 6);
+  ASSERT_TRUE(raised) << raised.error().message;
+  EXPECT_EQ(raised->plan.steps.size(), 6u);
+  ojson report = chain_error_report(refused.error().code, refused.error().message, 5);
+  expect_valid(report);
+  EXPECT_EQ(chain_exit_code(report), 2);
+}
+
+TEST_F(ChainTest, BadStepsAreAllReportedWithTheirPosition) {
+  auto r = build(R"([
+    {"executor": "tool:wrap", "inputs": {"command": "run", "x": "${previous.result}"}},
+    "tool:wrap",
+    {"inputs": {}},
+    {"executor": "tool:wrap", "deps": ["step1"], "input": {}},
+    {"executor": "tool:wrapp", "inputs": {"command": "run", "y": "${previous.reslt}"}}
+  ])");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "invalid_chain");
+  std::string all = fmt::format("{}", fmt::join(r.error().problems, "\n"));
+  EXPECT_HAS(all, "step 1: inputs.x: '${previous.result}' in the first step: it has no previous step");
+  EXPECT_HAS(all, "step 2: a step is an object");
+  EXPECT_HAS(all, "step 3: 'executor' is required");
+  EXPECT_HAS(all, "step 4: 'deps' is not a chain key");
+  EXPECT_HAS(all, "step 4: unknown key 'input' (did you mean 'inputs'?)");
+  EXPECT_HAS(all, "step 5: inputs.y: unknown placeholder '${previous.reslt}'");
+
+  // Problems found by the plan validator name the step too.
+  auto v = build(R"([{"executor": "tool:wrap", "inputs": {"command": "run"}},
+                     {"executor": "tool:wrapp", "inputs": {"command": "run"}}])");
+  ASSERT_FALSE(v);
+  std::string vall = fmt::format("{}", fmt::join(v.error().problems, "\n"));
+  EXPECT_HAS(vall, "step 2 ('step2'): ");
+  EXPECT_HAS(vall, "wrapp");
+  EXPECT_HAS(v.error().message, "1 problem in the chain; nothing was run");
+}
+
+TEST_F(ChainTest, AWorkerIsGivenThePreviousResultInItsPrompt) {
+  write_file(ws() / "notes.txt", "a b\n");
+  ojson r = run(R"([
+    {"executor": "tool:filestats", "inputs": {"command": "count", "files": ["notes.txt"]}},
+    {"executor": "worker:agent", "goal": "summarise the counts"}
+  ])");
+  EXPECT_EQ(r["status"], "success") << r.dump(2);
+  std::string prompt = read_file(ws() / "prompt-1.txt");
+  EXPECT_HAS(prompt, "summarise the counts");
+  EXPECT_HAS(prompt, "### previous");
+  EXPECT_HAS(prompt, R"("words":2)");
+  EXPECT_EQ(r["execution_chain"][1]["result"], "done: summarise the counts");
+}
+
+TEST_F(ChainTest, TokensAreThoseTheWorkersReported) {
+  ojson r = run(R"([{"executor": "worker:counted", "goal": "one"}, {"executor": "worker:counted", "goal": "two"}])");
+  EXPECT_EQ(r["status"], "success") << r.dump(2);
+  // fake_agent.py json reports 120 in, 30 out per call.
+  EXPECT_EQ(r["tokens_used"]["input"], 240);
+  EXPECT_EQ(r["tokens_used"]["output"], 60);
+  EXPECT_EQ(r["tokens_used"]["total"], 300);
+  EXPECT_EQ(r["execution_chain"][1]["tokens"]["total"], 150);
+  EXPECT_NEAR(r["cost_usd"].get<double>(), 0.0084, 1e-9);
+}
+
+TEST_F(ChainTest, TheChainsBudgetStopsItWithItsOwnCode) {
+  ChainInput in;
+  in.steps = ojson::parse(R"([{"executor": "worker:counted", "goal": "one"},
+                              {"executor": "worker:counted", "goal": "two"},
+                              {"executor": "worker:counted", "goal": "three"}])");
+  ChainOptions options;
+  options.executors = executors_;
+  options.workspace = ws();
+  options.budget_tokens = 200;  // each call reports 150
+  auto chain = build_chain(in, options);
+  ASSERT_TRUE(chain) << chain.error().message;
+  EngineOptions engine;
+  engine.workspace = ws();
+  engine.executors = executors_;
+  auto out = run_chain(*store_, *chain, engine);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->status, RunStatus::BudgetExhausted) << out->reason;
+  ojson r = report(out->run_id);
+  EXPECT_EQ(r["status"], "partial");
+  EXPECT_EQ(r["error"]["code"], "CHAIN_BUDGET_EXHAUSTED_STEP_3");
+  EXPECT_EQ(r["error"]["recoverable"], false);
+  EXPECT_EQ(r["execution_chain"][1]["status"], "success");
+  EXPECT_EQ(r["execution_chain"][2]["status"], "skipped");
+  EXPECT_EQ(r["execution_chain"][2]["attempts"], 0);
+  EXPECT_EQ(r["tokens_used"]["total"], 300);
+  EXPECT_EQ(chain_exit_code(r), 4);
+}
+
+TEST_F(ChainTest, ARiskyStepPausesTheChainUntilApprovedThenResumeFinishesIt) {
+  RunOutcome out;
+  ojson r = run(R"([
+    {"executor": "tool:say", "inputs": {"command": "run", "text": "hello"}},
+    {"id": "push", "executor": "tool:pusher", "inputs": {"command": "run", "text": "${previous.json.said}"}},
+    {"executor": "tool:wrap", "inputs": {"command": "run"}}
+  ])", &out);
+  EXPECT_EQ(out.status, RunStatus::AwaitingApproval);
+  EXPECT_EQ(out.exit_code(), 3);
+  EXPECT_EQ(r["status"], "awaiting_approval");
+  EXPECT_EQ(r["error"]["code"], "CHAIN_PAUSED_STEP_2");
+  EXPECT_EQ(r["error"]["recoverable"], true);
+  EXPECT_EQ(r["execution_chain"][1]["risk"], "high");
+  EXPECT_EQ(r["execution_chain"][1]["status"], "awaiting_approval");
+  EXPECT_EQ(r["execution_chain"][2]["status"], "pending");
+  EXPECT_HAS(r["error"]["message"].get<std::string>(), "orch approve " + out.run_id + " push");
+  EXPECT_EQ(chain_exit_code(r), 3);
+
+  ASSERT_TRUE(approve_step(*store_, out.run_id, "push", 1));
+  EngineOptions options;
+  options.workspace = ws();
+  options.executors = executors_;
+  Engine engine(*store_, options);
+  auto resumed = engine.resume(out.run_id, std::nullopt);
+  ASSERT_TRUE(resumed) << resumed.error().message;
+  EXPECT_EQ(resumed->status, RunStatus::Succeeded) << resumed->reason;
+  ojson after = report(out.run_id);
+  EXPECT_EQ(after["status"], "success");
+  EXPECT_EQ(after["output"]["data"]["got"]["said"], "hello");
+}
+
+TEST_F(ChainTest, ACriticalToolIsRefusedAndAbortsTheChain) {
+  ojson r = run(R"([{"executor": "tool:say", "inputs": {"command": "run", "text": "x"}},
+                    {"executor": "tool:broken", "inputs": {"command": "run"}}])");
+  EXPECT_EQ(r["status"], "partial");
+  EXPECT_EQ(r["error"]["code"], "CHAIN_ABORTED_STEP_2");
+  EXPECT_EQ(r["error"]["recoverable"], false);
+  EXPECT_EQ(r["execution_chain"][1]["risk"], "critical");
+  EXPECT_HAS(r["execution_chain"][1]["reason"].get<std::string>(), "refused by the risk guard");
+}
+
+TEST_F(ChainTest, DryRunShowsRisksAndCommandsAndRunsNothing) {
+  auto chain = build(R"([
+    {"executor": "tool:say", "inputs": {"command": "run", "text": "hi there"}},
+    {"id": "push", "executor": "tool:pusher", "inputs": {"command": "run", "text": "${previous.json.said}"}},
+    {"executor": "tool:broken", "inputs": {"command": "run"}}
+  ])");
+  ASSERT_TRUE(chain) << chain.error().message;
+  DryRunOptions dry;
+  dry.workspace = ws();
+  ojson r = chain_dry_run_report(*chain, *executors_, dry);
+  expect_valid(r);
+  EXPECT_EQ(r["status"], "dry_run");
+  EXPECT_TRUE(r["run_id"].is_null());
+  EXPECT_EQ(chain_exit_code(r), 0);
+  const auto& c = r["execution_chain"];
+  EXPECT_EQ(c[0]["risk"], "low");
+  EXPECT_EQ(c[0]["guard"], "runs");
+  EXPECT_HAS(c[0]["command"].get<std::string>(), (dir_ / "tools" / "say.sh").string() + " 'hi there'");
+  EXPECT_EQ(c[1]["risk"], "high");
+  EXPECT_EQ(c[1]["guard"], "needs_approval");
+  EXPECT_HAS(c[1]["command"].get<std::string>(), "${steps.step1.json.said}");
+  EXPECT_EQ(c[2]["risk"], "critical");
+  EXPECT_EQ(c[2]["guard"], "refused");
+  for (const auto& s : c) EXPECT_EQ(s["status"], "planned");
+  dry.approve_steps = {"push"};
+  EXPECT_EQ(chain_dry_run_report(*chain, *executors_, dry)["execution_chain"][1]["guard"], "approved");
+  auto runs = store_->list_runs();
+  ASSERT_TRUE(runs);
+  EXPECT_TRUE(runs->empty());
+}
+
+TEST_F(ChainTest, AReportOfARunThatIsNotAChainIsAnError) {
+  auto chain = build(R"([{"executor": "tool:wrap", "inputs": {"command": "run"}}])");
+  ASSERT_TRUE(chain);
+  LoadResult plain = parse_plan("steps: [{id: a, executor: builtin:echo, inputs: {text: hi}}]", "p.yaml");
+  EngineOptions options;
+  options.workspace = ws();
+  options.executors = executors_;
+  Engine engine(*store_, options);
+  auto out = engine.run(plain.plan, "steps: [{id: a, executor: builtin:echo, inputs: {text: hi}}]");
+  ASSERT_TRUE(out);
+  auto r = build_chain_report(*store_, out->run_id, *executors_);
+  ASSERT_FALSE(r);
+  EXPECT_HAS(r.error().message, "is not a chain");
+}
+
+TEST_F(ChainTest, ChainInputIsInlineJsonOrAJsonOrYamlFile) {
+  auto inline_json = read_chain_input(R"(  [{"executor": "tool:wrap"}])");
+  ASSERT_TRUE(inline_json);
+  EXPECT_TRUE(inline_json->source.empty());
+  write_file(dir_ / "c.yaml", "- executor: tool:wrap\n  inputs: {command: run}\n");
+  auto yaml = read_chain_input((dir_ / "c.yaml").string());
+  ASSERT_TRUE(yaml) << yaml.error().message;
+  EXPECT_EQ(yaml->steps[0]["inputs"]["command"], "run");
+  auto missing = read_chain_input((dir_ / "nope.json").string());
+  ASSERT_FALSE(missing);
+  EXPECT_HAS(missing.error().message, "cannot read the file");
+  auto broken = read_chain_input("[{\"executor\": }]");
+  ASSERT_FALSE(broken);
+  EXPECT_HAS(broken.error().message, "--steps: not valid JSON");
+  auto object = build(R"({"steps": []})");
+  ASSERT_FALSE(object);
+  EXPECT_HAS(object.error().message, "a chain is a JSON array of steps, got an object");
+}
+
+}  // namespace
+}  // namespace orch::flows

@@ -1,0 +1,22 @@
+// flows/embedded_files.h — data files compiled into orch (src/flows/embedded_files.cmake).
+//
+// The shipped plan templates (templates/plans/*.yaml, in name order) and the plan
+// JSON Schema (schemas/plan.schema.json), as they were in the source tree when
+// orch was built. Immutable; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orch::flows {
+
+struct EmbeddedFile {
+  std::string path;  // relative to the source tree: "templates/plans/write-docs.yaml"
+  std::string_view text;
+};
+
+const std::vector<EmbeddedFile>& shipped_templates();
+std::string_view plan_schema_text();
+
+}  // namespace orch::flows

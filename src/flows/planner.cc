@@ -1,0 +1,228 @@
+#include "flows/planner.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "flows/embedded_files.h"
+#include "flows/plan_yaml.h"
+#include "flows/planning_prompt.h"
+#include "orch/engine.h"
+#include "orch/plan_loader.h"
+#include "orch/validate.h"
+#include "util/json_text.h"
+#include "util/strings.h"
+
+namespace orch::flows {
+
+namespace {
+
+constexpr const char* kReplyLabel = "planner-reply.yaml";
+constexpr int kPlanningAttempts = 3;  // transient provider failures are retried
+
+struct Checked {
+  Plan plan;
+  Diagnostics problems;
+};
+
+// The core loader and validator, exactly as for a user's plan file.
+Checked load_and_validate(const std::string& text, const std::string& label, const PlannerOptions& o) {
+  LoadResult loaded = parse_plan(text, label);
+  Checked c{std::move(loaded.plan), std::move(loaded.diagnostics)};
+  if (c.problems.empty() || !c.plan.steps.empty()) {
+    Diagnostics semantic = validate_plan(c.plan, validate_options_for(o.workspace, "", *o.executors));
+    c.problems.insert(c.problems.end(), semantic.begin(), semantic.end());
+  }
+  std::stable_sort(c.problems.begin(), c.problems.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+  return c;
+}
+
+std::string problems_text(const Diagnostics& problems) {
+  std::vector<std::string> lines;
+  for (const auto& d : problems) lines.push_back(d.to_string());
+  return join(lines, "\n");
+}
+
+std::string planning_executor(const PlannerOptions& o) { return o.model.empty() ? "llm" : "llm:" + o.model; }
+
+std::string plan_name(std::string_view request) {
+  std::string first(trim(request.substr(0, request.find('\n'))));
+  if (first.size() > 60) first = first.substr(0, 57) + "...";
+  return first;
+}
+
+Expected<PlannedRequest> single_step(std::string_view request, const PlannerOptions& o, PlanPath path,
+                                     std::string why) {
+  const std::string executor = o.single_step_executor.empty() ? planning_executor(o) : o.single_step_executor;
+  const std::string literal = escape_placeholders(request);
+  nlohmann::ordered_json step = {{"id", "request"}, {"goal", plan_name(request)}};
+  if (executor != "shell") step["executor"] = executor;
+  if (executor == "shell") {
+    step["sh"] = literal;
+  } else if (executor == "builtin:echo") {
+    step["inputs"] = {{"text", literal}};
+  } else {
+    step["inputs"] = {{"prompt", literal}};
+  }
+  nlohmann::ordered_json plan = {{"name", plan_name(request)}, {"steps", nlohmann::ordered_json::array({step})}};
+  PlannedRequest out;
+  out.text = to_yaml(plan);
+  Checked c = load_and_validate(out.text, "request.yaml", o);
+  if (!c.problems.empty())
+    return fail(ErrorCode::InvalidInput, fmt::format("the single-step plan for this request is not valid:\n{}",
+                                                     problems_text(c.problems)));
+  out.plan = std::move(c.plan);
+  out.path = path;
+  out.why = std::move(why);
+  return out;
+}
+
+Expected<PlannedRequest> from_template(const TemplateMatch& m, std::string_view request,
+                                       const TriggerResult& trigger, const PlannerOptions& o) {
+  const PlanTemplate& t = *m.plan_template;
+  PlannedRequest out;
+  out.text = render_template(t, SlotValues{std::string(request), trigger.items});
+  Checked c = load_and_validate(out.text, t.file, o);
+  if (!c.problems.empty())
+    return fail(ErrorCode::InvalidInput, fmt::format("template '{}' ({}) gives an invalid plan:\n{}", t.name, t.file,
+                                                     problems_text(c.problems)));
+  out.plan = std::move(c.plan);
+  out.path = PlanPath::Template;
+  out.template_name = t.name;
+  out.why = fmt::format("{}; template '{}' matched (score {} >= {}: {}), no model call", trigger.explanation(),
+                        t.name, m.score, t.match.threshold, join(m.matched, ", "));
+  return out;
+}
+
+// One planning call through the engine: a one-step plan whose step is the call.
+struct CallResult {
+  std::string run_id;
+  std::string reply;
+  std::string failure;  // why the call did not give a reply ("" when it did)
+};
+
+Expected<CallResult> planning_call(const PlanningPrompt& prompt, const PlannerOptions& o, Store& store) {
+  nlohmann::ordered_json step = {{"id", "plan"},
+                                 {"goal", "write an orch plan for the request"},
+                                 {"executor", planning_executor(o)},
+                                 {"attempts", kPlanningAttempts},
+                                 {"inputs",
+                                  {{"system", escape_placeholders(prompt.system)},
+                                   {"prompt", escape_placeholders(prompt.prompt)}}}};
+  nlohmann::ordered_json plan = {{"name", "orch planner"}, {"steps", nlohmann::ordered_json::array({step})}};
+  const std::string text = json_text(plan, 2);
+  Checked c = load_and_validate(text, "planner-call.json", o);
+  CallResult r;
+  if (!c.problems.empty()) {
+    r.failure = fmt::format("the planning call cannot be made: {}", c.problems.front().message);
+    return r;
+  }
+  EngineOptions engine_options;
+  engine_options.workspace = o.workspace;
+  engine_options.executors = o.executors;
+  Engine engine(store, engine_options);
+  RunOutcome outcome = ORCH_TRY(engine.run(c.plan, text));
+  r.run_id = outcome.run_id;
+  if (outcome.status != RunStatus::Succeeded) {
+    r.failure = fmt::format("the planning call failed (run {}): {}", outcome.run_id, outcome.reason);
+    return r;
+  }
+  auto steps = ORCH_TRY(store.steps(outcome.run_id));
+  for (const auto& s : steps)
+    if (s.step_id == "plan") r.reply = s.result;
+  return r;
+}
+
+}  // namespace
+
+const char* plan_path_name(PlanPath path) {
+  switch (path) {
+    case PlanPath::SingleStep: return "single_step";
+    case PlanPath::Template: return "template";
+    case PlanPath::Model: return "model";
+    case PlanPath::ModelRepaired: return "model_repaired";
+    case PlanPath::Fallback: return "fallback";
+  }
+  return "single_step";
+}
+
+std::string PlannedRequest::summary() const {
+  if (path == PlanPath::Template) return fmt::format("template {}: {}", template_name, why);
+  return fmt::format("{}: {}", plan_path_name(path), why);
+}
+
+Expected<PlannedRequest> plan_request(std::string_view request, const PlannerOptions& o) {
+  if (!o.executors) return fail(ErrorCode::Internal, "plan_request: no executor registry");
+  if (trim(request).empty()) return fail(ErrorCode::InvalidInput, "the request is empty");
+  // The seed's "#E<idx>" step reference has no escape in the placeholder
+  // language, so a request holding one cannot become plan text safely.
+  for (std::size_t at = request.find("#E"); at != std::string_view::npos; at = request.find("#E", at + 1))
+    if (at + 2 < request.size() && std::isdigit(static_cast<unsigned char>(request[at + 2])) != 0)
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("the request contains '{}', which plans read as a step reference (#E<index>) and "
+                              "which cannot be escaped; write it another way (e.g. '# E{}')",
+                              request.substr(at, 3), request[at + 2]));
+
+  TriggerResult trigger = trigger_job(request);
+  if (!trigger.is_job()) {
+    auto out = ORCH_TRY(single_step(request, o, PlanPath::SingleStep, trigger.explanation()));
+    out.trigger = std::move(trigger);
+    return out;
+  }
+  if (o.templates)
+    if (auto m = o.templates->best_match(request)) {
+      auto out = ORCH_TRY(from_template(*m, request, trigger, o));
+      out.trigger = std::move(trigger);
+      return out;
+    }
+
+  std::vector<std::string> runs;
+  Diagnostics all_problems;
+  auto fallback = [&](std::string why) -> Expected<PlannedRequest> {
+    auto out = ORCH_TRY(single_step(request, o, PlanPath::Fallback,
+                                    fmt::format("{}; no template matched; {}", trigger.explanation(), why)));
+    out.trigger = trigger;
+    out.planning_runs = runs;
+    out.model_problems = all_problems;
+    return out;
+  };
+  if (!o.store) return fallback("no store to record a planning call in");
+  Store* store = ORCH_TRY(o.store());
+
+  const std::vector<std::string> executors = o.executors->names();
+  const std::string_view schema = plan_schema_text();
+  std::string previous_reply;
+  Diagnostics problems;
+  for (int call = 0; call < 2; ++call) {
+    PlanningPrompt prompt = call == 0 ? first_planning_prompt(request, schema, executors)
+                                      : repair_planning_prompt(request, schema, executors, previous_reply, problems);
+    CallResult r = ORCH_TRY(planning_call(prompt, o, *store));
+    if (!r.run_id.empty()) runs.push_back(r.run_id);
+    if (!r.failure.empty()) return fallback(r.failure);
+    std::string text = extract_plan_text(r.reply);
+    Checked c = load_and_validate(text, kReplyLabel, o);
+    if (c.problems.empty()) {
+      PlannedRequest out;
+      out.plan = std::move(c.plan);
+      out.text = text.ends_with('\n') ? text : text + "\n";
+      out.path = call == 0 ? PlanPath::Model : PlanPath::ModelRepaired;
+      out.why = call == 0 ? fmt::format("{}; no template matched; the model's plan is valid", trigger.explanation())
+                          : fmt::format("{}; no template matched; the model's plan had {} problem{} ({}), the "
+                                        "repaired plan is valid",
+                                        trigger.explanation(), problems.size(), problems.size() == 1 ? "" : "s",
+                                        problems.front().to_string());
+      out.trigger = std::move(trigger);
+      out.planning_runs = std::move(runs);
+      out.model_problems = std::move(all_problems);
+      return out;
+    }
+    previous_reply = std::move(text);
+    problems = std::move(c.problems);
+    all_problems.insert(all_problems.end(), problems.begin(), problems.end());
+  }
+  return fallback(fmt::format("the model's plan was still invalid after one repair ({})",
+                              problems.front().to_string()));
+}
+
+}  // namespace orch::flows

@@ -1,0 +1,157 @@
+// Black-box tests of `orch plan` and `orch run --request` (docs/planner.md).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
+
+#include "testing/fake_llm.h"
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+using nlohmann::json;
+using orch::testing::FakeLlmServer;
+using orch::testing::read_file;
+using orch::testing::run_orch;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+namespace fs = std::filesystem;
+
+constexpr const char* kKeyVar = "ORCH_TEST_PLAN_CLI_KEY";
+
+// A models file whose provider is `url` (a closed port when no call is expected).
+void write_models(const TempDir& d, const std::string& url) {
+  write_file(d / "models.yaml", fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: {}, "
+                                            "timeout: 10s}}\nmodels:\n  planner: {{provider: fake, model: plan-test}}\n"
+                                            "default_model: planner\n",
+                                            url, kKeyVar));
+}
+
+// A step's result, read from the ledger with the sqlite3 C API.
+std::string step_result(const fs::path& db, const std::string& step) {
+  sqlite3* h = nullptr;
+  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  std::string v = "(no row)";
+  if (sqlite3_prepare_v2(h, "SELECT result FROM steps WHERE step_id = ?", -1, &st, nullptr) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, step.c_str(), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
+}
+
+TEST(PlanCli, ASingleStepRequestPrintsAValidPlanAndCallsNoModel) {
+  TempDir d;
+  write_models(d, "http://127.0.0.1:9");
+  auto r = run_orch({"plan", "Fix the flaky test in parser_test.cc", "--models", "models.yaml"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("orch plan: single_step: no job signal"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("executor: llm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Fix the flaky test in parser_test.cc"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(d / ".orch" / "orch.db")) << "no planning call, so no store";
+  write_file(d / "p.yaml", r.out);
+  auto v = run_orch({"validate", "p.yaml", "--models", "models.yaml"}, d.path());
+  EXPECT_EQ(v.exit_code, 0) << v.err << v.out;
+}
+
+TEST(PlanCli, ATemplateMatchWritesTheFileAndSaysSoInJson) {
+  TempDir d;
+  write_models(d, "http://127.0.0.1:9");
+  auto r = run_orch({"plan", "Fix the failing tests, then run the linter and commit", "--models", "models.yaml",
+                     "--out", "plan.yaml", "--json"},
+                    d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json out = json::parse(r.out);
+  EXPECT_EQ(out["path"], "template");
+  EXPECT_EQ(out["template"], "fix-failing-tests");
+  EXPECT_EQ(out["trigger"]["signal"], "compound_verbs");
+  EXPECT_EQ(out["steps"], 4);
+  EXPECT_TRUE(out["planning_runs"].empty());
+  EXPECT_EQ(read_file(d / "plan.yaml"), out["plan"].get<std::string>());
+  EXPECT_FALSE(fs::exists(d / ".orch" / "orch.db")) << "a template match makes no planning call";
+  auto v = run_orch({"validate", "plan.yaml", "--models", "models.yaml"}, d.path());
+  EXPECT_EQ(v.exit_code, 0) << v.err << v.out;
+}
+
+TEST(PlanCli, BadTemplatesAndBadInputExitTwo) {
+  TempDir d;
+  write_models(d, "http://127.0.0.1:9");
+  auto missing = run_orch({"plan", "x", "--templates", "nope"}, d.path());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("nope: no such templates folder"), std::string::npos) << missing.err;
+
+  write_file(d / ".orch" / "templates" / "fix-failing-tests.yaml",
+             "x-template:\n  match: {phrases: [failing tests], keywords: [fix]}\nsteps:\n"
+             "  - {id: a, deps: [ghost], executor: builtin:echo, inputs: {text: \"{{request}}\"}}\n");
+  auto invalid = run_orch({"plan", "Fix the failing tests, then run the linter and commit", "--models", "models.yaml"},
+                          d.path());
+  EXPECT_EQ(invalid.exit_code, 2);
+  EXPECT_NE(invalid.err.find(".orch/templates/fix-failing-tests.yaml:4: step 'a'"), std::string::npos) << invalid.err;
+
+  write_file(d / ".orch" / "templates" / "fix-failing-tests.yaml", "x-template:\n  match: {keywords: [a], threshold: 1}\n"
+                                                                    "steps: [{id: a, run: [echo, {{request}}]}]\n");
+  auto unquoted = run_orch({"plan", "anything", "--models", "models.yaml"}, d.path());
+  EXPECT_EQ(unquoted.exit_code, 2);
+  EXPECT_NE(unquoted.err.find("fix-failing-tests.yaml:3: the slot '{{request}}' must be inside a double-quoted"),
+            std::string::npos)
+      << unquoted.err;
+  fs::remove_all(d / ".orch" / "templates");
+
+  auto executor = run_orch({"plan", "do it", "--executor", "shel", "--models", "models.yaml"}, d.path());
+  EXPECT_EQ(executor.exit_code, 2);
+  EXPECT_NE(executor.err.find("unknown executor 'shel'"), std::string::npos) << executor.err;
+}
+
+TEST(PlanCli, AModelPlanIsValidatedAndItsCallRecorded) {
+  FakeLlmServer server("sk-plan-cli-123456");
+  ASSERT_TRUE(server.started());
+  TempDir d;
+  write_models(d, server.url());
+  const std::string plan =
+      R"({"steps": [{"id": "one", "executor": "builtin:echo", "inputs": {"text": "1"}}, )"
+      R"({"id": "two", "deps": ["one"], "executor": "builtin:echo", "inputs": {"text": "${steps.one.result}2"}}]})";
+  auto r = run_orch({"plan", "For each module, lint it [[json: " + plan + "]]", "--models", "models.yaml", "--json"},
+                    d.path(), {{kKeyVar, server.api_key()}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json out = json::parse(r.out);
+  EXPECT_EQ(out["path"], "model") << out["why"];
+  EXPECT_EQ(out["steps"], 2);
+  ASSERT_EQ(out["planning_runs"].size(), 1u);
+  auto runs = run_orch({"runs", "--json"}, d.path());
+  EXPECT_NE(runs.out.find(out["planning_runs"][0].get<std::string>()), std::string::npos) << runs.out;
+  EXPECT_NE(runs.out.find("orch planner"), std::string::npos) << runs.out;
+
+  // Without the key the planning call fails: the fallback plan, and the reason.
+  auto fallback = run_orch({"plan", "For each module, lint it", "--models", "models.yaml"}, d.path());
+  ASSERT_EQ(fallback.exit_code, 0) << fallback.err;
+  EXPECT_NE(fallback.err.find("orch plan: fallback:"), std::string::npos) << fallback.err;
+  EXPECT_NE(fallback.err.find("the planning call failed"), std::string::npos) << fallback.err;
+}
+
+TEST(PlanCli, RunRequestPlansThenRuns) {
+  TempDir d;
+  const std::string request = "Say \"hello\" to ${USER}";
+  auto r = run_orch({"run", "--request", request, "--executor", "builtin:echo", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("orch plan: single_step:"), std::string::npos) << r.err;
+  json report = json::parse(r.out);
+  EXPECT_EQ(report["run"]["status"], "succeeded") << r.out;
+  ASSERT_EQ(report["steps"].size(), 1u);
+  // The result is the request as written: "${USER}" arrived as text (escaped in
+  // the plan as "$${USER}"), not as a placeholder.
+  EXPECT_EQ(step_result(d / ".orch" / "orch.db", "request"), request);
+
+  auto neither = run_orch({"run"}, d.path());
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_NE(neither.err.find("run needs a PLAN file or --request TEXT"), std::string::npos) << neither.err;
+  write_file(d / "p.yaml", "steps: [{id: a, run: [true]}]\n");
+  auto both = run_orch({"run", "p.yaml", "--request", "x"}, d.path());
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+}
+
+}  // namespace
+}  // namespace orch

@@ -1,0 +1,132 @@
+// Black-box tests of `tool:NAME` steps through the real orch binary, with --registry.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+namespace fs = std::filesystem;
+using orch::testing::run_orch;
+using orch::testing::source_dir;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+
+#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+
+// A registry in d/tools/ with the example filestats tool and a tool whose output
+// breaks its contract.
+void write_registry(const TempDir& d) {
+  fs::create_directories(d / "tools");
+  fs::copy_file(source_dir() / "examples" / "tools" / "filestats.sh", d / "tools" / "filestats.sh");
+  write_file(d / "tools" / "liar.sh", "#!/bin/sh\necho '{\"lines\": \"many\"}'\n");
+  fs::permissions(d / "tools" / "liar.sh", fs::perms::owner_all);
+  write_file(d / "tools" / "registry.yml", R"(tools:
+  filestats:
+    command: [./filestats.sh]
+    status: prod_ready
+    safe_for_agents: true
+    risk: low
+    commands:
+      count:
+        args: [{word: "--"}, {input: files}]
+        input_schema: {type: object, required: [files], properties: {files: {type: array, items: {type: string}}}}
+        output_schema: {type: object, required: [lines], properties: {lines: {type: integer}}}
+  liar:
+    command: [./liar.sh]
+    status: prod_ready
+    safe_for_agents: true
+    risk: low
+    commands:
+      count: {output_schema: {type: object, properties: {lines: {type: integer}}}}
+)");
+}
+
+TEST(CliTool, APlanRunsARegistryToolAndUsesItsJson) {
+  TempDir d;
+  write_registry(d);
+  write_file(d / "notes.txt", "one\ntwo\nthree\n");
+  write_file(d / "p.yaml", R"(steps:
+  - id: stats
+    executor: tool:filestats
+    inputs: {command: count, files: [notes.txt]}
+  - id: report
+    deps: [stats]
+    sh: 'echo "lines=${steps.stats.json.lines}" > report.txt'
+)");
+  auto valid = run_orch({"validate", "p.yaml", "--registry", "tools/registry.yml"}, d.path());
+  EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
+
+  auto r = run_orch({"run", "p.yaml", "--registry", "tools/registry.yml", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["run"]["status"], "succeeded");
+  EXPECT_EQ(orch::testing::read_file(d / "report.txt"), "lines=3\n");
+}
+
+TEST(CliTool, TheDefaultRegistryIsDotOrchRegistryYml) {
+  TempDir d;
+  write_registry(d);
+  fs::create_directories(d / ".orch");
+  // Relative program paths follow the registry file: copy the scripts beside it.
+  fs::copy_file(d / "tools" / "filestats.sh", d / ".orch" / "filestats.sh");
+  fs::copy_file(d / "tools" / "registry.yml", d / ".orch" / "registry.yml");
+  write_file(d / "p.yaml",
+             "steps:\n  - {id: s, executor: tool:filestats, inputs: {command: count, files: [p.yaml]}}\n");
+  auto r = run_orch({"run", "p.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(CliTool, AContractViolationFailsTheRunWithTheReason) {
+  TempDir d;
+  write_registry(d);
+  write_file(d / "p.yaml", "steps:\n  - {id: lie, executor: tool:liar, inputs: {command: count}}\n");
+  auto r = run_orch({"run", "p.yaml", "--registry", "tools/registry.yml", "--json"}, d.path());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["run"]["status"], "failed");
+  std::string reason = doc["steps"][0]["reason"];
+  EXPECT_HAS(reason, "tool 'liar' count: its output violates the contract: /lines:");
+}
+
+TEST(CliTool, ValidationNamesUnknownToolsAndBadRegistries) {
+  TempDir d;
+  write_registry(d);
+  write_file(d / "p.yaml", R"(steps:
+  - id: a
+    executor: tool:filestat
+    inputs: {command: count, files: [x]}
+  - id: b
+    executor: tool:filestats
+    inputs:
+      command: cuont
+)");
+  auto r = run_orch({"validate", "p.yaml", "--registry", "tools/registry.yml"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_HAS(r.err,
+             "p.yaml:3: step 'a': no tool 'filestat' in the registry tools/registry.yml (did you mean "
+             "'filestats'?)");
+  EXPECT_HAS(r.err,
+             "p.yaml:8: step 'b': tool 'filestats' has no sub-command 'cuont' (did you mean 'count'?)");
+
+  // No registry at all: the step cannot validate, and says how to give one.
+  auto none = run_orch({"validate", "p.yaml"}, d.path());
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_HAS(none.err, "no tool registry is loaded (pass --registry FILE");
+
+  write_file(d / "bad.yml",
+             "tools:\n  t:\n    command: [x]\n    status: ready\n    risk: low\n    commands: {go: "
+             "{output_schema: {}}}\n");
+  auto bad = run_orch({"run", "p.yaml", "--registry", "bad.yml"}, d.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_HAS(bad.err, "bad.yml:4: tools.t.status: 'ready' is not a status");
+  auto missing = run_orch({"validate", "p.yaml", "--registry", "nope.yml"}, d.path());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_HAS(missing.err, "nope.yml: cannot read the tool registry");
+}
+
+}  // namespace
+}  // namespace orch
