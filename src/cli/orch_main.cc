@@ -15,11 +15,12 @@ Exit codes:
   0    succeeded
   1    failed (a step failed, or orch could not write its ledger)
   2    invalid input or usage (bad plan, unknown run, run busy)
-  3    escalated (needs a human)
+  3    needs a human: awaiting approval (`orch approve RUN STEP`, then resume) or escalated
   4    budget exhausted
   130  interrupted or cancelled (resumable with `orch resume RUN_ID`)
 
-Documentation: docs/cli.md, docs/plan-format.md, docs/store.md)";
+Documentation: docs/cli.md, docs/plan-format.md, docs/store.md, docs/models.md,
+docs/workers.md, docs/tools.md, docs/planner.md, docs/chains.md)";
 }  // namespace
 
 int orch_main(int argc, char** argv) {

@@ -26,11 +26,6 @@ using orch::testing::write_file;
 
 #define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
-void script(const fs::path& path, const std::string& body) {
-  write_file(path, "#!/bin/sh\n" + body);
-  fs::permissions(path, fs::perms::owner_all);
-}
-
 class ChainTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,70 +34,9 @@ class ChainTest : public ::testing::Test {
     auto s = open_sqlite_store(dir_ / "store" / "orch.db");
     ASSERT_TRUE(s) << s.error().message;
     store_ = std::move(*s);
+    // tests/data/chain-tools (see its registry.yml) and the example filestats.
+    fs::copy(source_dir() / "tests" / "data" / "chain-tools", dir_ / "tools", fs::copy_options::recursive);
     fs::copy_file(source_dir() / "examples" / "tools" / "filestats.sh", dir_ / "tools" / "filestats.sh");
-    // wrap: {"got": <the previous step's result>}, from the environment.
-    script(dir_ / "tools" / "wrap.sh", "printf '{\"got\":%s}\\n' \"$ORCH_CHAIN_PREVIOUS\"\n");
-    // say TEXT: {"said": TEXT}.
-    script(dir_ / "tools" / "say.sh", "printf '{\"said\":\"%s\"}\\n' \"$1\"\n");
-    script(dir_ / "tools" / "fail.sh", "echo 'fail.sh: the target file is locked' >&2\nexit 1\n");
-    script(dir_ / "tools" / "slow.sh", "sleep 5\necho '{}'\n");
-    write_file(dir_ / "tools" / "registry.yml", R"(tools:
-  filestats:
-    command: [./filestats.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: low
-    commands:
-      count:
-        args: [{word: "--"}, {input: files}]
-        input_schema: {type: object, required: [files], properties: {files: {type: array, items: {type: string}}}}
-        output_schema: {type: object, required: [lines], properties: {lines: {type: integer}}}
-  wrap:
-    command: [./wrap.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: low
-    commands:
-      run: {output_schema: {type: object, required: [got]}}
-  say:
-    command: [./say.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: low
-    commands:
-      run:
-        args: [{input: text}]
-        input_schema: {type: object, required: [text], properties: {text: {type: string}}}
-        output_schema: {type: object, required: [said]}
-  fail:
-    command: [./fail.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: low
-    commands:
-      run: {output_schema: {}}
-  slow:
-    command: [./slow.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: low
-    commands:
-      run: {output_schema: {}}
-  pusher:
-    command: [./say.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: high
-    commands:
-      run: {args: [{input: text}], output_schema: {}}
-  broken:
-    command: [./say.sh]
-    status: pending
-    safe_for_agents: true
-    risk: low
-    commands:
-      run: {output_schema: {}}
-)");
     auto tools = load_tool_registry(dir_ / "tools" / "registry.yml");
     ASSERT_TRUE(tools) << tools.error().message;
     std::string agent = (source_dir() / "tests" / "agents" / "fake_agent.py").string();

@@ -28,67 +28,10 @@ using orch::testing::write_file;
 
 #define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
-void script(const fs::path& path, const std::string& body) {
-  write_file(path, "#!/bin/sh\n" + body);
-  fs::permissions(path, fs::perms::owner_all);
-}
-
-// tools/: filestats (the example), wrap (wraps $ORCH_CHAIN_PREVIOUS), say TEXT,
-// fail, mark (creates marked.txt: an outside effect), pusher (high risk).
+// tools/: tests/data/chain-tools (see its registry.yml) and the example filestats.
 void write_tools(const TempDir& d) {
-  fs::create_directories(d / "tools");
+  fs::copy(source_dir() / "tests" / "data" / "chain-tools", d / "tools", fs::copy_options::recursive);
   fs::copy_file(source_dir() / "examples" / "tools" / "filestats.sh", d / "tools" / "filestats.sh");
-  script(d / "tools" / "wrap.sh", "printf '{\"got\":%s}\\n' \"$ORCH_CHAIN_PREVIOUS\"\n");
-  script(d / "tools" / "say.sh", "printf '{\"said\":\"%s\"}\\n' \"$1\"\n");
-  script(d / "tools" / "fail.sh", "echo 'fail.sh: the target file is locked' >&2\nexit 1\n");
-  script(d / "tools" / "mark.sh", "echo marked > marked.txt\necho '{}'\n");
-  write_file(d / "tools" / "registry.yml", R"(tools:
-  filestats:
-    command: [./filestats.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: low
-    commands:
-      count:
-        args: [{word: "--"}, {input: files}]
-        input_schema: {type: object, required: [files], properties: {files: {type: array, items: {type: string}}}}
-        output_schema: {type: object, required: [lines], properties: {lines: {type: integer}}}
-  wrap:
-    command: [./wrap.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: low
-    commands:
-      run: {output_schema: {type: object, required: [got]}}
-  say:
-    command: [./say.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: low
-    commands:
-      run: {args: [{input: text}], output_schema: {type: object, required: [said]}}
-  fail:
-    command: [./fail.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: low
-    commands:
-      run: {output_schema: {}}
-  mark:
-    command: [./mark.sh]
-    status: in_progress
-    safe_for_agents: true
-    risk: low
-    commands:
-      run: {output_schema: {}}
-  pusher:
-    command: [./say.sh]
-    status: prod_ready
-    safe_for_agents: true
-    risk: high
-    commands:
-      run: {args: [{input: text}], output_schema: {}}
-)");
 }
 
 // The --json output, parsed, after checking it against the published contract.

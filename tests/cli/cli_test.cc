@@ -50,9 +50,10 @@ TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
   TempDir d;
   auto r = run_orch({"--help"}, d.path());
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* word : {"validate", "run", "resume", "status", "runs", "logs", "cancel", "130", "budget exhausted"})
+  for (const char* word : {"validate", "run", "resume", "status", "runs", "logs", "cancel", "approve", "plan", "chain",
+                           "130", "budget exhausted", "awaiting approval"})
     EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
-  for (const char* cmd : {"validate", "run", "resume", "status", "runs", "logs", "cancel"}) {
+  for (const char* cmd : {"validate", "run", "resume", "status", "runs", "logs", "cancel", "approve", "plan", "chain"}) {
     auto sub = run_orch({cmd, "--help"}, d.path());
     EXPECT_EQ(sub.exit_code, 0) << cmd;
     EXPECT_NE(sub.out.find("Exit codes"), std::string::npos) << cmd;

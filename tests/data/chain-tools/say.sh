@@ -1,0 +1,3 @@
+#!/bin/sh
+# say TEXT: {"said": TEXT}.
+printf '{"said":"%s"}\n' "$1"
