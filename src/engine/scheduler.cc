@@ -794,8 +794,9 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   if (!store_error_) {
     if (auto r = store_.finish_attempt(a); !r) store_error_ = r.error();
   }
-  event("attempt_finished", s.step->id, a.number,
-        {{"status", attempt_status_name(status)}, {"reason", reason}, {"exit_code", a.exit_code}});
+  nlohmann::json finished = {{"status", attempt_status_name(status)}, {"reason", reason}, {"exit_code", a.exit_code}};
+  if (o.transient) finished["transient"] = true;  // a provider's 429/5xx, a dropped connection
+  event("attempt_finished", s.step->id, a.number, finished);
 
   Spend actual{o.tokens_in + o.tokens_out, o.cost_usd, a.counted ? 1 : 0};
   budget_->settle(s.flight().reservation, actual);

@@ -404,6 +404,21 @@ Expected<RunOutcome> run_chain(Store& store, const Chain& chain, EngineOptions o
   return engine.run(chain.plan, chain.text);
 }
 
+namespace {
+// Whether the engine recorded attempt `a` as a transient failure (a provider's
+// 429/5xx, a dropped connection: its attempt_finished event says so).
+bool was_transient(Store& store, const std::string& run_id, const AttemptRecord& a) {
+  auto events = store.events_of_kind(run_id, "attempt_finished");
+  if (!events) return false;
+  for (const auto& e : *events) {
+    if (e.step_id != a.step_id || e.attempt != a.number) continue;
+    auto data = nlohmann::json::parse(e.data_json, nullptr, false);
+    return data.is_object() && data.value("transient", false);
+  }
+  return false;
+}
+}  // namespace
+
 Expected<ojson> build_chain_report(Store& store, const std::string& run_id, const ExecutorRegistry& executors) {
   ojson run_report = ORCH_TRY(build_run_report(store, run_id, ReportDetail::Summary));
   PlanVersion version = ORCH_TRY(store.latest_plan(run_id));
@@ -547,7 +562,7 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id, cons
           const AttemptRecord& a = *it->second;
           recoverable = a.status == AttemptStatus::TimedOut || a.status == AttemptStatus::Stalled ||
                         a.status == AttemptStatus::Interrupted || a.status == AttemptStatus::Cancelled ||
-                        a.ending == "signaled";
+                        a.ending == "signaled" || was_transient(store, run_id, a);
         }
       }
       const int skipped = total - n;

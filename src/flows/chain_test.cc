@@ -8,9 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/llm_executor.h"
 #include "exec/tool_executor.h"
 #include "orch/plan_loader.h"
 #include "exec/worker_executor.h"
+#include "testing/fake_llm.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
 
@@ -385,6 +387,35 @@ TEST_F(ChainTest, ChainInputIsInlineJsonOrAJsonOrYamlFile) {
   auto object = build(R"({"steps": []})");
   ASSERT_FALSE(object);
   EXPECT_HAS(object.error().message, "a chain is a JSON array of steps, got an object");
+}
+
+// A provider that keeps answering 503 fails the step transiently: the engine
+// records it so (attempt_finished "transient"), and the report says `orch resume`
+// may well finish the chain.
+TEST_F(ChainTest, AStepThatFailedTransientlyIsRecoverable) {
+  orch::testing::FakeLlmServer server;
+  ASSERT_TRUE(server.started());
+  setenv("ORCH_CHAIN_TEST_KEY", server.api_key().c_str(), 1);
+  auto catalog = parse_llm_catalog(fmt::format("providers:\n  p: {{api: openai, base_url: \"{}/v1\", api_key_env: "
+                                               "ORCH_CHAIN_TEST_KEY}}\nmodels:\n  m: {{provider: p, model: x}}\n"
+                                               "default_model: m\n",
+                                               server.url()),
+                                   "models.yaml");
+  ASSERT_TRUE(catalog) << catalog.error().message;
+  auto llm = std::make_shared<LlmExecutor>(std::make_shared<LlmCatalog>(*catalog));
+  executors_->add("llm", llm);
+  RunOutcome out;
+  ojson r = run(R"([
+    {"id": "ask", "executor": "llm", "attempts": 1, "inputs": {"prompt": "[[status: 503]] hello"}}
+  ])",
+                &out);
+  unsetenv("ORCH_CHAIN_TEST_KEY");
+  EXPECT_EQ(out.status, RunStatus::Failed) << out.reason;
+  EXPECT_EQ(r["error"]["code"], "CHAIN_ABORTED_STEP_1");
+  EXPECT_EQ(r["error"]["recoverable"], true) << r.dump(2);
+  auto finished = store_->events_of_kind(out.run_id, "attempt_finished");
+  ASSERT_TRUE(finished && finished->size() == 1);
+  EXPECT_NE((*finished)[0].data_json.find("\"transient\":true"), std::string::npos) << (*finished)[0].data_json;
 }
 
 }  // namespace

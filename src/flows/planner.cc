@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/tool_executor.h"
 #include "flows/embedded_files.h"
 #include "flows/plan_yaml.h"
 #include "flows/planning_prompt.h"
@@ -42,6 +43,48 @@ std::string problems_text(const Diagnostics& problems) {
   std::vector<std::string> lines;
   for (const auto& d : problems) lines.push_back(d.to_string());
   return join(lines, "\n");
+}
+
+// The tool registry behind `tool:NAME` steps, when the executors have one.
+const ToolRegistry* tool_registry_of(const ExecutorRegistry& executors) {
+  const auto* tools = dynamic_cast<const ToolExecutor*>(executors.find("tool:"));
+  return tools && !tools->registry().tools.empty() ? &tools->registry() : nullptr;
+}
+
+// What the model is told it may use: CLI-first, only the sub-commands of tools
+// that select_tool would choose (dry_run_validated or prod_ready, safe_for_agents).
+std::vector<std::string> selectable_tools(const ToolRegistry* registry) {
+  std::vector<std::string> lines;
+  if (!registry) return lines;
+  for (const auto& [name, tool] : registry->tools)
+    for (const auto& [command, c] : tool.commands) {
+      if (!select_tool(*registry, ToolNeed{name, command, ""})) continue;
+      std::string line = fmt::format("tool:{} with inputs.command = \"{}\"", name, command);
+      std::string what = c.description.empty() ? tool.description : c.description;
+      if (!what.empty()) line += " — " + what;
+      if (!c.input_schema.empty()) line += "; its other inputs follow this JSON Schema: " + json_text(c.input_schema);
+      lines.push_back(std::move(line));
+    }
+  return lines;
+}
+
+// A model's plan may only use the tools CLI-first selection allows; the reason
+// for each one it may not goes back to the model in the repair call.
+void check_tool_choices(const Plan& plan, const ToolRegistry* registry, Diagnostics& problems) {
+  for (const Step& step : plan.steps) {
+    if (!step.executor.starts_with("tool:")) continue;
+    ToolNeed need{step.executor.substr(5), "", ""};
+    if (step.inputs.is_object())
+      if (auto it = step.inputs.find("command"); it != step.inputs.end() && it->is_string()) need.command = *it;
+    if (!registry) {
+      problems.push_back(step_diagnostic(step, {"executor"}, "no tool registry: a planned step may not use a tool"));
+      continue;
+    }
+    if (auto chosen = select_tool(*registry, need); !chosen)
+      problems.push_back(step_diagnostic(step, {"executor"},
+                                         fmt::format("tool '{}' may not be chosen by the planner: {}", need.tool,
+                                                     chosen.error().message)));
+  }
 }
 
 std::string planning_executor(const PlannerOptions& o) { return o.model.empty() ? "llm" : "llm:" + o.model; }
@@ -191,17 +234,21 @@ Expected<PlannedRequest> plan_request(std::string_view request, const PlannerOpt
   Store* store = ORCH_TRY(o.store());
 
   const std::vector<std::string> executors = o.executors->names();
+  const ToolRegistry* tools = tool_registry_of(*o.executors);
+  const std::vector<std::string> tool_lines = selectable_tools(tools);
   const std::string_view schema = plan_schema_text();
   std::string previous_reply;
   Diagnostics problems;
   for (int call = 0; call < 2; ++call) {
-    PlanningPrompt prompt = call == 0 ? first_planning_prompt(request, schema, executors)
-                                      : repair_planning_prompt(request, schema, executors, previous_reply, problems);
+    PlanningPrompt prompt = call == 0 ? first_planning_prompt(request, schema, executors, tool_lines)
+                                      : repair_planning_prompt(request, schema, executors, tool_lines,
+                                                               previous_reply, problems);
     CallResult r = ORCH_TRY(planning_call(prompt, o, *store));
     if (!r.run_id.empty()) runs.push_back(r.run_id);
     if (!r.failure.empty()) return fallback(r.failure);
     std::string text = extract_plan_text(r.reply);
     Checked c = load_and_validate(text, kReplyLabel, o);
+    if (c.problems.empty()) check_tool_choices(c.plan, tools, c.problems);
     if (c.problems.empty()) {
       PlannedRequest out;
       out.plan = std::move(c.plan);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/llm_executor.h"
+#include "exec/tool_executor.h"
 #include "testing/fake_llm.h"
 #include "testing/testing.h"
 
@@ -231,6 +232,49 @@ TEST_F(PlannerTest, AStepReferenceInTheRequestIsRefused) {
   auto out = plan_request("summarize #E1 for me", options_);
   ASSERT_FALSE(out);
   EXPECT_NE(out.error().message.find("'#E1'"), std::string::npos) << out.error().message;
+}
+
+// CLI-first: the model is offered only the tools select_tool would choose, and a
+// plan that uses another one goes back for repair with the reason.
+TEST_F(PlannerTest, TheModelIsOfferedOnlyToolsThatCliFirstSelectionAllows) {
+  auto tools = parse_tool_registry(R"(tools:
+  stats:
+    description: count lines
+    command: [wc, -l]
+    status: prod_ready
+    safe_for_agents: true
+    risk: low
+    commands:
+      run: {output_schema: {}}
+  wip:
+    description: count bytes
+    command: [wc, -c]
+    status: in_progress
+    safe_for_agents: true
+    risk: low
+    commands:
+      run: {output_schema: {}}
+)",
+                                   "registry.yml");
+  ASSERT_TRUE(tools) << tools.error().message;
+  options_.executors->add("tool:", std::make_shared<ToolExecutor>(std::make_shared<ToolRegistry>(*tools)));
+  reset_requests();
+  const std::string uses_wip =
+      R"({"steps": [{"id": "a", "executor": "tool:wip", "inputs": {"command": "run"}, )"
+      R"("goal": "[[reply: {steps: [{id: b, executor: 'tool:stats', inputs: {command: run} } ] }]]"}]})";
+  PlannedRequest p = plan(fmt::format("{} [[json: {}]]", kJob, uses_wip));
+  EXPECT_EQ(p.path, PlanPath::ModelRepaired) << p.why;
+  ASSERT_EQ(p.plan.steps.size(), 1u);
+  EXPECT_EQ(p.plan.steps[0].executor, "tool:stats");
+  ASSERT_EQ(p.model_problems.size(), 1u);
+  EXPECT_NE(p.model_problems[0].message.find("tool 'wip' may not be chosen by the planner"), std::string::npos)
+      << p.model_problems[0].message;
+  EXPECT_NE(p.model_problems[0].message.find("in_progress"), std::string::npos) << p.model_problems[0].message;
+  json requests = chat_requests();
+  ASSERT_EQ(requests.size(), 2u);
+  const std::string system = system_message(requests[0]);
+  EXPECT_NE(system.find("tool:stats with inputs.command = \"run\" — count lines"), std::string::npos) << system;
+  EXPECT_EQ(system.find("tool:wip"), std::string::npos) << system;
 }
 
 }  // namespace

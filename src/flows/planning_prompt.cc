@@ -10,9 +10,7 @@ namespace {
 
 constexpr std::size_t kMaxQuotedReply = 20000;
 
-std::string rules(const std::vector<std::string>& executors) {
-  std::vector<std::string> names;
-  for (const auto& e : executors) names.push_back(e.ends_with(':') ? e + "NAME" : e);
+std::string rules_text(const std::vector<std::string>& names) {
   return fmt::format(
       "You are the planner of orch, an orchestrator that runs plans: a DAG of steps, each run by an executor "
       "and checked by postconditions. Turn the user's request into one orch plan.\n"
@@ -26,6 +24,18 @@ std::string rules(const std::vector<std::string>& executors) {
       join(names, ", "));
 }
 
+std::string rules(const std::vector<std::string>& executors, const std::vector<std::string>& tools) {
+  std::vector<std::string> names;
+  for (const auto& e : executors) names.push_back(e.ends_with(':') ? e + "NAME" : e);
+  std::string tool_rules;
+  if (!tools.empty()) {
+    tool_rules = "- Prefer a registry tool to a model or a shell command when one does the job (CLI-first). The tools "
+                 "you may use, and only these:\n";
+    for (const auto& t : tools) tool_rules += "  - " + t + "\n";
+  }
+  return rules_text(names) + tool_rules;
+}
+
 std::string quoted_reply(std::string_view reply) {
   if (reply.size() <= kMaxQuotedReply) return std::string(reply);
   return std::string(reply.substr(0, kMaxQuotedReply)) + "\n[... cut]";
@@ -34,18 +44,19 @@ std::string quoted_reply(std::string_view reply) {
 }  // namespace
 
 PlanningPrompt first_planning_prompt(std::string_view request, std::string_view schema,
-                                     const std::vector<std::string>& executors) {
+                                     const std::vector<std::string>& executors, const std::vector<std::string>& tools) {
   PlanningPrompt p;
-  p.system = fmt::format("{}\nThe plan JSON Schema:\n{}\n", rules(executors), schema);
+  p.system = fmt::format("{}\nThe plan JSON Schema:\n{}\n", rules(executors, tools), schema);
   p.prompt = std::string(request);
   return p;
 }
 
 PlanningPrompt repair_planning_prompt(std::string_view request, std::string_view schema,
-                                      const std::vector<std::string>& executors, std::string_view previous_reply,
-                                      const Diagnostics& problems) {
+                                      const std::vector<std::string>& executors, const std::vector<std::string>& tools,
+                                      std::string_view previous_reply, const Diagnostics& problems) {
   PlanningPrompt p;
-  p.system = fmt::format("{}\nThe plan JSON Schema:\n{}\n\nThe request was:\n{}\n", rules(executors), schema, request);
+  p.system = fmt::format("{}\nThe plan JSON Schema:\n{}\n\nThe request was:\n{}\n", rules(executors, tools), schema,
+                         request);
   std::string listed;
   for (const auto& d : problems) listed += "- " + d.to_string() + "\n";
   p.prompt = fmt::format(

@@ -21,12 +21,15 @@ struct PlanningPrompt {
   std::string prompt;
 };
 
+// `tools`: one line per registry tool sub-command the planner may use (CLI-first:
+// those select_tool would choose), listed as the only tools allowed.
 PlanningPrompt first_planning_prompt(std::string_view request, std::string_view schema,
-                                     const std::vector<std::string>& executors);
+                                     const std::vector<std::string>& executors,
+                                     const std::vector<std::string>& tools = {});
 
 PlanningPrompt repair_planning_prompt(std::string_view request, std::string_view schema,
-                                      const std::vector<std::string>& executors, std::string_view previous_reply,
-                                      const Diagnostics& problems);
+                                      const std::vector<std::string>& executors, const std::vector<std::string>& tools,
+                                      std::string_view previous_reply, const Diagnostics& problems);
 
 // The plan text inside a reply: the body of its first ``` fence (```yaml,
 // ```json, ``` ...), or the whole reply, trimmed.
