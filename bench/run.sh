@@ -17,6 +17,9 @@
 #      (bench/llm_server.py: asyncio, real HTTP on 127.0.0.1) answering each call
 #      after 20 ms, -j 16 and a provider concurrency of 16: the wall time of
 #      `orch run` (with a fresh store) against the ideal ceil(steps/16) x 20 ms.
+#   5. `orch task log` (issue 4): 31 traces (smoke: 5) are planned, then one
+#      `orch task log TRACE --state EXECUTE` per trace is timed, interleaved with
+#      `python3 -c pass` as the baseline; the medians, in ms.
 #
 # Each timing is the mean of --runs runs (default 3) measured with hyperfine when
 # it is installed (and --no-hyperfine is not given), else with bash's clock. --smoke runs everything small (200
@@ -49,9 +52,9 @@ while (($#)); do
 done
 
 if ((smoke)); then
-  n=200 chain=100 big=2000 kill_after=100 runs=${runs:-1} llm_steps=48
+  n=200 chain=100 big=2000 kill_after=100 runs=${runs:-1} llm_steps=48 task_logs=5
 else
-  n=5000 chain=1000 big=100000 kill_after=1000 runs=${runs:-3} llm_steps=200
+  n=5000 chain=1000 big=100000 kill_after=1000 runs=${runs:-3} llm_steps=200 task_logs=31
 fi
 llm_jobs=16 llm_delay_ms=20
 
@@ -62,6 +65,7 @@ target_validate_s=1     # orch validate of the big plan
 target_rss_mb=200       # its peak RSS
 target_resume_s=1       # kill -9, then resume to the first new dispatch
 target_llm_ratio=1.15   # 200 llm steps / the ideal ceil(200/16) x 20 ms
+target_task_log_ms=5    # median wall time of one `orch task log`
 
 if [[ -n "$keep" ]]; then
   work=$keep
@@ -339,6 +343,41 @@ PLAN
   fi
 else
   note "orch llm steps: skipped (no orch binary)"
+fi
+
+# --- 5. orch task log --------------------------------------------------------------
+banner "5. orch task log: median of $task_logs calls, against python3 -c pass"
+if ((have_orch)); then
+  mkdir -p "$work/task"
+  if out=$(python3 - "$orch" "$work/task" "$task_logs" <<'TASKLOG' 2>&1
+import json, statistics, subprocess, sys, time
+orch, ws, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ids = []
+for i in range(n):
+    # A trivial request: pipeline RECALL > EXECUTE > ...; plan leaves it at RECALL.
+    r = subprocess.run([orch, "task", "plan", "fix a typo in the readme %d" % i, "--json", "--workspace", ws],
+                       capture_output=True, text=True, check=True)
+    ids.append(json.loads(r.stdout)["id"])
+def timed(cmd):
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return (time.perf_counter() - start) * 1000
+logs, py = [], []
+for trace in ids:
+    py.append(timed(["python3", "-c", "pass"]))
+    logs.append(timed([orch, "task", "log", trace, "--state", "EXECUTE", "--workspace", ws]))
+print("%.2f %.2f" % (statistics.median(logs), statistics.median(py)))
+TASKLOG
+  ); then
+    read -r log_ms py_ms <<<"$out"
+    note "$(printf '%-28s %9.2f ms  python3 -c pass %.2f ms   %sx   target < %s ms   %s' "orch task log (median)" \
+      "$log_ms" "$py_ms" "$(calc "$log_ms / $py_ms" "%.2f")" "$target_task_log_ms" "$(judge "$log_ms" "<" "$target_task_log_ms")")"
+  else
+    echo "$out" >&2
+    note "orch task log: FAILED"; failures=$((failures + 1))
+  fi
+else
+  note "orch task log: skipped (no orch binary)"
 fi
 
 # --- summary ----------------------------------------------------------------------

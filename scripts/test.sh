@@ -5,14 +5,17 @@
 #
 # Stages, in order; a stage that fails is reported and the next ones still run:
 #   deps         scripts/install-deps.sh (apt-get; skipped with --no-install)
-#   build        build/       RelWithDebInfo, Ninja: orch, the example and the
-#                             benchmark programs (what the stages below run)
-#   asan-build   build-asan/  Debug, -DORCH_SANITIZE=ON (ASan + UBSan), with tests
+#   asan-build   build-asan/  Debug, -DORCH_SANITIZE=ON (ASan + UBSan): orch, the
+#                             tests, the example and the benchmark programs
 #   asan-ctest   every test (unit, CLI on the real binary, pseudo-terminal, fake
 #                provider) in build-asan/, with leak detection, halting on UB
 #   fuzz         fuzz/run.sh N (default 15 s per target), with clang 16
-#   crash        tests/crash/crash_test.sh (when present)
-#   bench-smoke  bench/run.sh --smoke (the benchmarks work; figures not judged)
+#   crash        tests/crash/crash_test.sh on build-asan/orch
+#   bench-smoke  bench/run.sh --smoke on build-asan/orch (the benchmarks work;
+#                figures not judged: an ASan build is several times slower)
+# One build drives every stage: a second, optimized build would take this script
+# past its 15-minute budget on two cores. The optimized build is what
+# scripts/run-example.sh and bench/run.sh build (build/, RelWithDebInfo).
 # The last line is "N passed, M failed" (stages); the exit status is 0 only when
 # every stage passed. Uses -j2 throughout (the CI machine has 2 cores).
 set -euo pipefail
@@ -85,25 +88,17 @@ else
   skip deps "--no-install"
 fi
 
-# -g1 (line tables: backtraces and gdb's file:line, no variables) rather than
-# RelWithDebInfo's -g: full debug info of nlohmann/valijson templates makes g++
-# take ~40% longer per file (src/util/json_schema.cc: 23.7 s against 16.9 s).
-# The tests are built and run once, in the sanitized build below (stricter, and
-# building them twice would take this script past its 15-minute budget on two
-# cores); this build is the optimized orch that the example, the crash test and
-# the benchmarks drive. A developer's build/ has the tests too (ORCH_BUILD_TESTS
-# defaults to ON): `ctest --test-dir build`.
-stage build configure_and_build build RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-  -DORCH_BUILD_TESTS=OFF
-build_ok=0
-[[ ${results[-1]} == PASS* ]] && build_ok=1
-
 # Debug (-O0): with ASan+UBSan, g++ 12 compiles -O2 code 4-6x slower than -O0
 # (measured on src/util/json_schema.cc: 135 s against 27 s), which alone would
-# take this script past its time budget on 2 cores. -g1 for the reason given
-# above: sanitizer reports still name files and lines.
+# take this script past its time budget on 2 cores.
+# -g1 (line tables: backtraces and gdb's file:line, no variables) rather than
+# -g: full debug info of nlohmann/valijson templates makes g++ take ~40% longer
+# per file (src/util/json_schema.cc: 23.7 s against 16.9 s); sanitizer reports
+# still name files and lines.
 stage asan-build configure_and_build build-asan Debug -DORCH_SANITIZE=ON "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1"
-if [[ ${results[-1]} == PASS* ]]; then
+build_ok=0
+[[ ${results[-1]} == PASS* ]] && build_ok=1
+if ((build_ok)); then
   stage asan-ctest run_asan_ctest
 else
   skip asan-ctest "build failed"
@@ -115,17 +110,19 @@ else
   skip fuzz "--fuzz-seconds 0"
 fi
 
-# The stages below drive build/orch.
+# The stages below drive build-asan/orch (leaks are not checked there: the crash
+# test kills orch with SIGKILL on purpose).
 if [[ ! -f "$repo/tests/crash/crash_test.sh" ]]; then
   skip crash "tests/crash/crash_test.sh not written yet"
 elif ((!build_ok)); then
   skip crash "build failed"
 else
-  stage crash env ORCH_BINARY="$repo/build/orch" bash "$repo/tests/crash/crash_test.sh"
+  stage crash env ORCH_BINARY="$repo/build-asan/orch" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 bash "$repo/tests/crash/crash_test.sh"
 fi
 
 if ((build_ok)); then
-  stage bench-smoke "$repo/bench/run.sh" --smoke --orch "$repo/build/orch"
+  stage bench-smoke env ASAN_OPTIONS=detect_leaks=0 "$repo/bench/run.sh" --smoke --orch "$repo/build-asan/orch"
 else
   skip bench-smoke "build failed"
 fi

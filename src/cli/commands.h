@@ -19,5 +19,10 @@ Command add_cancel(CLI::App& app);
 Command add_plan(CLI::App& app);
 Command add_approve(CLI::App& app);
 Command add_chain(CLI::App& app);
+Command add_task(CLI::App& app);
+Command add_route(CLI::App& app);
+Command add_budget_check(CLI::App& app);
+Command add_similarity(CLI::App& app);
+Command add_memory(CLI::App& app);
 
 }  // namespace orch::cli

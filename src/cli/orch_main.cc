@@ -20,7 +20,8 @@ Exit codes:
   130  interrupted or cancelled (resumable with `orch resume RUN_ID`)
 
 Documentation: docs/cli.md, docs/plan-format.md, docs/store.md, docs/models.md,
-docs/workers.md, docs/tools.md, docs/planner.md, docs/chains.md)";
+docs/workers.md, docs/tools.md, docs/planner.md, docs/chains.md, docs/routing.md,
+docs/memory.md)";
 }  // namespace
 
 int orch_main(int argc, char** argv) {
@@ -49,6 +50,11 @@ int orch_main(int argc, char** argv) {
   add(cli::add_plan);
   add(cli::add_approve);
   add(cli::add_chain);
+  add(cli::add_task);
+  add(cli::add_route);
+  add(cli::add_budget_check);
+  add(cli::add_similarity);
+  add(cli::add_memory);
   for (auto& [sub, _] : commands) sub->footer(kFooter);
   try {
     app.parse(argc, argv);

@@ -56,8 +56,9 @@ Expected<WorkerCatalog> parse_worker_catalog(const std::string& text, const std:
       check.problem(field, "must be a mapping");
       continue;
     }
-    check.only_keys(w, field,
-                    {"argv", "model", "output", "result", "usage", "timeout", "stall_after", "env"});
+    check.only_keys(
+        w, field,
+        {"argv", "model", "output", "result", "usage", "timeout", "stall_after", "env", "reserve_tokens"});
     WorkerConfig c;
     c.name = name;
     auto argv = w.find("argv");
@@ -114,6 +115,12 @@ Expected<WorkerCatalog> parse_worker_catalog(const std::string& text, const std:
     }
     c.timeout = check.duration(w, field, "timeout");
     c.stall_after = check.duration(w, field, "stall_after");
+    if (auto r = w.find("reserve_tokens"); r != w.end() && !r->is_null()) {
+      if (!r->is_number_integer() || r->get<std::int64_t>() < 0)
+        check.problem(field + ".reserve_tokens", "must be a whole number of tokens, 0 or more");
+      else
+        c.reserve_tokens = r->get<std::int64_t>();
+    }
     if (auto e = w.find("env"); e != w.end() && !e->is_null()) {
       if (!e->is_object()) {
         check.problem(field + ".env", "must map variable names to values");

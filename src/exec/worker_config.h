@@ -14,6 +14,7 @@
 //         cost_usd: total_cost_usd
 //       timeout: 30m             # per attempt (a step's timeout, if shorter, wins)
 //       stall_after: 5m          # no output and no file change for this long: stalled
+//       reserve_tokens: 20000    # reserved from the budget before each call (see below)
 //       env: {CLAUDE_CODE_DISABLE_TELEMETRY: "1"}
 //
 // Slots {prompt}, {workspace} and {model} are filled inside argv elements; each
@@ -43,6 +44,11 @@ struct WorkerConfig {
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<std::chrono::milliseconds> stall_after;
   std::map<std::string, std::string> env;
+  // What one call may spend, reserved from the run's token budget before the
+  // call starts (the engine starts no call the budget cannot cover). Unset: the
+  // size of the step's goal and inputs / 4, a floor (the prompt alone costs
+  // that); 0 for a worker that reports no usage.
+  std::optional<std::int64_t> reserve_tokens;
 };
 
 struct WorkerCatalog {

@@ -353,6 +353,18 @@ std::vector<Postcondition> WorkerExecutor::default_post() const {
   return {exit_zero, nonempty};
 }
 
+SpendEstimate WorkerExecutor::estimate(const Step& step) const {
+  SpendEstimate e;
+  const WorkerConfig* worker = catalog_->find(step.executor);
+  if (worker && worker->reserve_tokens) {
+    e.tokens = *worker->reserve_tokens;
+    return e;
+  }
+  const std::size_t bytes = step.goal.size() + (step.inputs.is_object() ? step.inputs.dump().size() : 0);
+  e.tokens = static_cast<std::int64_t>(bytes / 4) + 1;
+  return e;
+}
+
 std::string WorkerExecutor::describe(const AttemptSpec& spec) const {
   const WorkerConfig* worker = catalog_->find(spec.executor);
   if (!worker) return Executor::describe(spec);

@@ -46,6 +46,9 @@ class WorkerExecutor final : public Executor {
   std::vector<Postcondition> default_post() const override;
   // The filled argv (shell-quoted), then the prompt.
   std::string describe(const AttemptSpec& spec) const override;
+  // The worker's reserve_tokens, else the size of the goal and inputs / 4 (a
+  // floor: the prompt alone costs that many tokens).
+  SpendEstimate estimate(const Step& step) const override;
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                   DoneCallback done) override;
 

@@ -74,6 +74,17 @@ Expected<void> apply_connection_settings(SqliteDb& db, SyncMode sync) {
   ORCH_TRY(db.exec(sync == SyncMode::Full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
                    "setting synchronous"));
   ORCH_TRY(db.exec("PRAGMA foreign_keys = ON", "enabling foreign keys"));
+  // A short-lived orch (`orch status`, `orch task log`) must not pay for the
+  // WAL's life cycle: by default the last connection to close checkpoints the
+  // WAL into the database and deletes it (two fsyncs), and the next opener
+  // creates it again (two more). Keeping the WAL file and leaving checkpoints to
+  // the writers' automatic ones (every 1000 pages) costs nothing in safety: the
+  // WAL is part of the database, and a reader opens it like any other.
+  int persist = 1;
+  int rc = sqlite3_file_control(db.handle(), "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+  if (rc != SQLITE_OK) return std::unexpected(db.error("keeping the WAL file", rc));
+  rc = sqlite3_db_config(db.handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  if (rc != SQLITE_OK) return std::unexpected(db.error("leaving checkpoints to the writers", rc));
   return {};
 }
 

@@ -10,6 +10,9 @@
 //   foreign_keys=ON       rows always belong to an existing run (and step)
 //   busy_timeout=10000    two orch processes writing different runs of one ledger
 //                         wait for each other's short transactions instead of failing
+//   persistent WAL, no    the WAL file is kept when the last connection closes and
+//   checkpoint on close   checkpoints are left to the writers' automatic ones, so
+//                         a short-lived orch process pays no fsync to open or close
 #pragma once
 
 #include <optional>

@@ -48,8 +48,10 @@ Expected<int> read_schema_version(SqliteDb& db) {
 // rewrite took effect.
 Expected<void> reload_edited_schema(SqliteDb& db, const Migration& m) {
   const std::string where = fmt::format("schema version {}", m.version);
-  const auto cookie = ORCH_TRY(db.query_int("PRAGMA schema_version", "reading the schema cookie for " + where));
-  ORCH_TRY(db.exec(fmt::format("PRAGMA schema_version = {}", cookie + 1).c_str(), "bumping the schema cookie for " + where));
+  const auto cookie =
+      ORCH_TRY(db.query_int("PRAGMA schema_version", "reading the schema cookie for " + where));
+  ORCH_TRY(db.exec(fmt::format("PRAGMA schema_version = {}", cookie + 1).c_str(),
+                   "bumping the schema cookie for " + where));
   auto check = ORCH_TRY(Statement::prepare(db, "PRAGMA integrity_check"));
   std::string problems;
   while (ORCH_TRY(check.step([&] { return "checking the ledger after " + where; }))) {
@@ -59,7 +61,8 @@ Expected<void> reload_edited_schema(SqliteDb& db, const Migration& m) {
   if (problems.empty() && m.verify && ORCH_TRY(db.query_int(m.verify, "verifying " + where)) != 1)
     problems = "the table definitions were not rewritten as expected";
   if (!problems.empty())
-    return fail(ErrorCode::Store, fmt::format("{}: migrating to {}: {}", db.path().string(), where, problems));
+    return fail(ErrorCode::Store,
+                fmt::format("{}: migrating to {}: {}", db.path().string(), where, problems));
   return {};
 }
 

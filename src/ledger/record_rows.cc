@@ -37,7 +37,8 @@ const char kListRuns[] = "SELECT " ORCH_RUN_COLUMNS " FROM runs ORDER BY created
 const char kRequestCancel[] = "UPDATE runs SET cancel_requested = 1 WHERE id = ?1";
 const char kCancelRequested[] = "SELECT cancel_requested FROM runs WHERE id = ?1";
 const char kAttemptTotals[] =
-    "SELECT coalesce(sum(tokens_in + tokens_out), 0), coalesce(sum(cost_usd), 0.0), coalesce(sum(counted), 0) "
+    "SELECT coalesce(sum(tokens_in + tokens_out), 0), coalesce(sum(cost_usd), 0.0), coalesce(sum(counted), "
+    "0) "
     "FROM attempts WHERE run_id = ?1";
 
 void bind_run(Statement& s, const RunRecord& r) {
@@ -282,6 +283,74 @@ EventRecord read_event(const Statement& s) {
   return e;
 }
 
+// ---- traces (v4) ------------------------------------------------------------------
+
+#define ORCH_TRACE_COLUMNS \
+  "id, request, project, workspace, state, status, doc, run_id, created_at, updated_at, closed_at"
+
+const char kInsertTrace[] =
+    "INSERT INTO traces (" ORCH_TRACE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+const char kUpdateTrace[] =
+    "UPDATE traces SET request = ?2, project = ?3, workspace = ?4, state = ?5, status = ?6, doc = ?7, "
+    "run_id = ?8, created_at = ?9, updated_at = ?10, closed_at = ?11 WHERE id = ?1";
+const char kFindTrace[] = "SELECT " ORCH_TRACE_COLUMNS " FROM traces WHERE id = ?1";
+const char kListTraces[] = "SELECT " ORCH_TRACE_COLUMNS " FROM traces ORDER BY created_at DESC, id DESC";
+
+void bind_trace(Statement& s, const TraceRecord& t) {
+  s.bind_text(1, t.id);
+  s.bind_text(2, t.request);
+  s.bind_text(3, t.project);
+  s.bind_text(4, t.workspace);
+  s.bind_text(5, t.state);
+  s.bind_text(6, trace_status_name(t.status));
+  s.bind_text(7, t.doc_json.empty() ? std::string_view("{}") : std::string_view(t.doc_json));
+  s.bind_text(8, t.run_id);
+  s.bind_int(9, t.created_at);
+  s.bind_int(10, t.updated_at);
+  s.bind_int(11, t.closed_at);
+}
+
+TraceRecord read_trace(const Statement& s) {
+  TraceRecord t;
+  t.id = s.column_text(0);
+  t.request = s.column_text(1);
+  t.project = s.column_text(2);
+  t.workspace = s.column_text(3);
+  t.state = s.column_text(4);
+  t.status = parse_trace_status(s.column_text(5)).value_or(TraceStatus::Open);
+  t.doc_json = s.column_text(6);
+  t.run_id = s.column_text(7);
+  t.created_at = s.column_int(8);
+  t.updated_at = s.column_int(9);
+  t.closed_at = s.column_int(10);
+  return t;
+}
+
+const char kInsertTraceEvent[] =
+    "INSERT INTO trace_events (trace_id, ts, kind, state, data) VALUES (?1, ?2, ?3, ?4, ?5)";
+const char kTraceEvents[] =
+    "SELECT seq, trace_id, ts, kind, state, data FROM trace_events WHERE trace_id = ?1 ORDER BY seq";
+
+void bind_trace_event(Statement& s, const TraceEventRecord& e) {
+  s.bind_text(1, e.trace_id);
+  s.bind_int(2, e.ts);
+  s.bind_text(3, e.kind);
+  s.bind_text(4, e.state);
+  s.bind_text(5, e.data_json.empty() ? std::string_view("{}") : std::string_view(e.data_json));
+}
+
+TraceEventRecord read_trace_event(const Statement& s) {
+  TraceEventRecord e;
+  e.seq = s.column_int(0);
+  e.trace_id = s.column_text(1);
+  e.ts = s.column_int(2);
+  e.kind = s.column_text(3);
+  e.state = s.column_text(4);
+  e.data_json = s.column_text(5);
+  return e;
+}
+
+#undef ORCH_TRACE_COLUMNS
 #undef ORCH_RUN_COLUMNS
 #undef ORCH_PLAN_COLUMNS
 #undef ORCH_STEP_COLUMNS

@@ -9,6 +9,7 @@
 
 #include "ledger/sqlite_statement.h"
 #include "orch/store.h"
+#include "orch/trace_store.h"
 
 namespace orch::rows {
 
@@ -31,7 +32,7 @@ PlanVersion read_plan(const Statement& row);
 
 // steps: ?1..?17 in the order of StepRecord; insert or replace every column but the key.
 extern const char kUpsertStep[];
-extern const char kStepsOfRun[];  // ?1 = run_id, by idx
+extern const char kStepsOfRun[];       // ?1 = run_id, by idx
 extern const char kCountStepsOfRun[];  // ?1 = run_id, by idx
 void bind_step(Statement& statement, const StepRecord& step);
 StepRecord read_step(const Statement& row);
@@ -47,9 +48,23 @@ AttemptRecord read_attempt(const Statement& row);
 
 // events: the insert binds ?1..?6 = run_id, ts, kind, step_id, attempt, data (seq is assigned).
 extern const char kInsertEvent[];
-extern const char kEventsOfRun[];  // ?1 = run_id, ?2 = after seq, ?3 = limit (-1: all)
+extern const char kEventsOfRun[];   // ?1 = run_id, ?2 = after seq, ?3 = limit (-1: all)
 extern const char kEventsOfKind[];  // ?1 = run_id, ?2 = kind
 void bind_event(Statement& statement, const EventRecord& event);
 EventRecord read_event(const Statement& row);
+
+// traces (v4): ?1..?11 in the order of TraceRecord; kUpdateTrace sets every column but id (?1).
+extern const char kInsertTrace[];
+extern const char kUpdateTrace[];
+extern const char kFindTrace[];   // ?1 = id
+extern const char kListTraces[];  // newest first
+void bind_trace(Statement& statement, const TraceRecord& trace);
+TraceRecord read_trace(const Statement& row);
+
+// trace_events (v4): the insert binds ?1..?5 = trace_id, ts, kind, state, data.
+extern const char kInsertTraceEvent[];
+extern const char kTraceEvents[];  // ?1 = trace_id, in order
+void bind_trace_event(Statement& statement, const TraceEventRecord& event);
+TraceEventRecord read_trace_event(const Statement& row);
 
 }  // namespace orch::rows

@@ -84,6 +84,26 @@
 //   attempt          the attempt number, 0 when not about an attempt
 //   data             a JSON object with details ('{}' when none)
 //
+// traces           (v4) one row per request trace of `orch task` (updated in place)
+//   id               the trace id (e.g. 20261130-121500-fix-the-stale-date-crash), primary key
+//   request          the request, verbatim
+//   project          --project, '' when none
+//   workspace        the workspace directory (absolute)
+//   state            the state entered last: CLASSIFY ... SUMMARIZE, DONE, ESCALATED, ABANDONED
+//   status           open | done | escalated | abandoned
+//   doc              the trace document (schemas/trace.schema.json): classification,
+//                    pipeline, transitions, verify verdicts, engine and learning results
+//   run_id           the run `orch task run` drives for it; '' when none
+//   created_at, updated_at (the last transition), closed_at (0 while open)
+//
+// trace_events     (v4) every transition and outcome of a trace, in order: APPEND-ONLY
+//   seq              strictly increasing (AUTOINCREMENT)
+//   trace_id, ts
+//   kind             trace_created, state_entered, verify_verdict, engine_result,
+//                    closed, learning_result (docs/store.md)
+//   state            the state it is about ('' when none)
+//   data             a JSON object with details
+//
 // Foreign keys (PRAGMA foreign_keys=ON in every orch connection) tie plans, steps,
 // attempts and events to their run and attempts to their step. They are DEFERRABLE
 // INITIALLY DEFERRED: checked at COMMIT, so the engine may write the rows of one
@@ -292,10 +312,53 @@ SELECT count(*) = 3 FROM sqlite_schema
      OR (name = 'attempts' AND sql LIKE '%''interrupted'', ''stalled''))%'))
 )sql";
 
-constexpr std::array<Migration, 3> kMigrations{{
+// v4: the request runtime's traces (`orch task`).
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE traces (
+  id          TEXT PRIMARY KEY NOT NULL,
+  request     TEXT NOT NULL,
+  project     TEXT NOT NULL,
+  workspace   TEXT NOT NULL,
+  state       TEXT NOT NULL,
+  status      TEXT NOT NULL CHECK (status IN ('open', 'done', 'escalated', 'abandoned')),
+  doc         TEXT NOT NULL CHECK (json_valid(doc)),
+  run_id      TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL,
+  closed_at   INTEGER NOT NULL
+);
+CREATE INDEX traces_by_status ON traces (status, updated_at);
+
+CREATE TABLE trace_events (
+  seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+  trace_id  TEXT NOT NULL REFERENCES traces (id) DEFERRABLE INITIALLY DEFERRED,
+  ts        INTEGER NOT NULL,
+  kind      TEXT NOT NULL,
+  state     TEXT NOT NULL,
+  data      TEXT NOT NULL CHECK (json_valid(data))
+);
+CREATE INDEX trace_events_by_trace ON trace_events (trace_id, seq);
+
+CREATE TRIGGER trace_events_never_change BEFORE UPDATE ON trace_events
+BEGIN
+  SELECT RAISE(ABORT, 'trace events are append-only: an event never changes');
+END;
+CREATE TRIGGER trace_events_never_deleted BEFORE DELETE ON trace_events
+BEGIN
+  SELECT RAISE(ABORT, 'trace events are append-only: events are never deleted');
+END;
+CREATE TRIGGER trace_events_never_replaced BEFORE INSERT ON trace_events
+WHEN EXISTS (SELECT 1 FROM trace_events WHERE seq = NEW.seq)
+BEGIN
+  SELECT RAISE(ABORT, 'trace events are append-only: this seq already exists');
+END;
+)sql";
+
+constexpr std::array<Migration, 4> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
+    {4, "traces and trace_events: the request runtime (orch task)", kSchemaV4},
 }};
 
 }  // namespace

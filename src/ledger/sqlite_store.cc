@@ -113,6 +113,12 @@ Expected<void> SqliteStore::prepare_statements() {
   ORCH_TRY(prepare(sql_.insert_event, rows::kInsertEvent));
   ORCH_TRY(prepare(sql_.events_of_run, rows::kEventsOfRun));
   ORCH_TRY(prepare(sql_.events_of_kind, rows::kEventsOfKind));
+  ORCH_TRY(prepare(sql_.insert_trace, rows::kInsertTrace));
+  ORCH_TRY(prepare(sql_.update_trace, rows::kUpdateTrace));
+  ORCH_TRY(prepare(sql_.find_trace, rows::kFindTrace));
+  ORCH_TRY(prepare(sql_.list_traces, rows::kListTraces));
+  ORCH_TRY(prepare(sql_.insert_trace_event, rows::kInsertTraceEvent));
+  ORCH_TRY(prepare(sql_.trace_events, rows::kTraceEvents));
   return {};
 }
 
@@ -262,7 +268,8 @@ Expected<std::vector<EventRecord>> SqliteStore::events(const std::string& run_id
                  [&] { return fmt::format("reading the events of run '{}'", run_id); });
 }
 
-Expected<std::vector<EventRecord>> SqliteStore::events_of_kind(const std::string& run_id, const std::string& kind) {
+Expected<std::vector<EventRecord>> SqliteStore::events_of_kind(const std::string& run_id,
+                                                               const std::string& kind) {
   sql_.events_of_kind.bind_text(1, run_id);
   sql_.events_of_kind.bind_text(2, kind);
   return collect(sql_.events_of_kind, rows::read_event,
@@ -282,9 +289,47 @@ Expected<AttemptTotals> SqliteStore::attempt_totals(const std::string& run_id) {
   sql_.attempt_totals.bind_text(1, run_id);
   auto totals = ORCH_TRY(first_row(
       sql_.attempt_totals,
-      [](const Statement& row) { return AttemptTotals{row.column_int(0), row.column_real(1), row.column_int(2)}; },
+      [](const Statement& row) {
+        return AttemptTotals{row.column_int(0), row.column_real(1), row.column_int(2)};
+      },
       [&] { return fmt::format("summing the attempts of run '{}'", run_id); }));
   return totals.value_or(AttemptTotals{});
+}
+
+// ---- traces -----------------------------------------------------------------------
+
+Expected<void> SqliteStore::insert_trace(const TraceRecord& trace) {
+  rows::bind_trace(sql_.insert_trace, trace);
+  return sql_.insert_trace.run([&] { return fmt::format("inserting trace '{}'", trace.id); });
+}
+
+Expected<void> SqliteStore::update_trace(const TraceRecord& trace) {
+  rows::bind_trace(sql_.update_trace, trace);
+  ORCH_TRY(sql_.update_trace.run([&] { return fmt::format("updating trace '{}'", trace.id); }));
+  if (db_.changes() == 0) return std::unexpected(not_found(fmt::format("trace '{}' not found", trace.id)));
+  return {};
+}
+
+Expected<std::optional<TraceRecord>> SqliteStore::find_trace(const std::string& id) {
+  sql_.find_trace.bind_text(1, id);
+  return first_row(sql_.find_trace, rows::read_trace, [&] { return fmt::format("reading trace '{}'", id); });
+}
+
+Expected<std::vector<TraceRecord>> SqliteStore::list_traces() {
+  return collect(sql_.list_traces, rows::read_trace, [] { return "listing traces"; });
+}
+
+Expected<std::int64_t> SqliteStore::append_trace_event(const TraceEventRecord& event) {
+  rows::bind_trace_event(sql_.insert_trace_event, event);
+  ORCH_TRY(sql_.insert_trace_event.run(
+      [&] { return fmt::format("appending event '{}' to trace '{}'", event.kind, event.trace_id); }));
+  return sqlite3_last_insert_rowid(db_.handle());
+}
+
+Expected<std::vector<TraceEventRecord>> SqliteStore::trace_events(const std::string& trace_id) {
+  sql_.trace_events.bind_text(1, trace_id);
+  return collect(sql_.trace_events, rows::read_trace_event,
+                 [&] { return fmt::format("reading the events of trace '{}'", trace_id); });
 }
 
 }  // namespace orch

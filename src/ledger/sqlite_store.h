@@ -28,10 +28,13 @@
 #include "ledger/sqlite_db.h"
 #include "ledger/sqlite_statement.h"
 #include "orch/store.h"
+#include "orch/trace_store.h"
 
 namespace orch {
 
-class SqliteStore final : public Store {
+// Also the TraceStore of `orch task` (orch/trace_store.h): one connection serves
+// both, and begin()/commit()/rollback() are shared.
+class SqliteStore final : public Store, public TraceStore {
  public:
   // Opens or creates the ledger (see open_sqlite_store in orch/store.h).
   static Expected<std::unique_ptr<SqliteStore>> open(const std::filesystem::path& db_path);
@@ -59,9 +62,18 @@ class SqliteStore final : public Store {
                                                 const std::string& step_id = "") override;
   Expected<std::vector<EventRecord>> events(const std::string& run_id, std::int64_t after_seq = 0,
                                             int limit = -1) override;
-  Expected<std::vector<EventRecord>> events_of_kind(const std::string& run_id, const std::string& kind) override;
+  Expected<std::vector<EventRecord>> events_of_kind(const std::string& run_id,
+                                                    const std::string& kind) override;
   Expected<bool> cancel_requested(const std::string& run_id) override;
   Expected<AttemptTotals> attempt_totals(const std::string& run_id) override;
+
+  // TraceStore
+  Expected<void> insert_trace(const TraceRecord& trace) override;
+  Expected<void> update_trace(const TraceRecord& trace) override;
+  Expected<std::optional<TraceRecord>> find_trace(const std::string& id) override;
+  Expected<std::vector<TraceRecord>> list_traces() override;
+  Expected<std::int64_t> append_trace_event(const TraceEventRecord& event) override;
+  Expected<std::vector<TraceEventRecord>> trace_events(const std::string& trace_id) override;
 
   // The connection itself, for diagnostics and tests (PRAGMA values, raw queries).
   SqliteDb& connection() { return db_; }
@@ -75,6 +87,7 @@ class SqliteStore final : public Store {
     Statement upsert_step, steps_of_run, count_steps_of_run;
     Statement insert_attempt, finish_attempt, attempts_of_run, attempts_of_step;
     Statement insert_event, events_of_run, events_of_kind;
+    Statement insert_trace, update_trace, find_trace, list_traces, insert_trace_event, trace_events;
   };
 
   SqliteStore(SqliteDb db, std::filesystem::path folder) : db_(std::move(db)), folder_(std::move(folder)) {}

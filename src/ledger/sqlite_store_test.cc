@@ -317,8 +317,84 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 3);
+  EXPECT_EQ(store_schema_version(), 4);
   EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
+}
+
+}  // namespace
+}  // namespace orch
+
+namespace orch {
+namespace {
+
+TraceRecord sample_trace(const std::string& id, std::int64_t created_at) {
+  TraceRecord t;
+  t.id = id;
+  t.request = "fix the stale date crash";
+  t.project = "asunama";
+  t.workspace = "/work/ws";
+  t.state = "RECALL";
+  t.status = TraceStatus::Open;
+  t.doc_json = R"({"id":")" + id + R"(","pipeline":["RECALL","EXECUTE"]})";
+  t.run_id = "";
+  t.created_at = created_at;
+  t.updated_at = created_at + 5;
+  t.closed_at = 0;
+  return t;
+}
+
+// Schema v4: a trace round-trips, updates in place, lists newest first; its
+// events are append-only in the schema itself.
+TEST(SqliteStore, TracesRoundTripAndTheirEventsAreAppendOnly) {
+  testing::TempDir dir;
+  auto opened = SqliteStore::open(dir / "orch.db");
+  ASSERT_TRUE(opened) << opened.error().message;
+  SqliteStore& store = **opened;
+  ASSERT_TRUE(store.begin());
+  ASSERT_TRUE(store.insert_trace(sample_trace("t-old", 1000)));
+  ASSERT_TRUE(store.insert_trace(sample_trace("t-new", 2000)));
+  ASSERT_TRUE(store.append_trace_event({0, "t-old", 1001, "trace_created", "CLASSIFY", ""}));
+  ASSERT_TRUE(store.append_trace_event({0, "t-old", 1002, "state_entered", "RECALL", R"({"note":"n"})"}));
+  ASSERT_TRUE(store.commit());
+  EXPECT_FALSE(store.insert_trace(sample_trace("t-old", 3000))) << "an id is inserted once";
+
+  TraceRecord changed = sample_trace("t-old", 1000);
+  changed.state = "ESCALATED";
+  changed.status = TraceStatus::Escalated;
+  changed.run_id = "run-1";
+  changed.closed_at = 1234;
+  ASSERT_TRUE(store.update_trace(changed));
+  auto found = store.find_trace("t-old");
+  ASSERT_TRUE(found && *found);
+  EXPECT_EQ((*found)->state, "ESCALATED");
+  EXPECT_EQ((*found)->status, TraceStatus::Escalated);
+  EXPECT_EQ((*found)->run_id, "run-1");
+  EXPECT_EQ((*found)->closed_at, 1234);
+  EXPECT_EQ((*found)->doc_json, changed.doc_json);
+  EXPECT_EQ((*found)->project, "asunama");
+
+  auto missing = store.find_trace("nope");
+  ASSERT_TRUE(missing);
+  EXPECT_FALSE(*missing);
+  auto not_there = store.update_trace(sample_trace("nope", 1));
+  ASSERT_FALSE(not_there);
+  EXPECT_EQ(not_there.error().code, ErrorCode::NotFound);
+
+  auto all = store.list_traces();
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].id, "t-new");
+
+  auto events = store.trace_events("t-old");
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].data_json, "{}");
+  EXPECT_EQ((*events)[1].state, "RECALL");
+  EXPECT_LT((*events)[0].seq, (*events)[1].seq);
+
+  EXPECT_FALSE(store.connection().exec("UPDATE trace_events SET kind = 'x'", "rewriting history"));
+  EXPECT_FALSE(store.connection().exec("DELETE FROM trace_events", "erasing history"));
+  EXPECT_FALSE(store.connection().exec("UPDATE traces SET status = 'paused'", "an unknown status"));
 }
 
 }  // namespace

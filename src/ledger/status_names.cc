@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "orch/store.h"
+#include "orch/trace_store.h"
 
 namespace orch {
 
@@ -47,13 +48,37 @@ constexpr std::array<std::pair<AttemptStatus, const char*>, 7> kAttempt{{
     {AttemptStatus::Interrupted, "interrupted"},
     {AttemptStatus::Stalled, "stalled"},
 }};
+constexpr std::array<std::pair<TraceStatus, const char*>, 4> kTrace{{
+    {TraceStatus::Open, "open"},
+    {TraceStatus::Done, "done"},
+    {TraceStatus::Escalated, "escalated"},
+    {TraceStatus::Abandoned, "abandoned"},
+}};
 }  // namespace
 
-const char* run_status_name(RunStatus s) { return name_of(kRun, s); }
-const char* step_status_name(StepStatus s) { return name_of(kStep, s); }
-const char* attempt_status_name(AttemptStatus s) { return name_of(kAttempt, s); }
-std::optional<RunStatus> parse_run_status(std::string_view n) { return parse_of(kRun, n); }
-std::optional<StepStatus> parse_step_status(std::string_view n) { return parse_of(kStep, n); }
-std::optional<AttemptStatus> parse_attempt_status(std::string_view n) { return parse_of(kAttempt, n); }
+const char* trace_status_name(TraceStatus s) {
+  return name_of(kTrace, s);
+}
+std::optional<TraceStatus> parse_trace_status(std::string_view n) {
+  return parse_of(kTrace, n);
+}
+const char* run_status_name(RunStatus s) {
+  return name_of(kRun, s);
+}
+const char* step_status_name(StepStatus s) {
+  return name_of(kStep, s);
+}
+const char* attempt_status_name(AttemptStatus s) {
+  return name_of(kAttempt, s);
+}
+std::optional<RunStatus> parse_run_status(std::string_view n) {
+  return parse_of(kRun, n);
+}
+std::optional<StepStatus> parse_step_status(std::string_view n) {
+  return parse_of(kStep, n);
+}
+std::optional<AttemptStatus> parse_attempt_status(std::string_view n) {
+  return parse_of(kAttempt, n);
+}
 
 }  // namespace orch

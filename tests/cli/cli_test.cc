@@ -50,10 +50,11 @@ TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
   TempDir d;
   auto r = run_orch({"--help"}, d.path());
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* word : {"validate", "run", "resume", "status", "runs", "logs", "cancel", "approve", "plan", "chain",
-                           "130", "budget exhausted", "awaiting approval"})
+  for (const char* word : {"validate", "run", "resume", "status", "runs", "logs", "cancel", "approve", "plan",
+                           "chain", "130", "budget exhausted", "awaiting approval"})
     EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
-  for (const char* cmd : {"validate", "run", "resume", "status", "runs", "logs", "cancel", "approve", "plan", "chain"}) {
+  for (const char* cmd :
+       {"validate", "run", "resume", "status", "runs", "logs", "cancel", "approve", "plan", "chain"}) {
     auto sub = run_orch({cmd, "--help"}, d.path());
     EXPECT_EQ(sub.exit_code, 0) << cmd;
     EXPECT_NE(sub.out.find("Exit codes"), std::string::npos) << cmd;
@@ -106,7 +107,8 @@ TEST(Cli, BadPlanCorpusIsRejectedByTheBinary) {
     std::string path = (corpus / file).string();
     auto r = run_orch({"validate", path, "--workspace", ws.path().string()}, ws.path());
     EXPECT_EQ(r.exit_code, 2) << file << "\n" << r.out << r.err;
-    EXPECT_NE(r.err.find(fragment), std::string::npos) << file << ": wanted '" << fragment << "' in\n" << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << file << ": wanted '" << fragment << "' in\n"
+                                                       << r.err;
     EXPECT_NE(r.err.find(path + ":" + want_line + ":"), std::string::npos) << file << "\n" << r.err;
     // And `orch run` refuses to start it, recording nothing.
     auto run = run_orch({"run", path, "--workspace", ws.path().string()}, ws.path());
@@ -215,7 +217,8 @@ steps:
   EXPECT_EQ(steps["huge"]["status"], "done");
   EXPECT_TRUE(steps["huge"]["attempts"][0]["stdout"]["truncated"].get<bool>());
   EXPECT_EQ(steps["huge"]["attempts"][0]["stdout"]["bytes"], 20000000);
-  EXPECT_LT(fs::file_size(steps["huge"]["attempts"][0]["stdout"]["path"].get<std::string>()), 1024 * 1024 + 200);
+  EXPECT_LT(fs::file_size(steps["huge"]["attempts"][0]["stdout"]["path"].get<std::string>()),
+            1024 * 1024 + 200);
   EXPECT_EQ(steps["binary"]["status"], "done");
   EXPECT_EQ(steps["binary_check_fails"]["status"], "failed");
   EXPECT_NE(steps["binary_check_fails"]["reason"].get<std::string>().find("bad bytes"), std::string::npos);
@@ -243,47 +246,11 @@ TEST(Cli, WritesAreRestoredAfterAFailedCheck) {
   EXPECT_EQ(read_file(d / "notes.md"), "keep me\n");
 }
 
-// Starts `orch ARGS` in the background; returns its pid.
-pid_t spawn_orch(const std::vector<std::string>& args, const fs::path& cwd, const fs::path& out) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(cwd.c_str()) != 0) _exit(127);
-    FILE* f = std::fopen(out.c_str(), "w");
-    if (f) {
-      dup2(fileno(f), 1);
-      dup2(fileno(f), 2);
-    }
-    std::vector<std::string> all{orch::testing::orch_binary()};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-// True while `pid` runs (a zombie waiting for its reaper does not count).
+using orch::testing::spawn_orch;
+using orch::testing::wait_exit;
+using orch::testing::wait_for;
 bool alive(pid_t pid) {
-  if (kill(pid, 0) != 0) return false;
-  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  auto close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
-}
-
-bool wait_for(const std::function<bool()>& cond, int ms) {
-  for (int i = 0; i < ms / 20; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
+  return orch::testing::process_alive(pid);
 }
 
 TEST(Cli, SigintInterruptsResumablyAndKill9IsResumed) {
@@ -317,7 +284,9 @@ steps:
   EXPECT_EQ(read_file(d / "quick.log"), "q\n");  // done before the interrupt: never re-run
 
   pid_t pid2 = spawn_orch({"run", "p.yaml"}, d.path(), d / "out2.txt");
-  ASSERT_TRUE(wait_for([&] { return read_file(d / "slow1.log").size() >= 6 && read_file(d / "slow2.log").size() >= 6; }, 10000));
+  ASSERT_TRUE(wait_for(
+      [&] { return read_file(d / "slow1.log").size() >= 6 && read_file(d / "slow2.log").size() >= 6; },
+      10000));
   kill(pid2, SIGKILL);
   wait_exit(pid2);
   std::string out2 = read_file(d / "out2.txt");
@@ -332,7 +301,8 @@ steps:
   EXPECT_TRUE(alive(orphan));
   auto r2 = run_orch({"resume", id2, "--replan", "p2.yaml", "--json"}, d.path());
   EXPECT_EQ(r2.exit_code, 0) << r2.err;
-  EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000)) << "orphaned step process " << orphan << " survived resume";
+  EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000))
+      << "orphaned step process " << orphan << " survived resume";
   auto rep = nlohmann::json::parse(r2.out);
   for (auto& s : rep["steps"]) {
     if (s["id"] == "slow1") {
@@ -365,7 +335,8 @@ steps:
 
   write_file(d / "slow.yaml", "steps:\n  - {id: z, run: [sleep, \"3\"]}\n");
   pid_t three = spawn_orch({"run", "slow.yaml"}, d.path(), d / "three.txt");
-  ASSERT_TRUE(wait_for([&] { return read_file(d / "three.txt").find("orch: run ") != std::string::npos; }, 5000));
+  ASSERT_TRUE(
+      wait_for([&] { return read_file(d / "three.txt").find("orch: run ") != std::string::npos; }, 5000));
   std::string out = read_file(d / "three.txt");
   std::string id = out.substr(out.find("orch: run ") + 10);
   id = id.substr(0, id.find(' '));
@@ -382,7 +353,8 @@ TEST(Cli, CancelStopsALiveRunFromAnotherProcess) {
   - {id: next, deps: [long], run: ["true"]}
 )");
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
-  ASSERT_TRUE(wait_for([&] { return read_file(d / "out.txt").find("orch: run ") != std::string::npos; }, 5000));
+  ASSERT_TRUE(
+      wait_for([&] { return read_file(d / "out.txt").find("orch: run ") != std::string::npos; }, 5000));
   std::string out = read_file(d / "out.txt");
   std::string id = out.substr(out.find("orch: run ") + 10);
   id = id.substr(0, id.find(' '));
@@ -436,7 +408,8 @@ TEST(CliModels, AnLlmStepWithoutAModelsFileIsInvalid) {
   write_file(d / "p.yaml", "steps:\n  - {id: ask, executor: llm, inputs: {prompt: hi}}\n");
   auto r = run_orch({"validate", "p.yaml"}, d.path());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("p.yaml:2: step 'ask': no models are configured: pass --models FILE"), std::string::npos)
+  EXPECT_NE(r.err.find("p.yaml:2: step 'ask': no models are configured: pass --models FILE"),
+            std::string::npos)
       << r.err;
 }
 
@@ -451,10 +424,11 @@ default_model: fats
 )");
   auto r = run_orch({"run", "p.yaml", "--models", "models.yaml"}, d.path());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  for (const char* fragment : {"models.yaml: providers.local.api_key_env: must be the NAME of an environment variable",
-                               "models.yaml: models.fast.provider: no provider 'loca' (did you mean 'local'?)",
-                               "models.yaml: models.fast.max_tokens: must be a number >= 1",
-                               "models.yaml: default_model: no model 'fats' (did you mean 'fast'?)"})
+  for (const char* fragment :
+       {"models.yaml: providers.local.api_key_env: must be the NAME of an environment variable",
+        "models.yaml: models.fast.provider: no provider 'loca' (did you mean 'local'?)",
+        "models.yaml: models.fast.max_tokens: must be a number >= 1",
+        "models.yaml: default_model: no model 'fats' (did you mean 'fast'?)"})
     EXPECT_NE(r.err.find(fragment), std::string::npos) << fragment << "\n" << r.err;
   EXPECT_FALSE(std::filesystem::exists(d / ".orch" / "orch.db")) << "nothing may be recorded";
 }

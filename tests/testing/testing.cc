@@ -13,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -84,7 +85,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const fs::path& 
   int open_count = 2;
   char buf[65536];
   while (open_count > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       kill(pid, SIGKILL);
       ADD_FAILURE() << "command timed out after " << timeout_s << "s: " << argv[0];
@@ -141,6 +143,48 @@ std::string read_file(const fs::path& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+pid_t spawn_orch(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                 const std::filesystem::path& out) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(cwd.c_str()) != 0) _exit(127);
+    FILE* f = std::fopen(out.c_str(), "w");
+    if (f) {
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+    }
+    std::vector<std::string> all{orch_binary()};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+bool process_alive(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+bool wait_for(const std::function<bool()>& cond, int ms) {
+  for (int i = 0; i < ms / 20; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
 }
 
 }  // namespace orch::testing

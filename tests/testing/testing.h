@@ -5,7 +5,10 @@
 // exit code, stdout and stderr; never uses a shell unless asked.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,5 +49,16 @@ CommandResult run_orch(const std::vector<std::string>& args, const std::filesyst
 
 void write_file(const std::filesystem::path& path, const std::string& content);
 std::string read_file(const std::filesystem::path& path);
+
+// Starts `orch ARGS` in `cwd` in the background, stdout and stderr to `out`;
+// returns its pid (reap it with wait_exit).
+pid_t spawn_orch(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                 const std::filesystem::path& out);
+// Waits for `pid`; its exit status, or 128+N when killed by signal N.
+int wait_exit(pid_t pid);
+// True while `pid` runs (a zombie waiting for its reaper does not count).
+bool process_alive(pid_t pid);
+// Polls `cond` every 20 ms for up to `ms`; its last value.
+bool wait_for(const std::function<bool()>& cond, int ms);
 
 }  // namespace orch::testing

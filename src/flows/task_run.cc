@@ -1,0 +1,370 @@
+#include "flows/task_run.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "orch/plan_loader.h"
+#include "orch/validate.h"
+#include "util/json_text.h"
+
+namespace orch::flows {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* kExecuteStep = "execute";
+constexpr const char* kReviewStep = "review";
+constexpr const char* kSummarizeStep = "summarize";
+
+std::string run_name(const std::string& trace_id) {
+  return "task " + trace_id;
+}
+
+bool is_command(const json& item) {
+  return item.is_object() && item.contains("command");
+}
+
+// The model stages' inputs, for the executor kind: a worker is given every input
+// (and, on a retry, the previous failure) in its prompt by the worker executor;
+// an llm step sees only `prompt`, so everything goes there.
+ojson stage_inputs(const std::string& executor, const std::string& prompt,
+                   const std::vector<std::pair<std::string, std::string>>& extra,
+                   bool with_previous_failure) {
+  ojson inputs = ojson::object();
+  if (executor.starts_with("worker:")) {
+    inputs["prompt"] = prompt;
+    for (const auto& [name, value] : extra) inputs[name] = value;
+    return inputs;
+  }
+  std::string text = prompt;
+  for (const auto& [name, value] : extra) text += fmt::format("\n\n## {}\n{}", name, value);
+  if (with_previous_failure)
+    text += "\n\n## The previous attempt (empty on the first)\n${attempt.previous_failure}";
+  inputs["prompt"] = text;
+  return inputs;
+}
+
+// The plan of the stages after the engine head (see task_run.h).
+ojson build_plan(const Trace& trace, const std::string& executor) {
+  const std::string context = trace.engine_results.contains("context")
+                                  ? trace.engine_results["context"].value("text", std::string())
+                                  : std::string();
+  const std::string planned = trace.engine_results.contains("planner")
+                                  ? trace.engine_results["planner"].value("plan", std::string())
+                                  : std::string();
+  ojson steps = ojson::array();
+  steps.push_back({{"id", "context"},
+                   {"goal", "what RECALL found for the request"},
+                   {"executor", "builtin:echo"},
+                   {"inputs", {{"text", context.empty() ? std::string("(nothing recalled)") : context}}}});
+
+  // execute: its postconditions are the VERIFY stage.
+  ojson post = ojson::array({"result_nonempty"});
+  for (const auto& item : trace.verify)
+    if (is_command(item)) post.push_back({{"shell_zero", item["command"].get<std::string>()}});
+  std::vector<std::pair<std::string, std::string>> extra = {{"context", "${steps.context.result}"}};
+  if (!planned.empty()) extra.emplace_back("plan", planned);
+  std::string checklist;
+  for (const auto& item : trace.verify)
+    checklist += "- " + (item.is_object() ? item.value("check", std::string()) : item.dump()) + "\n";
+  if (!checklist.empty()) extra.emplace_back("checklist", "Your work is verified against:\n" + checklist);
+  steps.push_back(
+      {{"id", kExecuteStep},
+       {"goal", trace.request},
+       {"deps", {"context"}},
+       {"executor", executor},
+       {"attempts", 1 + kMaxRetries},
+       {"inputs", stage_inputs(executor,
+                               fmt::format("Do this {} task in the workspace: {}\nReply with what you did.",
+                                           trace.intent.empty() ? "" : trace.intent, trace.request),
+                               extra, true)},
+       {"post", post}});
+  std::string last = kExecuteStep;
+  for (TaskState s : trace.pipeline) {
+    if (s != TaskState::Review) continue;
+    steps.push_back(
+        {{"id", kReviewStep},
+         {"goal", "review the work done for: " + trace.request},
+         {"deps", {kExecuteStep}},
+         {"executor", executor},
+         {"inputs", stage_inputs(executor,
+                                 "Review the work below for correctness and completeness. "
+                                 "List any defect; say LGTM if there is none.",
+                                 {{"request", trace.request}, {"work", "${steps.execute.result}"}}, false)},
+         {"post", {"result_nonempty"}}});
+    last = kReviewStep;
+  }
+  std::vector<std::pair<std::string, std::string>> summary_inputs = {{"request", trace.request},
+                                                                     {"work", "${steps.execute.result}"}};
+  if (last == kReviewStep) summary_inputs.emplace_back("review", "${steps.review.result}");
+  steps.push_back(
+      {{"id", kSummarizeStep},
+       {"goal", "summarise what was done for: " + trace.request},
+       {"deps", {last}},
+       {"executor", executor},
+       {"inputs", stage_inputs(executor, "Summarise in two or three sentences what was done and why.",
+                               summary_inputs, false)},
+       {"post", {"result_nonempty"}}});
+  ojson plan = {{"name", run_name(trace.id)}, {"concurrency", 1}, {"steps", steps}};
+  const std::int64_t tokens = trace.budget.value("tokens", std::int64_t{0});
+  if (tokens > 0) plan["budget"] = {{"tokens", tokens}};
+  return plan;
+}
+
+Expected<Plan> load_built_plan(TaskEnv& env, const std::string& text, const std::string& name) {
+  LoadResult loaded = parse_plan(text, name);
+  Diagnostics problems = loaded.diagnostics;
+  if (problems.empty())
+    problems = validate_plan(loaded.plan, validate_options_for(env.workspace, "", *env.executors));
+  if (!problems.empty()) {
+    std::string all;
+    for (const auto& d : problems) all += (all.empty() ? "" : "\n") + d.message;
+    return fail(ErrorCode::InvalidInput, fmt::format("the task's plan is not runnable: {}", all));
+  }
+  return std::move(loaded.plan);
+}
+
+// The verdict of one finished execute attempt, from its checks (in post order:
+// result_nonempty, then the checklist's commands).
+VerifyRecord verdict_of(const Trace& trace, const AttemptRecord& a) {
+  VerifyRecord v;
+  auto checks = json::parse(a.checks_json.empty() ? "[]" : a.checks_json, nullptr, false);
+  if (!checks.is_array()) checks = json::array();
+  auto check = [&](std::size_t i) -> const json* { return i < checks.size() ? &checks[i] : nullptr; };
+  CheckOutcome produced;
+  produced.check = "EXECUTE produced a result";
+  produced.kind = "check";
+  if (const json* c = check(0); c && c->value("held", false)) {
+    produced.status = "passed";
+  } else {
+    produced.status = "failed";
+    produced.detail = c ? c->value("reason", std::string()) : a.reason;
+  }
+  v.items.push_back(produced);
+  std::size_t index = 1;
+  for (const auto& item : trace.verify) {
+    CheckOutcome o;
+    o.check = item.is_object() ? item.value("check", std::string()) : item.dump();
+    if (is_command(item)) {
+      o.kind = "command";
+      o.command = item["command"].get<std::string>();
+      const json* c = check(index++);
+      if (!c) {
+        o.status = "not_run";
+        o.detail = "not run: an earlier check failed";
+      } else {
+        o.status = c->value("held", false) ? "passed" : "failed";
+        o.detail = c->value("reason", std::string());
+      }
+    } else {
+      o.kind = "attest";
+      o.status = "unattested";
+      o.detail = "task run does not attest: a person may, with `orch task log`";
+    }
+    v.items.push_back(std::move(o));
+  }
+  decide_verdict(v);
+  return v;
+}
+
+struct Expected_transition {
+  TaskState state;
+  std::optional<VerifyRecord> verdict;
+  std::string note;
+};
+
+// The transitions (from the first EXECUTE on) the run's attempts imply.
+std::vector<Expected_transition> implied_transitions(const Trace& trace,
+                                                     const std::vector<AttemptRecord>& attempts) {
+  std::vector<Expected_transition> out;
+  std::optional<TaskState> state;
+  for (const auto& a : attempts) {
+    if (a.step_id != kExecuteStep) continue;
+    if (state != TaskState::Execute) {
+      out.push_back({TaskState::Execute, std::nullopt,
+                     a.number == 1 ? std::string("task run: attempt 1")
+                                   : fmt::format("task run: attempt {} (retry after VERIFY)", a.number)});
+      state = TaskState::Execute;
+    }
+    if (a.status == AttemptStatus::Running || a.status == AttemptStatus::Interrupted ||
+        a.status == AttemptStatus::Cancelled)
+      continue;
+    VerifyRecord v = verdict_of(trace, a);
+    out.push_back({TaskState::Verify, v,
+                   fmt::format("attempt {}: {}", a.number,
+                               a.status == AttemptStatus::Succeeded ? "checks held" : a.reason)});
+    state = TaskState::Verify;
+  }
+  for (const char* step : {kReviewStep, kSummarizeStep}) {
+    for (const auto& a : attempts) {
+      if (a.step_id != step) continue;
+      out.push_back({step == std::string(kReviewStep) ? TaskState::Review : TaskState::Summarize,
+                     std::nullopt, "task run"});
+      break;
+    }
+  }
+  return out;
+}
+
+Expected<std::string> find_run_of(TaskEnv& env, const Trace& trace) {
+  if (!trace.run_id.empty()) return trace.run_id;
+  for (const auto& r : ORCH_TRY(env.store->list_runs()))
+    if (r.name == run_name(trace.id)) return r.id;
+  return std::string();
+}
+
+// Brings the trace up to date with the ended (or paused) run and closes it.
+Expected<TaskRunOutcome> finish(TaskEnv& env, const std::string& id, const RunOutcome& outcome) {
+  Trace synced = ORCH_TRY(sync_trace_with_run(env, id));
+  auto run = ORCH_TRY(env.store->find_run(outcome.run_id));
+  const std::int64_t spent = run ? run->spent_tokens : 0;
+  synced = ORCH_TRY(update_task(env, id, [&](Trace& t) { t.budget["spent_tokens"] = spent; }));
+
+  TaskRunOutcome out;
+  out.run_status = outcome.status;
+  out.reason = outcome.reason;
+  switch (outcome.status) {
+    case RunStatus::Succeeded: {
+      std::string summary;
+      auto steps = ORCH_TRY(env.store->steps(outcome.run_id));
+      for (const auto& s : steps)
+        if (s.step_id == kSummarizeStep) summary = s.result;
+      synced = ORCH_TRY(close_task(env, id, "pass", summary));
+      out.exit_code = kExitSucceeded;
+      break;
+    }
+    case RunStatus::Running:
+    case RunStatus::Interrupted:
+    case RunStatus::AwaitingApproval:
+      out.exit_code = exit_code_for(outcome.status);
+      break;
+    default: {
+      const std::string why = outcome.status == RunStatus::BudgetExhausted
+                                  ? "the token budget is exhausted: " + outcome.reason
+                                  : outcome.reason;
+      synced = ORCH_TRY(close_task(env, id, "fail", why));
+      out.exit_code = outcome.status == RunStatus::BudgetExhausted ? kExitBudget : kExitEscalated;
+      break;
+    }
+  }
+  out.trace = std::move(synced);
+  return out;
+}
+
+Expected<TaskRunOutcome> drive(TaskEnv& env, Trace trace, const TaskRunOptions& options,
+                               const std::optional<std::string>& resume_run) {
+  EngineOptions eo;
+  eo.workspace = env.workspace;
+  eo.executors = env.executors;
+  eo.handle_signals = env.handle_signals;
+  eo.tick_interval = std::chrono::milliseconds(100);
+  std::optional<Error> sync_error;
+  const std::string id = trace.id;
+  bool run_recorded = !trace.run_id.empty();
+  Engine* engine_ptr = nullptr;
+  // Ticks come after the engine's turn has committed: the trace is written
+  // outside the engine's transactions.
+  eo.on_progress = [&](const ProgressEvent& e) {
+    if (options.on_progress) options.on_progress(e);
+    if (e.kind != ProgressEvent::Kind::Tick || sync_error || !engine_ptr) return;
+    if (!run_recorded && !engine_ptr->run_id().empty()) {
+      const std::string run_id = engine_ptr->run_id();
+      auto recorded = update_task(env, id, [&](Trace& t) { t.run_id = run_id; });
+      if (!recorded) {
+        sync_error = recorded.error();
+        return;
+      }
+      run_recorded = true;
+    }
+    if (run_recorded)
+      if (auto synced = sync_trace_with_run(env, id); !synced) sync_error = synced.error();
+  };
+  eo.on_started = options.on_started;
+  Engine engine(*env.store, std::move(eo));
+  engine_ptr = &engine;
+  Expected<RunOutcome> outcome = std::unexpected(Error{ErrorCode::Internal, "not run"});
+  if (resume_run) {
+    outcome = engine.resume(*resume_run, std::nullopt);
+  } else {
+    const std::string text = json_text(build_plan(trace, options.executor), 2);
+    const Plan plan = ORCH_TRY(load_built_plan(env, text, run_name(id)));
+    outcome = engine.run(plan, text);
+  }
+  if (!outcome) return std::unexpected(outcome.error());
+  if (sync_error) return std::unexpected(*sync_error);
+  if (!run_recorded) {
+    const std::string run_id = outcome->run_id;
+    ORCH_TRY(update_task(env, id, [&](Trace& t) { t.run_id = run_id; }));
+  }
+  return finish(env, id, *outcome);
+}
+
+}  // namespace
+
+Expected<Trace> sync_trace_with_run(TaskEnv& env, const std::string& trace_id) {
+  Trace trace = ORCH_TRY(find_task(env, trace_id));
+  const std::string run_id = ORCH_TRY(find_run_of(env, trace));
+  if (run_id.empty()) return trace;
+  const auto attempts = ORCH_TRY(env.store->attempts(run_id));
+  const auto implied = implied_transitions(trace, attempts);
+  std::size_t have = 0;
+  bool counting = false;
+  for (const auto& t : trace.transitions) {
+    if (t.state == TaskState::Execute) counting = true;
+    if (counting && !is_final(t.state)) ++have;
+  }
+  for (std::size_t i = have; i < implied.size(); ++i) {
+    const auto& next = implied[i];
+    trace =
+        ORCH_TRY(record_state(env, trace.id, next.state, next.note, next.verdict ? &*next.verdict : nullptr));
+  }
+  return trace;
+}
+
+Expected<TaskRunOutcome> run_task(TaskEnv& env, const std::string& request, const TaskRunOptions& options) {
+  // The executor is checked before a trace exists: a typo must not leave one behind.
+  {
+    const ojson probe = {{"name", "probe"},
+                         {"steps",
+                          {{{"id", "probe"},
+                            {"goal", "probe"},
+                            {"executor", options.executor},
+                            {"inputs", {{"prompt", "probe"}}}}}}};
+    auto checked = load_built_plan(env, json_text(probe), "task run");
+    if (!checked)
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("task run: executor '{}': {}", options.executor, checked.error().message));
+  }
+  PlannedTask planned = ORCH_TRY(plan_task(env, request, options.plan));
+  TaskRunOutcome out;
+  if (planned.ambiguous) {
+    out.ambiguous = planned.ambiguous;
+    out.exit_code = kExitEscalated;
+    return out;
+  }
+  return drive(env, std::move(*planned.trace), options, std::nullopt);
+}
+
+Expected<TaskRunOutcome> resume_task(TaskEnv& env, const std::string& trace_ref,
+                                     const TaskRunOptions& options) {
+  Trace trace = ORCH_TRY(find_task(env, trace_ref));
+  if (is_final(trace.state()))
+    return fail(ErrorCode::InvalidInput, fmt::format("trace '{}' is closed ({}): nothing to resume", trace.id,
+                                                     task_state_name(trace.state())));
+  const std::string run_id = ORCH_TRY(find_run_of(env, trace));
+  if (run_id.empty())
+    return drive(env, std::move(trace), options, std::nullopt);  // killed before its run existed
+  if (trace.run_id.empty())
+    trace = ORCH_TRY(update_task(env, trace.id, [&](Trace& t) { t.run_id = run_id; }));
+  trace = ORCH_TRY(sync_trace_with_run(env, trace.id));
+  auto run = ORCH_TRY(env.store->find_run(run_id));
+  if (run && run->status != RunStatus::Interrupted && run->status != RunStatus::Running &&
+      run->status != RunStatus::AwaitingApproval)  // the run ended; orch died before closing the trace
+    return finish(env, trace.id, RunOutcome{run_id, run->status, run->reason});
+  return drive(env, std::move(trace), options, run_id);
+}
+
+}  // namespace orch::flows

@@ -1,0 +1,57 @@
+// route/route_report.h — what `orch route` reports: the routing (route_request.h)
+// and the classification (classify.h) of one request, as the skill-output
+// contract (skill_output.h, skill_name "orch route") or as text for people.
+//
+// Status: "success" when the request type, the domain and the intent are all
+// decided; "partial" when one is not, with error {code "route_undecided",
+// message: each reason, recoverable: true (a clearer request decides it)}; and
+// "dry_run" with --dry-run (the same error when undecided). Nothing is ever run
+// (a route decides, it does not execute), so tokens_used is 0 and run_id null.
+// The capability gate is asked without recall: model_need is "none" for a trivial
+// request a registry tool covers, else "required" (cache-first needs the recall
+// index, which `orch task` consults).
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exec/tool_registry.h"
+#include "orch/error.h"
+#include "route/classify.h"
+#include "route/route_request.h"
+#include "route/tables.h"
+
+namespace orch::route {
+
+constexpr const char* kRouteSkillName = "orch route";
+
+struct RouteReport {
+  std::string request;
+  RouteDecision decision;
+  Classification classification;
+  ModelNeed model_need = ModelNeed::Required;
+  std::string strategy;
+  std::vector<std::string> pipeline;
+  std::vector<TableSource> tables;
+  bool dry_run = false;
+
+  // What could not be decided (request type, domain, intent), one reason each.
+  std::vector<std::string> undecided() const;
+  std::string status() const;  // "success", "partial" or "dry_run"
+  std::string summary() const;
+};
+
+Expected<RouteReport> make_route_report(const RouteTables& tables, const ToolRegistry* registry,
+                                        std::string_view request, bool dry_run);
+
+// The skill-output document; `timestamp` as skill_output_skeleton wants it.
+nlohmann::ordered_json route_report_json(const RouteReport& report, std::string_view timestamp);
+
+// The report for people: one labelled line per finding.
+std::string format_route_report(const RouteReport& report);
+
+}  // namespace orch::route

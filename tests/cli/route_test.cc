@@ -1,0 +1,190 @@
+// Black-box tests of `orch route` and `orch budget-check` through the real binary:
+// every `route --json` output checked against schemas/skill-output.schema.json.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "testing/testing.h"
+#include "util/json_schema.h"
+
+namespace orch {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using orch::testing::CommandResult;
+using orch::testing::run_command;
+using orch::testing::run_orch;
+using orch::testing::source_dir;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+
+#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+
+// The --json output, parsed, after checking it against the published contract.
+json report_of(const CommandResult& r) {
+  auto doc = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(doc.is_discarded()) << "not JSON:\n" << r.out << r.err;
+  if (doc.is_discarded()) return json();
+  auto schema = JsonSchema::load_file((source_dir() / "schemas" / "skill-output.schema.json").string());
+  EXPECT_TRUE(schema) << schema.error().message;
+  if (schema) {
+    auto violations = schema->validate(doc);
+    EXPECT_TRUE(violations.empty()) << violations.front() << "\n" << r.out;
+  }
+  return doc;
+}
+
+void write_registry(const TempDir& d) {
+  write_file(d / ".orch" / "registry.yml", R"(tools:
+  filestats:
+    command: [./filestats.sh]
+    status: prod_ready
+    safe_for_agents: true
+    risk: low
+    output_schema: {type: object}
+    commands:
+      count: {capabilities: [count-lines]}
+)");
+}
+
+TEST(CliRoute, WatchBeatsGithubAndTheReportFollowsTheContract) {
+  TempDir d;
+  auto r = run_orch({"route", "watch hacker news for the releases of the Qdrant repo", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json doc = report_of(r);
+  EXPECT_EQ(doc["skill_name"], "orch route");
+  const json& intent = doc["output"]["data"]["intent"];
+  EXPECT_EQ(intent["domain"], "watch");
+  ASSERT_EQ(intent["domains"].size(), 2u);
+  EXPECT_EQ(intent["domains"][1]["name"], "github");
+  EXPECT_EQ(intent["domains"][1]["confidence"], 0.632);
+  EXPECT_GT(intent["domain_confidence"].get<double>(), intent["domains"][1]["confidence"].get<double>());
+  EXPECT_EQ(doc["tokens_used"]["total"], 0);
+  EXPECT_TRUE(doc["run_id"].is_null());
+}
+
+TEST(CliRoute, ARequestThatCannotBeDecidedSaysSo) {
+  TempDir d;
+  auto r = run_orch({"route", "make it nicer somehow", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json doc = report_of(r);
+  EXPECT_EQ(doc["status"], "partial");
+  EXPECT_EQ(doc["error"]["code"], "route_undecided");
+  const json& data = doc["output"]["data"];
+  EXPECT_EQ(data["intent"]["type"], "unknown");
+  EXPECT_EQ(data["intent"]["domain"], "unknown");
+  EXPECT_EQ(data["intent"]["domain_confidence"], 0);
+  EXPECT_TRUE(data["token_budget"].is_null()) << "no type, no guessed allocation";
+  EXPECT_TRUE(data["classification"]["ambiguous"].get<bool>());
+
+  auto text = run_orch({"route", "make it nicer somehow"}, d.path());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_HAS(text.out, "domain        unknown (0.00): no domain word in the request");
+  EXPECT_HAS(text.out, "status        partial: undecided");
+}
+
+TEST(CliRoute, DryRunToolChoiceAndBudget) {
+  TempDir d;
+  write_registry(d);
+  auto r = run_orch({"route", "quick: count the lines of the system log", "--dry-run", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json doc = report_of(r);
+  EXPECT_EQ(doc["status"], "dry_run");
+  const json& data = doc["output"]["data"];
+  EXPECT_EQ(data["routing"]["selected_tool"], "filestats");
+  EXPECT_EQ(data["routing"]["command"], "count");
+  EXPECT_EQ(data["routing"]["registry_status"], "prod_ready");
+  EXPECT_EQ(data["intent"]["type"], "query");
+  EXPECT_EQ(data["intent"]["domain"], "system");
+  EXPECT_EQ(data["token_budget"]["allocated"], 500);
+  EXPECT_EQ(data["token_budget"]["effective"], 400);
+  EXPECT_EQ(data["classification"]["strategy"], "tool-direct");
+  EXPECT_FALSE(fs::exists(d / ".orch" / "orch.db")) << "route never opens the ledger";
+
+  // Without the registry the same request has no tool and needs a model.
+  auto no_tools = run_orch({"route", "quick: count the lines of the system log", "--json", "--registry",
+                            (source_dir() / "tests" / "data" / "chain-tools" / "registry.yml").string()},
+                           d.path());
+  ASSERT_EQ(no_tools.exit_code, 0) << no_tools.err;
+  json other = report_of(no_tools);
+  EXPECT_EQ(other["output"]["data"]["routing"]["match"], "no_match");
+  EXPECT_EQ(other["output"]["data"]["classification"]["strategy"], "direct");
+}
+
+TEST(CliRoute, AProjectTableReplacesTheShippedOne) {
+  TempDir d;
+  write_file(d / ".orch" / "route" / "strategies.yaml", R"(version: 1
+by_complexity: {trivial: direct, standard: direct, complex: direct}
+no_model: direct
+pipelines:
+  direct: [RECALL, EXECUTE, VERIFY, SUMMARIZE]
+)");
+  auto r = run_orch({"route", "redesign the storage layer", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json doc = report_of(r);
+  EXPECT_EQ(doc["output"]["data"]["classification"]["complexity"], "complex");
+  EXPECT_EQ(doc["output"]["data"]["classification"]["strategy"], "direct");
+  bool overridden = false;
+  for (const auto& t : doc["output"]["data"]["tables"])
+    if (t["name"] == "strategies.yaml") overridden = t["overridden"].get<bool>();
+  EXPECT_TRUE(overridden);
+}
+
+TEST(CliRoute, ABrokenTableExitsTwoNamingFileAndLine) {
+  TempDir d;
+  write_file(d / ".orch" / "route" / "budgets.yaml", "version: 1\ntokens:\n  by_complexity: {trivial: -5}\n");
+  auto r = run_orch({"route", "fix the crash"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_HAS(
+      r.err,
+      ".orch/route/budgets.yaml:3: tokens.by_complexity.trivial: must be a whole number of at least 1");
+  auto j = run_orch({"route", "fix the crash", "--json"}, d.path());
+  EXPECT_EQ(j.exit_code, 2);
+  json doc = report_of(j);
+  EXPECT_EQ(doc["status"], "error");
+  EXPECT_EQ(doc["error"]["code"], "orch_error");
+
+  auto empty = run_orch({"route", "  "}, d.path());
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_HAS(empty.err, "the request is empty");
+}
+
+TEST(CliBudgetCheck, SeedFiguresForResearch) {
+  TempDir d;
+  auto r = run_orch({"budget-check", "--intent", "research", "--input", "abcdefgh", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json doc = json::parse(r.out);
+  EXPECT_EQ(doc["allocated"], 1700);
+  EXPECT_EQ(doc["safety_buffer"], 340);
+  EXPECT_EQ(doc["effective_budget"], 1360);
+  EXPECT_EQ(doc["input_estimated"], 2);
+  auto text = run_orch({"budget-check", "--intent", "query", "--input", "hello"}, d.path());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_HAS(text.out, "query: allocated 500 (base 200 + query 300), safety buffer 100 (20%), effective 400");
+  EXPECT_HAS(text.out, "an estimate");
+}
+
+TEST(CliBudgetCheck, StdinUnknownTypesAndInputsOverTheBudget) {
+  TempDir d;
+  auto piped = run_command(
+      {"/bin/sh", "-c", "printf 'abcdefghijkl' | \"$ORCH\" budget-check --intent audit --input - --json"},
+      d.path(), {{"ORCH", orch::testing::orch_binary()}});
+  ASSERT_EQ(piped.exit_code, 0) << piped.out << piped.err;
+  EXPECT_EQ(json::parse(piped.out)["input_estimated"], 3);
+
+  auto unknown = run_orch({"budget-check", "--intent", "reserch", "--input", "x"}, d.path());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_HAS(unknown.err, "unknown request type 'reserch' (did you mean 'research'?)");
+  EXPECT_HAS(unknown.err, "query");
+
+  auto over =
+      run_orch({"budget-check", "--intent", "query", "--input", std::string(1604, 'a'), "--json"}, d.path());
+  EXPECT_EQ(over.exit_code, 4) << over.out << over.err;
+  EXPECT_EQ(json::parse(over.out)["input_exceeds_budget"], true);
+  EXPECT_HAS(over.err, "exceeds the effective budget of 400 tokens");
+}
+
+}  // namespace
+}  // namespace orch

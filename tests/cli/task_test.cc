@@ -1,0 +1,409 @@
+// Black-box tests of `orch task` through the real binary: the trace state
+// machine, the verifier, isolated engines, gc, the learning loop, and `task run`
+// end to end with a scripted worker.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "testing/testing.h"
+#include "util/json_schema.h"
+
+namespace orch {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using orch::testing::read_file;
+using orch::testing::run_orch;
+using orch::testing::source_dir;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+
+#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+
+const char* const kIntents[] = {"security", "deployment", "architecture",  "bug_fix", "performance",
+                                "feature",  "quick_fix",  "documentation", "research"};
+
+// A project checklist (.orch/route/verify.yaml, which replaces the shipped one):
+// `bug_fix_items` for bug_fix, an attestation for every other intent.
+void write_checklists(const TempDir& d, const std::string& bug_fix_items) {
+  std::string text = "version: 1\nchecklists:\n";
+  for (const char* intent : kIntents) {
+    text += fmt::format("  {}:\n", intent);
+    text +=
+        std::string(intent) == "bug_fix" ? bug_fix_items : "    - {check: \"it is done\", attest: true}\n";
+  }
+  write_file(d / ".orch" / "route" / "verify.yaml", text);
+}
+
+json parse_json(const std::string& text) {
+  auto j = json::parse(text, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << text;
+  return j;
+}
+
+// Every trace document orch prints or exports validates against the published schema.
+void expect_valid_trace(const json& doc) {
+  static const auto schema = JsonSchema::load_file((source_dir() / "schemas" / "trace.schema.json").string());
+  ASSERT_TRUE(schema) << schema.error().message;
+  auto problems = schema->validate(doc);
+  EXPECT_TRUE(problems.empty()) << (problems.empty() ? "" : problems[0]) << "\n" << doc.dump(2);
+}
+
+json plan_trace(const TempDir& d, const std::string& request, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"task", "plan", request, "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = run_orch(args, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  return parse_json(r.out);
+}
+
+TEST(CliTask, PlanClassifiesRunsTheRecallEnginesAndExportsAValidTrace) {
+  TempDir d;
+  const json t = plan_trace(d, "fix the crash in the date parser");
+  EXPECT_EQ(t["intent"], "bug_fix");
+  EXPECT_EQ(t["complexity"], "standard");
+  EXPECT_EQ(t["strategy"], "recall-execute-verify");
+  EXPECT_EQ(t["pipeline"], json({"RECALL", "PLAN", "EXECUTE", "VERIFY", "SUMMARIZE"}));
+  EXPECT_EQ(t["budget"]["tokens"], 3000);
+  // plan logged CLASSIFY, then the engine stages RECALL and PLAN itself.
+  ASSERT_EQ(t["transitions"].size(), 3u);
+  EXPECT_EQ(t["transitions"][0]["state"], "CLASSIFY");
+  EXPECT_EQ(t["transitions"][1]["state"], "RECALL");
+  EXPECT_EQ(t["state"], "PLAN");
+  EXPECT_EQ(t["engine_results"]["recall"]["status"], "ok");
+  EXPECT_EQ(t["engine_results"]["context"]["status"], "ok");
+  EXPECT_EQ(t["engine_results"]["planner"]["status"], "ok") << t["engine_results"].dump(2);
+  expect_valid_trace(t);
+  const fs::path file = d / ".orch" / "traces" / (t["id"].get<std::string>() + ".json");
+  ASSERT_TRUE(fs::exists(file));
+  EXPECT_EQ(parse_json(read_file(file)), t);
+
+  // The circuit misfire of the real implementation: "ci" is not inside "circuit".
+  const json circuit = plan_trace(d, "fix the circuit driver");
+  EXPECT_EQ(circuit["intent"], "bug_fix");
+  EXPECT_NE(circuit["id"], t["id"]);
+  auto list = run_orch({"task", "list"}, d.path());
+  EXPECT_EQ(list.exit_code, 0);
+  EXPECT_HAS(list.out, t["id"].get<std::string>());
+}
+
+TEST(CliTask, IllegalTransitionsAreRefusedNamingTheLegalNextState) {
+  TempDir d;
+  const std::string id = plan_trace(d, "fix the crash in the date parser")["id"];
+  auto skip = run_orch({"task", "log", id, "--state", "VERIFY"}, d.path());
+  EXPECT_EQ(skip.exit_code, 2);
+  EXPECT_HAS(skip.err, "illegal transition PLAN -> VERIFY: the legal next state is EXECUTE");
+  auto again = run_orch({"task", "log", id, "--state", "PLAN"}, d.path());
+  EXPECT_EQ(again.exit_code, 2);
+  auto bogus = run_orch({"task", "log", id, "--state", "DANCE"}, d.path());
+  EXPECT_EQ(bogus.exit_code, 2);
+  EXPECT_HAS(bogus.err, "'DANCE': not a state");
+  auto early = run_orch({"task", "close", id, "--result", "pass"}, d.path());
+  EXPECT_EQ(early.exit_code, 2);
+  EXPECT_HAS(early.err, "close --result pass is legal only after SUMMARIZE");
+  auto unknown = run_orch({"task", "show", "no-such-trace"}, d.path());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_HAS(unknown.err, "no trace 'no-such-trace'");
+  // The refusals changed nothing.
+  auto shown = run_orch({"task", "show", id, "--json"}, d.path());
+  EXPECT_EQ(parse_json(shown.out)["state"], "PLAN");
+}
+
+// VERIFY runs the checklist's commands through the engine: a failing command
+// is a FAIL verdict that blocks SUMMARIZE and close pass; EXECUTE may be retried
+// twice; then only close fail is left, and the trace ends ESCALATED (exit 3).
+TEST(CliTask, AFailingVerifyAllowsTwoRetriesThenOnlyEscalation) {
+  TempDir d;
+  write_checklists(d,
+                   "    - {check: \"the fix is in place\", command: \"test -f fixed.txt\"}\n"
+                   "    - {check: \"root cause named\", attest: true}\n");
+  const std::string id = plan_trace(d, "fix the crash in the date parser")["id"];
+  ASSERT_EQ(run_orch({"task", "log", id, "--state", "EXECUTE", "--note", "first try"}, d.path()).exit_code,
+            0);
+  for (int round = 0; round < 3; ++round) {
+    auto verify = run_orch(
+        {"task", "log", id, "--state", "VERIFY", "--attest", "2=off by one in the day count"}, d.path());
+    EXPECT_EQ(verify.exit_code, 1) << verify.out << verify.err;
+    EXPECT_HAS(verify.out, "verdict FAIL");
+    auto summarize = run_orch({"task", "log", id, "--state", "SUMMARIZE"}, d.path());
+    EXPECT_EQ(summarize.exit_code, 2);
+    EXPECT_HAS(summarize.err, "VERIFY failed");
+    if (round < 2) {
+      ASSERT_EQ(run_orch({"task", "log", id, "--state", "EXECUTE", "--note", "retry"}, d.path()).exit_code,
+                0);
+    }
+  }
+  auto third = run_orch({"task", "log", id, "--state", "EXECUTE"}, d.path());
+  EXPECT_EQ(third.exit_code, 2);
+  EXPECT_HAS(third.err, "retries are used up");
+  auto closed = run_orch(
+      {"task", "close", id, "--result", "fail", "--summary", "could not find it", "--json"}, d.path());
+  EXPECT_EQ(closed.exit_code, 3) << closed.err;
+  const json t = parse_json(closed.out);
+  EXPECT_EQ(t["state"], "ESCALATED");
+  EXPECT_EQ(t["retries"], 2);
+  EXPECT_EQ(t["verifications"].size(), 3u);
+  EXPECT_EQ(t["verifications"][0]["items"][0]["status"], "failed");
+  EXPECT_EQ(t["verifications"][0]["items"][1]["status"], "attested");
+  EXPECT_EQ(t["learning_results"]["harvest"]["status"], "ok") << t["learning_results"].dump(2);
+  expect_valid_trace(t);
+  // Each VERIFY ran its command as a recorded run of the ledger.
+  auto runs = run_orch({"runs", "--json"}, d.path());
+  EXPECT_HAS(runs.out, "verify " + id);
+}
+
+TEST(CliTask, APassingVerifyLetsTheTraceCloseDone) {
+  TempDir d;
+  write_checklists(d,
+                   "    - {check: \"the fix is in place\", command: \"test -f fixed.txt\"}\n"
+                   "    - {check: \"root cause named\", attest: true}\n");
+  const std::string id = plan_trace(d, "fix the crash in the date parser")["id"];
+  ASSERT_EQ(run_orch({"task", "log", id, "--state", "EXECUTE"}, d.path()).exit_code, 0);
+  write_file(d / "fixed.txt", "yes");
+  auto verify = run_orch({"task", "log", id, "--state", "VERIFY"}, d.path());
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_HAS(verify.out, "verdict PASS-WITH-WARNINGS (confidence 0.50)");
+  ASSERT_EQ(run_orch({"task", "log", id, "--state", "SUMMARIZE", "--note", "done"}, d.path()).exit_code, 0);
+  auto closed = run_orch(
+      {"task", "close", id, "--result", "pass", "--summary", "the day count was off by one"}, d.path());
+  EXPECT_EQ(closed.exit_code, 0) << closed.err;
+  EXPECT_HAS(closed.out, "closed DONE");
+  auto again = run_orch({"task", "close", id, "--result", "fail"}, d.path());
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_HAS(again.err, "already closed");
+}
+
+TEST(CliTask, AnAmbiguousRequestAsksFirstUnlessAnIntentIsAssumed) {
+  TempDir d;
+  auto asked = run_orch({"task", "plan", "the thing with the widget"}, d.path());
+  EXPECT_EQ(asked.exit_code, 3) << asked.out << asked.err;
+  EXPECT_HAS(asked.out, "What kind of work is it?");
+  EXPECT_FALSE(fs::exists(d / ".orch" / "traces")) << "no trace is made before the question is answered";
+  const json t = plan_trace(d, "the thing with the widget", {"--assume", "feature"});
+  EXPECT_EQ(t["intent"], "feature");
+  auto bad = run_orch({"task", "plan", "the thing with the widget", "--assume", "dancing"}, d.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_HAS(bad.err, "not an intent");
+}
+
+// A broken engine degrades its own stage only: the trace is made and the
+// failure is recorded with its error.
+TEST(CliTask, AFailingEngineIsRecordedAndTheTraceGoesOn) {
+  TempDir d;
+  write_file(d / ".orch" / "memory" / "memory.db",
+             "this is not a database, it is a text file of some length\n");
+  const json t = plan_trace(d, "fix the crash in the date parser");
+  EXPECT_EQ(t["engine_results"]["recall"]["status"], "FAILED");
+  EXPECT_HAS(t["engine_results"]["recall"]["error"].get<std::string>(), "memory.db");
+  EXPECT_EQ(t["engine_results"]["skills"]["status"], "ok") << "skills read files, not the index";
+  EXPECT_EQ(t["state"], "PLAN");
+  expect_valid_trace(t);
+}
+
+TEST(CliTask, GcAbandonsStaleTracesAndHarvestsThem) {
+  TempDir d;
+  const std::string id = plan_trace(d, "fix the crash in the date parser")["id"];
+  auto fresh = run_orch({"task", "gc", "--older-than", "1h"}, d.path());
+  EXPECT_EQ(fresh.exit_code, 0);
+  EXPECT_HAS(fresh.out, "no open trace");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto gc = run_orch({"task", "gc", "--older-than", "10ms", "--json"}, d.path());
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(parse_json(gc.out)["abandoned"], json({id}));
+  auto shown = parse_json(run_orch({"task", "show", id, "--json"}, d.path()).out);
+  EXPECT_EQ(shown["state"], "ABANDONED");
+  EXPECT_EQ(shown["result"], "abandoned");
+  EXPECT_EQ(shown["learning_results"]["harvest"]["status"], "ok");
+  EXPECT_TRUE(fs::exists(d / ".orch" / "memory" / "lessons" / (id + ".md")));
+  auto open = run_orch({"task", "list", "--open"}, d.path());
+  EXPECT_HAS(open.out, "no open traces");
+  auto log = run_orch({"task", "log", id, "--state", "EXECUTE"}, d.path());
+  EXPECT_EQ(log.exit_code, 2);
+  EXPECT_HAS(log.err, "is closed (ABANDONED)");
+  auto bad = run_orch({"task", "gc", "--older-than", "soon"}, d.path());
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+// The learning loop: a closed trace becomes a lesson that a second, similar
+// request finds in RECALL, through `orch similarity`, and through the gate.
+TEST(CliTask, ASecondSimilarRequestRecallsTheFirstOnesLesson) {
+  TempDir d;
+  write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
+  const std::string first = plan_trace(d, "fix the timezone crash in the date parser")["id"];
+  ASSERT_EQ(run_orch({"task", "log", first, "--state", "EXECUTE"}, d.path()).exit_code, 0);
+  ASSERT_EQ(
+      run_orch({"task", "log", first, "--state", "VERIFY", "--attest", "1=utc offset was dropped"}, d.path())
+          .exit_code,
+      0);
+  ASSERT_EQ(run_orch({"task", "log", first, "--state", "SUMMARIZE"}, d.path()).exit_code, 0);
+  ASSERT_EQ(
+      run_orch({"task", "close", first, "--result", "pass", "--summary", "kept the utc offset when parsing"},
+               d.path())
+          .exit_code,
+      0);
+  const json second = plan_trace(d, "fix the timezone crash in the date parser again");
+  bool recalled = false;
+  for (const auto& hit : second["engine_results"]["recall"]["hits"])
+    if (hit["id"] == first) recalled = true;
+  EXPECT_TRUE(recalled) << second["engine_results"].dump(2);
+  EXPECT_EQ(second["llm"], "cache-first") << "a similar closed trace was found by the capability gate";
+  auto similar = run_orch({"similarity", "timezone crash in the date parser"}, d.path());
+  EXPECT_EQ(similar.exit_code, 0) << similar.err;
+  EXPECT_HAS(similar.out, first);
+}
+
+// `orch task run`: every stage through the core engine with a scripted worker.
+// The worker fixes the file only when its prompt says why the previous attempt
+// failed, so VERIFY fails once, EXECUTE is retried with the reason, and the
+// trace closes DONE.
+TEST(CliTask, RunDrivesEveryStageAndRetriesExecuteWithTheVerifyFailure) {
+  TempDir d;
+  write_file(d / "agent.sh",
+             "#!/bin/sh\n"
+             "case \"$1\" in *'previous attempt failed'*) echo fixed > fixed.txt ;; esac\n"
+             "echo \"did: $(printf '%s' \"$1\" | head -n 1)\"\n");
+  fs::permissions(d / "agent.sh", fs::perms::owner_all);
+  write_file(
+      d / ".orch" / "workers.yaml",
+      "workers:\n  scripted:\n    argv: [./agent.sh, '{prompt}']\n    output: text\n    timeout: 30s\n");
+  write_checklists(d, "    - {check: \"the fix is in place\", command: \"test -f fixed.txt\"}\n");
+  auto r = run_orch({"task", "run", "fix the crash in the date parser", "--worker", "scripted", "--json"},
+                    d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["state"], "DONE");
+  EXPECT_EQ(t["result"], "pass");
+  EXPECT_EQ(t["retries"], 1);
+  std::vector<std::string> states;
+  for (const auto& tr : t["transitions"]) states.push_back(tr["state"]);
+  EXPECT_EQ(states, (std::vector<std::string>{"CLASSIFY", "RECALL", "PLAN", "EXECUTE", "VERIFY", "EXECUTE",
+                                              "VERIFY", "SUMMARIZE", "DONE"}));
+  ASSERT_EQ(t["verifications"].size(), 2u);
+  EXPECT_EQ(t["verifications"][0]["verdict"], "FAIL");
+  EXPECT_EQ(t["verifications"][1]["verdict"], "PASS");
+  EXPECT_HAS(t["summary"].get<std::string>(), "did:");
+  EXPECT_FALSE(t["run_id"].get<std::string>().empty());
+  expect_valid_trace(t);
+  auto status = run_orch({"status", t["run_id"], "--json"}, d.path());
+  EXPECT_EQ(status.exit_code, 0);
+  EXPECT_EQ(parse_json(status.out)["run"]["status"], "succeeded");
+}
+
+// A worker that fixes one thing per call and never the last: VERIFY fails on
+// a different check each time (a.txt, then b.txt), so EXECUTE is retried twice
+// — the limit — and the trace is ESCALATED with three FAIL verdicts. (The same
+// check failing twice in a row ends the retries sooner: the engine's "same
+// failure twice" rule.)
+TEST(CliTask, RunEscalatesAfterTwoRetriesWhenVerifyKeepsFailing) {
+  TempDir d;
+  write_file(d / "partial.sh",
+             "#!/bin/sh\n[ -f calls.txt ] && touch a.txt\necho x >> calls.txt\necho \"call $(wc -l < "
+             "calls.txt)\"\n");
+  fs::permissions(d / "partial.sh", fs::perms::owner_all);
+  write_file(d / ".orch" / "workers.yaml",
+             "workers:\n  lazy:\n    argv: [./partial.sh, '{prompt}']\n    output: text\n");
+  write_checklists(d,
+                   "    - {check: \"a is there\", command: \"test -f a.txt\"}\n"
+                   "    - {check: \"b is there\", command: \"test -f b.txt\"}\n");
+  auto r =
+      run_orch({"task", "run", "fix the crash in the date parser", "--worker", "lazy", "--json"}, d.path());
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["state"], "ESCALATED");
+  EXPECT_EQ(t["retries"], 2);
+  ASSERT_EQ(t["verifications"].size(), 3u);
+  for (const auto& v : t["verifications"]) EXPECT_EQ(v["verdict"], "FAIL");
+  EXPECT_EQ(t["verifications"][0]["items"][1]["status"], "failed");
+  EXPECT_EQ(t["verifications"][0]["items"][2]["status"], "not_run");
+  EXPECT_EQ(t["verifications"][1]["items"][1]["status"], "passed");
+  EXPECT_EQ(t["verifications"][1]["items"][2]["status"], "failed");
+  EXPECT_EQ(read_file(d / "calls.txt"), "x\nx\nx\n") << "three EXECUTE attempts, no more";
+  expect_valid_trace(t);
+
+  auto ambiguous = run_orch({"task", "run", "the thing with the widget", "--worker", "lazy"}, d.path());
+  EXPECT_EQ(ambiguous.exit_code, 3);
+  EXPECT_HAS(ambiguous.out, "What kind of work is it?");
+  auto typo = run_orch({"task", "run", "fix the crash", "--worker", "lazzy"}, d.path());
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_HAS(typo.err, "lazzy");
+}
+
+// The trace's token budget is the run's: the engine charges every worker call
+// to it and starts no call once it is spent (exit 4, the trace ESCALATED).
+TEST(CliTask, RunEnforcesTheTraceBudgetOnEveryWorkerCall) {
+  TempDir d;
+  const std::string agent = (source_dir() / "tests" / "agents" / "fake_agent.py").string();
+  write_file(
+      d / ".orch" / "workers.yaml",
+      fmt::format("workers:\n  coder:\n    argv: [python3, '{}', json, '{{prompt}}']\n    output: json\n"
+                  "    result: result\n    usage: {{tokens_in: usage.input_tokens, tokens_out: "
+                  "usage.output_tokens}}\n"
+                  "    reserve_tokens: 150\n",
+                  agent));
+  write_file(d / ".orch" / "route" / "budgets.yaml",
+             "version: 1\ntokens:\n  by_complexity: {trivial: 100, standard: 200, complex: 300}\n"
+             "  by_intent: {research: 400}\nallocation:\n  base: 200\n"
+             "  by_request_type: {query: 300, action: 500, workflow: 1000, research: 1500, audit: 800}\n"
+             "  safety_buffer_percent: 20\n  chars_per_token: 4\n");
+  write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
+  auto r =
+      run_orch({"task", "run", "fix the crash in the date parser", "--worker", "coder", "--json"}, d.path());
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["state"], "ESCALATED");
+  EXPECT_EQ(t["budget"]["tokens"], 200);
+  EXPECT_EQ(t["budget"]["spent_tokens"], 150) << "execute spent 150; summarize's 150 no longer fit in 200";
+  EXPECT_HAS(t["summary"].get<std::string>(), "budget");
+  expect_valid_trace(t);
+}
+
+// kill -9 in the middle of EXECUTE, then `task run --resume`: the engine
+// resumes the run (the interrupted attempt is re-run) and the trace catches up,
+// ending as a run that was never interrupted would.
+TEST(CliTask, RunKilledMidExecuteIsResumedAndTheTraceCatchesUp) {
+  TempDir d;
+  write_file(d / "slow.sh",
+             "#!/bin/sh\nif [ ! -f first.txt ]; then echo $$ > first.txt; sleep 30; fi\necho \"worked\"\n");
+  fs::permissions(d / "slow.sh", fs::perms::owner_all);
+  write_file(d / ".orch" / "workers.yaml",
+             "workers:\n  slow:\n    argv: [./slow.sh, '{prompt}']\n    output: text\n");
+  write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
+  pid_t pid = orch::testing::spawn_orch(
+      {"task", "run", "fix the crash in the date parser", "--worker", "slow"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for([&] { return fs::exists(d / "first.txt"); }, 20000))
+      << read_file(d / "out.txt");
+  // The trace follows the run within a turn of the engine (100 ms).
+  std::string id;
+  ASSERT_TRUE(orch::testing::wait_for(
+      [&] {
+        const json open = parse_json(run_orch({"task", "list", "--open", "--json"}, d.path()).out);
+        if (open.size() != 1 || open[0]["state"] != "EXECUTE") return false;
+        id = open[0]["id"];
+        return true;
+      },
+      10000));
+  kill(pid, SIGKILL);
+  orch::testing::wait_exit(pid);
+
+  auto r = run_orch({"task", "run", "--resume", id, "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json t = parse_json(r.out);
+  std::vector<std::string> states;
+  for (const auto& tr : t["transitions"]) states.push_back(tr["state"]);
+  EXPECT_EQ(states, (std::vector<std::string>{"CLASSIFY", "RECALL", "PLAN", "EXECUTE", "VERIFY", "SUMMARIZE",
+                                              "DONE"}));
+  EXPECT_EQ(t["retries"], 0) << "an interrupted attempt is not a VERIFY failure";
+  expect_valid_trace(t);
+  auto again = run_orch({"task", "run", "--resume", id}, d.path());
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_HAS(again.err, "is closed (DONE)");
+}
+
+}  // namespace
+}  // namespace orch
