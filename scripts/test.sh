@@ -14,7 +14,8 @@
 #   bench-smoke  bench/run.sh --smoke on build-asan/orch (the benchmarks work;
 #                figures not judged: an ASan build is several times slower)
 # One build drives every stage: a second, optimized build would take this script
-# past its 15-minute budget on two cores. The optimized build is what
+# past its 15-minute budget on two cores. It is a unity build (ORCH_UNITY, on by
+# default: sources compiled in batches of 8), which halves it. The optimized build is what
 # scripts/run-example.sh and bench/run.sh build (build/, RelWithDebInfo).
 # The last line is "N passed, M failed" (stages); the exit status is 0 only when
 # every stage passed. Uses -j2 throughout (the CI machine has 2 cores).

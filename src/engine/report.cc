@@ -7,18 +7,14 @@
 
 #include "engine/run_lock.h"
 #include "orch/clock.h"
+#include "util/iso_time.h"
 
 namespace orch {
 
 using ojson = nlohmann::ordered_json;
 
 std::string iso_time(std::int64_t ms) {
-  if (ms <= 0) return "";
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
+  return ms <= 0 ? std::string() : iso8601_utc(ms);
 }
 
 std::string human_duration(std::int64_t ms) {

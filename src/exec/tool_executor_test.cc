@@ -23,7 +23,6 @@ using orch::testing::source_dir;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 // A registry whose tools are scripts in `dir`: each sub-command of tool `t` runs
 // `dir/NAME.sh` (its stdout and exit code are the test's), and `args` writes its

@@ -27,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 // The document keeps the file's order, so problems come in the order they were written.
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 constexpr ToolStatus kStatuses[] = {ToolStatus::Planned, ToolStatus::InProgress, ToolStatus::DryRunValidated,
                                     ToolStatus::ProdReady, ToolStatus::Pending};
@@ -118,14 +118,14 @@ class RegistryReader {
   // (line, message) pairs, in the order they were found.
   std::vector<std::pair<int, std::string>>& problems() { return problems_; }
 
-  ToolRegistry read(const json& doc) {
+  ToolRegistry read(const ojson& doc) {
     ToolRegistry registry;
     if (!doc.is_object()) {
       problem("", "must be a mapping with `tools` (docs/tools.md)");
       return registry;
     }
     only_keys(doc, "", {"version", "tools"});
-    if (auto it = doc.find("version"); it != doc.end() && *it != json(1))
+    if (auto it = doc.find("version"); it != doc.end() && *it != ojson(1))
       problem("/version", fmt::format("must be 1 (the only format there is), not {}", it->dump()));
     auto tools = doc.find("tools");
     if (tools == doc.end() || !tools->is_object() || tools->empty()) {
@@ -152,7 +152,7 @@ class RegistryReader {
   }
 
   // Keys starting with "x-" are notes (and YAML anchors' homes), except in `args` entries.
-  void only_keys(const json& object, const std::string& pointer, const std::vector<std::string>& known,
+  void only_keys(const ojson& object, const std::string& pointer, const std::vector<std::string>& known,
                  bool notes_allowed = true) {
     for (const auto& [key, value] : object.items()) {
       if ((notes_allowed && key.starts_with("x-")) ||
@@ -162,7 +162,7 @@ class RegistryReader {
     }
   }
 
-  std::optional<std::string> text(const json& object, const std::string& pointer, const std::string& key) {
+  std::optional<std::string> text(const ojson& object, const std::string& pointer, const std::string& key) {
     auto it = object.find(key);
     if (it == object.end()) return std::nullopt;
     if (!it->is_string()) {
@@ -172,7 +172,7 @@ class RegistryReader {
     return it->get<std::string>();
   }
 
-  std::optional<std::vector<std::string>> words(const json& object, const std::string& pointer,
+  std::optional<std::vector<std::string>> words(const ojson& object, const std::string& pointer,
                                                 const std::string& key, bool allow_empty_word) {
     auto it = object.find(key);
     if (it == object.end()) return std::nullopt;
@@ -188,7 +188,7 @@ class RegistryReader {
     }
     std::vector<std::string> out;
     for (std::size_t i = 0; i < it->size(); ++i) {
-      const json& w = (*it)[i];
+      const ojson& w = (*it)[i];
       if (!w.is_string() || (!allow_empty_word && w.get_ref<const std::string&>().empty())) {
         // `[true]` is a YAML boolean: say what was read, so the fix (quotes) is plain.
         problem(child(child(pointer, key), i),
@@ -200,7 +200,7 @@ class RegistryReader {
     return out;
   }
 
-  std::optional<RiskLevel> risk(const json& object, const std::string& pointer) {
+  std::optional<RiskLevel> risk(const ojson& object, const std::string& pointer) {
     auto name = text(object, pointer, "risk");
     if (!name) return std::nullopt;
     std::string lower = *name;
@@ -217,7 +217,7 @@ class RegistryReader {
     return level;
   }
 
-  std::optional<JsonSchema> schema(const json& object, const std::string& pointer, const std::string& key,
+  std::optional<JsonSchema> schema(const ojson& object, const std::string& pointer, const std::string& key,
                                    nlohmann::json* raw) {
     auto it = object.find(key);
     if (it == object.end()) return std::nullopt;
@@ -234,7 +234,7 @@ class RegistryReader {
     return std::move(*compiled);
   }
 
-  RegisteredTool read_tool(const std::string& name, const json& value, const std::string& pointer) {
+  RegisteredTool read_tool(const std::string& name, const ojson& value, const std::string& pointer) {
     RegisteredTool tool;
     tool.name = name;
     if (!value.is_object()) {
@@ -302,7 +302,7 @@ class RegistryReader {
     return tool;
   }
 
-  ToolCommand read_command(const std::string& name, const json& value, const std::string& pointer) {
+  ToolCommand read_command(const std::string& name, const ojson& value, const std::string& pointer) {
     ToolCommand command;
     command.name = name;
     command.input_checker = *JsonSchema::parse(nlohmann::json::object());
@@ -327,7 +327,7 @@ class RegistryReader {
     return command;
   }
 
-  void read_args(const json& value, const std::string& pointer, ToolCommand& command) {
+  void read_args(const ojson& value, const std::string& pointer, ToolCommand& command) {
     std::set<std::string> passed;
     if (auto it = value.find("args"); it != value.end()) {
       const std::string args_pointer = child(pointer, "args");
@@ -366,7 +366,7 @@ class RegistryReader {
     }
   }
 
-  void read_arg(const json& arg, const std::string& pointer, ToolCommand& command,
+  void read_arg(const ojson& arg, const std::string& pointer, ToolCommand& command,
                 std::set<std::string>& passed) {
     if (!arg.is_object()) {
       problem(pointer, "must be a mapping: {input: NAME, flag: --FLAG} or {word: WORD}");

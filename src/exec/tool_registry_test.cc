@@ -40,7 +40,6 @@ std::string one_tool(const std::string& name, const std::string& body) {
   return "tools:\n  " + name + ":\n" + body;
 }
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 TEST(ToolRegistry, TheExampleRegistryLoads) {
   auto registry = load_tool_registry(source_dir() / "examples" / "registry.yml");

@@ -13,6 +13,7 @@
 #include "orch/plan_loader.h"
 #include "orch/report.h"
 #include "orch/validate.h"
+#include "route/skill_output.h"
 #include "util/json_text.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
@@ -31,9 +32,9 @@ constexpr std::size_t kTruncatedResult = 4 * 1024;
 
 // The keys a chain step may have: its own, and those passed to the plan step as written.
 const std::vector<std::string> kOwnKeys = {"id", "executor", "goal", "inputs", "pass_previous"};
-const std::vector<std::string> kPlanKeys = {"run",         "sh",     "env",    "timeout", "attempts",
-                                            "retry_delay", "max_output", "budget", "post", "writes",
-                                            "output",      "risk"};
+const std::vector<std::string> kPlanKeys = {"run",      "sh",          "env",        "timeout",
+                                            "attempts", "retry_delay", "max_output", "budget",
+                                            "post",     "writes",      "output",     "risk"};
 
 std::string json_type_name(const ojson& v) {
   if (v.is_null()) return "null";
@@ -67,13 +68,15 @@ std::string rewrite_previous(const std::string& text, const std::string& prev_id
     }
     std::size_t close = text.find('}', i);
     if (close == std::string::npos) {
-      error = fmt::format("unterminated '${{': '{}' has no closing '}}'", quote_for_message(text.substr(i), 40));
+      error =
+          fmt::format("unterminated '${{': '{}' has no closing '}}'", quote_for_message(text.substr(i), 40));
       return text;
     }
     std::string what = text.substr(i + 2, close - i - 2);  // previous.result, previous.json.a
-    std::string rest = what.substr(8);                      // .result, .json.a, ""
+    std::string rest = what.substr(8);                     // .result, .json.a, ""
     if (rest != ".result" && rest != ".json" && !rest.starts_with(".json.")) {
-      error = fmt::format("unknown placeholder '${{{}}}' (use ${{previous.result}} or ${{previous.json.PATH}})", what);
+      error = fmt::format(
+          "unknown placeholder '${{{}}}' (use ${{previous.result}} or ${{previous.json.PATH}})", what);
       return text;
     }
     if (prev_id.empty()) {
@@ -94,9 +97,11 @@ void rewrite_leaves(ojson& value, const std::string& prev_id, const std::string&
     value = rewrite_previous(value.get<std::string>(), prev_id, e);
     if (!e.empty()) error = where + ": " + e;
   } else if (value.is_object()) {
-    for (auto it = value.begin(); it != value.end(); ++it) rewrite_leaves(it.value(), prev_id, where + "." + it.key(), error);
+    for (auto it = value.begin(); it != value.end(); ++it)
+      rewrite_leaves(it.value(), prev_id, where + "." + it.key(), error);
   } else if (value.is_array()) {
-    for (std::size_t k = 0; k < value.size(); ++k) rewrite_leaves(value[k], prev_id, fmt::format("{}[{}]", where, k), error);
+    for (std::size_t k = 0; k < value.size(); ++k)
+      rewrite_leaves(value[k], prev_id, fmt::format("{}[{}]", where, k), error);
   }
 }
 
@@ -116,7 +121,9 @@ bool refers_to(const ojson& value, const std::string& id) {
   return false;
 }
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
 
 // The position (1-based) of each step id.
 std::map<std::string, int> positions_of(const Plan& plan) {
@@ -125,15 +132,14 @@ std::map<std::string, int> positions_of(const Plan& plan) {
   return out;
 }
 
-std::string step_label(int pos, const std::string& id) { return fmt::format("step {} ('{}')", pos, id); }
-
-std::string diagnostic_text(const Diagnostic& d, const std::map<std::string, int>& pos) {
-  if (auto it = pos.find(d.step_id); it != pos.end()) return step_label(it->second, d.step_id) + ": " + d.message;
-  return d.message;
+std::string step_label(int pos, const std::string& id) {
+  return fmt::format("step {} ('{}')", pos, id);
 }
 
-ojson tokens_json(std::int64_t in, std::int64_t out) {
-  return {{"input", in}, {"output", out}, {"total", in + out}};
+std::string diagnostic_text(const Diagnostic& d, const std::map<std::string, int>& pos) {
+  if (auto it = pos.find(d.step_id); it != pos.end())
+    return step_label(it->second, d.step_id) + ": " + d.message;
+  return d.message;
 }
 
 // Backs off to a UTF-8 character boundary at or before `n`.
@@ -152,13 +158,20 @@ ojson result_value(const std::string& result) {
 
 const char* chain_step_status(StepStatus s) {
   switch (s) {
-    case StepStatus::Done: return "success";
-    case StepStatus::Failed: return "error";
-    case StepStatus::Skipped: return "skipped";
-    case StepStatus::Pending: return "pending";
-    case StepStatus::Running: return "running";
-    case StepStatus::Cancelled: return "cancelled";
-    case StepStatus::AwaitingApproval: return "awaiting_approval";
+    case StepStatus::Done:
+      return "success";
+    case StepStatus::Failed:
+      return "error";
+    case StepStatus::Skipped:
+      return "skipped";
+    case StepStatus::Pending:
+      return "pending";
+    case StepStatus::Running:
+      return "running";
+    case StepStatus::Cancelled:
+      return "cancelled";
+    case StepStatus::AwaitingApproval:
+      return "awaiting_approval";
   }
   return "pending";
 }
@@ -168,36 +181,21 @@ RiskLevel risk_of(const Step& step, const ExecutorRegistry& executors) {
   return step.risk.value_or(RiskLevel::Low);
 }
 
+// The skill-output envelope (route/skill_output.h) with a chain's own fields.
 ojson report_skeleton(const std::string& status, int max_steps) {
-  ojson r = ojson::object();
-  r["schema"] = "orch.skill-output/1";
-  r["status"] = status;
-  r["skill_name"] = kSkillName;
-  r["skill_version"] = ORCH_VERSION;
-  r["run_id"] = nullptr;
-  r["timestamp"] = iso_time(Clock::system().wall_ms());
-  r["duration_ms"] = 0;
-  r["tokens_used"] = tokens_json(0, 0);
-  r["cost_usd"] = 0.0;
+  ojson r = route::skill_output_skeleton(kSkillName, status, iso_time(Clock::system().wall_ms()));
   r["chain_policy"] = "abort_on_failure";
   r["chain_limit"] = max_steps;
-  r["output"] = {{"summary", ""}, {"data", nullptr}};
   r["execution_chain"] = ojson::array();
-  r["error"] = nullptr;
   return r;
-}
-
-ojson error_json(const std::string& code, const std::string& message, bool recoverable, std::optional<int> step) {
-  ojson e = {{"code", code}, {"message", message}, {"recoverable", recoverable}};
-  e["step"] = step ? ojson(*step) : ojson(nullptr);
-  return e;
 }
 
 }  // namespace
 
 ChainExpected<ChainInput> read_chain_input(const std::string& arg) {
   std::string_view t = trim(arg);
-  if (t.empty()) return std::unexpected(invalid("--steps is empty: give a JSON array of steps, or a file holding one"));
+  if (t.empty())
+    return std::unexpected(invalid("--steps is empty: give a JSON array of steps, or a file holding one"));
   ChainInput in;
   std::string text;
   bool yaml = false;
@@ -238,17 +236,21 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
   const ojson& steps = input.steps;
   const std::string what = input.source.empty() ? "--steps" : input.source;
   if (!steps.is_array())
-    return std::unexpected(invalid(fmt::format("{}: a chain is a JSON array of steps, got {}", what, json_type_name(steps))));
-  if (steps.empty()) return std::unexpected(invalid(fmt::format("{}: a chain needs at least one step", what)));
+    return std::unexpected(
+        invalid(fmt::format("{}: a chain is a JSON array of steps, got {}", what, json_type_name(steps))));
+  if (steps.empty())
+    return std::unexpected(invalid(fmt::format("{}: a chain needs at least one step", what)));
   if (options.max_steps < 1)
-    return std::unexpected(invalid(fmt::format("the step limit must be at least 1 (got {})", options.max_steps)));
+    return std::unexpected(
+        invalid(fmt::format("the step limit must be at least 1 (got {})", options.max_steps)));
   // The limit comes first, before anything else is looked at: never truncated.
   if (steps.size() > static_cast<std::size_t>(options.max_steps))
     return std::unexpected(ChainRefusal{
         "chain_limit_exceeded",
-        fmt::format("the chain has {} steps, more than the limit of {}; nothing was run (raise the limit with "
-                    "--max-steps N or ORCH_CHAIN_MAX_STEPS, or split the chain)",
-                    steps.size(), options.max_steps),
+        fmt::format(
+            "the chain has {} steps, more than the limit of {}; nothing was run (raise the limit with "
+            "--max-steps N or ORCH_CHAIN_MAX_STEPS, or split the chain)",
+            steps.size(), options.max_steps),
         {}});
 
   std::vector<std::string> problems;
@@ -261,7 +263,8 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
     const ojson& item = steps[i];
     auto problem = [&](const std::string& msg) { problems.push_back(fmt::format("step {}: {}", pos, msg)); };
     if (!item.is_object()) {
-      problem(fmt::format("a step is an object {{\"executor\": ..., \"inputs\": {{...}}}}, got {}", json_type_name(item)));
+      problem(fmt::format("a step is an object {{\"executor\": ..., \"inputs\": {{...}}}}, got {}",
+                          json_type_name(item)));
       prev_id = fmt::format("step{}", pos);
       continue;
     }
@@ -288,7 +291,9 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
     }
     std::string executor;
     if (!item.contains("executor")) {
-      problem("'executor' is required (tool:NAME, worker:NAME, llm, llm:MODEL, shell, builtin:echo, builtin:json)");
+      problem(
+          "'executor' is required (tool:NAME, worker:NAME, llm, llm:MODEL, shell, builtin:echo, "
+          "builtin:json)");
       ok = false;
     } else if (!item["executor"].is_string() || item["executor"].get<std::string>().empty()) {
       problem(fmt::format("'executor' must be a non-empty string, got {}", json_type_name(item["executor"])));
@@ -299,7 +304,8 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
     if (item.contains("goal") && !item["goal"].is_string()) {
       problem(fmt::format("'goal' must be a string, got {}", json_type_name(item["goal"])));
       ok = false;
-    } else if (item.contains("goal") && item["goal"].get<std::string>().find("${previous") != std::string::npos) {
+    } else if (item.contains("goal") &&
+               item["goal"].get<std::string>().find("${previous") != std::string::npos) {
       problem("'goal' is not a template: put ${previous.result} in an input instead");
       ok = false;
     }
@@ -308,7 +314,8 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
       ok = false;
     }
     if (item.contains("pass_previous") && !item["pass_previous"].is_boolean()) {
-      problem(fmt::format("'pass_previous' must be true or false, got {}", json_type_name(item["pass_previous"])));
+      problem(fmt::format("'pass_previous' must be true or false, got {}",
+                          json_type_name(item["pass_previous"])));
       ok = false;
     }
     if (!ok) {
@@ -337,7 +344,8 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
     }
     // The implicit channel, when the step does not take the previous result itself.
     const bool pass = item.value("pass_previous", true);
-    const bool explicit_ref = refers_to(inputs, prev_id) || (step.contains("run") && refers_to(step["run"], prev_id)) ||
+    const bool explicit_ref = refers_to(inputs, prev_id) ||
+                              (step.contains("run") && refers_to(step["run"], prev_id)) ||
                               (step.contains("sh") && refers_to(step["sh"], prev_id)) ||
                               (step.contains("env") && refers_to(step["env"], prev_id));
     if (!prev_id.empty() && pass && !explicit_ref) {
@@ -346,12 +354,14 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
         if (!step.contains("env") || !step["env"].is_object()) {
           if (!step.contains("env")) step["env"] = ojson::object();
         }
-        if (step["env"].is_object() && !step["env"].contains("ORCH_CHAIN_PREVIOUS")) step["env"]["ORCH_CHAIN_PREVIOUS"] = ref;
+        if (step["env"].is_object() && !step["env"].contains("ORCH_CHAIN_PREVIOUS"))
+          step["env"]["ORCH_CHAIN_PREVIOUS"] = ref;
       } else if (starts_with(executor, "worker:") || executor == "builtin:json") {
         if (!inputs.contains("previous")) inputs["previous"] = ref;
       } else if (executor == "llm" || starts_with(executor, "llm:")) {
         if (inputs.contains("prompt") && inputs["prompt"].is_string())
-          inputs["prompt"] = inputs["prompt"].get<std::string>() + "\n\nThe result of the previous step:\n" + ref;
+          inputs["prompt"] =
+              inputs["prompt"].get<std::string>() + "\n\nThe result of the previous step:\n" + ref;
       }
     }
     step["inputs"] = std::move(inputs);
@@ -385,7 +395,8 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
   for (const auto& d : loaded.diagnostics) problems.push_back(diagnostic_text(d, pos));
   if (!problems.empty()) return refuse(std::move(problems));
   loaded.plan.source_path = input.source;
-  Diagnostics semantic = validate_plan(loaded.plan, validate_options_for(options.workspace, input.source, *options.executors));
+  Diagnostics semantic =
+      validate_plan(loaded.plan, validate_options_for(options.workspace, input.source, *options.executors));
   for (const auto& d : semantic) problems.push_back(diagnostic_text(d, pos));
   if (!problems.empty()) return refuse(std::move(problems));
   // The risk of each step as its executor saw it when the chain was built, kept
@@ -419,14 +430,17 @@ bool was_transient(Store& store, const std::string& run_id, const AttemptRecord&
 }
 }  // namespace
 
-Expected<ojson> build_chain_report(Store& store, const std::string& run_id, const ExecutorRegistry& executors) {
+Expected<ojson> build_chain_report(Store& store, const std::string& run_id,
+                                   const ExecutorRegistry& executors) {
   ojson run_report = ORCH_TRY(build_run_report(store, run_id, ReportDetail::Summary));
   PlanVersion version = ORCH_TRY(store.latest_plan(run_id));
   ojson plan_doc = ojson::parse(version.text, nullptr, false);
   if (!plan_doc.is_object() || !plan_doc.contains(kChainPlanKey))
-    return fail(ErrorCode::InvalidInput, fmt::format("run {} is not a chain (it was not started by `orch chain`)", run_id));
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("run {} is not a chain (it was not started by `orch chain`)", run_id));
   const ojson& marker = plan_doc[kChainPlanKey];
-  const int max_steps = marker.is_object() ? marker.value("max_steps", kDefaultChainMaxSteps) : kDefaultChainMaxSteps;
+  const int max_steps =
+      marker.is_object() ? marker.value("max_steps", kDefaultChainMaxSteps) : kDefaultChainMaxSteps;
   // Recorded when the chain was built; else (a plan edited with --replan) asked again.
   const ojson recorded_risks = marker.is_object() ? marker.value("risks", ojson::array()) : ojson::array();
   LoadResult loaded = parse_plan(version.text, version.path.empty() ? "chain" : version.path);
@@ -480,7 +494,7 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id, cons
     e["risk"] = risk_level_name(risk);
     e["duration_ms"] = s.wall_ms;
     e["attempts"] = attempt_count[s.step_id];
-    e["tokens"] = tokens_json(s.tokens_in, s.tokens_out);
+    e["tokens"] = route::skill_output_tokens(s.tokens_in, s.tokens_out);
     e["cost_usd"] = s.cost_usd;
     if (s.status == StepStatus::Done) {
       e["result_bytes"] = s.result.size();
@@ -495,12 +509,13 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id, cons
     e["reason"] = s.reason;
     chain_list.push_back(std::move(e));
   }
-  r["tokens_used"] = tokens_json(tin, tout);
+  r["tokens_used"] = route::skill_output_tokens(tin, tout);
   r["cost_usd"] = cost;
   r["execution_chain"] = std::move(chain_list);
   if (last_done != nullptr) {
-    r["output"]["data"] = last_done->result.size() <= kMaxReportedResult ? result_value(last_done->result)
-                                                                         : ojson(utf8_prefix(last_done->result, kTruncatedResult));
+    r["output"]["data"] = last_done->result.size() <= kMaxReportedResult
+                              ? result_value(last_done->result)
+                              : ojson(utf8_prefix(last_done->result, kTruncatedResult));
   }
 
   const int total = static_cast<int>(steps.size());
@@ -508,7 +523,8 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id, cons
   const std::string stop_desc =
       stop ? fmt::format("step {}/{} '{}' ({})", n, total, stop->step_id, stop->executor) : std::string();
   auto set_error = [&](const std::string& code, const std::string& message, bool recoverable) {
-    r["error"] = error_json(code, message, recoverable, stop ? std::optional<int>(n) : std::nullopt);
+    r["error"] =
+        route::skill_output_error(code, message, recoverable, stop ? std::optional<int>(n) : std::nullopt);
   };
   switch (status) {
     case RunStatus::Succeeded:
@@ -529,19 +545,22 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id, cons
       const int k = stop ? stop->idx + 1 : 0;
       r["status"] = "awaiting_approval";
       r["output"]["summary"] = fmt::format("chain paused at step {}/{}: awaiting approval", k, total);
-      r["error"] = error_json(fmt::format("CHAIN_PAUSED_STEP_{}", k),
-                              stop ? fmt::format("step {}/{} '{}' ({}): {}", k, total, stop->step_id, stop->executor, stop->reason)
-                                   : run["reason"].get<std::string>(),
-                              true, stop ? std::optional<int>(k) : std::nullopt);
+      r["error"] = route::skill_output_error(fmt::format("CHAIN_PAUSED_STEP_{}", k),
+                                             stop ? fmt::format("step {}/{} '{}' ({}): {}", k, total,
+                                                                stop->step_id, stop->executor, stop->reason)
+                                                  : run["reason"].get<std::string>(),
+                                             true, stop ? std::optional<int>(k) : std::nullopt);
       break;
     }
     case RunStatus::Interrupted:
     case RunStatus::Cancelled: {
       const bool interrupted = status == RunStatus::Interrupted;
       r["status"] = interrupted ? "interrupted" : "cancelled";
-      r["output"]["summary"] = fmt::format("chain {} at {}", interrupted ? "interrupted" : "cancelled", stop_desc);
+      r["output"]["summary"] =
+          fmt::format("chain {} at {}", interrupted ? "interrupted" : "cancelled", stop_desc);
       std::string why = run["reason"].get<std::string>();
-      if (why.find("orch resume") == std::string::npos) why += fmt::format("; `orch resume {}` continues it", run_id);
+      if (why.find("orch resume") == std::string::npos)
+        why += fmt::format("; `orch resume {}` continues it", run_id);
       set_error(fmt::format("CHAIN_{}_STEP_{}", interrupted ? "INTERRUPTED" : "CANCELLED", n), why, true);
       break;
     }
@@ -549,7 +568,8 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id, cons
       r["status"] = done > 0 ? "partial" : "error";
       r["output"]["summary"] = fmt::format("chain stopped at {}: budget exhausted", stop_desc);
       set_error(fmt::format("CHAIN_BUDGET_EXHAUSTED_STEP_{}", n),
-                fmt::format("{}: {}", stop_desc, stop && !stop->reason.empty() ? stop->reason : run["reason"].get<std::string>()),
+                fmt::format("{}: {}", stop_desc,
+                            stop && !stop->reason.empty() ? stop->reason : run["reason"].get<std::string>()),
                 false);
       break;
     case RunStatus::Failed:
@@ -569,16 +589,18 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id, cons
       r["status"] = done > 0 ? "partial" : "error";
       r["output"]["summary"] = fmt::format("chain aborted at {}; {} later step{} skipped", stop_desc, skipped,
                                            skipped == 1 ? "" : "s");
-      set_error(fmt::format("CHAIN_ABORTED_STEP_{}", n),
-                fmt::format("{} failed: {}", stop_desc, stop ? stop->reason : run["reason"].get<std::string>()),
-                recoverable);
+      set_error(
+          fmt::format("CHAIN_ABORTED_STEP_{}", n),
+          fmt::format("{} failed: {}", stop_desc, stop ? stop->reason : run["reason"].get<std::string>()),
+          recoverable);
       break;
     }
   }
   return r;
 }
 
-ojson chain_dry_run_report(const Chain& chain, const ExecutorRegistry& executors, const DryRunOptions& options) {
+ojson chain_dry_run_report(const Chain& chain, const ExecutorRegistry& executors,
+                           const DryRunOptions& options) {
   ojson r = report_skeleton("dry_run", chain.max_steps);
   const std::filesystem::path workspace = std::filesystem::absolute(options.workspace);
   ojson list = ojson::array();
@@ -594,7 +616,8 @@ ojson chain_dry_run_report(const Chain& chain, const ExecutorRegistry& executors
       guard = "refused";
       ++refused;
     } else if (risk != RiskLevel::Low) {
-      const bool approved = options.approve_steps.contains(step.id) || (risk == RiskLevel::Medium && options.approve_medium);
+      const bool approved =
+          options.approve_steps.contains(step.id) || (risk == RiskLevel::Medium && options.approve_medium);
       guard = approved ? "approved" : "needs_approval";
       if (!approved) ++waiting;
     }
@@ -628,13 +651,14 @@ ojson chain_dry_run_report(const Chain& chain, const ExecutorRegistry& executors
     e["command"] = command;
     e["duration_ms"] = 0;
     e["attempts"] = 0;
-    e["tokens"] = tokens_json(0, 0);
+    e["tokens"] = route::skill_output_tokens(0, 0);
     e["cost_usd"] = 0.0;
     e["reason"] = "";
     list.push_back(std::move(e));
   }
   const std::size_t n = chain.plan.steps.size();
-  std::string summary = fmt::format("{} step{} (limit {}), nothing was run", n, n == 1 ? "" : "s", chain.max_steps);
+  std::string summary =
+      fmt::format("{} step{} (limit {}), nothing was run", n, n == 1 ? "" : "s", chain.max_steps);
   if (refused > 0) summary += fmt::format("; {} would be refused (critical risk)", refused);
   if (waiting > 0) summary += fmt::format("; {} would wait for approval", waiting);
   r["output"]["summary"] = summary;
@@ -646,7 +670,7 @@ ojson chain_error_report(const std::string& code, const std::string& message, in
                          const std::vector<std::string>& problems) {
   ojson r = report_skeleton("error", max_steps);
   r["output"]["summary"] = message;
-  r["error"] = error_json(code, message, false, std::nullopt);
+  r["error"] = route::skill_output_error(code, message, false, std::nullopt);
   if (!problems.empty()) r["error"]["problems"] = problems;
   return r;
 }
@@ -655,8 +679,8 @@ std::string format_chain_report(const ojson& report) {
   const std::string status = report["status"];
   std::string out;
   const auto& run_id = report["run_id"];
-  out += fmt::format("chain{} {}: {}\n", run_id.is_string() ? " " + run_id.get<std::string>() : std::string(), status,
-                     report["output"]["summary"].get<std::string>());
+  out += fmt::format("chain{} {}: {}\n", run_id.is_string() ? " " + run_id.get<std::string>() : std::string(),
+                     status, report["output"]["summary"].get<std::string>());
   const auto& list = report["execution_chain"];
   std::size_t id_w = 4, ex_w = 8;
   for (const auto& e : list) {
@@ -668,15 +692,17 @@ std::string format_chain_report(const ojson& report) {
   const bool dry = status == "dry_run";
   if (!list.empty()) {
     if (dry)
-      out += fmt::format("  {:>2}  {:<{}}  {:<{}}  {:<8}  {}\n", "#", "STEP", id_w, "EXECUTOR", ex_w, "RISK", "GUARD");
+      out += fmt::format("  {:>2}  {:<{}}  {:<{}}  {:<8}  {}\n", "#", "STEP", id_w, "EXECUTOR", ex_w, "RISK",
+                         "GUARD");
     else
-      out += fmt::format("  {:>2}  {:<{}}  {:<{}}  {:<8}  {:<17}  {:>8}  {:>8}  {}\n", "#", "STEP", id_w, "EXECUTOR",
-                         ex_w, "RISK", "STATUS", "TIME", "TOKENS", "REASON");
+      out += fmt::format("  {:>2}  {:<{}}  {:<{}}  {:<8}  {:<17}  {:>8}  {:>8}  {}\n", "#", "STEP", id_w,
+                         "EXECUTOR", ex_w, "RISK", "STATUS", "TIME", "TOKENS", "REASON");
   }
   for (const auto& e : list) {
     if (dry) {
-      out += fmt::format("  {:>2}  {:<{}}  {:<{}}  {:<8}  {}\n", e["step"].get<int>(), e["id"].get<std::string>(), id_w,
-                         e["executor"].get<std::string>(), ex_w, e["risk"].get<std::string>(), e["guard"].get<std::string>());
+      out += fmt::format("  {:>2}  {:<{}}  {:<{}}  {:<8}  {}\n", e["step"].get<int>(),
+                         e["id"].get<std::string>(), id_w, e["executor"].get<std::string>(), ex_w,
+                         e["risk"].get<std::string>(), e["guard"].get<std::string>());
       std::string command = e["command"];
       std::istringstream lines(command);
       for (std::string line; std::getline(lines, line);) out += "        " + line + "\n";
@@ -688,19 +714,21 @@ std::string format_chain_report(const ojson& report) {
     out += fmt::format("  {:>2}  {:<{}}  {:<{}}  {:<8}  {:<17}  {:>8}  {:>8}  {}\n", e["step"].get<int>(),
                        e["id"].get<std::string>(), id_w, e["executor"].get<std::string>(), ex_w,
                        e["risk"].get<std::string>(), e["status"].get<std::string>(),
-                       human_duration(e["duration_ms"].get<std::int64_t>()), e["tokens"]["total"].get<std::int64_t>(),
-                       reason);
+                       human_duration(e["duration_ms"].get<std::int64_t>()),
+                       e["tokens"]["total"].get<std::int64_t>(), reason);
   }
   if (!dry && report["run_id"].is_string())
-    out += fmt::format("tokens {} (in {}, out {}), cost ${:.4f}, {}\n", report["tokens_used"]["total"].get<std::int64_t>(),
+    out += fmt::format("tokens {} (in {}, out {}), cost ${:.4f}, {}\n",
+                       report["tokens_used"]["total"].get<std::int64_t>(),
                        report["tokens_used"]["input"].get<std::int64_t>(),
                        report["tokens_used"]["output"].get<std::int64_t>(), report["cost_usd"].get<double>(),
                        human_duration(report["duration_ms"].get<std::int64_t>()));
   if (report["error"].is_object()) {
     const auto& e = report["error"];
-    out += fmt::format("error {} ({}): {}\n", e["code"].get<std::string>(),
-                       e["recoverable"].get<bool>() ? "recoverable: `orch resume` may continue it" : "not recoverable",
-                       e["message"].get<std::string>());
+    out += fmt::format(
+        "error {} ({}): {}\n", e["code"].get<std::string>(),
+        e["recoverable"].get<bool>() ? "recoverable: `orch resume` may continue it" : "not recoverable",
+        e["message"].get<std::string>());
     if (e.contains("problems"))
       for (const auto& p : e["problems"]) out += "  " + p.get<std::string>() + "\n";
   }

@@ -26,7 +26,6 @@ using orch::testing::source_dir;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 class ChainTest : public ::testing::Test {
  protected:

@@ -397,30 +397,12 @@ Expected<Trace> log_task(TaskEnv& env, const std::string& trace_ref, TaskState s
     return fail(ErrorCode::InvalidInput, "--attest and --refute apply to --state VERIFY only");
   }
 
-  Transaction tx(*env.traces);
-  ORCH_TRY(tx.begin());
-  Trace trace = ORCH_TRY(locked_trace(env, found.id));
-  ORCH_TRY(check_enter(trace, state));
-  const std::int64_t now = env.now_ms();
-  const bool retry = trace.state() == TaskState::Verify && state == TaskState::Execute;
-  enter_state(trace, state, note, iso8601_utc(now));
-  ORCH_TRY(append(*env.traces, trace.id, now, "state_entered", task_state_name(state),
-                  {{"note", note}, {"retry", retry ? trace.retries : 0}}));
-  if (verdict) {
-    verdict->t = iso8601_utc(now);
-    verdict->retry = trace.retries;
-    trace.verifications.push_back(*verdict);
-    ORCH_TRY(
-        append(*env.traces, trace.id, now, "verify_verdict", "VERIFY", verdict_json(*verdict, verify_run)));
-  }
-  ORCH_TRY(save(env, trace, now, 0));
-  ORCH_TRY(tx.commit());
-  ORCH_TRY(export_trace(trace));
-  return trace;
+  return record_state(env, found.id, state, note, verdict ? &*verdict : nullptr, verify_run);
 }
 
 Expected<Trace> record_state(TaskEnv& env, const std::string& trace_id, TaskState state,
-                             const std::string& note, const VerifyRecord* verdict) {
+                             const std::string& note, const VerifyRecord* verdict,
+                             const std::string& verdict_run) {
   Transaction tx(*env.traces);
   ORCH_TRY(tx.begin());
   Trace trace = ORCH_TRY(locked_trace(env, trace_id));
@@ -435,7 +417,8 @@ Expected<Trace> record_state(TaskEnv& env, const std::string& trace_id, TaskStat
     v.t = iso8601_utc(now);
     v.retry = trace.retries;
     trace.verifications.push_back(v);
-    ORCH_TRY(append(*env.traces, trace.id, now, "verify_verdict", "VERIFY", verdict_json(v, trace.run_id)));
+    ORCH_TRY(append(*env.traces, trace.id, now, "verify_verdict", "VERIFY",
+                    verdict_json(v, verdict_run.empty() ? trace.run_id : verdict_run)));
   }
   ORCH_TRY(save(env, trace, now, 0));
   ORCH_TRY(tx.commit());

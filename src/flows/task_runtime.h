@@ -107,10 +107,13 @@ Expected<std::vector<std::string>> gc_tasks(TaskEnv& env, std::chrono::milliseco
 Expected<Trace> find_task(TaskEnv& env, const std::string& trace_ref);
 Expected<std::vector<Trace>> list_tasks(TaskEnv& env, bool open_only);  // newest first
 
-// Records a state the runtime entered itself (task run), with the same checks
-// as log_task but no verifier: the verdict is given.
+// Enters `state` with the state machine's checks, under the write lock, with no
+// verifier: a VERIFY's verdict is given (task run derives it from the execute
+// attempt's checks; log_task from the verifier it ran). `verdict_run` is the run
+// that produced the verdict ("": the trace's run).
 Expected<Trace> record_state(TaskEnv& env, const std::string& trace_id, TaskState state,
-                             const std::string& note, const VerifyRecord* verdict);
+                             const std::string& note, const VerifyRecord* verdict,
+                             const std::string& verdict_run = "");
 // Sets fields of an open trace (run_id, budget) under the write lock.
 Expected<Trace> update_task(TaskEnv& env, const std::string& trace_id,
                             const std::function<void(Trace&)>& change);

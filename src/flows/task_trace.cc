@@ -125,14 +125,6 @@ const char* verdict_name(Verdict verdict) {
   return "FAIL";
 }
 
-std::string iso8601_utc(std::int64_t ms) {
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
-}
-
 std::vector<TaskState> parse_pipeline(const std::vector<std::string>& stages, std::string* bad_stage) {
   std::vector<TaskState> out;
   for (const std::string& name : stages) {

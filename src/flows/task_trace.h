@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "orch/error.h"
+#include "util/iso_time.h"
 
 namespace orch::flows {
 
@@ -132,6 +133,5 @@ Expected<void> check_close(const Trace& trace, std::string_view result);
 // Appends the transition (after check_enter held); counts a retry.
 void enter_state(Trace& trace, TaskState next, std::string note, std::string t);
 
-std::string iso8601_utc(std::int64_t ms);
 
 }  // namespace orch::flows

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "ledger/sqlite_statement.h"
-#include "memory/iso_time.h"
+#include "util/iso_time.h"
 #include "memory/memory_db.h"
 #include "orch/clock.h"
 #include "util/atomic_file.h"
@@ -33,7 +33,7 @@ std::string cell(std::string_view text, std::size_t max = 100) {
 }
 
 std::string day_and_minute(std::int64_t ms) {
-  std::string iso = iso8601_utc(ms);  // 2026-07-11T09:30:00Z
+  std::string iso = iso8601_utc(ms);  // 2026-07-11T09:30:00.000Z
   return iso.substr(0, 10) + " " + iso.substr(11, 5) + " UTC";
 }
 

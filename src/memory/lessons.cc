@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ledger/sqlite_statement.h"
-#include "memory/iso_time.h"
+#include "util/iso_time.h"
 #include "memory/memory_db.h"
 #include "orch/clock.h"
 #include "util/atomic_file.h"
@@ -76,7 +76,7 @@ std::string lesson_markdown(const LessonInput& l) {
   return fmt::format("---\ntitle: {}\ntrace: {}\nintent: {}\nresult: {}\ntags: {}\nclosed_at: {}\n---\n{}",
                      yaml_string("Lesson: " + headline(l.request)), yaml_string(l.trace_id),
                      yaml_string(l.intent), yaml_string(l.result), json_text(tags),
-                     yaml_string(iso8601_utc(l.closed_at_ms)), lesson_body(l));
+                     yaml_string(iso8601_utc(l.closed_at_ms, TimePrecision::Seconds)), lesson_body(l));
 }
 
 Expected<fs::path> harvest_lesson(const MemoryPaths& paths, const LessonInput& lesson) {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "memory/iso_time.h"
+#include "util/iso_time.h"
 #include "util/read_file.h"
 
 namespace orch::memory {

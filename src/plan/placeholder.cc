@@ -155,7 +155,7 @@ void add_literal(Template& t, std::string_view text, std::size_t offset) {
   t.segments.push_back(std::move(seg));
 }
 
-bool is_digit(char c) {
+bool is_ascii_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
@@ -194,9 +194,9 @@ Expected<Template> parse_template(std::string_view text) {
       t.segments.push_back(std::move(*seg));
       i = close + 1;
       literal_start = i;
-    } else if (text.compare(i, 2, "#E") == 0 && i + 2 < text.size() && is_digit(text[i + 2])) {
+    } else if (text.compare(i, 2, "#E") == 0 && i + 2 < text.size() && is_ascii_digit(text[i + 2])) {
       std::size_t end = i + 2;
-      while (end < text.size() && is_digit(text[end])) ++end;
+      while (end < text.size() && is_ascii_digit(text[end])) ++end;
       int index = 0;
       auto [ptr, ec] = std::from_chars(text.data() + i + 2, text.data() + end, index);
       if (ec != std::errc() || ptr != text.data() + end)

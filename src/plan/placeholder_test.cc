@@ -9,7 +9,7 @@ namespace {
 
 using Kind = Segment::Kind;
 
-Template parse_ok(std::string_view text) {
+Template parse_template_ok(std::string_view text) {
   auto t = parse_template(text);
   EXPECT_TRUE(t) << text << ": " << (t ? "" : t.error().message);
   return t ? *t : Template{};
@@ -22,17 +22,17 @@ std::string parse_error(std::string_view text) {
 }
 
 TEST(ParseTemplate, PlainText) {
-  Template t = parse_ok("hello world");
+  Template t = parse_template_ok("hello world");
   ASSERT_EQ(t.segments.size(), 1u);
   EXPECT_EQ(t.segments[0].kind, Kind::Literal);
   EXPECT_EQ(t.segments[0].text, "hello world");
   EXPECT_FALSE(t.has_placeholders());
-  EXPECT_TRUE(parse_ok("").segments.empty());
-  EXPECT_FALSE(parse_ok("$HOME $ {x} $$ # #Error #E").has_placeholders());
+  EXPECT_TRUE(parse_template_ok("").segments.empty());
+  EXPECT_FALSE(parse_template_ok("$HOME $ {x} $$ # #Error #E").has_placeholders());
 }
 
 TEST(ParseTemplate, StepResult) {
-  Template t = parse_ok("got: ${steps.build.result}!");
+  Template t = parse_template_ok("got: ${steps.build.result}!");
   ASSERT_EQ(t.segments.size(), 3u);
   EXPECT_EQ(t.segments[0].text, "got: ");
   EXPECT_EQ(t.segments[1].kind, Kind::StepResult);
@@ -44,26 +44,26 @@ TEST(ParseTemplate, StepResult) {
 }
 
 TEST(ParseTemplate, StepIdsMayContainDots) {
-  Template t = parse_ok("${steps.build.v2.result}");
+  Template t = parse_template_ok("${steps.build.v2.result}");
   ASSERT_EQ(t.segments.size(), 1u);
   EXPECT_EQ(t.segments[0].text, "build.v2");
-  Template j = parse_ok("${steps.a-b_c.json.x}");
+  Template j = parse_template_ok("${steps.a-b_c.json.x}");
   EXPECT_EQ(j.segments[0].text, "a-b_c");
 }
 
 TEST(ParseTemplate, StepJsonPath) {
-  Template t = parse_ok("${steps.a.json.items.0.name}");
+  Template t = parse_template_ok("${steps.a.json.items.0.name}");
   ASSERT_EQ(t.segments.size(), 1u);
   EXPECT_EQ(t.segments[0].kind, Kind::StepJson);
   EXPECT_EQ(t.segments[0].text, "a");
   EXPECT_EQ(t.segments[0].json_path, (std::vector<std::string>{"items", "0", "name"}));
-  Template whole = parse_ok("${steps.a.json}");
+  Template whole = parse_template_ok("${steps.a.json}");
   EXPECT_EQ(whole.segments[0].kind, Kind::StepJson);
   EXPECT_TRUE(whole.segments[0].json_path.empty());
 }
 
 TEST(ParseTemplate, InputsAttemptsAndIndex) {
-  Template t = parse_ok("${inputs.name} ${attempt.number} ${attempt.previous_failure} #E12x");
+  Template t = parse_template_ok("${inputs.name} ${attempt.number} ${attempt.previous_failure} #E12x");
   std::vector<Kind> kinds;
   for (const auto& s : t.segments) kinds.push_back(s.kind);
   EXPECT_EQ(kinds,
@@ -76,7 +76,7 @@ TEST(ParseTemplate, InputsAttemptsAndIndex) {
 }
 
 TEST(ParseTemplate, DollarDollarBraceIsLiteral) {
-  Template t = parse_ok("echo $${HOME} and $${steps.a.result}");
+  Template t = parse_template_ok("echo $${HOME} and $${steps.a.result}");
   EXPECT_FALSE(t.has_placeholders());
   ASSERT_EQ(t.segments.size(), 1u);
   EXPECT_EQ(t.segments[0].text, "echo ${HOME} and ${steps.a.result}");

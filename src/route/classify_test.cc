@@ -10,6 +10,7 @@
 
 #include "route/tables.h"
 #include "route/words.h"
+#include "route/route_test_support.h"
 #include "testing/testing.h"
 
 namespace orch::route {
@@ -17,15 +18,7 @@ namespace {
 
 using orch::testing::TempDir;
 
-const RouteTables& shipped() {
-  static const RouteTables tables = [] {
-    TempDir empty;
-    auto t = RouteTables::load(empty.path());
-    if (!t) ADD_FAILURE() << t.error().message;
-    return t ? *t : RouteTables{};
-  }();
-  return tables;
-}
+using test::shipped;
 
 // Every intent with a keyword hit.
 std::vector<std::string> hit_intents(const std::string& request) {

@@ -15,6 +15,7 @@
 #include "route/tables.h"
 #include "route/tool_route.h"
 #include "route/words.h"
+#include "route/route_test_support.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
 
@@ -24,17 +25,8 @@ namespace {
 using orch::testing::source_dir;
 using orch::testing::TempDir;
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
-const RouteTables& shipped() {
-  static const RouteTables tables = [] {
-    TempDir empty;
-    auto t = RouteTables::load(empty.path());
-    if (!t) ADD_FAILURE() << t.error().message;
-    return t ? *t : RouteTables{};
-  }();
-  return tables;
-}
+using test::shipped;
 
 LabelChoice domain(const std::string& request) {
   return domain_of(shipped(), words_of(request));

@@ -21,7 +21,6 @@ using orch::testing::source_dir;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 std::string shipped_text(const std::string& name) {
   for (const auto& t : shipped_tables())

@@ -26,7 +26,6 @@ using orch::testing::source_dir;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 // tools/: tests/data/chain-tools (see its registry.yml) and the example filestats.
 void write_tools(const TempDir& d) {

@@ -15,7 +15,6 @@ using orch::testing::run_orch;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 // A closed trace in the format `orch task` writes, that failed VERIFY once.
 void write_trace(const TempDir& d, const std::string& id, const std::string& request,

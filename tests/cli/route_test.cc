@@ -20,10 +20,9 @@ using orch::testing::source_dir;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 // The --json output, parsed, after checking it against the published contract.
-json report_of(const CommandResult& r) {
+json route_report_of(const CommandResult& r) {
   auto doc = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(doc.is_discarded()) << "not JSON:\n" << r.out << r.err;
   if (doc.is_discarded()) return json();
@@ -36,7 +35,7 @@ json report_of(const CommandResult& r) {
   return doc;
 }
 
-void write_registry(const TempDir& d) {
+void write_route_registry(const TempDir& d) {
   write_file(d / ".orch" / "registry.yml", R"(tools:
   filestats:
     command: [./filestats.sh]
@@ -53,7 +52,7 @@ TEST(CliRoute, WatchBeatsGithubAndTheReportFollowsTheContract) {
   TempDir d;
   auto r = run_orch({"route", "watch hacker news for the releases of the Qdrant repo", "--json"}, d.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  json doc = report_of(r);
+  json doc = route_report_of(r);
   EXPECT_EQ(doc["skill_name"], "orch route");
   const json& intent = doc["output"]["data"]["intent"];
   EXPECT_EQ(intent["domain"], "watch");
@@ -69,7 +68,7 @@ TEST(CliRoute, ARequestThatCannotBeDecidedSaysSo) {
   TempDir d;
   auto r = run_orch({"route", "make it nicer somehow", "--json"}, d.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  json doc = report_of(r);
+  json doc = route_report_of(r);
   EXPECT_EQ(doc["status"], "partial");
   EXPECT_EQ(doc["error"]["code"], "route_undecided");
   const json& data = doc["output"]["data"];
@@ -87,10 +86,10 @@ TEST(CliRoute, ARequestThatCannotBeDecidedSaysSo) {
 
 TEST(CliRoute, DryRunToolChoiceAndBudget) {
   TempDir d;
-  write_registry(d);
+  write_route_registry(d);
   auto r = run_orch({"route", "quick: count the lines of the system log", "--dry-run", "--json"}, d.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  json doc = report_of(r);
+  json doc = route_report_of(r);
   EXPECT_EQ(doc["status"], "dry_run");
   const json& data = doc["output"]["data"];
   EXPECT_EQ(data["routing"]["selected_tool"], "filestats");
@@ -108,7 +107,7 @@ TEST(CliRoute, DryRunToolChoiceAndBudget) {
                             (source_dir() / "tests" / "data" / "chain-tools" / "registry.yml").string()},
                            d.path());
   ASSERT_EQ(no_tools.exit_code, 0) << no_tools.err;
-  json other = report_of(no_tools);
+  json other = route_report_of(no_tools);
   EXPECT_EQ(other["output"]["data"]["routing"]["match"], "no_match");
   EXPECT_EQ(other["output"]["data"]["classification"]["strategy"], "direct");
 }
@@ -123,7 +122,7 @@ pipelines:
 )");
   auto r = run_orch({"route", "redesign the storage layer", "--json"}, d.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  json doc = report_of(r);
+  json doc = route_report_of(r);
   EXPECT_EQ(doc["output"]["data"]["classification"]["complexity"], "complex");
   EXPECT_EQ(doc["output"]["data"]["classification"]["strategy"], "direct");
   bool overridden = false;
@@ -142,7 +141,7 @@ TEST(CliRoute, ABrokenTableExitsTwoNamingFileAndLine) {
       ".orch/route/budgets.yaml:3: tokens.by_complexity.trivial: must be a whole number of at least 1");
   auto j = run_orch({"route", "fix the crash", "--json"}, d.path());
   EXPECT_EQ(j.exit_code, 2);
-  json doc = report_of(j);
+  json doc = route_report_of(j);
   EXPECT_EQ(doc["status"], "error");
   EXPECT_EQ(doc["error"]["code"], "orch_error");
 

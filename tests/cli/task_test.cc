@@ -24,7 +24,6 @@ using orch::testing::source_dir;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 const char* const kIntents[] = {"security", "deployment", "architecture",  "bug_fix", "performance",
                                 "feature",  "quick_fix",  "documentation", "research"};

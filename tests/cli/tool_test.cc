@@ -15,7 +15,6 @@ using orch::testing::source_dir;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 // A registry in d/tools/ with the example filestats tool and a tool whose output
 // breaks its contract.

@@ -5,6 +5,7 @@
 // exit code, stdout and stderr; never uses a shell unless asked.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -12,6 +13,9 @@
 #include <map>
 #include <string>
 #include <vector>
+
+// EXPECT_HAS(text, part): `text` contains `part`; prints `text` when it does not.
+#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 namespace orch::testing {
 

@@ -1,18 +1,21 @@
-#include "memory/iso_time.h"
+#include "util/iso_time.h"
 
 #include <fmt/format.h>
 
 #include <cctype>
 #include <ctime>
 
-namespace orch::memory {
+namespace orch {
 
-std::string iso8601_utc(std::int64_t ms) {
+std::string iso8601_utc(std::int64_t ms, TimePrecision precision) {
   std::time_t seconds = static_cast<std::time_t>(ms / 1000);
   std::tm tm{};
   gmtime_r(&seconds, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec);
+  if (precision == TimePrecision::Seconds)
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                       tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
 }
 
 namespace {
@@ -89,4 +92,4 @@ std::optional<std::int64_t> parse_iso8601_ms(std::string_view text) {
   return (static_cast<std::int64_t>(seconds) - offset_minutes * 60) * 1000 + millis;
 }
 
-}  // namespace orch::memory
+}  // namespace orch
