@@ -2,7 +2,7 @@
 # bench/run.sh — orch's benchmarks, all in one invocation (see bench/README.md).
 #
 #   bench/run.sh [--smoke] [--orch PATH] [--spawn-loop PATH] [--runs N] [--keep DIR]
-#                [--no-hyperfine]
+#                [--no-hyperfine] [--only N[,N...]]
 #
 #   1. N independent `true` commands at -j2 (N = 5000): the raw posix_spawn loop
 #      (bench/spawn_loop.cc), `make -j2`, `ninja -j2` and `orch run` with a fresh
@@ -21,7 +21,7 @@
 #      `orch task log TRACE --state EXECUTE` per trace is timed, interleaved with
 #      `python3 -c pass` as the baseline; the medians, in ms.
 #
-# Each timing is the mean of --runs runs (default 3) measured with hyperfine when
+# --only 2,5 runs those sections only. Each timing is the mean of --runs runs (default 3) measured with hyperfine when
 # it is installed (and --no-hyperfine is not given), else with bash's clock. --smoke runs everything small (200
 # commands, 100-step chain, 2000-step plan, 1 run) to check that the benchmark
 # works; its figures are not judged against the targets. Exit status: 0 when every
@@ -37,6 +37,7 @@ spawn_loop=""
 runs=""
 keep=""
 use_hyperfine=1
+only=""
 while (($#)); do
   case "$1" in
     --smoke) smoke=1 ;;
@@ -45,6 +46,7 @@ while (($#)); do
     --runs) runs=$2; shift ;;
     --keep) keep=$2; shift ;;
     --no-hyperfine) use_hyperfine=0 ;;
+    --only) only=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -97,6 +99,8 @@ judge() {
   if awk "BEGIN { exit !($1 $2 $3) }"; then echo "ok"; else echo "MISS"; fi
 }
 now_ns() { date +%s%N; }
+# want N: section N is to run (every section unless --only lists others).
+want() { [[ -z "$only" || ",$only," == *",$1,"* ]]; }
 
 # measure NAME PREPARE COMMAND: prints the mean wall seconds of COMMAND over $runs
 # runs, running PREPARE (a shell command, may be "") before each. Command output
@@ -148,6 +152,7 @@ python3 "$repo/bench/gen_commands.py" "$work/chain1" --n 0 --chain 1 --big 0
 flat=$work/flat
 
 # --- 1. N independent commands ---------------------------------------------------
+if want 1; then
 banner "1. $n independent \`true\` commands, -j2"
 printf -v orch_store_prep 'rm -rf %s %s && mkdir -p %s' "$(q "$work/store")" "$(q "$work/ws")" "$(q "$work/ws")"
 orch_run() {  # orch_run PLAN: the command line of a fresh durable run
@@ -189,11 +194,13 @@ if ((have_orch)); then
 else
   note "orch run -j 2: skipped (no orch binary)"
 fi
+fi
 
 # --- 2. builtin chain -------------------------------------------------------------
 # Both plan formats: YAML (yaml parsing is part of a step's cost) and JSON (the
 # fast path for generated plans). The target is judged on the whole wall time per
 # step; the marginal figure leaves out orch's fixed start-up.
+if want 2; then
 banner "2. chain of $chain builtin:echo steps"
 if ((have_orch)); then
   for fmt in yaml json; do
@@ -215,8 +222,10 @@ if ((have_orch)); then
 else
   note "orch chain: skipped (no orch binary)"
 fi
+fi
 
 # --- 3. big plan: validate, then kill -9 and resume ---------------------------------
+if want 3; then
 banner "3. $big-step plan: validate, kill -9, resume"
 attempt_count() {  # rows in the ledger's attempts table (0 before it exists)
   sqlite3 -batch -cmd '.timeout 2000' "$1" 'select count(*) from attempts' 2>/dev/null || echo 0
@@ -301,8 +310,10 @@ if ((have_orch)); then
 else
   note "orch validate / resume: skipped (no orch binary)"
 fi
+fi
 
 # --- 4. llm steps against the local fake provider -------------------------------------
+if want 4; then
 banner "4. $llm_steps llm steps, local provider answering after ${llm_delay_ms} ms, -j $llm_jobs"
 if ((have_orch)); then
   python3 "$repo/bench/llm_server.py" --port-file "$work/llm.port" --delay-ms "$llm_delay_ms" >"$work/llm.log" 2>&1 &
@@ -344,8 +355,10 @@ PLAN
 else
   note "orch llm steps: skipped (no orch binary)"
 fi
+fi
 
 # --- 5. orch task log --------------------------------------------------------------
+if want 5; then
 banner "5. orch task log: median of $task_logs calls, against python3 -c pass"
 if ((have_orch)); then
   mkdir -p "$work/task"
@@ -378,6 +391,7 @@ TASKLOG
   fi
 else
   note "orch task log: skipped (no orch binary)"
+fi
 fi
 
 # --- summary ----------------------------------------------------------------------

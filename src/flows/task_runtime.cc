@@ -12,6 +12,7 @@
 #include "orch/plan_loader.h"
 #include "util/atomic_file.h"
 #include "util/json_text.h"
+#include "util/strings.h"
 
 namespace orch::flows {
 
@@ -239,8 +240,9 @@ Expected<TaskSettings> load_task_settings(const fs::path& workspace) {
     else if (key == "verify_timeout")
       duration_of(settings.verify_timeout);
     else
-      problems.push_back(fmt::format("{}:{}: unknown setting '{}' (known: abandon_after, verify_timeout)",
-                                     file.string(), line, key));
+      problems.push_back(fmt::format("{}:{}: unknown setting '{}'{} (known: abandon_after, verify_timeout)",
+                                     file.string(), line, key,
+                                     did_you_mean(key, {"abandon_after", "verify_timeout"})));
   }
   if (!problems.empty()) {
     std::string all;

@@ -229,6 +229,28 @@ TEST(CliTask, GcAbandonsStaleTracesAndHarvestsThem) {
   EXPECT_EQ(bad.exit_code, 2);
 }
 
+// `task plan` runs the same gc first, with abandon_after from .orch/task.yaml;
+// a bad settings file is refused naming its line.
+TEST(CliTask, PlanAbandonsStaleTracesFirstAndChecksTheSettingsFile) {
+  TempDir d;
+  const std::string stale = plan_trace(d, "fix the crash in the date parser")["id"];
+  write_file(d / ".orch" / "task.yaml", "abandon_after: 10ms\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto r = run_orch({"task", "plan", "fix the crash in the time parser"}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_HAS(r.err, "trace " + stale + " was abandoned");
+  EXPECT_EQ(parse_json(run_orch({"task", "show", stale, "--json"}, d.path()).out)["state"], "ABANDONED");
+
+  write_file(d / ".orch" / "task.yaml", "abandon_after: 10ms\nverify_timout: 5m\n");
+  auto typo = run_orch({"task", "list"}, d.path());
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_HAS(typo.err, "task.yaml:2: unknown setting 'verify_timout' (did you mean 'verify_timeout'?)");
+  write_file(d / ".orch" / "task.yaml", "abandon_after: later\n");
+  auto bad = run_orch({"task", "list"}, d.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_HAS(bad.err, "task.yaml:1: abandon_after: expected a positive duration");
+}
+
 // The learning loop: a closed trace becomes a lesson that a second, similar
 // request finds in RECALL, through `orch similarity`, and through the gate.
 TEST(CliTask, ASecondSimilarRequestRecallsTheFirstOnesLesson) {
