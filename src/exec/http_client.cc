@@ -8,7 +8,8 @@
 // inside start()).
 #include "exec/http_client.h"
 
-#include <curl/curl.h>
+#include "exec/curl_api.h"
+
 #include <fmt/format.h>
 #include <poll.h>
 
@@ -23,10 +24,6 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-void init_libcurl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 std::string to_lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -72,13 +69,21 @@ struct HttpClient::Impl {
   // Deferred deliveries check this: a destroyed client delivers nothing.
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
 
+  const CurlApi* api = nullptr;  // null when libcurl could not be loaded
+  std::string load_error;
+
   explicit Impl(EventLoop& l) : loop(l) {
-    init_libcurl_once();
-    multi = curl_multi_init();
-    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &Impl::on_socket);
-    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
-    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &Impl::on_timer);
-    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+    auto loaded = load_curl();
+    if (!loaded) {
+      load_error = loaded.error().message;
+      return;
+    }
+    api = *loaded;
+    multi = api->multi_init();
+    api->multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &Impl::on_socket);
+    api->multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+    api->multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &Impl::on_timer);
+    api->multi_setopt(multi, CURLMOPT_TIMERDATA, this);
   }
 
   ~Impl() {
@@ -87,16 +92,17 @@ struct HttpClient::Impl {
     transfers.clear();
     for (curl_socket_t s : watched) loop.unwatch(s);
     if (timer) loop.cancel_timer(timer);
-    curl_multi_cleanup(multi);
+    if (api != nullptr) api->multi_cleanup(multi);
   }
 
   void release(Transfer& t) {
+    if (api == nullptr) return;  // nothing was ever made with libcurl
     if (t.easy != nullptr) {
-      if (!t.finished) curl_multi_remove_handle(multi, t.easy);
-      curl_easy_cleanup(t.easy);
+      if (!t.finished) api->multi_remove_handle(multi, t.easy);
+      api->easy_cleanup(t.easy);
       t.easy = nullptr;
     }
-    curl_slist_free_all(t.header_list);
+    api->slist_free_all(t.header_list);
     t.header_list = nullptr;
   }
 
@@ -167,16 +173,16 @@ struct HttpClient::Impl {
 
   void act(curl_socket_t s, int flags) {
     int running = 0;
-    curl_multi_socket_action(multi, s, flags, &running);
+    api->multi_socket_action(multi, s, flags, &running);
     collect_finished();
   }
 
   void collect_finished() {
     int left = 0;
-    while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
+    while (CURLMsg* message = api->multi_info_read(multi, &left)) {
       if (message->msg != CURLMSG_DONE) continue;
       Transfer* t = nullptr;
-      curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, &t);
+      api->easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, &t);
       if (t != nullptr) finish(*t, message->data.result);
     }
   }
@@ -185,7 +191,7 @@ struct HttpClient::Impl {
     HttpResponse& r = t.response;
     r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t.started);
     if (result == CURLE_OK) {
-      curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &r.status);
+      api->easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &r.status);
     } else {
       r.status = 0;
       r.body.clear();
@@ -194,12 +200,12 @@ struct HttpClient::Impl {
         r.error = fmt::format("the response is larger than {} bytes", t.request.max_response_bytes);
       } else if (r.timed_out) {
         r.error = fmt::format("timed out after {} ms ({})", r.elapsed.count(),
-                              t.error_buffer[0] != '\0' ? t.error_buffer : curl_easy_strerror(result));
+                              t.error_buffer[0] != '\0' ? t.error_buffer : api->easy_strerror(result));
       } else {
-        r.error = t.error_buffer[0] != '\0' ? std::string(t.error_buffer) : std::string(curl_easy_strerror(result));
+        r.error = t.error_buffer[0] != '\0' ? std::string(t.error_buffer) : std::string(api->easy_strerror(result));
       }
     }
-    curl_multi_remove_handle(multi, t.easy);
+    api->multi_remove_handle(multi, t.easy);
     t.finished = true;
     release(t);
     deliver_later(t.id);
@@ -226,42 +232,51 @@ struct HttpClient::Impl {
     t->request = std::move(request);
     t->done = std::move(done);
     t->started = SteadyClock::now();
-    t->easy = curl_easy_init();
+    if (api == nullptr) {  // reported like any transport failure, from the loop
+      const RequestId id = t->id;
+      t->finished = true;
+      t->response.status = 0;
+      t->response.error = load_error;
+      transfers.emplace(id, std::move(t));
+      deliver_later(id);
+      return id;
+    }
+    t->easy = api->easy_init();
     CURL* e = t->easy;
     const HttpRequest& q = t->request;
-    curl_easy_setopt(e, CURLOPT_URL, q.url.c_str());
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error_buffer);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl can decode
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(q.connect_timeout.count()));
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(q.timeout.count()));
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+    api->easy_setopt(e, CURLOPT_URL, q.url.c_str());
+    api->easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    api->easy_setopt(e, CURLOPT_ERRORBUFFER, t->error_buffer);
+    api->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    api->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    api->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    api->easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl can decode
+    api->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(q.connect_timeout.count()));
+    api->easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(q.timeout.count()));
+    api->easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_body);
+    api->easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    api->easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::on_header);
+    api->easy_setopt(e, CURLOPT_HEADERDATA, t.get());
     if (q.method == "GET") {
-      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+      api->easy_setopt(e, CURLOPT_HTTPGET, 1L);
     } else {
-      curl_easy_setopt(e, CURLOPT_POSTFIELDS, q.body.data());
-      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(q.body.size()));
-      if (q.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, q.method.c_str());
+      api->easy_setopt(e, CURLOPT_POSTFIELDS, q.body.data());
+      api->easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(q.body.size()));
+      if (q.method != "POST") api->easy_setopt(e, CURLOPT_CUSTOMREQUEST, q.method.c_str());
     }
     for (const auto& [name, value] : q.headers)
-      t->header_list = curl_slist_append(t->header_list, fmt::format("{}: {}", name, value).c_str());
+      t->header_list = api->slist_append(t->header_list, fmt::format("{}: {}", name, value).c_str());
     // No "Expect: 100-continue" round trip before a large body.
-    t->header_list = curl_slist_append(t->header_list, "Expect:");
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->header_list);
+    t->header_list = api->slist_append(t->header_list, "Expect:");
+    api->easy_setopt(e, CURLOPT_HTTPHEADER, t->header_list);
 
     const RequestId id = t->id;
     Transfer& ref = *t;
     transfers.emplace(id, std::move(t));
-    if (CURLMcode code = curl_multi_add_handle(multi, e); code != CURLM_OK) {
+    if (CURLMcode code = api->multi_add_handle(multi, e); code != CURLM_OK) {
       // Reported like any transport failure, from the loop.
       ref.finished = true;  // never added: nothing to remove
-      fmt::format_to_n(ref.error_buffer, CURL_ERROR_SIZE - 1, "{}", curl_multi_strerror(code));
+      fmt::format_to_n(ref.error_buffer, CURL_ERROR_SIZE - 1, "{}", api->multi_strerror(code));
       finish_unadded(ref);
     }
     return id;
@@ -270,9 +285,9 @@ struct HttpClient::Impl {
   void finish_unadded(Transfer& t) {
     t.response.status = 0;
     t.response.error = t.error_buffer;
-    curl_easy_cleanup(t.easy);
+    api->easy_cleanup(t.easy);
     t.easy = nullptr;
-    curl_slist_free_all(t.header_list);
+    api->slist_free_all(t.header_list);
     t.header_list = nullptr;
     deliver_later(t.id);
   }
