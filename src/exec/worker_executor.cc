@@ -23,7 +23,7 @@ namespace {
 constexpr std::size_t kMaxWatchedFolders = 8192;
 constexpr std::size_t kMaxEntriesWalked = 200'000;
 
-std::string input_text(const nlohmann::ordered_json& value) {
+std::string worker_input_text(const nlohmann::ordered_json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump(2);
 }
 
@@ -279,11 +279,11 @@ std::string worker_prompt(const AttemptSpec& spec) {
     out += text;
   };
   if (spec.inputs.is_object()) {
-    if (auto it = spec.inputs.find("prompt"); it != spec.inputs.end()) add_section(input_text(*it));
+    if (auto it = spec.inputs.find("prompt"); it != spec.inputs.end()) add_section(worker_input_text(*it));
     std::string rest;
     for (const auto& [name, value] : spec.inputs.items()) {
       if (name == "prompt" || name == "model") continue;
-      rest += fmt::format("{}### {}\n{}", rest.empty() ? "" : "\n\n", name, input_text(value));
+      rest += fmt::format("{}### {}\n{}", rest.empty() ? "" : "\n\n", name, worker_input_text(value));
     }
     if (!rest.empty()) add_section("## Inputs\n\n" + rest);
   }

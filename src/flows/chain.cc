@@ -121,7 +121,7 @@ bool refers_to(const ojson& value, const std::string& id) {
   return false;
 }
 
-bool starts_with(const std::string& s, const char* prefix) {
+bool has_prefix(const std::string& s, const char* prefix) {
   return s.rfind(prefix, 0) == 0;
 }
 
@@ -350,15 +350,15 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
                               (step.contains("env") && refers_to(step["env"], prev_id));
     if (!prev_id.empty() && pass && !explicit_ref) {
       const std::string ref = "${steps." + prev_id + ".result}";
-      if (starts_with(executor, "tool:") || executor == "shell") {
+      if (has_prefix(executor, "tool:") || executor == "shell") {
         if (!step.contains("env") || !step["env"].is_object()) {
           if (!step.contains("env")) step["env"] = ojson::object();
         }
         if (step["env"].is_object() && !step["env"].contains("ORCH_CHAIN_PREVIOUS"))
           step["env"]["ORCH_CHAIN_PREVIOUS"] = ref;
-      } else if (starts_with(executor, "worker:") || executor == "builtin:json") {
+      } else if (has_prefix(executor, "worker:") || executor == "builtin:json") {
         if (!inputs.contains("previous")) inputs["previous"] = ref;
-      } else if (executor == "llm" || starts_with(executor, "llm:")) {
+      } else if (executor == "llm" || has_prefix(executor, "llm:")) {
         if (inputs.contains("prompt") && inputs["prompt"].is_string())
           inputs["prompt"] =
               inputs["prompt"].get<std::string>() + "\n\nThe result of the previous step:\n" + ref;

@@ -1,6 +1,8 @@
 # The data files orch_flows carries inside the binary, so `orch plan` works from
 # any folder: the shipped plan templates (templates/plans/*.yaml) and the plan
-# JSON Schema (schemas/plan.schema.json). Regenerated when any of them changes
+# JSON Schema (schemas/plan.schema.json); for `orch review`, the finding schema
+# (schemas/finding.schema.json) and the quality rubric (data/review/rubric.yaml).
+# Regenerated when any of them changes
 # (they are configure dependencies). Included from the top CMakeLists.txt.
 file(GLOB orch_shipped_templates CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/templates/plans/*.yaml)
 list(SORT orch_shipped_templates)
@@ -16,5 +18,9 @@ endforeach()
 string(APPEND orch_embedded "  };\n  return files;\n}\n\n")
 orch_embed_literal(literal ${CMAKE_SOURCE_DIR}/schemas/plan.schema.json)
 string(APPEND orch_embedded "std::string_view plan_schema_text() {\n  return ${literal};\n}\n")
+orch_embed_literal(literal ${CMAKE_SOURCE_DIR}/schemas/finding.schema.json)
+string(APPEND orch_embedded "\nstd::string_view finding_schema_text() {\n  return ${literal};\n}\n")
+orch_embed_literal(literal ${CMAKE_SOURCE_DIR}/data/review/rubric.yaml)
+string(APPEND orch_embedded "\nstd::string_view review_rubric_text() {\n  return ${literal};\n}\n")
 string(APPEND orch_embedded "\n}  // namespace orch::flows\n")
 orch_write_generated(orch_flows ${CMAKE_BINARY_DIR}/generated/flows/embedded_files.cc "${orch_embedded}")

@@ -1,7 +1,8 @@
 // flows/embedded_files.h — data files compiled into orch (src/flows/embedded_files.cmake).
 //
 // The shipped plan templates (templates/plans/*.yaml, in name order) and the plan
-// JSON Schema (schemas/plan.schema.json), as they were in the source tree when
+// JSON Schema (schemas/plan.schema.json), and for `orch review` the finding
+// schema and the quality rubric (data/review/rubric.yaml), as they were in the source tree when
 // orch was built. Immutable; thread-safe.
 #pragma once
 
@@ -18,5 +19,7 @@ struct EmbeddedFile {
 
 const std::vector<EmbeddedFile>& shipped_templates();
 std::string_view plan_schema_text();
+std::string_view finding_schema_text();  // schemas/finding.schema.json
+std::string_view review_rubric_text();   // data/review/rubric.yaml
 
 }  // namespace orch::flows

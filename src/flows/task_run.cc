@@ -23,10 +23,6 @@ std::string run_name(const std::string& trace_id) {
   return "task " + trace_id;
 }
 
-bool is_command(const json& item) {
-  return item.is_object() && item.contains("command");
-}
-
 // The model stages' inputs, for the executor kind: a worker is given every input
 // (and, on a retry, the previous failure) in its prompt by the worker executor;
 // an llm step sees only `prompt`, so everything goes there.
@@ -64,7 +60,7 @@ ojson build_plan(const Trace& trace, const std::string& executor) {
   // execute: its postconditions are the VERIFY stage.
   ojson post = ojson::array({"result_nonempty"});
   for (const auto& item : trace.verify)
-    if (is_command(item)) post.push_back({{"shell_zero", item["command"].get<std::string>()}});
+    if (is_command_item(item)) post.push_back({{"shell_zero", item["command"].get<std::string>()}});
   std::vector<std::pair<std::string, std::string>> extra = {{"context", "${steps.context.result}"}};
   if (!planned.empty()) extra.emplace_back("plan", planned);
   std::string checklist;
@@ -148,7 +144,7 @@ VerifyRecord verdict_of(const Trace& trace, const AttemptRecord& a) {
   for (const auto& item : trace.verify) {
     CheckOutcome o;
     o.check = item.is_object() ? item.value("check", std::string()) : item.dump();
-    if (is_command(item)) {
+    if (is_command_item(item)) {
       o.kind = "command";
       o.command = item["command"].get<std::string>();
       const json* c = check(index++);

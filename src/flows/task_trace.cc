@@ -125,6 +125,10 @@ const char* verdict_name(Verdict verdict) {
   return "FAIL";
 }
 
+bool is_command_item(const json& item) {
+  return item.is_object() && item.contains("command");
+}
+
 std::vector<TaskState> parse_pipeline(const std::vector<std::string>& stages, std::string* bad_stage) {
   std::vector<TaskState> out;
   for (const std::string& name : stages) {

@@ -117,6 +117,10 @@ nlohmann::json to_json(const Trace& trace);
 // Reads a trace document back; an error names the field that is missing or wrong.
 Expected<Trace> trace_from_json(const nlohmann::json& doc);
 
+// True for a checklist item that is a command ({check, command}); otherwise it is
+// an attestation.
+bool is_command_item(const nlohmann::json& item);
+
 // The pipelines of the four strategies, as stages (docs/task.md).
 std::vector<TaskState> parse_pipeline(const std::vector<std::string>& stages, std::string* bad_stage);
 
@@ -132,6 +136,5 @@ Expected<void> check_close(const Trace& trace, std::string_view result);
 
 // Appends the transition (after check_enter held); counts a retry.
 void enter_state(Trace& trace, TaskState next, std::string note, std::string t);
-
 
 }  // namespace orch::flows

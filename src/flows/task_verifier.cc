@@ -16,10 +16,6 @@ using json = nlohmann::json;
 
 namespace {
 
-bool is_command(const json& item) {
-  return item.is_object() && item.contains("command");
-}
-
 std::string check_text(const json& item) {
   if (item.is_string()) return item.get<std::string>();
   if (item.is_object()) return item.value("check", std::string());
@@ -98,7 +94,7 @@ Expected<VerifierRun> run_verifier(Store& store, const Trace& trace, const Verif
   json steps = json::array();
   for (int i = 0; i < count; ++i) {
     const json& item = trace.verify[static_cast<std::size_t>(i)];
-    if (!is_command(item)) continue;
+    if (!is_command_item(item)) continue;
     steps.push_back({{"id", fmt::format("v{}", i + 1)},
                      {"goal", check_text(item)},
                      {"sh", item["command"].get<std::string>()},
@@ -145,7 +141,7 @@ Expected<VerifierRun> run_verifier(Store& store, const Trace& trace, const Verif
     CheckOutcome o;
     o.check = check_text(item);
     const int number = i + 1;
-    if (is_command(item)) {
+    if (is_command_item(item)) {
       o.kind = "command";
       o.command = item["command"].get<std::string>();
       const std::string id = fmt::format("v{}", number);

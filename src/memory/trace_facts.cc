@@ -16,7 +16,7 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxTraceBytes = std::size_t{8} << 20;
 
-Expected<std::string> text_field(const json& doc, const char* key, bool required) {
+Expected<std::string> trace_text_field(const json& doc, const char* key, bool required) {
   const auto it = doc.find(key);
   if (it == doc.end() || it->is_null()) {
     if (required) return fail(ErrorCode::InvalidInput, fmt::format("trace: field '{}' is missing", key));
@@ -92,20 +92,20 @@ Expected<TraceFacts> read_trace_facts(const json& doc) {
   if (!doc.is_object()) return fail(ErrorCode::InvalidInput, "trace: not a JSON object");
   TraceFacts f;
   LessonInput& l = f.lesson;
-  l.trace_id = ORCH_TRY(text_field(doc, "id", true));
-  l.request = ORCH_TRY(text_field(doc, "request", true));
-  l.intent = ORCH_TRY(text_field(doc, "intent", false));
-  l.result = ORCH_TRY(text_field(doc, "result", false));
+  l.trace_id = ORCH_TRY(trace_text_field(doc, "id", true));
+  l.request = ORCH_TRY(trace_text_field(doc, "request", true));
+  l.intent = ORCH_TRY(trace_text_field(doc, "intent", false));
+  l.result = ORCH_TRY(trace_text_field(doc, "result", false));
   if (!l.result.empty() && l.result != "pass" && l.result != "fail" && l.result != "escalated" &&
       l.result != "abandoned")
     return fail(ErrorCode::InvalidInput,
                 fmt::format("trace: result '{}' is not pass, fail, escalated, abandoned or null", l.result));
-  f.project = ORCH_TRY(text_field(doc, "project", false));
-  f.complexity = ORCH_TRY(text_field(doc, "complexity", false));
-  f.strategy = ORCH_TRY(text_field(doc, "strategy", false));
-  f.state = ORCH_TRY(text_field(doc, "state", false));
-  l.summary = ORCH_TRY(text_field(doc, "summary", false));
-  l.fix = ORCH_TRY(text_field(doc, "fix", false));
+  f.project = ORCH_TRY(trace_text_field(doc, "project", false));
+  f.complexity = ORCH_TRY(trace_text_field(doc, "complexity", false));
+  f.strategy = ORCH_TRY(trace_text_field(doc, "strategy", false));
+  f.state = ORCH_TRY(trace_text_field(doc, "state", false));
+  l.summary = ORCH_TRY(trace_text_field(doc, "summary", false));
+  l.fix = ORCH_TRY(trace_text_field(doc, "fix", false));
 
   std::string summarize_note, last_note, last_execute_note;
   std::int64_t last_t = 0;
@@ -114,8 +114,8 @@ Expected<TraceFacts> read_trace_facts(const json& doc) {
       return fail(ErrorCode::InvalidInput, "trace: field 'transitions' is not a list");
     for (const auto& t : *transitions) {
       if (!t.is_object()) return fail(ErrorCode::InvalidInput, "trace: a transition is not an object");
-      const std::string state = ORCH_TRY(text_field(t, "state", false));
-      const std::string note = ORCH_TRY(text_field(t, "note", false));
+      const std::string state = ORCH_TRY(trace_text_field(t, "state", false));
+      const std::string note = ORCH_TRY(trace_text_field(t, "note", false));
       if (const auto when = t.find("t"); when != t.end()) last_t = std::max(last_t, time_of(*when));
       if (note.empty()) continue;
       f.notes.push_back(note);

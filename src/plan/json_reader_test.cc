@@ -11,13 +11,13 @@ namespace {
 
 using Type = DocNode::Type;
 
-DocNode read_ok(std::string_view text) {
+DocNode json_read_ok(std::string_view text) {
   auto doc = read_json_doc(text);
   EXPECT_TRUE(doc) << text << ": " << (doc ? "" : doc.error().message);
   return doc ? *doc : DocNode{};
 }
 
-JsonSyntaxError read_bad(std::string_view text) {
+JsonSyntaxError json_read_bad(std::string_view text) {
   auto doc = read_json_doc(text);
   EXPECT_FALSE(doc) << text << " should not parse";
   return doc ? JsonSyntaxError{} : doc.error();
@@ -25,7 +25,7 @@ JsonSyntaxError read_bad(std::string_view text) {
 
 TEST(JsonReader, ValuesAndLines) {
   DocNode root =
-      read_ok("{\n  \"a\": [1, -2.5e3, true, false, null],\n  \"b\": {\"c\": \"d\"},\n  \"a\": 0\n}");
+      json_read_ok("{\n  \"a\": [1, -2.5e3, true, false, null],\n  \"b\": {\"c\": \"d\"},\n  \"a\": 0\n}");
   ASSERT_EQ(root.type, Type::Map);
   EXPECT_EQ(root.line, 1);
   ASSERT_EQ(root.entries.size(), 3u) << "duplicates are kept for the loader to report";
@@ -48,59 +48,59 @@ TEST(JsonReader, ValuesAndLines) {
 }
 
 TEST(JsonReader, StringEscapes) {
-  DocNode s = read_ok(R"("q\" b\\ s\/ \b\f\n\r\t \u00e9 \u20ac \ud83d\ude00")");
+  DocNode s = json_read_ok(R"("q\" b\\ s\/ \b\f\n\r\t \u00e9 \u20ac \ud83d\ude00")");
   EXPECT_TRUE(s.quoted);
   EXPECT_EQ(s.scalar, "q\" b\\ s/ \b\f\n\r\t \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
-  EXPECT_EQ(read_ok(R"("")").scalar, "");
-  EXPECT_EQ(read_ok(R"("123")").scalar, "123");
-  EXPECT_TRUE(read_ok(R"("123")").quoted) << "a JSON string is never a number";
-  EXPECT_EQ(read_ok("\"raw \xff bytes\"").scalar, "raw \xff bytes");
+  EXPECT_EQ(json_read_ok(R"("")").scalar, "");
+  EXPECT_EQ(json_read_ok(R"("123")").scalar, "123");
+  EXPECT_TRUE(json_read_ok(R"("123")").quoted) << "a JSON string is never a number";
+  EXPECT_EQ(json_read_ok("\"raw \xff bytes\"").scalar, "raw \xff bytes");
 }
 
 TEST(JsonReader, Errors) {
-  EXPECT_EQ(read_bad("{\"a\": 1,}").message, "expected a key in double quotes, found '}'");
-  EXPECT_EQ(read_bad("{\"a\" 1}").message, "expected ':' after the key \"a\", found '1'");
-  EXPECT_EQ(read_bad("[1 2]").message, "expected ',' or ']' after an array item, found '2'");
-  EXPECT_EQ(read_bad("{\"a\": 1 \"b\": 2}").message,
+  EXPECT_EQ(json_read_bad("{\"a\": 1,}").message, "expected a key in double quotes, found '}'");
+  EXPECT_EQ(json_read_bad("{\"a\" 1}").message, "expected ':' after the key \"a\", found '1'");
+  EXPECT_EQ(json_read_bad("[1 2]").message, "expected ',' or ']' after an array item, found '2'");
+  EXPECT_EQ(json_read_bad("{\"a\": 1 \"b\": 2}").message,
             "expected ',' or '}' after an object member, found '\"'");
-  EXPECT_EQ(read_bad("").message, "expected a value, found the end of the text");
-  EXPECT_EQ(read_bad("[tru]").message, "expected a value, found 't'");
-  EXPECT_EQ(read_bad("{} x").message, "unexpected text after the JSON value");
-  EXPECT_EQ(read_bad("01").message, "numbers cannot start with 0");
-  EXPECT_EQ(read_bad("1.").message, "expected a digit after '.', found the end of the text");
-  EXPECT_EQ(read_bad("1e").message, "expected a digit in the exponent, found the end of the text");
-  EXPECT_EQ(read_bad("-").message, "expected a digit, found the end of the text");
-  EXPECT_EQ(read_bad("\"abc").message, "unterminated string");
-  EXPECT_NE(read_bad("\"a\nb\"").message.find("unterminated string"), std::string::npos);
-  EXPECT_EQ(read_bad("\"\\x\"").message, "unknown escape '\\x' in a string");
-  EXPECT_EQ(read_bad("\"\\u12zz\"").message, "bad hex digit in a \\u escape");
-  EXPECT_EQ(read_bad("\"\\u12\"").message, "incomplete \\u escape");
-  EXPECT_EQ(read_bad("\"\\ud800\"").message, "a \\u surrogate pair is missing its second half");
-  EXPECT_EQ(read_bad("\"\\udc00\"").message, "a lone \\u surrogate in a string");
-  EXPECT_EQ(read_bad("'single'").message, "expected a value, found '''");
+  EXPECT_EQ(json_read_bad("").message, "expected a value, found the end of the text");
+  EXPECT_EQ(json_read_bad("[tru]").message, "expected a value, found 't'");
+  EXPECT_EQ(json_read_bad("{} x").message, "unexpected text after the JSON value");
+  EXPECT_EQ(json_read_bad("01").message, "numbers cannot start with 0");
+  EXPECT_EQ(json_read_bad("1.").message, "expected a digit after '.', found the end of the text");
+  EXPECT_EQ(json_read_bad("1e").message, "expected a digit in the exponent, found the end of the text");
+  EXPECT_EQ(json_read_bad("-").message, "expected a digit, found the end of the text");
+  EXPECT_EQ(json_read_bad("\"abc").message, "unterminated string");
+  EXPECT_NE(json_read_bad("\"a\nb\"").message.find("unterminated string"), std::string::npos);
+  EXPECT_EQ(json_read_bad("\"\\x\"").message, "unknown escape '\\x' in a string");
+  EXPECT_EQ(json_read_bad("\"\\u12zz\"").message, "bad hex digit in a \\u escape");
+  EXPECT_EQ(json_read_bad("\"\\u12\"").message, "incomplete \\u escape");
+  EXPECT_EQ(json_read_bad("\"\\ud800\"").message, "a \\u surrogate pair is missing its second half");
+  EXPECT_EQ(json_read_bad("\"\\udc00\"").message, "a lone \\u surrogate in a string");
+  EXPECT_EQ(json_read_bad("'single'").message, "expected a value, found '''");
 }
 
 TEST(JsonReader, ErrorLines) {
-  EXPECT_EQ(read_bad("{\n\n  \"a\": ,\n}").line, 3);
-  EXPECT_EQ(read_bad("[\n1,\n2,\n").line, 4);
+  EXPECT_EQ(json_read_bad("{\n\n  \"a\": ,\n}").line, 3);
+  EXPECT_EQ(json_read_bad("[\n1,\n2,\n").line, 4);
 }
 
 TEST(JsonReader, DepthIsLimited) {
   std::string deep(kMaxJsonDepth + 1, '[');
   deep += std::string(kMaxJsonDepth + 1, ']');
-  EXPECT_NE(read_bad(deep).message.find("nesting deeper than"), std::string::npos);
+  EXPECT_NE(json_read_bad(deep).message.find("nesting deeper than"), std::string::npos);
   std::string ok(kMaxJsonDepth, '[');
   ok += std::string(kMaxJsonDepth, ']');
-  read_ok(ok);
+  json_read_ok(ok);
 }
 
 TEST(JsonReader, NulBytesAndSurrogateEscapes) {
   using namespace std::string_view_literals;
-  EXPECT_EQ(read_bad("{}\0"sv).message, "unexpected text after the JSON value");
-  EXPECT_EQ(read_bad("\"a\0b\""sv).message, "a control character inside a string must be escaped");
-  EXPECT_EQ(read_ok(R"("\\udc00")").scalar, "\\udc00") << "an escaped backslash, not an escape";
-  EXPECT_EQ(read_ok("\"\xED\xB0\x80\"").scalar, "\xED\xB0\x80") << "raw bytes pass through";
-  EXPECT_EQ(read_bad(R"({"k\udc00": 1})").message, "a lone \\u surrogate in a string");
+  EXPECT_EQ(json_read_bad("{}\0"sv).message, "unexpected text after the JSON value");
+  EXPECT_EQ(json_read_bad("\"a\0b\""sv).message, "a control character inside a string must be escaped");
+  EXPECT_EQ(json_read_ok(R"("\\udc00")").scalar, "\\udc00") << "an escaped backslash, not an escape";
+  EXPECT_EQ(json_read_ok("\"\xED\xB0\x80\"").scalar, "\xED\xB0\x80") << "raw bytes pass through";
+  EXPECT_EQ(json_read_bad(R"({"k\udc00": 1})").message, "a lone \\u surrogate in a string");
 }
 
 TEST(JsonReader, StreamsTheFirstStepList) {

@@ -34,7 +34,7 @@ void read_deps(const ReadContext& ctx, const Field& f, Step& step) {
 }
 
 // StepSpec inputs are strings (Go's map[string]string); other scalars are taken as written.
-void read_inputs(const ReadContext& ctx, const Field& f, Step& step) {
+void read_stepspec_inputs(const ReadContext& ctx, const Field& f, Step& step) {
   if (f.value.is_null()) return;
   if (!f.value.is_map()) {
     ctx.error(f.line, fmt::format("'inputs' must be a mapping of strings, got {}", describe(f.value)));
@@ -102,7 +102,7 @@ void read_stepspec_step(ReadContext& ctx, const DocNode& node, Step& step) {
     step.field_locs[f.key == "postcondition" ? "post" : f.key] = ctx.loc(f.line);
     if (f.key == "goal") step.goal = read_string(ctx, f, "goal").value_or("");
     if (f.key == "deps") read_deps(ctx, f, step);
-    if (f.key == "inputs") read_inputs(ctx, f, step);
+    if (f.key == "inputs") read_stepspec_inputs(ctx, f, step);
     if (f.key == "executor") step.executor = read_string(ctx, f, "executor").value_or("shell");
     if (f.key == "postcondition") read_post(ctx, f, step);
     if (f.key == "idx") {

@@ -1,0 +1,200 @@
+#include "flows/review_finding.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cctype>
+
+#include "engine/attempt_render.h"
+#include "flows/embedded_files.h"
+#include "util/json_schema.h"
+#include "util/strings.h"
+
+namespace orch::flows {
+
+namespace review_finding_detail {
+
+std::string lower_ascii(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The built-in finding schema, parsed once.
+const Expected<JsonSchema>& finding_schema() {
+  static const Expected<JsonSchema> schema = []() -> Expected<JsonSchema> {
+    auto doc = nlohmann::json::parse(finding_schema_text(), nullptr, false);
+    if (doc.is_discarded()) return fail(ErrorCode::Internal, "finding schema is not JSON");
+    return JsonSchema::parse(doc);
+  }();
+  return schema;
+}
+
+std::string string_field(const nlohmann::json& item, const char* key) {
+  auto it = item.find(key);
+  return it != item.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Removes one pair of matching quote marks around a quote ("...", '...', `...`).
+std::string_view unquote(std::string_view text) {
+  if (text.size() >= 2 && text.front() == text.back() &&
+      (text.front() == '"' || text.front() == '\'' || text.front() == '`'))
+    return text.substr(1, text.size() - 2);
+  return text;
+}
+
+std::size_t code_points(std::string_view text) {
+  std::size_t n = 0;
+  for (unsigned char c : text)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+}  // namespace review_finding_detail
+
+namespace rfd = review_finding_detail;
+
+const char* severity_name(Severity severity) {
+  switch (severity) {
+    case Severity::Critical:
+      return "CRITICAL";
+    case Severity::Major:
+      return "MAJOR";
+    case Severity::Minor:
+      return "MINOR";
+    case Severity::Nit:
+      return "NIT";
+  }
+  return "NIT";
+}
+
+std::optional<Severity> parse_severity(std::string_view text) {
+  std::string s = rfd::lower_ascii(text);
+  if (s == "critical" || s == "blocker") return Severity::Critical;
+  if (s == "major") return Severity::Major;
+  if (s == "minor") return Severity::Minor;
+  if (s == "nit") return Severity::Nit;
+  return std::nullopt;
+}
+
+const char* finding_verdict_name(FindingVerdict verdict) {
+  switch (verdict) {
+    case FindingVerdict::Confirmed:
+      return "confirmed";
+    case FindingVerdict::Refuted:
+      return "refuted";
+    case FindingVerdict::Downgraded:
+      return "downgraded";
+    case FindingVerdict::Held:
+      return "held";
+  }
+  return "held";
+}
+
+std::optional<FindingVerdict> parse_finding_verdict(std::string_view text) {
+  for (FindingVerdict v :
+       {FindingVerdict::Confirmed, FindingVerdict::Refuted, FindingVerdict::Downgraded, FindingVerdict::Held})
+    if (text == finding_verdict_name(v)) return v;
+  return std::nullopt;
+}
+
+std::string normalise_path(std::string_view path) {
+  std::string text(path);
+  for (char& c : text)
+    if (c == '\\') c = '/';
+  const bool absolute = !text.empty() && text.front() == '/';
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('/', start);
+    if (end == std::string::npos) end = text.size();
+    std::string part = text.substr(start, end - start);
+    start = end + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == ".." && !parts.empty() && parts.back() != "..") {
+      parts.pop_back();
+      continue;
+    }
+    if (part == ".." && absolute) continue;  // "/.." is "/"
+    parts.push_back(std::move(part));
+  }
+  return (absolute ? "/" : "") + join(parts, "/");
+}
+
+std::string collapse_whitespace(std::string_view text) {
+  std::string out;
+  bool pending_space = false;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      pending_space = !out.empty();
+      continue;
+    }
+    if (pending_space) out += ' ';
+    pending_space = false;
+    out += c;
+  }
+  return out;
+}
+
+std::string finding_id(std::string_view file, std::string_view locus, std::string_view rule_or_claim) {
+  std::string canonical =
+      fmt::format("{}\n{}\n{}", normalise_path(file), rfd::lower_ascii(collapse_whitespace(locus)),
+                  rfd::lower_ascii(collapse_whitespace(rule_or_claim)));
+  return fingerprint_of(canonical).substr(0, 12);
+}
+
+bool evidence_missing(std::string_view evidence, std::string_view artifact_text) {
+  std::string quote = collapse_whitespace(rfd::unquote(collapse_whitespace(evidence)));
+  if (rfd::code_points(quote) < kMinEvidenceChars) return false;
+  return collapse_whitespace(artifact_text).find(quote) == std::string::npos;
+}
+
+void check_evidence(Finding& finding, std::string_view artifact_text) {
+  finding.unverified = evidence_missing(finding.evidence, artifact_text);
+}
+
+Expected<ReviewOutput> parse_review_output(const nlohmann::json& doc, std::string_view lens) {
+  const auto& schema = rfd::finding_schema();
+  if (!schema)
+    return fail(ErrorCode::Internal, "the built-in finding schema is broken: " + schema.error().message);
+  std::vector<std::string> problems = schema->validate(doc);
+  if (!problems.empty())
+    return fail(
+        ErrorCode::InvalidInput,
+        fmt::format("reviewer output does not match schemas/finding.schema.json:\n{}", join(problems, "\n")));
+
+  ReviewOutput out;
+  out.scorecard = doc.at("scorecard");
+  for (const auto& item : doc.at("findings")) {
+    Finding f;
+    f.file = normalise_path(item.at("file").get<std::string>());
+    if (auto it = item.find("line"); it != item.end()) f.line = it->get<std::int64_t>();
+    f.locus = item.at("locus").get<std::string>();
+    f.lenses = {std::string(lens)};
+    f.severity = parse_severity(item.at("severity").get<std::string>()).value_or(Severity::Nit);
+    f.rule = rfd::string_field(item, "rule");
+    f.claim = item.at("claim").get<std::string>();
+    f.evidence = rfd::string_field(item, "evidence");
+    f.failing_case = rfd::string_field(item, "failing_case");
+    f.suggested_fix = rfd::string_field(item, "suggested_fix");
+    if (auto it = item.find("mechanical"); it != item.end()) f.mechanical = it->get<bool>();
+    if (auto it = item.find("confidence"); it != item.end()) f.confidence = it->get<double>();
+    if (auto it = item.find("verdict"); it != item.end())
+      f.verdict = parse_finding_verdict(it->get<std::string>());
+    f.id = finding_id(f.file, f.locus, trim(f.rule).empty() ? f.claim : f.rule);
+    out.findings.push_back(std::move(f));
+  }
+  return out;
+}
+
+Expected<ReviewOutput> parse_review_output_text(std::string_view text, std::string_view lens) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return fail(ErrorCode::InvalidInput, fmt::format("reviewer output is not JSON: {}", e.what()));
+  }
+  return parse_review_output(doc, lens);
+}
+
+}  // namespace orch::flows

@@ -1,0 +1,36 @@
+#include "flows/review_rounds.h"
+
+#include <set>
+
+#include "flows/review_gate.h"
+
+namespace orch::flows {
+
+RoundProgress track_rounds(const std::vector<std::vector<Finding>>& rounds, int dry_rounds) {
+  RoundProgress out;
+  std::set<std::string> seen;                 // every counted id of earlier rounds
+  std::vector<std::set<std::string>> ids_of;  // counted ids, per round
+  std::set<std::string> escalated;
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    std::set<std::string> ids;
+    int fresh_blocking = 0;
+    for (const Finding& f : rounds[r]) {
+      if (!counts_for_gate(f)) continue;
+      const bool blocking = f.severity == Severity::Critical || f.severity == Severity::Major;
+      if (blocking && !seen.contains(f.id) && !ids.contains(f.id)) ++fresh_blocking;
+      ids.insert(f.id);
+    }
+    out.new_blocking.push_back(fresh_blocking);
+    out.dry_streak = fresh_blocking == 0 ? out.dry_streak + 1 : 0;
+    const int round = static_cast<int>(r) + 1;
+    if (!out.converged_round && dry_rounds > 0 && out.dry_streak >= dry_rounds) out.converged_round = round;
+    if (r >= 2)
+      for (const auto& id : ids)
+        if (ids_of[r - 2].contains(id) && escalated.insert(id).second) out.escalated.push_back({id, round});
+    seen.insert(ids.begin(), ids.end());
+    ids_of.push_back(std::move(ids));
+  }
+  return out;
+}
+
+}  // namespace orch::flows

@@ -1,0 +1,43 @@
+// flows/review_rounds.h — loop-until-dry and two-strikes, as bookkeeping over
+// the findings of each round (the seed's runtime left both as prose for the
+// model to follow; here they are a pure function).
+//
+// Input: the reduced findings of rounds 1..n (review_gate.h reduce()), in
+// order. Only findings that count for the gate (verified, not refuted) are
+// looked at. Ids come from finding_id(), which ignores the line, so a finding
+// that merely moved is not new.
+//   * new: an id not seen in any earlier round (at any severity).
+//   * dry round: a round that adds no new CRITICAL or MAJOR id.
+//   * converged: after `dry_rounds` consecutive dry rounds; converged_round is
+//     the (1-based) round at which that happened. Rounds after it are still
+//     counted but do not change converged_round.
+//   * two-strikes: an id present in round N and round N+2 is escalated (to the
+//     human; it is not to be patched a third time). escalated lists each such id
+//     once, with the round at which it was escalated (N+2, the first time).
+//
+// Pure; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flows/review_finding.h"
+
+namespace orch::flows {
+
+struct Escalation {
+  std::string id;
+  int round = 0;  // 1-based round in which the id was seen for the second strike
+};
+
+struct RoundProgress {
+  std::vector<int> new_blocking;  // per round: new CRITICAL/MAJOR ids it added
+  int dry_streak = 0;             // consecutive dry rounds at the end
+  std::optional<int> converged_round;
+  std::vector<Escalation> escalated;  // in round order, then id order
+};
+
+RoundProgress track_rounds(const std::vector<std::vector<Finding>>& rounds, int dry_rounds);
+
+}  // namespace orch::flows
