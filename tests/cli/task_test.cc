@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "testing/fake_llm.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
 
@@ -23,7 +24,6 @@ using orch::testing::run_orch;
 using orch::testing::source_dir;
 using orch::testing::TempDir;
 using orch::testing::write_file;
-
 
 const char* const kIntents[] = {"security", "deployment", "architecture",  "bug_fix", "performance",
                                 "feature",  "quick_fix",  "documentation", "research"};
@@ -353,6 +353,37 @@ TEST(CliTask, RunEscalatesAfterTwoRetriesWhenVerifyKeepsFailing) {
   auto typo = run_orch({"task", "run", "fix the crash", "--worker", "lazzy"}, d.path());
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_HAS(typo.err, "lazzy");
+}
+
+// The default executor of `task run` is `llm`: one chat call per model stage to
+// an OpenAI-compatible provider (our fake, real HTTP on 127.0.0.1), the
+// usage it reports charged to the trace's budget.
+TEST(CliTask, RunWithAModelCallsTheProviderForEachModelStage) {
+  orch::testing::FakeLlmServer server("sk-task-run-123456");
+  ASSERT_TRUE(server.started());
+  TempDir d;
+  write_file(
+      d / ".orch" / "models.yaml",
+      fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: ORCH_TEST_TASK_KEY, "
+                  "timeout: 10s}}\nmodels:\n  m: {{provider: fake, model: task-test, max_tokens: 64}}\n"
+                  "default_model: m\n",
+                  server.url()));
+  write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
+  auto r = run_orch({"task", "run", "fix the crash in the date parser", "--json"}, d.path(),
+                    {{"ORCH_TEST_TASK_KEY", server.api_key()}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["state"], "DONE");
+  EXPECT_HAS(t["summary"].get<std::string>(), "echo: ");
+  EXPECT_GT(t["budget"]["spent_tokens"].get<std::int64_t>(), 0) << "the provider's usage is charged";
+  expect_valid_trace(t);
+  // The planner (no template, one clause) made no call; execute and summarize did.
+  const json requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u) << requests.dump(2);
+  EXPECT_HAS(requests[0]["body"].dump(), "fix the crash in the date parser");
+  EXPECT_EQ(requests[0]["body"].dump().find("${"), std::string::npos)
+      << "placeholders are rendered before the call";
+  EXPECT_HAS(requests[1]["body"].dump(), "Summarise");
 }
 
 // The trace's token budget is the run's: the engine charges every worker call
