@@ -24,5 +24,6 @@ Command add_route(CLI::App& app);
 Command add_budget_check(CLI::App& app);
 Command add_similarity(CLI::App& app);
 Command add_memory(CLI::App& app);
+Command add_review(CLI::App& app);
 
 }  // namespace orch::cli

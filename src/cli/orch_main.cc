@@ -56,6 +56,7 @@ int orch_main(int argc, char** argv) {
   add(cli::add_budget_check);
   add(cli::add_similarity);
   add(cli::add_memory);
+  add(cli::add_review);
   for (auto& [sub, _] : commands) sub->footer(kFooter);
   try {
     app.parse(argc, argv);

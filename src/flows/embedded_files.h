@@ -21,5 +21,7 @@ const std::vector<EmbeddedFile>& shipped_templates();
 std::string_view plan_schema_text();
 std::string_view finding_schema_text();  // schemas/finding.schema.json
 std::string_view review_rubric_text();   // data/review/rubric.yaml
+std::string_view review_config_schema_text();  // schemas/review-config.schema.json
+std::string_view review_report_schema_text();  // schemas/review-report.schema.json
 
 }  // namespace orch::flows

@@ -197,4 +197,45 @@ Expected<ReviewOutput> parse_review_output_text(std::string_view text, std::stri
   return parse_review_output(doc, lens);
 }
 
+nlohmann::json finding_json(const Finding& f) {
+  nlohmann::json j = {{"id", f.id},           {"file", f.file},
+                      {"locus", f.locus},     {"lenses", f.lenses},
+                      {"severity", severity_name(f.severity)},
+                      {"rule", f.rule},       {"claim", f.claim},
+                      {"evidence", f.evidence}, {"failing_case", f.failing_case},
+                      {"suggested_fix", f.suggested_fix}, {"mechanical", f.mechanical},
+                      {"unverified", f.unverified}, {"judge_hallucinated", f.judge_hallucinated}};
+  if (f.line) j["line"] = *f.line;
+  if (f.confidence) j["confidence"] = *f.confidence;
+  if (f.verdict) j["verdict"] = finding_verdict_name(*f.verdict);
+  return j;
+}
+
+Expected<Finding> finding_from_json(const nlohmann::json& j) {
+  try {
+    Finding f;
+    f.id = j.at("id").get<std::string>();
+    f.file = j.at("file").get<std::string>();
+    f.locus = j.at("locus").get<std::string>();
+    f.lenses = j.at("lenses").get<std::vector<std::string>>();
+    auto severity = parse_severity(j.at("severity").get<std::string>());
+    if (!severity) return fail(ErrorCode::InvalidInput, "finding: unknown severity");
+    f.severity = *severity;
+    f.rule = j.at("rule").get<std::string>();
+    f.claim = j.at("claim").get<std::string>();
+    f.evidence = j.at("evidence").get<std::string>();
+    f.failing_case = j.at("failing_case").get<std::string>();
+    f.suggested_fix = j.at("suggested_fix").get<std::string>();
+    f.mechanical = j.at("mechanical").get<bool>();
+    f.unverified = j.at("unverified").get<bool>();
+    f.judge_hallucinated = j.at("judge_hallucinated").get<bool>();
+    if (auto it = j.find("line"); it != j.end()) f.line = it->get<std::int64_t>();
+    if (auto it = j.find("confidence"); it != j.end()) f.confidence = it->get<double>();
+    if (auto it = j.find("verdict"); it != j.end()) f.verdict = parse_finding_verdict(it->get<std::string>());
+    return f;
+  } catch (const nlohmann::json::exception& e) {
+    return fail(ErrorCode::InvalidInput, fmt::format("finding: {}", e.what()));
+  }
+}
+
 }  // namespace orch::flows

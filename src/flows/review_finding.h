@@ -60,7 +60,17 @@ struct Finding {
   std::optional<double> confidence;  // 0..1 when given
   std::optional<FindingVerdict> verdict;
   bool unverified = false;  // set by check_evidence: the quote is not in the artifact
+  // Set by the hallucination gate: a CRITICAL the judge added that no lens raised
+  // and the claim verifier could not ground ([JUDGE-HALLUCINATED]); kept out of the gate.
+  bool judge_hallucinated = false;
 };
+
+// The finding as a JSON object (the review document, schemas/review-report.schema.json:
+// every field, "lenses", "unverified", "judge_hallucinated"; absent optionals
+// are left out) and back. finding_from_json fails (InvalidInput) on a document
+// that is not one.
+nlohmann::json finding_json(const Finding& finding);
+Expected<Finding> finding_from_json(const nlohmann::json& doc);
 
 struct ReviewOutput {
   std::vector<Finding> findings;

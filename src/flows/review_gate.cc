@@ -21,7 +21,7 @@ const char* gate_verdict_name(GateVerdict verdict) {
 }
 
 bool counts_for_gate(const Finding& finding) {
-  return !finding.unverified && finding.verdict != FindingVerdict::Refuted;
+  return !finding.unverified && !finding.judge_hallucinated && finding.verdict != FindingVerdict::Refuted;
 }
 
 std::vector<Finding> reduce(const std::vector<std::vector<Finding>>& per_lens) {

@@ -15,7 +15,8 @@
 //   else MAJOR > 0           -> REVISE
 //   else                     -> PASS
 // counting only findings for which counts_for_gate() holds: verified (the
-// evidence check did not mark them unverified) and not refuted by the verifier.
+// evidence check did not mark them unverified), not refuted by the verifier and
+// not tagged JUDGE-HALLUCINATED by the hallucination gate.
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -29,7 +30,7 @@ namespace orch::flows {
 enum class GateVerdict { Pass, Revise, Block, Incomplete };
 const char* gate_verdict_name(GateVerdict verdict);  // "PASS", "REVISE", "BLOCK", "INCOMPLETE"
 
-// Verified and not refuted.
+// Verified, not refuted, not judge-hallucinated.
 bool counts_for_gate(const Finding& finding);
 
 std::vector<Finding> reduce(const std::vector<std::vector<Finding>>& per_lens);

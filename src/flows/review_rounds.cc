@@ -13,9 +13,11 @@ RoundProgress track_rounds(const std::vector<std::vector<Finding>>& rounds, int 
   std::set<std::string> escalated;
   for (std::size_t r = 0; r < rounds.size(); ++r) {
     std::set<std::string> ids;
+    std::set<std::string> acted_on;  // MINOR or worse: what the loop fixes
     int fresh_blocking = 0;
     for (const Finding& f : rounds[r]) {
       if (!counts_for_gate(f)) continue;
+      if (f.severity != Severity::Nit) acted_on.insert(f.id);
       const bool blocking = f.severity == Severity::Critical || f.severity == Severity::Major;
       if (blocking && !seen.contains(f.id) && !ids.contains(f.id)) ++fresh_blocking;
       ids.insert(f.id);
@@ -25,7 +27,7 @@ RoundProgress track_rounds(const std::vector<std::vector<Finding>>& rounds, int 
     const int round = static_cast<int>(r) + 1;
     if (!out.converged_round && dry_rounds > 0 && out.dry_streak >= dry_rounds) out.converged_round = round;
     if (r >= 2)
-      for (const auto& id : ids)
+      for (const auto& id : acted_on)
         if (ids_of[r - 2].contains(id) && escalated.insert(id).second) out.escalated.push_back({id, round});
     seen.insert(ids.begin(), ids.end());
     ids_of.push_back(std::move(ids));

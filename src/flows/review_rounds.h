@@ -13,7 +13,10 @@
 //     counted but do not change converged_round.
 //   * two-strikes: an id present in round N and round N+2 is escalated (to the
 //     human; it is not to be patched a third time). escalated lists each such id
-//     once, with the round at which it was escalated (N+2, the first time).
+//     once, with the round at which it was escalated (N+2, the first time). Only
+//     a finding that is MINOR or worse in round N+2 is escalated: the loop never
+//     acts on a NIT (the fixer applies CRITICAL, MAJOR, MINOR), so a NIT that
+//     stays is not a strike against anything.
 //
 // Pure; thread-safe.
 #pragma once

@@ -333,6 +333,15 @@ TEST(ReviewRoundsTest, IdSeenInRoundsNAndNPlus2IsEscalatedOnce) {
   EXPECT_EQ(p.escalated[1].round, 4);
 }
 
+TEST(ReviewRoundsTest, ANitThatStaysIsNotEscalated) {
+  RoundProgress p = track_rounds({{make("n", Severity::Nit)}, {make("n", Severity::Nit)}, {make("n", Severity::Nit)}}, 5);
+  EXPECT_TRUE(p.escalated.empty());
+  // Raised to MINOR by round 3: the loop acts on it now, and it has stayed.
+  p = track_rounds({{make("n", Severity::Nit)}, {}, {make("n", Severity::Minor)}}, 5);
+  ASSERT_EQ(p.escalated.size(), 1u);
+  EXPECT_EQ(p.escalated[0].round, 3);
+}
+
 TEST(ReviewRoundsTest, LineShiftDoesNotDefeatTwoStrikes) {
   json f = base_finding();
   Finding round1 = parsed(f);

@@ -4,8 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "orch/plan_loader.h"
-#include "orch/validate.h"
+#include "flows/stage_plan.h"
 #include "util/json_text.h"
 
 namespace orch::flows {
@@ -21,26 +20,6 @@ constexpr const char* kSummarizeStep = "summarize";
 
 std::string run_name(const std::string& trace_id) {
   return "task " + trace_id;
-}
-
-// The model stages' inputs, for the executor kind: a worker is given every input
-// (and, on a retry, the previous failure) in its prompt by the worker executor;
-// an llm step sees only `prompt`, so everything goes there.
-ojson stage_inputs(const std::string& executor, const std::string& prompt,
-                   const std::vector<std::pair<std::string, std::string>>& extra,
-                   bool with_previous_failure) {
-  ojson inputs = ojson::object();
-  if (executor.starts_with("worker:")) {
-    inputs["prompt"] = prompt;
-    for (const auto& [name, value] : extra) inputs[name] = value;
-    return inputs;
-  }
-  std::string text = prompt;
-  for (const auto& [name, value] : extra) text += fmt::format("\n\n## {}\n{}", name, value);
-  if (with_previous_failure)
-    text += "\n\n## The previous attempt (empty on the first)\n${attempt.previous_failure}";
-  inputs["prompt"] = text;
-  return inputs;
 }
 
 // The plan of the stages after the engine head (see task_run.h).
@@ -111,16 +90,7 @@ ojson build_plan(const Trace& trace, const std::string& executor) {
 }
 
 Expected<Plan> load_built_plan(TaskEnv& env, const std::string& text, const std::string& name) {
-  LoadResult loaded = parse_plan(text, name);
-  Diagnostics problems = loaded.diagnostics;
-  if (problems.empty())
-    problems = validate_plan(loaded.plan, validate_options_for(env.workspace, "", *env.executors));
-  if (!problems.empty()) {
-    std::string all;
-    for (const auto& d : problems) all += (all.empty() ? "" : "\n") + d.message;
-    return fail(ErrorCode::InvalidInput, fmt::format("the task's plan is not runnable: {}", all));
-  }
-  return std::move(loaded.plan);
+  return flows::load_built_plan(env.workspace, *env.executors, text, name, "the task's plan");
 }
 
 // The verdict of one finished execute attempt, from its checks (in post order:

@@ -350,6 +350,45 @@ TraceEventRecord read_trace_event(const Statement& s) {
   return e;
 }
 
+// ---- reviews (v5) -----------------------------------------------------------------
+
+#define ORCH_REVIEW_COLUMNS "id, name, workspace, status, verdict, rounds, doc, created_at, updated_at"
+
+const char kInsertReview[] =
+    "INSERT INTO reviews (" ORCH_REVIEW_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+const char kUpdateReview[] =
+    "UPDATE reviews SET name = ?2, workspace = ?3, status = ?4, verdict = ?5, rounds = ?6, doc = ?7, "
+    "created_at = ?8, updated_at = ?9 WHERE id = ?1";
+const char kFindReview[] = "SELECT " ORCH_REVIEW_COLUMNS " FROM reviews WHERE id = ?1";
+const char kListReviews[] = "SELECT " ORCH_REVIEW_COLUMNS " FROM reviews ORDER BY created_at DESC, id DESC";
+
+void bind_review(Statement& s, const ReviewRecord& r) {
+  s.bind_text(1, r.id);
+  s.bind_text(2, r.name);
+  s.bind_text(3, r.workspace);
+  s.bind_text(4, review_status_name(r.status));
+  s.bind_text(5, r.verdict);
+  s.bind_int(6, r.rounds);
+  s.bind_text(7, r.doc_json.empty() ? std::string_view("{}") : std::string_view(r.doc_json));
+  s.bind_int(8, r.created_at);
+  s.bind_int(9, r.updated_at);
+}
+
+ReviewRecord read_review(const Statement& s) {
+  ReviewRecord r;
+  r.id = s.column_text(0);
+  r.name = s.column_text(1);
+  r.workspace = s.column_text(2);
+  r.status = parse_review_status(s.column_text(3)).value_or(ReviewStatus::Running);
+  r.verdict = s.column_text(4);
+  r.rounds = static_cast<int>(s.column_int(5));
+  r.doc_json = s.column_text(6);
+  r.created_at = s.column_int(7);
+  r.updated_at = s.column_int(8);
+  return r;
+}
+
+#undef ORCH_REVIEW_COLUMNS
 #undef ORCH_TRACE_COLUMNS
 #undef ORCH_RUN_COLUMNS
 #undef ORCH_PLAN_COLUMNS

@@ -9,6 +9,7 @@
 
 #include "ledger/sqlite_statement.h"
 #include "orch/store.h"
+#include "orch/review_store.h"
 #include "orch/trace_store.h"
 
 namespace orch::rows {
@@ -66,5 +67,14 @@ extern const char kInsertTraceEvent[];
 extern const char kTraceEvents[];  // ?1 = trace_id, in order
 void bind_trace_event(Statement& statement, const TraceEventRecord& event);
 TraceEventRecord read_trace_event(const Statement& row);
+
+// reviews (v5): ?1..?9 = id, name, workspace, status, verdict, rounds, doc,
+// created_at, updated_at; kUpdateReview sets every column but id (?1).
+extern const char kInsertReview[];
+extern const char kUpdateReview[];
+extern const char kFindReview[];   // ?1 = id
+extern const char kListReviews[];  // newest first
+void bind_review(Statement& statement, const ReviewRecord& review);
+ReviewRecord read_review(const Statement& row);
 
 }  // namespace orch::rows

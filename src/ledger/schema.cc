@@ -104,6 +104,18 @@
 //   state            the state it is about ('' when none)
 //   data             a JSON object with details
 //
+// reviews          (v5) one row per review of `orch review` (updated in place)
+//   id               the review id (e.g. 20261130-150200-paper), primary key
+//   name             the RUN.yaml's name
+//   workspace        the workspace directory (absolute)
+//   status           running | passed | failed | escalated | spend_cap
+//   verdict          the last round's verdict: PASS, REVISE, BLOCK, INCOMPLETE ('' before round 1)
+//   rounds           rounds completed
+//   doc              the review document (schemas/review-report.schema.json): the
+//                    resolved config, every round's findings, verdicts, fixes,
+//                    escalations, tokens, score
+//   created_at, updated_at
+//
 // Foreign keys (PRAGMA foreign_keys=ON in every orch connection) tie plans, steps,
 // attempts and events to their run and attempts to their step. They are DEFERRABLE
 // INITIALLY DEFERRED: checked at COMMIT, so the engine may write the rows of one
@@ -354,11 +366,28 @@ BEGIN
 END;
 )sql";
 
-constexpr std::array<Migration, 4> kMigrations{{
+// v5: the review runtime's reviews (`orch review`).
+constexpr const char* kSchemaV5 = R"sql(
+CREATE TABLE reviews (
+  id          TEXT PRIMARY KEY NOT NULL,
+  name        TEXT NOT NULL,
+  workspace   TEXT NOT NULL,
+  status      TEXT NOT NULL CHECK (status IN ('running', 'passed', 'failed', 'escalated', 'spend_cap')),
+  verdict     TEXT NOT NULL CHECK (verdict IN ('', 'PASS', 'REVISE', 'BLOCK', 'INCOMPLETE')),
+  rounds      INTEGER NOT NULL CHECK (rounds >= 0),
+  doc         TEXT NOT NULL CHECK (json_valid(doc)),
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL
+);
+CREATE INDEX reviews_by_created ON reviews (created_at);
+)sql";
+
+constexpr std::array<Migration, 5> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
     {4, "traces and trace_events: the request runtime (orch task)", kSchemaV4},
+    {5, "reviews: the review runtime (orch review)", kSchemaV5},
 }};
 
 }  // namespace

@@ -119,6 +119,10 @@ Expected<void> SqliteStore::prepare_statements() {
   ORCH_TRY(prepare(sql_.list_traces, rows::kListTraces));
   ORCH_TRY(prepare(sql_.insert_trace_event, rows::kInsertTraceEvent));
   ORCH_TRY(prepare(sql_.trace_events, rows::kTraceEvents));
+  ORCH_TRY(prepare(sql_.insert_review, rows::kInsertReview));
+  ORCH_TRY(prepare(sql_.update_review, rows::kUpdateReview));
+  ORCH_TRY(prepare(sql_.find_review, rows::kFindReview));
+  ORCH_TRY(prepare(sql_.list_reviews, rows::kListReviews));
   return {};
 }
 
@@ -330,6 +334,29 @@ Expected<std::vector<TraceEventRecord>> SqliteStore::trace_events(const std::str
   sql_.trace_events.bind_text(1, trace_id);
   return collect(sql_.trace_events, rows::read_trace_event,
                  [&] { return fmt::format("reading the events of trace '{}'", trace_id); });
+}
+
+// ---- reviews ----------------------------------------------------------------------
+
+Expected<void> SqliteStore::insert_review(const ReviewRecord& review) {
+  rows::bind_review(sql_.insert_review, review);
+  return sql_.insert_review.run([&] { return fmt::format("inserting review '{}'", review.id); });
+}
+
+Expected<void> SqliteStore::update_review(const ReviewRecord& review) {
+  rows::bind_review(sql_.update_review, review);
+  ORCH_TRY(sql_.update_review.run([&] { return fmt::format("updating review '{}'", review.id); }));
+  if (db_.changes() == 0) return std::unexpected(not_found(fmt::format("review '{}' not found", review.id)));
+  return {};
+}
+
+Expected<std::optional<ReviewRecord>> SqliteStore::find_review(const std::string& id) {
+  sql_.find_review.bind_text(1, id);
+  return first_row(sql_.find_review, rows::read_review, [&] { return fmt::format("reading review '{}'", id); });
+}
+
+Expected<std::vector<ReviewRecord>> SqliteStore::list_reviews() {
+  return collect(sql_.list_reviews, rows::read_review, [] { return "listing reviews"; });
 }
 
 }  // namespace orch

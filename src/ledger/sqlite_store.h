@@ -28,13 +28,15 @@
 #include "ledger/sqlite_db.h"
 #include "ledger/sqlite_statement.h"
 #include "orch/store.h"
+#include "orch/review_store.h"
 #include "orch/trace_store.h"
 
 namespace orch {
 
-// Also the TraceStore of `orch task` (orch/trace_store.h): one connection serves
-// both, and begin()/commit()/rollback() are shared.
-class SqliteStore final : public Store, public TraceStore {
+// Also the TraceStore of `orch task` (orch/trace_store.h) and the ReviewStore of
+// `orch review` (orch/review_store.h): one connection serves all three, and
+// begin()/commit()/rollback() are shared.
+class SqliteStore final : public Store, public TraceStore, public ReviewStore {
  public:
   // Opens or creates the ledger (see open_sqlite_store in orch/store.h).
   static Expected<std::unique_ptr<SqliteStore>> open(const std::filesystem::path& db_path);
@@ -75,6 +77,11 @@ class SqliteStore final : public Store, public TraceStore {
   Expected<std::int64_t> append_trace_event(const TraceEventRecord& event) override;
   Expected<std::vector<TraceEventRecord>> trace_events(const std::string& trace_id) override;
 
+  Expected<void> insert_review(const ReviewRecord& review) override;
+  Expected<void> update_review(const ReviewRecord& review) override;
+  Expected<std::optional<ReviewRecord>> find_review(const std::string& id) override;
+  Expected<std::vector<ReviewRecord>> list_reviews() override;
+
   // The connection itself, for diagnostics and tests (PRAGMA values, raw queries).
   SqliteDb& connection() { return db_; }
 
@@ -88,6 +95,7 @@ class SqliteStore final : public Store, public TraceStore {
     Statement insert_attempt, finish_attempt, attempts_of_run, attempts_of_step;
     Statement insert_event, events_of_run, events_of_kind;
     Statement insert_trace, update_trace, find_trace, list_traces, insert_trace_event, trace_events;
+    Statement insert_review, update_review, find_review, list_reviews;
   };
 
   SqliteStore(SqliteDb db, std::filesystem::path folder) : db_(std::move(db)), folder_(std::move(folder)) {}

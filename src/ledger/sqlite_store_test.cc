@@ -317,7 +317,7 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 4);
+  EXPECT_EQ(store_schema_version(), 5);
   EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
 }
 
@@ -395,6 +395,56 @@ TEST(SqliteStore, TracesRoundTripAndTheirEventsAreAppendOnly) {
   EXPECT_FALSE(store.connection().exec("UPDATE trace_events SET kind = 'x'", "rewriting history"));
   EXPECT_FALSE(store.connection().exec("DELETE FROM trace_events", "erasing history"));
   EXPECT_FALSE(store.connection().exec("UPDATE traces SET status = 'paused'", "an unknown status"));
+}
+
+// Schema v5: a review round-trips, updates in place and lists newest first; the
+// schema refuses an unknown status or verdict and a document that is not JSON.
+TEST(SqliteStore, ReviewsRoundTripAndTheSchemaChecksThem) {
+  testing::TempDir dir;
+  auto opened = SqliteStore::open(dir / "orch.db");
+  ASSERT_TRUE(opened) << opened.error().message;
+  SqliteStore& store = **opened;
+  ReviewRecord r{"rv-old", "paper", "/ws", ReviewStatus::Running, "", 0, R"({"rounds":[]})", 1000, 1000};
+  ASSERT_TRUE(store.insert_review(r));
+  ReviewRecord newer = r;
+  newer.id = "rv-new";
+  newer.created_at = 2000;
+  ASSERT_TRUE(store.insert_review(newer));
+  EXPECT_FALSE(store.insert_review(r)) << "an id is inserted once";
+
+  r.status = ReviewStatus::SpendCap;
+  r.verdict = "REVISE";
+  r.rounds = 2;
+  r.doc_json = R"({"rounds":[1,2]})";
+  r.updated_at = 1500;
+  ASSERT_TRUE(store.update_review(r));
+  auto found = store.find_review("rv-old");
+  ASSERT_TRUE(found && *found);
+  EXPECT_EQ((*found)->status, ReviewStatus::SpendCap);
+  EXPECT_EQ((*found)->verdict, "REVISE");
+  EXPECT_EQ((*found)->rounds, 2);
+  EXPECT_EQ((*found)->doc_json, r.doc_json);
+  EXPECT_EQ((*found)->updated_at, 1500);
+
+  auto missing = store.find_review("nope");
+  ASSERT_TRUE(missing);
+  EXPECT_FALSE(*missing);
+  ReviewRecord ghost = r;
+  ghost.id = "nope";
+  auto not_there = store.update_review(ghost);
+  ASSERT_FALSE(not_there);
+  EXPECT_EQ(not_there.error().code, ErrorCode::NotFound);
+
+  auto all = store.list_reviews();
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].id, "rv-new");
+
+  EXPECT_FALSE(store.connection().exec("UPDATE reviews SET status = 'paused'", "an unknown status"));
+  EXPECT_FALSE(store.connection().exec("UPDATE reviews SET verdict = 'MAYBE'", "an unknown verdict"));
+  EXPECT_FALSE(store.connection().exec("UPDATE reviews SET doc = 'not json'", "a broken document"));
+  EXPECT_EQ(review_status_name(ReviewStatus::SpendCap), std::string("spend_cap"));
+  EXPECT_EQ(parse_review_status("escalated"), ReviewStatus::Escalated);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "orch/store.h"
+#include "orch/review_store.h"
 #include "orch/trace_store.h"
 
 namespace orch {
@@ -54,7 +55,21 @@ constexpr std::array<std::pair<TraceStatus, const char*>, 4> kTrace{{
     {TraceStatus::Escalated, "escalated"},
     {TraceStatus::Abandoned, "abandoned"},
 }};
+constexpr std::array<std::pair<ReviewStatus, const char*>, 5> kReview{{
+    {ReviewStatus::Running, "running"},
+    {ReviewStatus::Passed, "passed"},
+    {ReviewStatus::Failed, "failed"},
+    {ReviewStatus::Escalated, "escalated"},
+    {ReviewStatus::SpendCap, "spend_cap"},
+}};
 }  // namespace
+
+const char* review_status_name(ReviewStatus s) {
+  return name_of(kReview, s);
+}
+std::optional<ReviewStatus> parse_review_status(std::string_view n) {
+  return parse_of(kReview, n);
+}
 
 const char* trace_status_name(TraceStatus s) {
   return name_of(kTrace, s);

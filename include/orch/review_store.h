@@ -1,0 +1,58 @@
+// orch/review_store.h — where the review runtime (`orch review`) keeps its reviews.
+//
+// A review is one `orch review --config RUN.yaml` from its pre-flight to its end:
+// the resolved configuration, every round (the findings after reduce, judge and
+// the hallucination gate; the verdict; the fix and its outcome), the escalations,
+// the spend, the final verdict. The ledger keeps it in the table `reviews` (schema
+// v5, docs/store.md), one row per review updated in place: the whole review
+// document (schemas/review-report.schema.json) and its status. The reviewers,
+// judge, claim verifier and fixer are engine steps of ordinary runs (named
+// "review ID round N PHASE"), so their attempts, tokens and events are in the
+// run tables like any other step's.
+//
+// One process drives a review at a time (the runtime holds a RunLock on it);
+// each write is a single statement, so a row is never half-written.
+// One ReviewStore is one connection, used from one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "orch/error.h"
+
+namespace orch {
+
+// running: not finished (or interrupted: `orch review --resume ID` continues it);
+// the others are how it ended (docs/review.md, "Exit codes").
+enum class ReviewStatus { Running, Passed, Failed, Escalated, SpendCap };
+
+struct ReviewRecord {
+  std::string id;         // e.g. 20261130-150200-paper
+  std::string name;       // the config's name
+  std::string workspace;  // absolute
+  ReviewStatus status = ReviewStatus::Running;
+  std::string verdict;   // the last round's gate verdict: PASS, REVISE, BLOCK, INCOMPLETE; "" before round 1
+  int rounds = 0;        // rounds completed
+  std::string doc_json;  // the review document (schemas/review-report.schema.json)
+  std::int64_t created_at = 0;
+  std::int64_t updated_at = 0;
+};
+
+const char* review_status_name(ReviewStatus status);  // running, passed, failed, escalated, spend_cap
+std::optional<ReviewStatus> parse_review_status(std::string_view name);
+
+class ReviewStore {
+ public:
+  virtual ~ReviewStore() = default;
+  // Fails (Store) when the id exists.
+  virtual Expected<void> insert_review(const ReviewRecord& review) = 0;
+  // Every column but id; NotFound for an unknown review.
+  virtual Expected<void> update_review(const ReviewRecord& review) = 0;
+  virtual Expected<std::optional<ReviewRecord>> find_review(const std::string& id) = 0;
+  virtual Expected<std::vector<ReviewRecord>> list_reviews() = 0;  // newest first
+};
+
+}  // namespace orch

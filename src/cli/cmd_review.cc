@@ -1,0 +1,193 @@
+// orch review --config RUN.yaml [--yes] [--json]      the pre-flight, then the review
+// orch review --resume ID [--spend-cap N] [--json]    continue a review
+// orch review --show ID [--json]                      a review's report
+// orch review --list [--json]                         every review, newest first
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/approval_prompt.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "flows/review_run.h"
+#include "orch/clock.h"
+#include "util/json_text.h"
+
+namespace orch::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReviewArgs {
+  std::string config;
+  std::string resume;
+  std::string show;
+  bool list = false;
+  bool yes = false;
+  bool json = false;
+  std::int64_t spend_cap = 0;
+  std::string store;
+  std::string workspace = ".";
+  std::string workers;
+  std::string models;
+};
+
+// The one question before launch, on the terminal. No terminal: no answer.
+std::optional<bool> ask_to_launch() {
+  if (!isatty(STDIN_FILENO)) return std::nullopt;
+  std::FILE* tty = std::fopen("/dev/tty", "r+");
+  if (!tty) return std::nullopt;
+  std::fputs("Launch this review? [y/N] ", tty);
+  std::fflush(tty);
+  char line[64] = {0};
+  const bool got = std::fgets(line, sizeof line, tty) != nullptr;
+  std::fclose(tty);
+  return got && (line[0] == 'y' || line[0] == 'Y');
+}
+
+int print_outcome(const flows::ReviewOutcome& out, bool json) {
+  if (json)
+    std::printf("%s\n", json_text(out.doc, 2).c_str());
+  else
+    std::fputs(flows::review_markdown(out.doc).c_str(), stdout);
+  if (!out.reason.empty())
+    std::fprintf(stderr, "orch review: %s\n", out.reason.c_str());
+  return out.exit_code;
+}
+
+int run(const ReviewArgs& a) {
+  const int modes = !a.config.empty() + !a.resume.empty() + !a.show.empty() + (a.list ? 1 : 0);
+  if (modes != 1)
+    return report_error(Error{ErrorCode::InvalidInput, "give one of --config RUN.yaml, --resume ID, --show ID, --list"});
+  if (a.spend_cap != 0 && a.resume.empty())
+    return report_error(Error{ErrorCode::InvalidInput, "--spend-cap goes with --resume (in RUN.yaml it is spend_cap_tokens)"});
+  std::error_code ec;
+  const fs::path workspace = fs::weakly_canonical(fs::absolute(a.workspace), ec);
+  if (ec || !fs::is_directory(workspace))
+    return report_error(Error{ErrorCode::NotFound, fmt::format("--workspace {}: no such folder", a.workspace)});
+
+  // Everything is resolved before the ledger is touched: a config that does not
+  // resolve leaves nothing behind.
+  std::optional<flows::ReviewConfig> config;
+  if (!a.config.empty()) {
+    auto loaded = flows::load_review_config(a.config);
+    if (!loaded) return report_error(loaded.error());
+    auto resolved = flows::resolve_review_config(std::move(*loaded), workspace, a.workers, a.models);
+    if (!resolved) return report_error(resolved.error());
+    config = std::move(*resolved);
+  }
+
+  const std::string store_path = a.store.empty() ? (workspace / kDefaultStore).string() : a.store;
+  auto store = open_store(store_path, !a.resume.empty() || !a.show.empty());
+  if (!store) return report_error(store.error());
+  flows::ReviewEnv env;
+  env.store = store->get();
+  env.reviews = dynamic_cast<ReviewStore*>(store->get());
+  if (!env.reviews) return report_error(Error{ErrorCode::Internal, "this ledger cannot hold reviews"});
+  env.workspace = workspace;
+  env.now_ms = [] { return Clock::system().wall_ms(); };
+  env.handle_signals = true;
+  env.on_note = [](const std::string& line) { std::fprintf(stderr, "orch review: %s\n", line.c_str()); };
+  env.ask_approval = terminal_approval_prompt();
+
+  if (a.list) {
+    auto all = env.reviews->list_reviews();
+    if (!all) return report_error(all.error());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : *all) {
+      if (a.json)
+        out.push_back({{"id", r.id}, {"name", r.name}, {"status", review_status_name(r.status)},
+                       {"verdict", r.verdict}, {"rounds", r.rounds}, {"workspace", r.workspace}});
+      else
+        std::printf("%-40s %-10s %-10s %d round%s  %s\n", r.id.c_str(), review_status_name(r.status),
+                    r.verdict.empty() ? "-" : r.verdict.c_str(), r.rounds, r.rounds == 1 ? "" : "s", r.name.c_str());
+    }
+    if (a.json) std::printf("%s\n", json_text(out, 2).c_str());
+    return kExitSucceeded;
+  }
+  if (!a.show.empty()) {
+    auto r = flows::find_review(env, a.show);
+    if (!r) return report_error(r.error());
+    const auto doc = nlohmann::json::parse(r->doc_json, nullptr, false);
+    if (a.json)
+      std::printf("%s\n", json_text(doc, 2).c_str());
+    else
+      std::fputs(flows::review_markdown(doc).c_str(), stdout);
+    return kExitSucceeded;
+  }
+
+  // Executors: the resolved files (resume: the ones the review was launched with).
+  std::string workers_file = config ? config->workers_file : "";
+  std::string models_file = config ? config->models_file : "";
+  if (!a.resume.empty()) {
+    auto r = flows::find_review(env, a.resume);
+    if (!r) return report_error(r.error());
+    const auto doc = nlohmann::json::parse(r->doc_json, nullptr, false);
+    if (doc.is_object() && doc.contains("config")) {
+      workers_file = a.workers.empty() ? doc["config"].value("workers_file", std::string()) : a.workers;
+      models_file = a.models.empty() ? doc["config"].value("models_file", std::string()) : a.models;
+    }
+  }
+  auto executors = cli_executors(models_file, "", workers_file);
+  if (!executors) return report_error(executors.error());
+  env.executors = *executors;
+
+  Expected<flows::ReviewOutcome> outcome = std::unexpected(Error{ErrorCode::Internal, "not run"});
+  if (config) {
+    if (auto checked = flows::check_review_executors(env, *config); !checked) return report_error(checked.error());
+    const auto cost = flows::estimate_review_cost(*config, workspace);
+    std::fputs(flows::preflight_report(*config, cost, workspace).c_str(), a.json ? stderr : stdout);
+    std::fflush(stdout);
+    if (!a.yes) {
+      const auto answer = ask_to_launch();
+      if (!answer) {
+        std::fprintf(stderr,
+                     "orch review: not launched: there is no terminal to confirm on; run again with --yes to "
+                     "launch (nothing was recorded)\n");
+        return kExitEscalated;
+      }
+      if (!*answer) {
+        std::fprintf(stderr, "orch review: not launched (nothing was recorded)\n");
+        return kExitEscalated;
+      }
+    }
+    outcome = flows::start_review(env, *config);
+  } else {
+    outcome = flows::resume_review(env, a.resume,
+                                   a.spend_cap > 0 ? std::optional<std::int64_t>(a.spend_cap) : std::nullopt);
+  }
+  if (!outcome) return report_error(outcome.error());
+  return print_outcome(*outcome, a.json);
+}
+
+}  // namespace
+
+Command add_review(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "review",
+      "Review artifacts with fan-out reviewers (lenses), a deterministic gate, a judge with a hallucination gate, "
+      "and fix rounds until dry (docs/review.md).\n"
+      "Exit: 0 PASS; 1 REVISE, BLOCK or INCOMPLETE; 2 bad RUN.yaml or an unresolved field; 3 escalated (two-strikes), "
+      "spend cap reached, not confirmed, or awaiting approval; 130 interrupted");
+  auto args = std::make_shared<ReviewArgs>();
+  sub->add_option("--config", args->config, "RUN.yaml: what to review and how (docs/review.md)");
+  sub->add_option("--resume", args->resume, "continue review ID (after a crash, Ctrl-C, an approval or the spend cap)");
+  sub->add_option("--show", args->show, "print review ID's report (Markdown, or the document with --json)");
+  sub->add_flag("--list", args->list, "list the reviews in the ledger, newest first");
+  sub->add_flag("--yes,-y", args->yes, "launch without the final question (the Pre-Flight Report is still printed)");
+  sub->add_flag("--json", args->json, "print the review document (schemas/review-report.schema.json)");
+  sub->add_option("--spend-cap", args->spend_cap, "with --resume: a new spend cap in tokens (to go past the old one)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--store", args->store, "ledger database (default: WORKSPACE/.orch/orch.db)");
+  sub->add_option("--workspace", args->workspace, "the folder the artifacts are in (default: .)");
+  sub->add_option("--workers", args->workers, "workers file (default: RUN.yaml's 'workers', or .orch/workers.yaml)");
+  sub->add_option("--models", args->models, "models file (default: RUN.yaml's 'models', or .orch/models.yaml)");
+  return [args] { return run(*args); };
+}
+
+}  // namespace orch::cli

@@ -1,0 +1,474 @@
+// Black-box tests of `orch review` through the real binary, with scripted
+// reviewers, judge, claim verifier and fixer (tests/agents/fake_reviewer.py)
+// whose answers change from round to round.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "testing/testing.h"
+#include "util/json_schema.h"
+
+namespace orch {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using orch::testing::read_file;
+using orch::testing::run_orch;
+using orch::testing::source_dir;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+
+const char* const kDoc =
+    "# Parser\n"
+    "\n"
+    "The function parse_args reads argv[1] without checking argc.\n"
+    "It returns 0 on success.\n"
+    "The buffer in copy_name holds 16 bytes but the name may be longer.\n";
+
+json finding(const std::string& locus, const std::string& severity, const std::string& claim,
+             const std::string& evidence = "", bool mechanical = false, int line = 0) {
+  json f = {{"file", "doc.md"}, {"locus", locus}, {"severity", severity}, {"claim", claim}, {"mechanical", mechanical}};
+  if (!evidence.empty()) f["evidence"] = evidence;
+  if (line > 0) f["line"] = line;
+  return f;
+}
+
+json answer(std::vector<json> findings) {
+  return {{"findings", findings}, {"scorecard", json::object()}};
+}
+
+const json kArgc = finding("parse_args", "MAJOR", "argv[1] is read without checking argc",
+                           "reads argv[1] without checking argc", true, 3);
+const json kBuffer = finding("copy_name", "CRITICAL", "the name can overflow the 16-byte buffer",
+                             "holds 16 bytes but the name may be longer", false, 5);
+
+// A workspace with doc.md, the lens prompts, a workers file whose one worker is
+// the scripted reviewer, the scenario and RUN.yaml.
+struct Project {
+  TempDir d;
+  explicit Project(const json& scenario, const std::string& run_yaml, const std::string& worker_extra = "") {
+    write_file(d / "doc.md", kDoc);
+    write_file(d / "lenses" / "correctness.md", "Review for {{lens}} errors. The reader is {{audience}}.\n");
+    write_file(d / "lenses" / "safety.md", "Review for memory safety.\n");
+    write_file(d / "workers.yaml",
+               fmt::format("workers:\n  fake:\n    argv: [python3, {}, {}, \"{{prompt}}\"]\n    output: text\n{}",
+                           (source_dir() / "tests" / "agents" / "fake_reviewer.py").string(),
+                           (d / "scenario.json").string(), worker_extra));
+    write_file(d / "scenario.json", scenario.dump(2));
+    write_file(d / "RUN.yaml", run_yaml);
+  }
+  fs::path path() const { return d.path(); }
+  // The calls the scripted roles got, "ROLE LENS ROUND ATTEMPT" each.
+  std::vector<std::string> calls() const {
+    std::vector<std::string> out;
+    if (!fs::exists(d / "calls.log")) return out;
+    std::istringstream in(read_file(d / "calls.log"));
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+  int count_calls(const std::string& prefix) const {
+    int n = 0;
+    for (const auto& c : calls()) n += c.starts_with(prefix);
+    return n;
+  }
+};
+
+std::string run_yaml(const std::string& extra, const std::string& lenses = "") {
+  return "name: parser doc\n"
+         "artifacts: [doc.md]\n"
+         "workers: workers.yaml\n"
+         "fields: {audience: developers}\n"
+         "lenses:\n" +
+         (lenses.empty() ? "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"
+                           "  - {name: safety, prompt: lenses/safety.md, worker: fake}\n"
+                         : lenses) +
+         extra;
+}
+
+json review_doc_of(const std::string& text) {
+  auto j = json::parse(text, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << text;
+  return j.is_discarded() ? json::object() : j;
+}
+
+void expect_valid_report(const json& doc) {
+  static const auto schema = JsonSchema::load_file((source_dir() / "schemas" / "review-report.schema.json").string());
+  ASSERT_TRUE(schema) << schema.error().message;
+  auto problems = schema->validate(doc);
+  EXPECT_TRUE(problems.empty()) << (problems.empty() ? "" : problems[0]) << "\n" << doc.dump(2);
+}
+
+struct Reviewed {
+  int exit_code = -1;
+  json doc;
+  std::string err;
+};
+
+Reviewed review(const Project& p, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"review", "--config", "RUN.yaml", "--yes", "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = run_orch(args, p.path());
+  Reviewed out{r.exit_code, review_doc_of(r.out), r.err};
+  if (out.doc.contains("id")) expect_valid_report(out.doc);
+  return out;
+}
+
+// The Markdown report orch wrote beside the ledger.
+std::string review_markdown_of(const Project& p, const json& doc) {
+  return read_file(p.d / ".orch" / "reviews" / (doc["id"].get<std::string>() + ".md"));
+}
+
+const json* find_finding(const json& doc, const std::string& locus) {
+  for (const auto& f : doc["findings"])
+    if (f["locus"] == locus) return &f;
+  return nullptr;
+}
+
+TEST(CliReview, TheGateGivesBlockReviseAndPassAndTheExitCodeFollows) {
+  const std::string one_round = "max_rounds: 1\ndry_rounds: 1\n";
+  {
+    Project p({{"reviewer", {{"safety", {{"default", answer({kBuffer})}}}}}}, run_yaml(one_round));
+    auto r = review(p);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.doc["verdict"], "BLOCK");
+    EXPECT_EQ(r.doc["status"], "failed");
+    EXPECT_EQ(r.doc["rounds"][0]["counts"]["critical"], 1);
+    EXPECT_EQ(r.doc["score"]["score"], 75);  // 100 - 25 for a CRITICAL (the shipped rubric)
+  }
+  {
+    Project p({{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}}}, run_yaml(one_round));
+    auto r = review(p);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.doc["verdict"], "REVISE");
+  }
+  {
+    Project p({{"reviewer", {{"correctness", {{"default", answer({finding("title", "nit", "terse title")})}}}}}},
+              run_yaml(one_round));
+    auto r = review(p);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.doc["verdict"], "PASS");
+    EXPECT_EQ(r.doc["status"], "passed");
+    EXPECT_EQ(r.doc["rounds"][0]["counts"]["nit"], 1);
+    // Both lenses ran in round 1, with their prompts' fields filled.
+    EXPECT_EQ(p.count_calls("reviewer correctness 1 1"), 1);
+    EXPECT_EQ(p.count_calls("reviewer safety 1 1"), 1);
+    const std::string prompt = read_file(p.d / "prompts" / "reviewer-correctness-r1-a1.txt");
+    EXPECT_NE(prompt.find("Review for correctness errors. The reader is developers."), std::string::npos) << prompt;
+  }
+}
+
+TEST(CliReview, TwoLensesReportingOneDefectAtDifferentLinesMakeOneFinding) {
+  json shifted = kArgc;
+  shifted["line"] = 4;
+  shifted["severity"] = "minor";  // the more severe copy is kept
+  Project p({{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}, {"safety", {{"default", answer({shifted})}}}}}},
+            run_yaml("max_rounds: 1\ndry_rounds: 1\n"));
+  auto r = review(p);
+  ASSERT_EQ(r.doc["rounds"][0]["findings"].size(), 1u) << r.doc.dump(2);
+  const json& f = r.doc["rounds"][0]["findings"][0];
+  EXPECT_EQ(f["severity"], "MAJOR");
+  EXPECT_EQ(f["lenses"], json({"correctness", "safety"}));
+  EXPECT_EQ(r.doc["rounds"][0]["counts"]["major"], 1);
+}
+
+TEST(CliReview, AFabricatedQuoteIsCaughtAndKeptOutOfTheGate) {
+  json fabricated = finding("parse_args", "CRITICAL", "frees the buffer twice", "free(buf); free(buf);");
+  Project p({{"reviewer", {{"safety", {{"default", answer({fabricated})}}}}}}, run_yaml("max_rounds: 1\ndry_rounds: 1\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.doc["verdict"], "PASS");
+  EXPECT_EQ(r.doc["rounds"][0]["counts"]["excluded"], 1);
+  const json* f = find_finding(r.doc, "parse_args");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE((*f)["unverified"].get<bool>());
+  EXPECT_EQ((*f)["history"][0]["status"], "unverified");
+}
+
+TEST(CliReview, TheJudgesHallucinatedCriticalIsDroppedAndAGroundedOneKept) {
+  json invented = finding("main", "CRITICAL", "main leaks the config file handle");
+  json grounded = finding("copy_name", "CRITICAL", "copy_name overflows its buffer");
+  json scenario = {
+      {"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}},
+      {"judge", {{"default", answer({kArgc, invented, grounded})}}},
+      {"verifier",
+       {{{"match", "leaks the config"}, {"answer", {{"verdict", "confirmed"}, {"evidence", "fclose(config) is never called"}}}},
+        {{"match", "overflows its buffer"},
+         {"answer", {{"verdict", "confirmed"}, {"evidence", "holds 16 bytes but the name may be longer"}}}}}}};
+  Project p(scenario, run_yaml("max_rounds: 1\ndry_rounds: 1\njudge: {worker: fake}\nverifier: {worker: fake}\n"));
+  auto r = review(p);
+  const json& round = r.doc["rounds"][0];
+  EXPECT_EQ(round["judge"]["introduced"].size(), 2u) << round.dump(2);
+  ASSERT_EQ(round["judge"]["hallucinated"].size(), 1u);
+  ASSERT_EQ(round["judge"]["grounded"].size(), 1u);
+  const json* bad = find_finding(r.doc, "main");
+  const json* good = find_finding(r.doc, "copy_name");
+  ASSERT_TRUE(bad && good);
+  EXPECT_TRUE((*bad)["judge_hallucinated"].get<bool>());
+  EXPECT_EQ((*good)["verdict"], "confirmed");
+  // The verdict is recomputed without the hallucination: the grounded CRITICAL blocks.
+  EXPECT_EQ(round["verdict"], "BLOCK");
+  EXPECT_EQ(round["counts"]["critical"], 1);
+  EXPECT_EQ(round["counts"]["excluded"], 1);
+  // Each claim went to the verifier in its own step; the lenses' MAJOR was not re-checked.
+  EXPECT_EQ(p.count_calls("verifier"), 2);
+  EXPECT_NE(review_markdown_of(p, r.doc).find("[JUDGE-HALLUCINATED]"), std::string::npos);
+}
+
+// Round 1 finds a MAJOR that the fixer fixes; rounds 2 and 3 add nothing new:
+// converged at round 3 (two dry rounds), PASS, exit 0.
+TEST(CliReview, ConvergesAfterTwoDryRoundsAtAKnownRound) {
+  json scenario = {
+      {"reviewer", {{"correctness", {{"1", answer({kArgc})}, {"default", answer({})}}}}},
+      {"fixer",
+       {{"default",
+         {{"edits", {{{"file", "doc.md"}, {"replace", "without checking argc"}, {"with", "after checking argc"}}}},
+          {"raw", "checked argc first"}}}}}};
+  Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: grep -q 'after checking argc' doc.md\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.doc.dump(2);
+  ASSERT_EQ(r.doc["rounds"].size(), 3u);
+  EXPECT_EQ(r.doc["rounds"][0]["verdict"], "REVISE");
+  EXPECT_EQ(r.doc["rounds"][0]["fix"]["status"], "applied");
+  EXPECT_EQ(r.doc["rounds"][0]["fix"]["to_fix"].size(), 1u);
+  EXPECT_EQ(r.doc["rounds"][1]["dry"], true);
+  EXPECT_EQ(r.doc["rounds"][2]["final"], true);
+  EXPECT_NE(r.doc["stop_reason"].get<std::string>().find("converged: 2 dry rounds in a row at round 3"),
+            std::string::npos);
+  EXPECT_NE(read_file(p.d / "doc.md").find("after checking argc"), std::string::npos);
+  EXPECT_EQ((*find_finding(r.doc, "parse_args"))["state"], "gone");
+  // Each round is a fresh context: round 2's prompts carry nothing of round 1's findings.
+  EXPECT_EQ(read_file(p.d / "prompts" / "reviewer-correctness-r2-a1.txt").find("argc"), std::string::npos);
+}
+
+// Every round adds a new MAJOR: the loop never converges and max_rounds ends it.
+TEST(CliReview, MaxRoundsBoundsALoopThatDoesNotConverge) {
+  json per_round = json::object();
+  for (int i = 1; i <= 3; ++i)
+    per_round[std::to_string(i)] = answer({finding(fmt::format("step{}", i), "MAJOR", fmt::format("defect {}", i))});
+  Project p({{"reviewer", {{"correctness", per_round}}}}, run_yaml("max_rounds: 3\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.doc["rounds"].size(), 3u);
+  EXPECT_EQ(r.doc["status"], "failed");
+  EXPECT_NE(r.doc["stop_reason"].get<std::string>().find("max_rounds (3) reached"), std::string::npos)
+      << r.doc["stop_reason"];
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(r.doc["rounds"][i]["new_blocking"], 1);
+}
+
+// The fixer "fixes" the mechanical MAJOR without effect: it is there in rounds 1
+// and 3, so round 3 escalates it (two-strikes), round 3's fix is not given it, and
+// the review ends escalated (exit 3).
+TEST(CliReview, TwoStrikesEscalatesAFindingThatSurvivesRoundsNAndNPlus2) {
+  json scenario = {{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}},
+                   {"fixer", {{"default", {{"raw", "done (not really)"}}}}}};
+  Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: 'true'\ndry_rounds: 3\nmax_rounds: 4\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 3) << r.err << r.doc.dump(2);
+  EXPECT_EQ(r.doc["status"], "escalated");
+  ASSERT_EQ(r.doc["escalations"].size(), 1u);
+  EXPECT_EQ(r.doc["escalations"][0]["round"], 3);
+  const json& rounds = r.doc["rounds"];
+  EXPECT_EQ(rounds[0]["fix"]["status"], "applied");
+  EXPECT_EQ(rounds[1]["fix"]["status"], "applied");
+  // Round 3: escalated, so listed for the human and not patched a third time.
+  EXPECT_EQ(rounds[2]["escalated"].size(), 1u);
+  EXPECT_TRUE(rounds[2]["fix"]["to_fix"].empty());
+  EXPECT_EQ(rounds[2]["fix"]["for_human"].size(), 1u);
+  EXPECT_EQ(p.count_calls("fixer"), 2);
+  EXPECT_EQ((*find_finding(r.doc, "parse_args"))["state"], "escalated");
+}
+
+// Each call costs 1000 tokens and reserves 1000: with a cap of 2500, round 2's
+// reviewer cannot start. The review stops and asks (exit 3) with the report so
+// far; --resume with a higher cap goes on from there.
+TEST(CliReview, TheSpendCapStopsAndAsksAndAHigherCapResumes) {
+  json scenario = {{"reviewer", {{"correctness", {{"1", answer({kArgc})}, {"default", answer({})}}}}},
+                   {"fixer", {{"default", {{"raw", "fixed"}}}}}};
+  Project p(scenario,
+            run_yaml("fixer: {worker: fake}\nverify: 'true'\nspend_cap_tokens: 2500\n",
+                     "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"),
+            "    reserve_tokens: 1000\n");
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 3) << r.err << r.doc.dump(2);
+  EXPECT_EQ(r.doc["status"], "spend_cap");
+  EXPECT_EQ(r.doc["rounds"].size(), 1u);
+  EXPECT_EQ(r.doc["tokens"]["spent"], 2000);  // round 1's reviewer and fix; nothing overshot
+  EXPECT_NE(r.doc["stop_reason"].get<std::string>().find("spend cap of 2500"), std::string::npos);
+  const std::string id = r.doc["id"];
+
+  auto again = run_orch({"review", "--resume", id, "--json"}, p.path());
+  EXPECT_EQ(again.exit_code, 2) << "the same cap cannot go on: " << again.err;
+  EXPECT_NE(again.err.find("--spend-cap"), std::string::npos) << again.err;
+
+  auto resumed = run_orch({"review", "--resume", id, "--spend-cap", "20000", "--json"}, p.path());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  json doc = review_doc_of(resumed.out);
+  expect_valid_report(doc);
+  EXPECT_EQ(doc["status"], "passed");
+  EXPECT_EQ(doc["rounds"].size(), 3u);
+  EXPECT_EQ(doc["tokens"]["cap"], 20000);
+  EXPECT_EQ(p.count_calls("reviewer correctness 1"), 1) << "round 1 is not run again";
+}
+
+// One reviewer answers prose first and valid JSON when told the validation
+// errors (repaired); another never answers valid JSON (failed): INCOMPLETE.
+TEST(CliReview, InvalidReviewerOutputGetsOneRepairAndAFailedLensMakesTheRoundIncomplete) {
+  json bad_severity = finding("title", "SEVERE", "x");
+  json scenario = {
+      {"reviewer",
+       {{"correctness", {{"default", {{"attempts", {{{"raw", "Looks fine to me!"}}, answer({kArgc})}}}}}},
+        {"safety", {{"default", answer({bad_severity})}}}}}};
+  Project p(scenario, run_yaml("max_rounds: 1\ndry_rounds: 1\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json& round = r.doc["rounds"][0];
+  EXPECT_EQ(round["verdict"], "INCOMPLETE");
+  EXPECT_EQ(round["failed_lenses"], 1);
+  EXPECT_EQ(round["reviewers"][0]["status"], "repaired");
+  EXPECT_EQ(round["reviewers"][0]["attempts"], 2);
+  EXPECT_EQ(round["reviewers"][1]["status"], "failed");
+  EXPECT_NE(round["reviewers"][1]["reason"].get<std::string>().find("/findings/0/severity"), std::string::npos)
+      << round["reviewers"][1]["reason"];
+  EXPECT_EQ(p.count_calls("reviewer safety 1"), 2) << "one repair attempt, no more";
+  // The repair attempt was told why the first failed.
+  const std::string repair = read_file(p.d / "prompts" / "reviewer-correctness-r1-a2.txt");
+  EXPECT_NE(repair.find("The previous attempt failed"), std::string::npos);
+  EXPECT_NE(repair.find("result_json: the result is not JSON"), std::string::npos) << repair;
+  // The repaired reviewer's finding still counts.
+  EXPECT_EQ(round["counts"]["major"], 1);
+}
+
+// The fixer inserts lines above the finding without fixing it: round 2 reports
+// it at another line, and it is the same finding (same id, not new).
+TEST(CliReview, FindingIdsAreStableUnderALineShift) {
+  json moved = kArgc;
+  moved["line"] = 6;
+  json scenario = {
+      {"reviewer", {{"correctness", {{"1", answer({kArgc})}, {"default", answer({moved})}}}}},
+      {"fixer", {{"default", {{"edits", {{{"file", "doc.md"}, {"replace", "# Parser\n"}, {"with", "# Parser\n\nIntro.\n\n"}}}}, {"raw", "ok"}}}}}};
+  Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: 'true'\nmax_rounds: 2\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  auto r = review(p);
+  const json& rounds = r.doc["rounds"];
+  ASSERT_EQ(rounds.size(), 2u) << r.doc.dump(2);
+  EXPECT_EQ(rounds[0]["findings"][0]["line"], 3);
+  EXPECT_EQ(rounds[1]["findings"][0]["line"], 6);
+  EXPECT_EQ(rounds[0]["findings"][0]["id"], rounds[1]["findings"][0]["id"]);
+  EXPECT_EQ(rounds[1]["new_blocking"], 0);
+  EXPECT_EQ(rounds[1]["dry"], true);
+  ASSERT_EQ(r.doc["findings"].size(), 1u);
+  EXPECT_EQ(r.doc["findings"][0]["history"].size(), 2u);
+}
+
+// The fixer's edit breaks the verify command: the artifact is put back exactly
+// as it was, and the round records the rollback with the failed check.
+TEST(CliReview, AFixThatBreaksTheVerifyCommandIsRolledBack) {
+  json scenario = {
+      {"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}},
+      {"fixer", {{"default", {{"edits", {{{"file", "doc.md"}, {"replace", "# Parser"}, {"with", "# BROKEN"}}}}, {"raw", "ok"}}}}}};
+  Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: grep -q '^# Parser' doc.md\nmax_rounds: 2\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  auto r = review(p);
+  const json& fix = r.doc["rounds"][0]["fix"];
+  EXPECT_EQ(fix["status"], "rolled_back") << fix.dump(2);
+  EXPECT_NE(fix["reason"].get<std::string>().find("shell_zero"), std::string::npos) << fix["reason"];
+  EXPECT_EQ(read_file(p.d / "doc.md"), kDoc);
+  EXPECT_EQ(p.count_calls("fixer"), 1);
+}
+
+TEST(CliReview, PreFlightHaltsOnEveryUnresolvedFieldBeforeAnythingLaunches) {
+  Project p(json::object(),
+            "name: broken\n"
+            "artifacts: [doc.md, missing.md]\n"
+            "workers: workers.yaml\n"
+            "lenses:\n"
+            "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"
+            "  - {name: style, prompt: lenses/none.md, worker: faek}\n"
+            "judge: {worker: fake}\n");
+  auto r = run_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("RUN.yaml:2: artifacts: 'missing.md': no such file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fields.audience: unresolved"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lenses[1].prompt: prompt file 'lenses/none.md'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no worker 'faek'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(did you mean 'fake'?)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("verifier: unresolved"), std::string::npos) << r.err;
+  EXPECT_TRUE(p.calls().empty()) << "nothing launched";
+  EXPECT_FALSE(fs::exists(p.d / ".orch" / "orch.db")) << "nothing recorded";
+}
+
+TEST(CliReview, ABadRunYamlIsRefusedWithLinesAndFields) {
+  Project p(json::object(),
+            "artifacts: [doc.md]\n"
+            "lenses:\n"
+            "  - {name: correctness, prompt: lenses/correctness.md}\n"
+            "max_round: 3\n"
+            "dry_rounds: zero\n");
+  auto r = run_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("RUN.yaml:3: lenses[0]: needs 'worker: NAME' or 'model: NAME'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("RUN.yaml:4:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'max_rounds'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("RUN.yaml:5: dry_rounds"), std::string::npos) << r.err;
+}
+
+// Without --yes and with no terminal to ask on, the review is not launched.
+TEST(CliReview, WithoutYesAndNoTerminalNothingIsLaunched) {
+  Project p({{"reviewer", json::object()}}, run_yaml(""));
+  auto r = run_orch({"review", "--config", "RUN.yaml"}, p.path());
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.out.find("Pre-Flight Report: review 'parser doc'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 x 1 reviewer"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("estimated"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("--yes"), std::string::npos) << r.err;
+  EXPECT_TRUE(p.calls().empty());
+}
+
+// kill -9 while round 1's second reviewer works; --resume continues the round:
+// the reviewer that finished is not asked again, the interrupted one is, and the
+// review ends as an uninterrupted one would.
+TEST(CliReview, KillMinus9MidRoundThenResumeContinuesTheRound) {
+  json slow_then_answer = {{"attempts", json::array({json{{"sleep", 30}, {"raw", "slow"}}, answer({kBuffer})})}};
+  json scenario = json::object();
+  scenario["reviewer"]["correctness"]["default"] = answer({kArgc});
+  scenario["reviewer"]["safety"]["1"] = slow_then_answer;
+  Project p(scenario, run_yaml("max_rounds: 1\ndry_rounds: 1\nmax_parallel: 1\n"));
+  pid_t pid = orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes", "--json"}, p.path(), p.d / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("reviewer safety 1 1") == 1; }, 30000))
+      << read_file(p.d / "out.txt");
+  kill(pid, SIGKILL);
+  orch::testing::wait_exit(pid);
+  EXPECT_EQ(p.count_calls("reviewer correctness 1"), 1);
+
+  auto list = run_orch({"review", "--list", "--json"}, p.path());
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  json reviews = review_doc_of(list.out);
+  ASSERT_EQ(reviews.size(), 1u);
+  EXPECT_EQ(reviews[0]["status"], "running");
+  const std::string id = reviews[0]["id"];
+
+  auto r = run_orch({"review", "--resume", id, "--json"}, p.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  json doc = review_doc_of(r.out);
+  expect_valid_report(doc);
+  EXPECT_EQ(doc["verdict"], "BLOCK");
+  EXPECT_EQ(doc["rounds"].size(), 1u);
+  EXPECT_EQ(doc["rounds"][0]["counts"]["critical"], 1);
+  EXPECT_EQ(doc["rounds"][0]["counts"]["major"], 1);
+  EXPECT_EQ(p.count_calls("reviewer correctness 1"), 1) << "the finished reviewer is not asked again";
+  EXPECT_EQ(p.count_calls("reviewer safety 1 2"), 1) << "the interrupted one is";
+
+  auto shown = run_orch({"review", "--show", id}, p.path());
+  EXPECT_EQ(shown.exit_code, 0);
+  EXPECT_NE(shown.out.find("| 1 | BLOCK |"), std::string::npos) << shown.out;
+  auto ended = run_orch({"review", "--resume", id}, p.path());
+  EXPECT_EQ(ended.exit_code, 2) << "an ended review is not resumed";
+}
+
+}  // namespace
+}  // namespace orch
