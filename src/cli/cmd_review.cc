@@ -55,21 +55,23 @@ int print_outcome(const flows::ReviewOutcome& out, bool json) {
     std::printf("%s\n", json_text(out.doc, 2).c_str());
   else
     std::fputs(flows::review_markdown(out.doc).c_str(), stdout);
-  if (!out.reason.empty())
-    std::fprintf(stderr, "orch review: %s\n", out.reason.c_str());
+  if (!out.reason.empty()) std::fprintf(stderr, "orch review: %s\n", out.reason.c_str());
   return out.exit_code;
 }
 
 int run(const ReviewArgs& a) {
   const int modes = !a.config.empty() + !a.resume.empty() + !a.show.empty() + (a.list ? 1 : 0);
   if (modes != 1)
-    return report_error(Error{ErrorCode::InvalidInput, "give one of --config RUN.yaml, --resume ID, --show ID, --list"});
+    return report_error(
+        Error{ErrorCode::InvalidInput, "give one of --config RUN.yaml, --resume ID, --show ID, --list"});
   if (a.spend_cap != 0 && a.resume.empty())
-    return report_error(Error{ErrorCode::InvalidInput, "--spend-cap goes with --resume (in RUN.yaml it is spend_cap_tokens)"});
+    return report_error(Error{ErrorCode::InvalidInput,
+                              "--spend-cap goes with --resume (in RUN.yaml it is spend_cap_tokens)"});
   std::error_code ec;
   const fs::path workspace = fs::weakly_canonical(fs::absolute(a.workspace), ec);
   if (ec || !fs::is_directory(workspace))
-    return report_error(Error{ErrorCode::NotFound, fmt::format("--workspace {}: no such folder", a.workspace)});
+    return report_error(
+        Error{ErrorCode::NotFound, fmt::format("--workspace {}: no such folder", a.workspace)});
 
   // Everything is resolved before the ledger is touched: a config that does not
   // resolve leaves nothing behind.
@@ -101,11 +103,16 @@ int run(const ReviewArgs& a) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : *all) {
       if (a.json)
-        out.push_back({{"id", r.id}, {"name", r.name}, {"status", review_status_name(r.status)},
-                       {"verdict", r.verdict}, {"rounds", r.rounds}, {"workspace", r.workspace}});
+        out.push_back({{"id", r.id},
+                       {"name", r.name},
+                       {"status", review_status_name(r.status)},
+                       {"verdict", r.verdict},
+                       {"rounds", r.rounds},
+                       {"workspace", r.workspace}});
       else
         std::printf("%-40s %-10s %-10s %d round%s  %s\n", r.id.c_str(), review_status_name(r.status),
-                    r.verdict.empty() ? "-" : r.verdict.c_str(), r.rounds, r.rounds == 1 ? "" : "s", r.name.c_str());
+                    r.verdict.empty() ? "-" : r.verdict.c_str(), r.rounds, r.rounds == 1 ? "" : "s",
+                    r.name.c_str());
     }
     if (a.json) std::printf("%s\n", json_text(out, 2).c_str());
     return kExitSucceeded;
@@ -139,7 +146,8 @@ int run(const ReviewArgs& a) {
 
   Expected<flows::ReviewOutcome> outcome = std::unexpected(Error{ErrorCode::Internal, "not run"});
   if (config) {
-    if (auto checked = flows::check_review_executors(env, *config); !checked) return report_error(checked.error());
+    if (auto checked = flows::check_review_executors(env, *config); !checked)
+      return report_error(checked.error());
     const auto cost = flows::estimate_review_cost(*config, workspace);
     std::fputs(flows::preflight_report(*config, cost, workspace).c_str(), a.json ? stderr : stdout);
     std::fflush(stdout);
@@ -168,25 +176,31 @@ int run(const ReviewArgs& a) {
 }  // namespace
 
 Command add_review(CLI::App& app) {
-  auto* sub = app.add_subcommand(
-      "review",
-      "Review artifacts with fan-out reviewers (lenses), a deterministic gate, a judge with a hallucination gate, "
-      "and fix rounds until dry (docs/review.md).\n"
-      "Exit: 0 PASS; 1 REVISE, BLOCK or INCOMPLETE; 2 bad RUN.yaml or an unresolved field; 3 escalated (two-strikes), "
-      "spend cap reached, not confirmed, or awaiting approval; 130 interrupted");
+  auto* sub = app.add_subcommand("review",
+                                 "Review artifacts with fan-out reviewers (lenses), a deterministic gate, a "
+                                 "judge with a hallucination gate, "
+                                 "and fix rounds until dry (docs/review.md).\n"
+                                 "Exit: 0 PASS; 1 REVISE, BLOCK or INCOMPLETE; 2 bad RUN.yaml or an "
+                                 "unresolved field; 3 escalated (two-strikes), "
+                                 "spend cap reached, not confirmed, or awaiting approval; 130 interrupted");
   auto args = std::make_shared<ReviewArgs>();
   sub->add_option("--config", args->config, "RUN.yaml: what to review and how (docs/review.md)");
-  sub->add_option("--resume", args->resume, "continue review ID (after a crash, Ctrl-C, an approval or the spend cap)");
+  sub->add_option("--resume", args->resume,
+                  "continue review ID (after a crash, Ctrl-C, an approval or the spend cap)");
   sub->add_option("--show", args->show, "print review ID's report (Markdown, or the document with --json)");
   sub->add_flag("--list", args->list, "list the reviews in the ledger, newest first");
-  sub->add_flag("--yes,-y", args->yes, "launch without the final question (the Pre-Flight Report is still printed)");
+  sub->add_flag("--yes,-y", args->yes,
+                "launch without the final question (the Pre-Flight Report is still printed)");
   sub->add_flag("--json", args->json, "print the review document (schemas/review-report.schema.json)");
-  sub->add_option("--spend-cap", args->spend_cap, "with --resume: a new spend cap in tokens (to go past the old one)")
+  sub->add_option("--spend-cap", args->spend_cap,
+                  "with --resume: a new spend cap in tokens (to go past the old one)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--store", args->store, "ledger database (default: WORKSPACE/.orch/orch.db)");
   sub->add_option("--workspace", args->workspace, "the folder the artifacts are in (default: .)");
-  sub->add_option("--workers", args->workers, "workers file (default: RUN.yaml's 'workers', or .orch/workers.yaml)");
-  sub->add_option("--models", args->models, "models file (default: RUN.yaml's 'models', or .orch/models.yaml)");
+  sub->add_option("--workers", args->workers,
+                  "workers file (default: RUN.yaml's 'workers', or .orch/workers.yaml)");
+  sub->add_option("--models", args->models,
+                  "models file (default: RUN.yaml's 'models', or .orch/models.yaml)");
   return [args] { return run(*args); };
 }
 

@@ -25,9 +25,9 @@ using route::TableReader;
 namespace review_config_detail {
 
 const std::vector<std::string> kTopKeys = {
-    "name",       "artifacts", "lenses",           "reviewers",    "judge",         "verifier",
-    "fixer",      "verify",    "max_rounds",       "dry_rounds",   "spend_cap_tokens", "max_parallel",
-    "fresh_context", "rubric", "workers",          "models",       "fields"};
+    "name",    "artifacts",  "lenses",     "reviewers",        "judge",        "verifier",      "fixer",
+    "verify",  "max_rounds", "dry_rounds", "spend_cap_tokens", "max_parallel", "fresh_context", "rubric",
+    "workers", "models",     "fields"};
 
 // `worker: NAME` or `model: NAME`, exactly one; "off" (when `may_be_off`) is nullopt.
 std::optional<RoleConfig> read_role(TableReader& r, const DocNode& map, const std::string& field,
@@ -96,7 +96,8 @@ std::vector<std::pair<std::string, int>> prompt_fields(const std::string& text) 
     const std::size_t end = text.find("}}", pos + 2);
     if (end == std::string::npos) break;
     const std::string name(trim(std::string_view(text).substr(pos + 2, end - pos - 2)));
-    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
+    const int line =
+        1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
     if (std::none_of(out.begin(), out.end(), [&](const auto& p) { return p.first == name; }))
       out.emplace_back(name, line);
     pos = end + 2;
@@ -158,17 +159,18 @@ Expected<ReviewConfig> parse_review_config(const std::string& text, const std::s
   if (r.ok() && r.expect_map(root, "(file)", "review settings")) {
     r.only_keys(root, "", rcd::kTopKeys);
     for (const auto& e : root.entries) c.key_lines.emplace_back(e.key.scalar, e.key.line);
-    if (auto v = r.string(root, "name", "name", false)) c.name = *v;
+    if (auto v = r.string(root, "", "name", false)) c.name = *v;
     if (const DocNode* a = TableReader::find(root, "artifacts"); a && !a->is_null()) {
       if (a->is_scalar())
         c.artifacts.push_back(a->scalar);
       else
         c.artifacts = r.string_list(*a, "artifacts");
-      if (c.artifacts.empty() && r.ok()) r.problem(a->line, "artifacts", "list at least one file to review");
+      if (c.artifacts.empty()) r.problem(a->line, "artifacts", "list at least one file to review");
     } else {
       r.problem(root.line, "artifacts", "missing: the file(s) under review");
     }
-    if (const DocNode* ls = TableReader::find(root, "lenses"); ls && ls->is_sequence() && !ls->items.empty()) {
+    if (const DocNode* ls = TableReader::find(root, "lenses");
+        ls && ls->is_sequence() && !ls->items.empty()) {
       std::set<std::string> names;
       for (std::size_t i = 0; i < ls->items.size(); ++i) {
         const DocNode& item = ls->items[i];
@@ -177,15 +179,16 @@ Expected<ReviewConfig> parse_review_config(const std::string& text, const std::s
         r.only_keys(item, field, {"name", "prompt", "worker", "model"});
         LensConfig lens;
         lens.line = item.line;
-        lens.name = r.string(item, route::field_name(field, "name"), "name", true).value_or("");
-        lens.prompt_file = r.string(item, route::field_name(field, "prompt"), "prompt", true).value_or("");
+        lens.name = r.string(item, field, "name", true).value_or("");
+        lens.prompt_file = r.string(item, field, "prompt", true).value_or("");
         if (!lens.name.empty() && !names.insert(lens.name).second)
-          r.problem(item.line, route::field_name(field, "name"), fmt::format("lens '{}' is named twice", lens.name));
+          r.problem(item.line, route::field_name(field, "name"),
+                    fmt::format("lens '{}' is named twice", lens.name));
         if (!lens.name.empty() && !is_identifier(lens.name))
           r.problem(item.line, route::field_name(field, "name"),
                     fmt::format("'{}' is not a name (letters, digits, '_' and '-')", lens.name));
-        auto worker = r.string(item, route::field_name(field, "worker"), "worker", false);
-        auto model = r.string(item, route::field_name(field, "model"), "model", false);
+        auto worker = r.string(item, field, "worker", false);
+        auto model = r.string(item, field, "model", false);
         if (worker && model)
           r.problem(item.line, field, "give 'worker' or 'model', not both");
         else if (!worker && !model)
@@ -195,22 +198,23 @@ Expected<ReviewConfig> parse_review_config(const std::string& text, const std::s
         c.lenses.push_back(std::move(lens));
       }
     } else {
-      r.problem(ls ? ls->line : root.line, "lenses", "missing: a list of lenses (name, prompt, worker or model)");
+      r.problem(ls ? ls->line : root.line, "lenses",
+                "missing: a list of lenses (name, prompt, worker or model)");
     }
-    if (auto v = r.integer(root, "reviewers", "reviewers", 1, false)) c.reviewers = static_cast<int>(*v);
+    if (auto v = r.integer(root, "", "reviewers", 1, false)) c.reviewers = static_cast<int>(*v);
     bool present = false;
     c.judge = rcd::read_role(r, root, "judge", &present);
     c.verifier = rcd::read_role(r, root, "verifier", &present);
     c.fixer = rcd::read_role(r, root, "fixer", &present);
-    if (auto v = r.string(root, "verify", "verify", false)) c.verify = *v;
-    if (auto v = r.integer(root, "max_rounds", "max_rounds", 1, false)) c.max_rounds = static_cast<int>(*v);
-    if (auto v = r.integer(root, "dry_rounds", "dry_rounds", 1, false)) c.dry_rounds = static_cast<int>(*v);
-    if (auto v = r.integer(root, "spend_cap_tokens", "spend_cap_tokens", 1, false)) c.spend_cap_tokens = *v;
-    if (auto v = r.integer(root, "max_parallel", "max_parallel", 1, false)) c.max_parallel = static_cast<int>(*v);
-    if (auto v = r.boolean(root, "fresh_context", "fresh_context")) c.fresh_context = *v;
-    if (auto v = r.string(root, "rubric", "rubric", false)) c.rubric_file = *v;
-    if (auto v = r.string(root, "workers", "workers", false)) c.workers_file = *v;
-    if (auto v = r.string(root, "models", "models", false)) c.models_file = *v;
+    if (auto v = r.string(root, "", "verify", false)) c.verify = *v;
+    if (auto v = r.integer(root, "", "max_rounds", 1, false)) c.max_rounds = static_cast<int>(*v);
+    if (auto v = r.integer(root, "", "dry_rounds", 1, false)) c.dry_rounds = static_cast<int>(*v);
+    if (auto v = r.integer(root, "", "spend_cap_tokens", 1, false)) c.spend_cap_tokens = *v;
+    if (auto v = r.integer(root, "", "max_parallel", 1, false)) c.max_parallel = static_cast<int>(*v);
+    if (auto v = r.boolean(root, "", "fresh_context")) c.fresh_context = *v;
+    if (auto v = r.string(root, "", "rubric", false)) c.rubric_file = *v;
+    if (auto v = r.string(root, "", "workers", false)) c.workers_file = *v;
+    if (auto v = r.string(root, "", "models", false)) c.models_file = *v;
     if (const DocNode* f = TableReader::find(root, "fields"); f && !f->is_null()) {
       if (r.expect_map(*f, "fields", "names to values")) {
         for (const auto& e : f->entries) {
@@ -223,8 +227,9 @@ Expected<ReviewConfig> parse_review_config(const std::string& text, const std::s
       }
     }
     if (c.dry_rounds > c.max_rounds && r.ok())
-      r.problem(c.line_of("dry_rounds"), "dry_rounds",
-                fmt::format("{} dry rounds can never happen within max_rounds {}", c.dry_rounds, c.max_rounds));
+      r.problem(
+          c.line_of("dry_rounds"), "dry_rounds",
+          fmt::format("{} dry rounds can never happen within max_rounds {}", c.dry_rounds, c.max_rounds));
     // The schema is the contract of the file: what the reader let through must
     // satisfy it too.
     if (r.ok()) {
@@ -248,14 +253,17 @@ Expected<ReviewConfig> load_review_config(const fs::path& file) {
 }
 
 Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& workspace,
-                                             const std::string& workers_flag, const std::string& models_flag) {
+                                             const std::string& workers_flag,
+                                             const std::string& models_flag) {
   std::vector<std::pair<int, std::string>> problems;
   auto problem = [&](int line, const std::string& field, const std::string& message) {
     problems.emplace_back(line, line > 0 ? fmt::format("{}:{}: {}: {}", c.file, line, field, message)
                                          : fmt::format("{}: {}: {}", c.file, field, message));
   };
   const fs::path base = fs::absolute(c.file).parent_path();
-  auto beside_config = [&](const std::string& path) { return fs::path(path).is_absolute() ? fs::path(path) : base / path; };
+  auto beside_config = [&](const std::string& path) {
+    return fs::path(path).is_absolute() ? fs::path(path) : base / path;
+  };
 
   // Artifacts: inside the workspace, readable.
   std::vector<std::string> artifacts;
@@ -266,7 +274,8 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
       continue;
     }
     if (!fs::is_regular_file(*resolved)) {
-      problem(c.line_of("artifacts"), "artifacts", fmt::format("'{}': no such file in the workspace {}", a, workspace.string()));
+      problem(c.line_of("artifacts"), "artifacts",
+              fmt::format("'{}': no such file in the workspace {}", a, workspace.string()));
       continue;
     }
     artifacts.push_back(normalise_path(fs::relative(*resolved, workspace).generic_string()));
@@ -288,13 +297,15 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
       if (name == "lens") continue;
       if (!c.fields.contains(name) || c.fields[name].get<std::string>().empty())
         problem(c.line_of("fields") ? c.line_of("fields") : lens.line, "fields." + name,
-                fmt::format("unresolved: {}:{} needs {{{{{}}}}}; set it under 'fields'", path.string(), line, name));
+                fmt::format("unresolved: {}:{} needs {{{{{}}}}}; set it under 'fields'", path.string(), line,
+                            name));
     }
     lens.prompt = rcd::fill_fields(*text, c.fields, lens.name);
   }
   if (c.judge && !c.verifier)
     problem(c.line_of("judge"), "verifier",
-            "unresolved: a judge needs a claim verifier ('verifier: {worker: NAME}') to check the CRITICALs it adds");
+            "unresolved: a judge needs a claim verifier ('verifier: {worker: NAME}') to check the CRITICALs "
+            "it adds");
   if (c.fixer && c.verify.empty())
     problem(c.line_of("fixer"), "verify",
             "unresolved: a fixer needs a verify command, run after every fix (or 'fixer: off')");
@@ -330,7 +341,9 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
       if (!workers) {
         if (c.workers_file.empty())
           problem(role.line, field,
-                  fmt::format("worker '{}': no workers file (set 'workers:', pass --workers, or create .orch/workers.yaml)", name));
+                  fmt::format("worker '{}': no workers file (set 'workers:', pass --workers, or create "
+                              ".orch/workers.yaml)",
+                              name));
         return;
       }
       if (!workers->find(role.executor)) {
@@ -343,20 +356,26 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
       const std::string name = role.executor.substr(4);
       if (!models) {
         if (c.models_file.empty())
-          problem(role.line, field,
-                  fmt::format("model '{}': no models file (set 'models:', pass --models, or create .orch/models.yaml)", name));
+          problem(
+              role.line, field,
+              fmt::format(
+                  "model '{}': no models file (set 'models:', pass --models, or create .orch/models.yaml)",
+                  name));
         return;
       }
       if (!models->model_for(role.executor)) {
         std::vector<std::string> names;
         for (const auto& [n, _] : models->models) names.push_back(n);
-        problem(role.line, field, fmt::format("no model '{}' in {}{}", name, c.models_file, did_you_mean(name, names)));
+        problem(role.line, field,
+                fmt::format("no model '{}' in {}{}", name, c.models_file, did_you_mean(name, names)));
       }
     }
   };
   for (std::size_t i = 0; i < c.lenses.size(); ++i)
     if (!c.lenses[i].role.executor.empty())
-      check_role(c.lenses[i].role, fmt::format("lenses[{}].{}", i, c.lenses[i].role.executor.starts_with("worker:") ? "worker" : "model"));
+      check_role(c.lenses[i].role,
+                 fmt::format("lenses[{}].{}", i,
+                             c.lenses[i].role.executor.starts_with("worker:") ? "worker" : "model"));
   if (c.judge) check_role(*c.judge, "judge");
   if (c.verifier) check_role(*c.verifier, "verifier");
   if (c.fixer) check_role(*c.fixer, "fixer");
@@ -380,7 +399,8 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
   }
 
   if (!problems.empty()) {
-    std::stable_sort(problems.begin(), problems.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(problems.begin(), problems.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<std::string> lines;
     for (auto& [_, m] : problems) lines.push_back(std::move(m));
     return fail(ErrorCode::InvalidInput, join(lines, "\n"));
@@ -391,11 +411,15 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
 json review_config_json(const ReviewConfig& c) {
   json lenses = json::array();
   for (const auto& l : c.lenses)
-    lenses.push_back({{"name", l.name}, {"prompt_file", l.prompt_file}, {"prompt", l.prompt}, {"executor", l.role.executor}});
+    lenses.push_back({{"name", l.name},
+                      {"prompt_file", l.prompt_file},
+                      {"prompt", l.prompt},
+                      {"executor", l.role.executor}});
   json rubric = {{"file", c.rubric_file}, {"deductions", json::object()}, {"thresholds", json::array()}};
   for (Severity s : {Severity::Critical, Severity::Major, Severity::Minor, Severity::Nit})
     rubric["deductions"][severity_name(s)] = c.rubric.deductions[static_cast<std::size_t>(s)];
-  for (const auto& [name, min] : c.rubric.thresholds) rubric["thresholds"].push_back({{"name", name}, {"min", min}});
+  for (const auto& [name, min] : c.rubric.thresholds)
+    rubric["thresholds"].push_back({{"name", name}, {"min", min}});
   return {{"file", c.file},
           {"name", c.name},
           {"artifacts", c.artifacts},
@@ -443,7 +467,8 @@ Expected<ReviewConfig> review_config_from_json(const json& d) {
     const json& rubric = d.at("rubric");
     c.rubric_file = rubric.at("file").get<std::string>();
     for (Severity s : {Severity::Critical, Severity::Major, Severity::Minor, Severity::Nit})
-      c.rubric.deductions[static_cast<std::size_t>(s)] = rubric.at("deductions").at(severity_name(s)).get<int>();
+      c.rubric.deductions[static_cast<std::size_t>(s)] =
+          rubric.at("deductions").at(severity_name(s)).get<int>();
     for (const auto& t : rubric.at("thresholds"))
       c.rubric.thresholds.emplace_back(t.at("name").get<std::string>(), t.at("min").get<int>());
     c.workers_file = d.at("workers_file").get<std::string>();
@@ -499,7 +524,8 @@ CostEstimate estimate_review_cost(const ReviewConfig& c, const fs::path& workspa
     unpriced.insert(executor);
   };
   for (const auto& lens : c.lenses)
-    for (int k = 0; k < c.reviewers; ++k) call(lens.role.executor, static_cast<std::int64_t>(lens.prompt.size()) + 2000);
+    for (int k = 0; k < c.reviewers; ++k)
+      call(lens.role.executor, static_cast<std::int64_t>(lens.prompt.size()) + 2000);
   if (c.judge) call(c.judge->executor, 4000);
   if (c.fixer) call(c.fixer->executor, 4000);
   est.tokens_total = est.tokens_per_round * c.max_rounds;
@@ -512,8 +538,8 @@ CostEstimate estimate_review_cost(const ReviewConfig& c, const fs::path& workspa
       "worker's reserve_tokens, else 4000); the claim verifier only runs for CRITICALs a judge adds");
   if (!unpriced.empty()) {
     std::vector<std::string> names(unpriced.begin(), unpriced.end());
-    est.notes.push_back(fmt::format("not priced (workers report their own cost, or the model has no price): {}",
-                                    join(names, ", ")));
+    est.notes.push_back(fmt::format(
+        "not priced (workers report their own cost, or the model has no price): {}", join(names, ", ")));
   }
   return est;
 }
@@ -528,7 +554,8 @@ std::string preflight_report(const ReviewConfig& c, const CostEstimate& cost, co
     files.push_back(fmt::format("{} ({} bytes)", a, ec ? 0 : size));
   }
   out += fmt::format("  artifacts      {}\n", join(files, ", "));
-  out += fmt::format("  lenses         {} x {} reviewer{}:\n", c.lenses.size(), c.reviewers, c.reviewers == 1 ? "" : "s");
+  out += fmt::format("  lenses         {} x {} reviewer{}:\n", c.lenses.size(), c.reviewers,
+                     c.reviewers == 1 ? "" : "s");
   for (const auto& l : c.lenses)
     out += fmt::format("    {:<14} {}  (prompt {})\n", l.name, l.role.executor, l.prompt_file);
   out += fmt::format("  judge          {}\n", c.judge ? c.judge->executor : "off");
@@ -541,22 +568,29 @@ std::string preflight_report(const ReviewConfig& c, const CostEstimate& cost, co
     out += fmt::format("  fields         {}\n", join(f, ", "));
   }
   out += "  each round, in a fresh context:\n";
-  out += fmt::format("    1. {} reviewer step{} in parallel (at most {} at once); invalid output gets one repair attempt\n",
-                     c.lenses.size() * static_cast<std::size_t>(c.reviewers),
-                     c.lenses.size() * static_cast<std::size_t>(c.reviewers) == 1 ? "" : "s", c.max_parallel);
-  out += "    2. reduce: de-duplicate by id, check quoted evidence, gate (CRITICAL: BLOCK, MAJOR: REVISE, else PASS)\n";
+  out += fmt::format(
+      "    1. {} reviewer step{} in parallel (at most {} at once); invalid output gets one repair attempt\n",
+      c.lenses.size() * static_cast<std::size_t>(c.reviewers),
+      c.lenses.size() * static_cast<std::size_t>(c.reviewers) == 1 ? "" : "s", c.max_parallel);
+  out +=
+      "    2. reduce: de-duplicate by id, check quoted evidence, gate (CRITICAL: BLOCK, MAJOR: REVISE, else "
+      "PASS)\n";
   if (c.judge)
-    out += "    3. judge; each CRITICAL it adds goes to the claim verifier, and is dropped when not grounded\n";
+    out +=
+        "    3. judge; each CRITICAL it adds goes to the claim verifier, and is dropped when not grounded\n";
   if (c.fixer)
-    out += fmt::format("    {}. fix the mechanical findings (CRITICAL, MAJOR, MINOR), then `{}`; rolled back if it fails\n",
-                       c.judge ? 4 : 3, c.verify);
-  out += fmt::format("  stops          after {} dry rounds (no new CRITICAL or MAJOR), at most {} rounds; a finding "
-                     "seen in rounds N and N+2 goes to you\n",
-                     c.dry_rounds, c.max_rounds);
+    out += fmt::format(
+        "    {}. fix the mechanical findings (CRITICAL, MAJOR, MINOR), then `{}`; rolled back if it fails\n",
+        c.judge ? 4 : 3, c.verify);
+  out += fmt::format(
+      "  stops          after {} dry rounds (no new CRITICAL or MAJOR), at most {} rounds; a finding "
+      "seen in rounds N and N+2 goes to you\n",
+      c.dry_rounds, c.max_rounds);
   out += fmt::format("  estimated      ~{} tokens a round, at most ~{} for {} rounds (spend cap {})\n",
                      cost.tokens_per_round, cost.tokens_total, c.max_rounds, c.spend_cap_tokens);
   if (cost.usd_total)
-    out += fmt::format("  estimated cost ~${:.4f} a round, at most ~${:.4f}\n", *cost.usd_per_round, *cost.usd_total);
+    out += fmt::format("  estimated cost ~${:.4f} a round, at most ~${:.4f}\n", *cost.usd_per_round,
+                       *cost.usd_total);
   else
     out += "  estimated cost not known (see below)\n";
   for (const auto& n : cost.notes) out += "    " + n + "\n";

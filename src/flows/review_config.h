@@ -47,11 +47,11 @@ struct LensConfig {
 };
 
 struct ReviewConfig {
-  std::string file;  // RUN.yaml as given
-  std::string name;  // default: the file's stem
+  std::string file;                    // RUN.yaml as given
+  std::string name;                    // default: the file's stem
   std::vector<std::string> artifacts;  // workspace-relative, normalised (after resolve)
   std::vector<LensConfig> lenses;
-  int reviewers = 1;  // per lens
+  int reviewers = 1;                   // per lens
   std::optional<RoleConfig> judge;     // unset: off
   std::optional<RoleConfig> verifier;  // the claim verifier; required with a judge
   std::optional<RoleConfig> fixer;     // unset: off
@@ -61,7 +61,7 @@ struct ReviewConfig {
   std::int64_t spend_cap_tokens = 500000;
   int max_parallel = 4;
   bool fresh_context = true;
-  std::string rubric_file;  // "" = the shipped rubric; absolute after resolve
+  std::string rubric_file;   // "" = the shipped rubric; absolute after resolve
   std::string workers_file;  // "" = WORKSPACE/.orch/workers.yaml when present; absolute after resolve
   std::string models_file;   // likewise .orch/models.yaml
   nlohmann::json fields = nlohmann::json::object();  // name -> string: what the prompts' {{name}} need
@@ -88,8 +88,8 @@ nlohmann::json review_config_json(const ReviewConfig& config);
 Expected<ReviewConfig> review_config_from_json(const nlohmann::json& doc);
 
 struct CostEstimate {
-  std::int64_t tokens_per_round = 0;  // every reviewer, the judge and the fixer once
-  std::int64_t tokens_total = 0;      // x max_rounds (an upper bound: the loop may stop earlier)
+  std::int64_t tokens_per_round = 0;    // every reviewer, the judge and the fixer once
+  std::int64_t tokens_total = 0;        // x max_rounds (an upper bound: the loop may stop earlier)
   std::optional<double> usd_per_round;  // when every call is priced (models with prices)
   std::optional<double> usd_total;
   std::vector<std::string> notes;  // how it was estimated, what is not priced

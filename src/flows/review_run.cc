@@ -37,7 +37,8 @@ std::string phase_run_name(const std::string& id, int round, const char* phase) 
 
 const char* kContract =
     "Reply with ONE JSON document and nothing else: {\"findings\": [...], \"scorecard\": {...}}.\n"
-    "Each finding: file (as listed under artifacts), locus (the function, section or heading: where, by name), "
+    "Each finding: file (as listed under artifacts), locus (the function, section or heading: where, by "
+    "name), "
     "severity (CRITICAL, MAJOR, MINOR or NIT), claim (what is wrong), and when you can: line, rule, evidence "
     "(a VERBATIM quote from the file: it is checked, and a quote that is not there voids the finding), "
     "failing_case, suggested_fix, mechanical (true when the fix needs no judgement), confidence (0..1). "
@@ -55,7 +56,8 @@ std::vector<std::pair<std::string, std::string>> artifact_inputs(const ReviewEnv
   std::string text;
   for (const auto& a : c.artifacts) {
     auto content = read_file_text(env.workspace / a);
-    text += fmt::format("### {}\n```\n{}\n```\n", a, content ? *content : "(unreadable: " + content.error().message + ")");
+    text += fmt::format("### {}\n```\n{}\n```\n", a,
+                        content ? *content : "(unreadable: " + content.error().message + ")");
   }
   out.emplace_back("artifact text", text);
   return out;
@@ -83,12 +85,16 @@ std::string previous_findings_text(const json& rounds) {
   if (rounds.empty()) return "(none)";
   json last = json::array();
   for (const auto& f : rounds.back()["findings"])
-    last.push_back({{"file", f["file"]}, {"locus", f["locus"]}, {"severity", f["severity"]}, {"claim", f["claim"]}});
+    last.push_back(
+        {{"file", f["file"]}, {"locus", f["locus"]}, {"severity", f["severity"]}, {"claim", f["claim"]}});
   return last.dump(2);
 }
 
 ojson plan_of(const std::string& name, int concurrency, std::int64_t budget_tokens, ojson steps) {
-  ojson plan = {{"name", name}, {"concurrency", std::max(1, concurrency)}, {"on_failure", "continue"}, {"steps", std::move(steps)}};
+  ojson plan = {{"name", name},
+                {"concurrency", std::max(1, concurrency)},
+                {"on_failure", "continue"},
+                {"steps", std::move(steps)}};
   plan["budget"] = {{"tokens", std::max<std::int64_t>(1, budget_tokens)}};
   return plan;
 }
@@ -102,7 +108,8 @@ ojson reviewers_plan(const ReviewEnv& env, const ReviewConfig& c, const std::str
       if (!c.fresh_context) extra.emplace_back("previous round's findings", previous_findings_text(rounds));
       steps.push_back(
           {{"id", reviewer_step_id(lens, k, c.reviewers)},
-           {"goal", fmt::format("Review the artifacts through the lens '{}' (review round {}).", lens.name, round)},
+           {"goal",
+            fmt::format("Review the artifacts through the lens '{}' (review round {}).", lens.name, round)},
            {"executor", lens.role.executor},
            {"attempts", 2},
            {"env", role_env(id, round, "reviewer", lens.name)},
@@ -130,9 +137,12 @@ ojson judge_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string&
   extra.emplace_back("findings", brief_findings(reduced).dump(2));
   const std::string prompt =
       "You are the judge of this review round. The lenses' findings are below, de-duplicated. You may "
-      "downgrade a finding's severity or merge duplicates (keep one, drop the others); keep file, locus and rule "
-      "of a finding you keep, so that it stays the same finding. Add a finding only if the lenses missed a real "
-      "defect, and then quote the artifact verbatim as its evidence: a CRITICAL no lens raised is re-checked.\n\n" +
+      "downgrade a finding's severity or merge duplicates (keep one, drop the others); keep file, locus and "
+      "rule "
+      "of a finding you keep, so that it stays the same finding. Add a finding only if the lenses missed a "
+      "real "
+      "defect, and then quote the artifact verbatim as its evidence: a CRITICAL no lens raised is "
+      "re-checked.\n\n" +
       std::string(kContract);
   ojson steps = ojson::array({{{"id", "judge"},
                                {"goal", fmt::format("Judge the findings of review round {}.", round)},
@@ -150,18 +160,23 @@ ojson claims_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string
   for (std::size_t i = 0; i < claims.size(); ++i) {
     const Finding& f = claims[i];
     auto extra = artifact_inputs(env, c, c.verifier->executor);
-    extra.emplace_back("claim", json{{"file", f.file}, {"locus", f.locus}, {"claim", f.claim}, {"evidence", f.evidence}}.dump(2));
+    extra.emplace_back(
+        "claim",
+        json{{"file", f.file}, {"locus", f.locus}, {"claim", f.claim}, {"evidence", f.evidence}}.dump(2));
     const std::string prompt =
-        "Check one claim about the artifact, from the artifact alone. Reply with ONE JSON document and nothing "
-        "else: {\"verdict\": \"confirmed\" or \"refuted\", \"evidence\": \"a VERBATIM quote from the file that "
+        "Check one claim about the artifact, from the artifact alone. Reply with ONE JSON document and "
+        "nothing "
+        "else: {\"verdict\": \"confirmed\" or \"refuted\", \"evidence\": \"a VERBATIM quote from the file "
+        "that "
         "shows the defect\", \"note\": \"...\"}. Confirm only what the quote shows.";
-    steps.push_back({{"id", fmt::format("claim-{}", f.id)},
-                     {"goal", fmt::format("Verify a CRITICAL claim the judge added (review round {}).", round)},
-                     {"executor", c.verifier->executor},
-                     {"attempts", 2},
-                     {"env", role_env(id, round, "verifier", "")},
-                     {"inputs", stage_inputs(c.verifier->executor, prompt, extra, true)},
-                     {"post", ojson::array({{{"result_json", ojson::parse(kClaimSchema)}}})}});
+    steps.push_back(
+        {{"id", fmt::format("claim-{}", f.id)},
+         {"goal", fmt::format("Verify a CRITICAL claim the judge added (review round {}).", round)},
+         {"executor", c.verifier->executor},
+         {"attempts", 2},
+         {"env", role_env(id, round, "verifier", "")},
+         {"inputs", stage_inputs(c.verifier->executor, prompt, extra, true)},
+         {"post", ojson::array({{{"result_json", ojson::parse(kClaimSchema)}}})}});
   }
   return plan_of(phase_run_name(id, round, kClaimsPhase), c.max_parallel, budget, std::move(steps));
 }
@@ -171,8 +186,10 @@ ojson fix_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string& i
   auto extra = artifact_inputs(env, c, c.fixer->executor);
   extra.emplace_back("findings", brief_findings(to_fix).dump(2));
   const std::string prompt = fmt::format(
-      "Fix these findings in the artifacts, in the order given (CRITICAL, then MAJOR, then MINOR), editing the "
-      "files in place. Change nothing else. After you finish, `{}` must succeed, or every change is rolled back. "
+      "Fix these findings in the artifacts, in the order given (CRITICAL, then MAJOR, then MINOR), editing "
+      "the "
+      "files in place. Change nothing else. After you finish, `{}` must succeed, or every change is rolled "
+      "back. "
       "Reply with a short account of what you changed.",
       c.verify);
   ojson post = ojson::array({"exit_zero"});
@@ -232,7 +249,8 @@ class Driver {
     if (env_.on_note) env_.on_note(line);
   }
   Expected<void> save();
-  Expected<std::optional<Phase>> phase(int round, const char* name, const std::function<ojson(std::int64_t)>& build);
+  Expected<std::optional<Phase>> phase(int round, const char* name,
+                                       const std::function<ojson(std::int64_t)>& build);
   Expected<ReviewOutcome> stop(ReviewStatus status, const std::string& reason, int exit_code);
   Expected<std::optional<ReviewOutcome>> run_round(int round);
   Expected<std::optional<ReviewOutcome>> run_fix(int round);
@@ -265,20 +283,21 @@ Expected<void> Driver::save() {
         findings[f.id] = finding_json(f);
         findings[f.id]["history"] = std::move(keep_history);
       }
-      const char* status = f.judge_hallucinated ? "judge_hallucinated"
-                           : f.unverified       ? "unverified"
+      const char* status = f.judge_hallucinated                   ? "judge_hallucinated"
+                           : f.unverified                         ? "unverified"
                            : f.verdict == FindingVerdict::Refuted ? "refuted"
                                                                   : "counted";
-      findings[f.id]["history"].push_back({{"round", r + 1}, {"severity", severity_name(f.severity)}, {"status", status}});
+      findings[f.id]["history"].push_back(
+          {{"round", r + 1}, {"severity", severity_name(f.severity)}, {"status", status}});
     }
   }
   const auto escalated = escalated_ids();
   json list = json::array();
   for (const auto& id : order) {
     json f = findings[id.get<std::string>()];
-    const bool in_last = !per_round.empty() &&
-                         std::any_of(per_round.back().begin(), per_round.back().end(),
-                                     [&](const Finding& x) { return x.id == id.get<std::string>(); });
+    const bool in_last =
+        !per_round.empty() && std::any_of(per_round.back().begin(), per_round.back().end(),
+                                          [&](const Finding& x) { return x.id == id.get<std::string>(); });
     f["state"] = escalated.contains(id.get<std::string>()) ? "escalated" : in_last ? "open" : "gone";
     list.push_back(std::move(f));
   }
@@ -305,7 +324,8 @@ Expected<void> Driver::save() {
   const fs::path dir = env_.workspace / ".orch" / "reviews";
   std::error_code ec;
   fs::create_directories(dir, ec);
-  ORCH_TRY(write_file_atomically(dir / (record_.id + ".json"), json_text(doc_, 2) + "\n", Durability::RenameOnly));
+  ORCH_TRY(
+      write_file_atomically(dir / (record_.id + ".json"), json_text(doc_, 2) + "\n", Durability::RenameOnly));
   ORCH_TRY(write_file_atomically(dir / (record_.id + ".md"), review_markdown(doc_), Durability::RenameOnly));
   return {};
 }
@@ -343,8 +363,8 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
   // A phase the old spend cap stopped goes on when the cap was raised (--resume --spend-cap).
   const bool raised = existing && existing->status == RunStatus::BudgetExhausted && left > 0;
   const bool ended = existing && existing->status != RunStatus::Running &&
-                     existing->status != RunStatus::Interrupted && existing->status != RunStatus::AwaitingApproval &&
-                     !raised;
+                     existing->status != RunStatus::Interrupted &&
+                     existing->status != RunStatus::AwaitingApproval && !raised;
   if (ended) {
     p.run_id = existing->id;
     p.status = existing->status;
@@ -366,21 +386,23 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
       // The run's stored plan with a budget of what it spent plus what is left.
       const PlanVersion stored = ORCH_TRY(env_.store->latest_plan(existing->id));
       ojson plan = ojson::parse(stored.text, nullptr, false);
-      if (plan.is_discarded()) return fail(ErrorCode::Store, fmt::format("run {}: its plan is not JSON", existing->id));
+      if (plan.is_discarded())
+        return fail(ErrorCode::Store, fmt::format("run {}: its plan is not JSON", existing->id));
       plan["budget"]["tokens"] = existing->spent_tokens + left;
       const fs::path replan = env_.store->folder() / "reviews" / (run_name + ".json");
       std::error_code ec;
       fs::create_directories(replan.parent_path(), ec);
       ORCH_TRY(write_file_atomically(replan, json_text(plan, 2), Durability::RenameOnly));
-      note(fmt::format("round {}: {}: resuming run {} under the raised spend cap", round, name, existing->id));
+      note(
+          fmt::format("round {}: {}: resuming run {} under the raised spend cap", round, name, existing->id));
       outcome = engine.resume(existing->id, replan.string());
     } else if (existing) {
       note(fmt::format("round {}: {}: resuming run {}", round, name, existing->id));
       outcome = engine.resume(existing->id, std::nullopt);
     } else {
       const std::string text = json_text(build(left), 2);
-      const Plan plan =
-          ORCH_TRY(load_built_plan(env_.workspace, *env_.executors, text, run_name, "the review's " + std::string(name) + " plan"));
+      const Plan plan = ORCH_TRY(load_built_plan(env_.workspace, *env_.executors, text, run_name,
+                                                 "the review's " + std::string(name) + " plan"));
       note(fmt::format("round {}: {}", round, name));
       outcome = engine.run(plan, text);
     }
@@ -388,7 +410,8 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
     p.run_id = outcome->run_id;
     p.status = outcome->status;
     p.reason = outcome->reason;
-    if (p.status == RunStatus::Interrupted || p.status == RunStatus::AwaitingApproval || p.status == RunStatus::Running) {
+    if (p.status == RunStatus::Interrupted || p.status == RunStatus::AwaitingApproval ||
+        p.status == RunStatus::Running) {
       doc_["rounds_in_progress"] = round;
       ORCH_TRY(save());
       ReviewOutcome out;
@@ -397,9 +420,10 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
       out.doc = doc_;
       out.exit_code = exit_code_for(p.status);
       out.reason = p.status == RunStatus::AwaitingApproval
-                       ? fmt::format("round {}: {}: {} (then `orch review --resume {}`)", round, name, p.reason, record_.id)
-                       : fmt::format("interrupted in round {} ({}): continue with `orch review --resume {}`", round, name,
-                                     record_.id);
+                       ? fmt::format("round {}: {}: {} (then `orch review --resume {}`)", round, name,
+                                     p.reason, record_.id)
+                       : fmt::format("interrupted in round {} ({}): continue with `orch review --resume {}`",
+                                     round, name, record_.id);
       paused_ = std::move(out);
       return std::optional<Phase>();
     }
@@ -447,11 +471,11 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
   if (!reviewers) return paused_;
   json round_doc = {{"round", round}, {"runs", {{"reviewers", reviewers->run_id}}}};
   if (reviewers->status == RunStatus::BudgetExhausted)
-    return std::optional<ReviewOutcome>(ORCH_TRY(stop(
-        ReviewStatus::SpendCap,
-        fmt::format("the spend cap of {} tokens was reached in round {}: {}", c_.spend_cap_tokens, round,
-                    reviewers->reason),
-        kExitEscalated)));
+    return std::optional<ReviewOutcome>(
+        ORCH_TRY(stop(ReviewStatus::SpendCap,
+                      fmt::format("the spend cap of {} tokens was reached in round {}: {}",
+                                  c_.spend_cap_tokens, round, reviewers->reason),
+                      kExitEscalated)));
 
   // Each reviewer: its findings (evidence checked), or failed.
   std::vector<std::vector<Finding>> per_lens;
@@ -492,10 +516,11 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
     if (!judged) return paused_;
     round_doc["runs"]["judge"] = judged->run_id;
     if (judged->status == RunStatus::BudgetExhausted)
-      return std::optional<ReviewOutcome>(ORCH_TRY(stop(
-          ReviewStatus::SpendCap,
-          fmt::format("the spend cap of {} tokens was reached in round {} (judge)", c_.spend_cap_tokens, round),
-          kExitEscalated)));
+      return std::optional<ReviewOutcome>(
+          ORCH_TRY(stop(ReviewStatus::SpendCap,
+                        fmt::format("the spend cap of {} tokens was reached in round {} (judge)",
+                                    c_.spend_cap_tokens, round),
+                        kExitEscalated)));
     const StepRecord* s = step_of(*judged, "judge");
     Expected<ReviewOutput> out = std::unexpected(Error{ErrorCode::InvalidInput, "did not run"});
     if (s && s->status == StepStatus::Done) out = parse_review_output_text(s->result, "judge");
@@ -511,21 +536,25 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
       std::vector<Finding> claims;
       for (auto& f : out->findings) {
         check_evidence(f, file_text(env_, f.file));
-        auto lens_copy = std::find_if(findings.begin(), findings.end(), [&](const Finding& x) { return x.id == f.id; });
+        auto lens_copy =
+            std::find_if(findings.begin(), findings.end(), [&](const Finding& x) { return x.id == f.id; });
         if (lens_copy != findings.end()) {
           f.lenses = lens_copy->lenses;
           if (f.severity > lens_copy->severity) downgraded.push_back(f.id);
         }
-        const bool lens_raised_critical = lens_copy != findings.end() && lens_copy->severity == Severity::Critical;
+        const bool lens_raised_critical =
+            lens_copy != findings.end() && lens_copy->severity == Severity::Critical;
         if (f.severity == Severity::Critical && !lens_raised_critical) {
           introduced.push_back(f.id);
           if (counts_for_gate(f)) claims.push_back(f);
         }
-        if (std::none_of(judged_findings.begin(), judged_findings.end(), [&](const Finding& x) { return x.id == f.id; }))
+        if (std::none_of(judged_findings.begin(), judged_findings.end(),
+                         [&](const Finding& x) { return x.id == f.id; }))
           judged_findings.push_back(std::move(f));
       }
       for (const auto& f : findings)
-        if (std::none_of(judged_findings.begin(), judged_findings.end(), [&](const Finding& x) { return x.id == f.id; }))
+        if (std::none_of(judged_findings.begin(), judged_findings.end(),
+                         [&](const Finding& x) { return x.id == f.id; }))
           dropped.push_back(f.id);
       jd["introduced"] = introduced;
       jd["downgraded"] = downgraded;
@@ -539,13 +568,14 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
         if (!checked) return paused_;
         round_doc["runs"]["claims"] = checked->run_id;
         if (checked->status == RunStatus::BudgetExhausted)
-          return std::optional<ReviewOutcome>(ORCH_TRY(stop(
-              ReviewStatus::SpendCap,
-              fmt::format("the spend cap of {} tokens was reached in round {} (claim verifier)", c_.spend_cap_tokens,
-                          round),
-              kExitEscalated)));
+          return std::optional<ReviewOutcome>(
+              ORCH_TRY(stop(ReviewStatus::SpendCap,
+                            fmt::format("the spend cap of {} tokens was reached in round {} (claim verifier)",
+                                        c_.spend_cap_tokens, round),
+                            kExitEscalated)));
         for (auto& f : judged_findings) {
-          if (std::none_of(claims.begin(), claims.end(), [&](const Finding& x) { return x.id == f.id; })) continue;
+          if (std::none_of(claims.begin(), claims.end(), [&](const Finding& x) { return x.id == f.id; }))
+            continue;
           const StepRecord* cs = step_of(*checked, "claim-" + f.id);
           bool ok = false;
           if (cs && cs->status == StepStatus::Done) {
@@ -575,8 +605,11 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
 
   const GateResult gate = apply_gate(findings, failed);
   round_doc["verdict"] = gate_verdict_name(gate.verdict);
-  round_doc["counts"] = {{"critical", gate.critical}, {"major", gate.major}, {"minor", gate.minor},
-                         {"nit", gate.nit},           {"excluded", gate.excluded}};
+  round_doc["counts"] = {{"critical", gate.critical},
+                         {"major", gate.major},
+                         {"minor", gate.minor},
+                         {"nit", gate.nit},
+                         {"excluded", gate.excluded}};
   json fj = json::array();
   for (const auto& f : findings) fj.push_back(finding_json(f));
   round_doc["findings"] = std::move(fj);
@@ -613,9 +646,10 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
   doc_["rounds"].push_back(std::move(round_doc));
   doc_.erase("rounds_in_progress");
   ORCH_TRY(save());
-  note(fmt::format("round {}: {} (CRITICAL {}, MAJOR {}, MINOR {}, NIT {}, excluded {}); {} new CRITICAL/MAJOR{}",
-                   round, gate_verdict_name(gate.verdict), gate.critical, gate.major, gate.minor, gate.nit,
-                   gate.excluded, added, escalated_now.empty() ? "" : fmt::format("; escalated {}", escalated_now.dump())));
+  note(fmt::format(
+      "round {}: {} (CRITICAL {}, MAJOR {}, MINOR {}, NIT {}, excluded {}); {} new CRITICAL/MAJOR{}", round,
+      gate_verdict_name(gate.verdict), gate.critical, gate.major, gate.minor, gate.nit, gate.excluded, added,
+      escalated_now.empty() ? "" : fmt::format("; escalated {}", escalated_now.dump())));
   return std::optional<ReviewOutcome>();
 }
 
@@ -672,10 +706,11 @@ Expected<ReviewOutcome> Driver::drive() {
       if (last["final"].get<bool>()) {
         const std::string verdict = last["verdict"].get<std::string>();
         const auto progress = track_rounds(rounds_findings(), c_.dry_rounds);
-        const std::string why = progress.converged_round
-                                    ? fmt::format("converged: {} dry round{} in a row at round {}", c_.dry_rounds,
-                                                  c_.dry_rounds == 1 ? "" : "s", *progress.converged_round)
-                                    : fmt::format("max_rounds ({}) reached without converging", c_.max_rounds);
+        const std::string why =
+            progress.converged_round
+                ? fmt::format("converged: {} dry round{} in a row at round {}", c_.dry_rounds,
+                              c_.dry_rounds == 1 ? "" : "s", *progress.converged_round)
+                : fmt::format("max_rounds ({}) reached without converging", c_.max_rounds);
         if (!progress.escalated.empty())
           return stop(ReviewStatus::Escalated,
                       fmt::format("{}; verdict {}; {} finding{} escalated by two-strikes", why, verdict,
@@ -694,7 +729,8 @@ Expected<ReviewOutcome> Driver::drive() {
 Expected<ReviewOutcome> drive_review(ReviewEnv& env, ReviewRecord record) {
   json doc = json::parse(record.doc_json, nullptr, false);
   if (!doc.is_object() || !doc.contains("config"))
-    return fail(ErrorCode::Store, fmt::format("review '{}': its document in the ledger is damaged", record.id));
+    return fail(ErrorCode::Store,
+                fmt::format("review '{}': its document in the ledger is damaged", record.id));
   ReviewConfig config = ORCH_TRY(review_config_from_json(doc["config"]));
   if (!doc.contains("rounds")) doc["rounds"] = json::array();
   Driver driver(env, std::move(record), std::move(doc), std::move(config));
@@ -722,7 +758,8 @@ namespace rrd = review_run_detail;
 Expected<void> check_review_executors(const ReviewEnv& env, const ReviewConfig& c) {
   ojson steps = ojson::array();
   auto probe = [&](const std::string& id, const std::string& executor) {
-    steps.push_back({{"id", id}, {"goal", "probe"}, {"executor", executor}, {"inputs", {{"prompt", "probe"}}}});
+    steps.push_back(
+        {{"id", id}, {"goal", "probe"}, {"executor", executor}, {"inputs", {{"prompt", "probe"}}}});
   };
   for (const auto& lens : c.lenses) probe(lens.name, lens.role.executor);
   if (c.judge) probe("judge", c.judge->executor);
@@ -780,14 +817,16 @@ Expected<ReviewOutcome> start_review(ReviewEnv& env, const ReviewConfig& config)
   return rrd::drive_review(env, std::move(record));
 }
 
-Expected<ReviewOutcome> resume_review(ReviewEnv& env, const std::string& id, std::optional<std::int64_t> spend_cap) {
+Expected<ReviewOutcome> resume_review(ReviewEnv& env, const std::string& id,
+                                      std::optional<std::int64_t> spend_cap) {
   ReviewRecord record = ORCH_TRY(find_review(env, id));
   if (record.status != ReviewStatus::Running && record.status != ReviewStatus::SpendCap)
-    return fail(ErrorCode::InvalidInput,
-                fmt::format("review '{}' has ended ({}): nothing to resume", record.id, review_status_name(record.status)));
+    return fail(ErrorCode::InvalidInput, fmt::format("review '{}' has ended ({}): nothing to resume",
+                                                     record.id, review_status_name(record.status)));
   json doc = json::parse(record.doc_json, nullptr, false);
   if (!doc.is_object() || !doc.contains("config"))
-    return fail(ErrorCode::Store, fmt::format("review '{}': its document in the ledger is damaged", record.id));
+    return fail(ErrorCode::Store,
+                fmt::format("review '{}': its document in the ledger is damaged", record.id));
   if (record.status == ReviewStatus::SpendCap) {
     const std::int64_t cap = doc["config"].value("spend_cap_tokens", std::int64_t{0});
     if (!spend_cap || *spend_cap <= cap)
@@ -810,23 +849,30 @@ std::string first_line(const std::string& text) {
 }  // namespace
 
 std::string review_markdown(const json& doc) {
-  std::string out = fmt::format("# Review {} — {}\n\n", doc.value("name", std::string()), doc.value("id", std::string()));
+  std::string out =
+      fmt::format("# Review {} — {}\n\n", doc.value("name", std::string()), doc.value("id", std::string()));
   out += fmt::format("- **Status:** {}\n", doc.value("status", std::string()));
-  out += fmt::format("- **Verdict:** {}\n", doc.value("verdict", std::string()).empty() ? "(no round yet)" : doc.value("verdict", std::string()));
+  out += fmt::format("- **Verdict:** {}\n", doc.value("verdict", std::string()).empty()
+                                                ? "(no round yet)"
+                                                : doc.value("verdict", std::string()));
   if (!doc.value("stop_reason", std::string()).empty())
     out += fmt::format("- **Stopped:** {}\n", doc.value("stop_reason", std::string()));
   if (doc.contains("score"))
     out += fmt::format("- **Quality score:** {} ({}; thresholds {})\n", doc["score"].value("score", 0),
                        doc["score"].value("band", std::string()), doc["score"]["thresholds"].dump());
   if (doc.contains("tokens"))
-    out += fmt::format("- **Tokens:** {} spent of a {} cap\n", doc["tokens"].value("spent", 0LL), doc["tokens"].value("cap", 0LL));
-  out += "\n## Rounds\n\n| round | verdict | CRITICAL | MAJOR | MINOR | NIT | excluded | new CRITICAL/MAJOR | fix |\n"
-         "|---|---|---|---|---|---|---|---|---|\n";
+    out += fmt::format("- **Tokens:** {} spent of a {} cap\n", doc["tokens"].value("spent", 0LL),
+                       doc["tokens"].value("cap", 0LL));
+  out +=
+      "\n## Rounds\n\n| round | verdict | CRITICAL | MAJOR | MINOR | NIT | excluded | new CRITICAL/MAJOR | "
+      "fix |\n"
+      "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : doc.value("rounds", json::array())) {
     const json& c = r["counts"];
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.value("round", 0), r.value("verdict", std::string()),
-                       c.value("critical", 0), c.value("major", 0), c.value("minor", 0), c.value("nit", 0),
-                       c.value("excluded", 0), r.value("new_blocking", 0), r["fix"].value("status", std::string()));
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.value("round", 0),
+                       r.value("verdict", std::string()), c.value("critical", 0), c.value("major", 0),
+                       c.value("minor", 0), c.value("nit", 0), c.value("excluded", 0),
+                       r.value("new_blocking", 0), r["fix"].value("status", std::string()));
     for (const auto& rv : r.value("reviewers", json::array()))
       if (rv.value("status", std::string()) == "failed")
         out += fmt::format("|  | lens {} FAILED: {} |||||||| \n", rv.value("lens", std::string()),
@@ -835,7 +881,8 @@ std::string review_markdown(const json& doc) {
   const json escalations = doc.value("escalations", json::array());
   if (!escalations.empty()) {
     out += "\n## Escalated to you (two-strikes: not patched a third time)\n\n";
-    for (const auto& e : escalations) out += fmt::format("- `{}` (round {})\n", e.value("id", std::string()), e.value("round", 0));
+    for (const auto& e : escalations)
+      out += fmt::format("- `{}` (round {})\n", e.value("id", std::string()), e.value("round", 0));
   }
   out += "\n## Findings\n\n";
   const json findings = doc.value("findings", json::array());
@@ -848,9 +895,12 @@ std::string review_markdown(const json& doc) {
     if (last_status == "unverified") tags += " [UNVERIFIED: quote not in the file]";
     if (last_status == "refuted") tags += " [REFUTED]";
     std::string rounds;
-    for (const auto& e : h) rounds += fmt::format("{}{}:{}", rounds.empty() ? "" : ", ", e.value("round", 0), e.value("severity", std::string()));
-    out += fmt::format("- **{}** `{}` {} — {}: {}{} ({}; rounds {}; {})\n", f.value("severity", std::string()),
-                       f.value("id", std::string()), f.value("file", std::string()), f.value("locus", std::string()),
+    for (const auto& e : h)
+      rounds += fmt::format("{}{}:{}", rounds.empty() ? "" : ", ", e.value("round", 0),
+                            e.value("severity", std::string()));
+    out += fmt::format("- **{}** `{}` {} — {}: {}{} ({}; rounds {}; {})\n",
+                       f.value("severity", std::string()), f.value("id", std::string()),
+                       f.value("file", std::string()), f.value("locus", std::string()),
                        f.value("claim", std::string()), tags, f.value("state", std::string()), rounds,
                        f.value("mechanical", false) ? "mechanical" : "needs judgement");
   }

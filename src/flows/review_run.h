@@ -60,7 +60,7 @@ struct ReviewEnv {
   std::shared_ptr<ExecutorRegistry> executors;
   std::function<std::int64_t()> now_ms;
   bool handle_signals = false;
-  std::function<void(const std::string& line)> on_note;  // progress, one line at a time
+  std::function<void(const std::string& line)> on_note;      // progress, one line at a time
   std::function<bool(const ApprovalRequest&)> ask_approval;  // the risk guard's question (EngineOptions)
 };
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "testing/fake_llm.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
 
@@ -32,7 +33,11 @@ const char* const kDoc =
 
 json finding(const std::string& locus, const std::string& severity, const std::string& claim,
              const std::string& evidence = "", bool mechanical = false, int line = 0) {
-  json f = {{"file", "doc.md"}, {"locus", locus}, {"severity", severity}, {"claim", claim}, {"mechanical", mechanical}};
+  json f = {{"file", "doc.md"},
+            {"locus", locus},
+            {"severity", severity},
+            {"claim", claim},
+            {"mechanical", mechanical}};
   if (!evidence.empty()) f["evidence"] = evidence;
   if (line > 0) f["line"] = line;
   return f;
@@ -55,10 +60,11 @@ struct Project {
     write_file(d / "doc.md", kDoc);
     write_file(d / "lenses" / "correctness.md", "Review for {{lens}} errors. The reader is {{audience}}.\n");
     write_file(d / "lenses" / "safety.md", "Review for memory safety.\n");
-    write_file(d / "workers.yaml",
-               fmt::format("workers:\n  fake:\n    argv: [python3, {}, {}, \"{{prompt}}\"]\n    output: text\n{}",
-                           (source_dir() / "tests" / "agents" / "fake_reviewer.py").string(),
-                           (d / "scenario.json").string(), worker_extra));
+    write_file(
+        d / "workers.yaml",
+        fmt::format("workers:\n  fake:\n    argv: [python3, {}, {}, \"{{prompt}}\"]\n    output: text\n{}",
+                    (source_dir() / "tests" / "agents" / "fake_reviewer.py").string(),
+                    (d / "scenario.json").string(), worker_extra));
     write_file(d / "scenario.json", scenario.dump(2));
     write_file(d / "RUN.yaml", run_yaml);
   }
@@ -97,7 +103,8 @@ json review_doc_of(const std::string& text) {
 }
 
 void expect_valid_report(const json& doc) {
-  static const auto schema = JsonSchema::load_file((source_dir() / "schemas" / "review-report.schema.json").string());
+  static const auto schema =
+      JsonSchema::load_file((source_dir() / "schemas" / "review-report.schema.json").string());
   ASSERT_TRUE(schema) << schema.error().message;
   auto problems = schema->validate(doc);
   EXPECT_TRUE(problems.empty()) << (problems.empty() ? "" : problems[0]) << "\n" << doc.dump(2);
@@ -147,8 +154,9 @@ TEST(CliReview, TheGateGivesBlockReviseAndPassAndTheExitCodeFollows) {
     EXPECT_EQ(r.doc["verdict"], "REVISE");
   }
   {
-    Project p({{"reviewer", {{"correctness", {{"default", answer({finding("title", "nit", "terse title")})}}}}}},
-              run_yaml(one_round));
+    Project p(
+        {{"reviewer", {{"correctness", {{"default", answer({finding("title", "nit", "terse title")})}}}}}},
+        run_yaml(one_round));
     auto r = review(p);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.doc["verdict"], "PASS");
@@ -158,7 +166,8 @@ TEST(CliReview, TheGateGivesBlockReviseAndPassAndTheExitCodeFollows) {
     EXPECT_EQ(p.count_calls("reviewer correctness 1 1"), 1);
     EXPECT_EQ(p.count_calls("reviewer safety 1 1"), 1);
     const std::string prompt = read_file(p.d / "prompts" / "reviewer-correctness-r1-a1.txt");
-    EXPECT_NE(prompt.find("Review for correctness errors. The reader is developers."), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("Review for correctness errors. The reader is developers."), std::string::npos)
+        << prompt;
   }
 }
 
@@ -166,8 +175,10 @@ TEST(CliReview, TwoLensesReportingOneDefectAtDifferentLinesMakeOneFinding) {
   json shifted = kArgc;
   shifted["line"] = 4;
   shifted["severity"] = "minor";  // the more severe copy is kept
-  Project p({{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}, {"safety", {{"default", answer({shifted})}}}}}},
-            run_yaml("max_rounds: 1\ndry_rounds: 1\n"));
+  Project p(
+      {{"reviewer",
+        {{"correctness", {{"default", answer({kArgc})}}}, {"safety", {{"default", answer({shifted})}}}}}},
+      run_yaml("max_rounds: 1\ndry_rounds: 1\n"));
   auto r = review(p);
   ASSERT_EQ(r.doc["rounds"][0]["findings"].size(), 1u) << r.doc.dump(2);
   const json& f = r.doc["rounds"][0]["findings"][0];
@@ -178,7 +189,8 @@ TEST(CliReview, TwoLensesReportingOneDefectAtDifferentLinesMakeOneFinding) {
 
 TEST(CliReview, AFabricatedQuoteIsCaughtAndKeptOutOfTheGate) {
   json fabricated = finding("parse_args", "CRITICAL", "frees the buffer twice", "free(buf); free(buf);");
-  Project p({{"reviewer", {{"safety", {{"default", answer({fabricated})}}}}}}, run_yaml("max_rounds: 1\ndry_rounds: 1\n"));
+  Project p({{"reviewer", {{"safety", {{"default", answer({fabricated})}}}}}},
+            run_yaml("max_rounds: 1\ndry_rounds: 1\n"));
   auto r = review(p);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.doc["verdict"], "PASS");
@@ -196,10 +208,13 @@ TEST(CliReview, TheJudgesHallucinatedCriticalIsDroppedAndAGroundedOneKept) {
       {"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}},
       {"judge", {{"default", answer({kArgc, invented, grounded})}}},
       {"verifier",
-       {{{"match", "leaks the config"}, {"answer", {{"verdict", "confirmed"}, {"evidence", "fclose(config) is never called"}}}},
+       {{{"match", "leaks the config"},
+         {"answer", {{"verdict", "confirmed"}, {"evidence", "fclose(config) is never called"}}}},
         {{"match", "overflows its buffer"},
-         {"answer", {{"verdict", "confirmed"}, {"evidence", "holds 16 bytes but the name may be longer"}}}}}}};
-  Project p(scenario, run_yaml("max_rounds: 1\ndry_rounds: 1\njudge: {worker: fake}\nverifier: {worker: fake}\n"));
+         {"answer",
+          {{"verdict", "confirmed"}, {"evidence", "holds 16 bytes but the name may be longer"}}}}}}};
+  Project p(scenario,
+            run_yaml("max_rounds: 1\ndry_rounds: 1\njudge: {worker: fake}\nverifier: {worker: fake}\n"));
   auto r = review(p);
   const json& round = r.doc["rounds"][0];
   EXPECT_EQ(round["judge"]["introduced"].size(), 2u) << round.dump(2);
@@ -226,7 +241,8 @@ TEST(CliReview, ConvergesAfterTwoDryRoundsAtAKnownRound) {
       {"reviewer", {{"correctness", {{"1", answer({kArgc})}, {"default", answer({})}}}}},
       {"fixer",
        {{"default",
-         {{"edits", {{{"file", "doc.md"}, {"replace", "without checking argc"}, {"with", "after checking argc"}}}},
+         {{"edits",
+           {{{"file", "doc.md"}, {"replace", "without checking argc"}, {"with", "after checking argc"}}}},
           {"raw", "checked argc first"}}}}}};
   Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: grep -q 'after checking argc' doc.md\n"));
   auto r = review(p);
@@ -249,7 +265,8 @@ TEST(CliReview, ConvergesAfterTwoDryRoundsAtAKnownRound) {
 TEST(CliReview, MaxRoundsBoundsALoopThatDoesNotConverge) {
   json per_round = json::object();
   for (int i = 1; i <= 3; ++i)
-    per_round[std::to_string(i)] = answer({finding(fmt::format("step{}", i), "MAJOR", fmt::format("defect {}", i))});
+    per_round[std::to_string(i)] =
+        answer({finding(fmt::format("step{}", i), "MAJOR", fmt::format("defect {}", i))});
   Project p({{"reviewer", {{"correctness", per_round}}}}, run_yaml("max_rounds: 3\n"));
   auto r = review(p);
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -332,7 +349,8 @@ TEST(CliReview, InvalidReviewerOutputGetsOneRepairAndAFailedLensMakesTheRoundInc
   EXPECT_EQ(round["reviewers"][0]["status"], "repaired");
   EXPECT_EQ(round["reviewers"][0]["attempts"], 2);
   EXPECT_EQ(round["reviewers"][1]["status"], "failed");
-  EXPECT_NE(round["reviewers"][1]["reason"].get<std::string>().find("/findings/0/severity"), std::string::npos)
+  EXPECT_NE(round["reviewers"][1]["reason"].get<std::string>().find("/findings/0/severity"),
+            std::string::npos)
       << round["reviewers"][1]["reason"];
   EXPECT_EQ(p.count_calls("reviewer safety 1"), 2) << "one repair attempt, no more";
   // The repair attempt was told why the first failed.
@@ -350,7 +368,10 @@ TEST(CliReview, FindingIdsAreStableUnderALineShift) {
   moved["line"] = 6;
   json scenario = {
       {"reviewer", {{"correctness", {{"1", answer({kArgc})}, {"default", answer({moved})}}}}},
-      {"fixer", {{"default", {{"edits", {{{"file", "doc.md"}, {"replace", "# Parser\n"}, {"with", "# Parser\n\nIntro.\n\n"}}}}, {"raw", "ok"}}}}}};
+      {"fixer",
+       {{"default",
+         {{"edits", {{{"file", "doc.md"}, {"replace", "# Parser\n"}, {"with", "# Parser\n\nIntro.\n\n"}}}},
+          {"raw", "ok"}}}}}};
   Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: 'true'\nmax_rounds: 2\n",
                                "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
   auto r = review(p);
@@ -368,9 +389,11 @@ TEST(CliReview, FindingIdsAreStableUnderALineShift) {
 // The fixer's edit breaks the verify command: the artifact is put back exactly
 // as it was, and the round records the rollback with the failed check.
 TEST(CliReview, AFixThatBreaksTheVerifyCommandIsRolledBack) {
-  json scenario = {
-      {"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}},
-      {"fixer", {{"default", {{"edits", {{{"file", "doc.md"}, {"replace", "# Parser"}, {"with", "# BROKEN"}}}}, {"raw", "ok"}}}}}};
+  json scenario = {{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}},
+                   {"fixer",
+                    {{"default",
+                      {{"edits", {{{"file", "doc.md"}, {"replace", "# Parser"}, {"with", "# BROKEN"}}}},
+                       {"raw", "ok"}}}}}};
   Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: grep -q '^# Parser' doc.md\nmax_rounds: 2\n",
                                "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
   auto r = review(p);
@@ -411,7 +434,8 @@ TEST(CliReview, ABadRunYamlIsRefusedWithLinesAndFields) {
             "dry_rounds: zero\n");
   auto r = run_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path());
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("RUN.yaml:3: lenses[0]: needs 'worker: NAME' or 'model: NAME'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("RUN.yaml:3: lenses[0]: needs 'worker: NAME' or 'model: NAME'"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("RUN.yaml:4:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("did you mean 'max_rounds'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("RUN.yaml:5: dry_rounds"), std::string::npos) << r.err;
@@ -433,12 +457,14 @@ TEST(CliReview, WithoutYesAndNoTerminalNothingIsLaunched) {
 // the reviewer that finished is not asked again, the interrupted one is, and the
 // review ends as an uninterrupted one would.
 TEST(CliReview, KillMinus9MidRoundThenResumeContinuesTheRound) {
-  json slow_then_answer = {{"attempts", json::array({json{{"sleep", 30}, {"raw", "slow"}}, answer({kBuffer})})}};
+  json slow_then_answer = {
+      {"attempts", json::array({json{{"sleep", 30}, {"raw", "slow"}}, answer({kBuffer})})}};
   json scenario = json::object();
   scenario["reviewer"]["correctness"]["default"] = answer({kArgc});
   scenario["reviewer"]["safety"]["1"] = slow_then_answer;
   Project p(scenario, run_yaml("max_rounds: 1\ndry_rounds: 1\nmax_parallel: 1\n"));
-  pid_t pid = orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes", "--json"}, p.path(), p.d / "out.txt");
+  pid_t pid = orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes", "--json"}, p.path(),
+                                        p.d / "out.txt");
   ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("reviewer safety 1 1") == 1; }, 30000))
       << read_file(p.d / "out.txt");
   kill(pid, SIGKILL);
@@ -468,6 +494,37 @@ TEST(CliReview, KillMinus9MidRoundThenResumeContinuesTheRound) {
   EXPECT_NE(shown.out.find("| 1 | BLOCK |"), std::string::npos) << shown.out;
   auto ended = run_orch({"review", "--resume", id}, p.path());
   EXPECT_EQ(ended.exit_code, 2) << "an ended review is not resumed";
+}
+
+// A lens played by a model: one chat call to an OpenAI-compatible provider (our
+// fake, real HTTP on 127.0.0.1) with the artifact's text in the prompt; the
+// usage it reports is charged, and the pre-flight prices the calls.
+TEST(CliReview, ALensPlayedByAModelGetsTheArtifactAndIsCharged) {
+  orch::testing::FakeLlmServer server("sk-review-123456");
+  ASSERT_TRUE(server.started());
+  Project p(json::object(), run_yaml("max_rounds: 1\ndry_rounds: 1\nmodels: models.yaml\n",
+                                     "  - {name: llm_lens, prompt: lenses/model.md, model: m}\n"));
+  write_file(p.d / "models.yaml",
+             fmt::format(
+                 "providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: ORCH_TEST_REVIEW_KEY, "
+                 "timeout: 10s}}\nmodels:\n  m: {{provider: fake, model: review-test, max_tokens: 500, "
+                 "price_in: 1.0, price_out: 2.0}}\n",
+                 server.url()));
+  write_file(p.d / "lenses" / "model.md",
+             "Review it. [[usage: 300 50]] [[json: " + answer({kArgc}).dump() + "]]\n");
+  auto r = run_orch({"review", "--config", "RUN.yaml", "--yes", "--json"}, p.path(),
+                    {{"ORCH_TEST_REVIEW_KEY", server.api_key()}});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  json doc = review_doc_of(r.out);
+  expect_valid_report(doc);
+  EXPECT_EQ(doc["verdict"], "REVISE");
+  EXPECT_EQ(doc["tokens"]["spent"], 350);
+  EXPECT_NE(r.err.find("estimated cost ~$"), std::string::npos)
+      << "--json prints the pre-flight on stderr: " << r.err;
+  const json requests = server.requests();
+  ASSERT_EQ(requests.size(), 1u) << requests.dump(2);
+  EXPECT_NE(requests[0]["body"].dump().find("reads argv[1] without checking argc"), std::string::npos)
+      << "a model cannot read the workspace: the artifact's text is in its prompt";
 }
 
 }  // namespace
