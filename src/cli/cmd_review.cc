@@ -33,6 +33,7 @@ struct ReviewArgs {
   std::int64_t spend_cap = 0;
   std::string store;
   std::string workspace = ".";
+  bool workspace_given = false;
   std::string workers;
   std::string models;
 };
@@ -72,52 +73,45 @@ int run(const ReviewArgs& a) {
   if (ec || !fs::is_directory(workspace))
     return report_error(
         Error{ErrorCode::NotFound, fmt::format("--workspace {}: no such folder", a.workspace)});
-
-  // Everything is resolved before the ledger is touched: a config that does not
-  // resolve leaves nothing behind.
-  std::optional<flows::ReviewConfig> config;
-  if (!a.config.empty()) {
-    auto loaded = flows::load_review_config(a.config);
-    if (!loaded) return report_error(loaded.error());
-    auto resolved = flows::resolve_review_config(std::move(*loaded), workspace, a.workers, a.models);
-    if (!resolved) return report_error(resolved.error());
-    config = std::move(*resolved);
-  }
-
   const std::string store_path = a.store.empty() ? (workspace / kDefaultStore).string() : a.store;
-  auto store = open_store(store_path, !a.resume.empty() || !a.show.empty());
-  if (!store) return report_error(store.error());
+
   flows::ReviewEnv env;
-  env.store = store->get();
-  env.reviews = dynamic_cast<ReviewStore*>(store->get());
-  if (!env.reviews) return report_error(Error{ErrorCode::Internal, "this ledger cannot hold reviews"});
   env.workspace = workspace;
   env.now_ms = [] { return Clock::system().wall_ms(); };
   env.handle_signals = true;
   env.on_note = [](const std::string& line) { std::fprintf(stderr, "orch review: %s\n", line.c_str()); };
   env.ask_approval = terminal_approval_prompt();
+  std::unique_ptr<Store> store;
+  auto open = [&](bool must_exist) -> Expected<void> {
+    store = ORCH_TRY(open_store(store_path, must_exist));
+    env.store = store.get();
+    env.reviews = dynamic_cast<ReviewStore*>(store.get());
+    if (!env.reviews) return fail(ErrorCode::Internal, "this ledger cannot hold reviews");
+    return {};
+  };
 
-  if (a.list) {
-    auto all = env.reviews->list_reviews();
-    if (!all) return report_error(all.error());
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : *all) {
-      if (a.json)
-        out.push_back({{"id", r.id},
-                       {"name", r.name},
-                       {"status", review_status_name(r.status)},
-                       {"verdict", r.verdict},
-                       {"rounds", r.rounds},
-                       {"workspace", r.workspace}});
-      else
-        std::printf("%-40s %-10s %-10s %d round%s  %s\n", r.id.c_str(), review_status_name(r.status),
-                    r.verdict.empty() ? "-" : r.verdict.c_str(), r.rounds, r.rounds == 1 ? "" : "s",
-                    r.name.c_str());
+  if (a.list || !a.show.empty()) {
+    if (auto opened = open(!a.show.empty()); !opened) return report_error(opened.error());
+    if (a.list) {
+      auto all = env.reviews->list_reviews();
+      if (!all) return report_error(all.error());
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& r : *all) {
+        if (a.json)
+          out.push_back({{"id", r.id},
+                         {"name", r.name},
+                         {"status", review_status_name(r.status)},
+                         {"verdict", r.verdict},
+                         {"rounds", r.rounds},
+                         {"workspace", r.workspace}});
+        else
+          std::printf("%-40s %-10s %-10s %d round%s  %s\n", r.id.c_str(), review_status_name(r.status),
+                      r.verdict.empty() ? "-" : r.verdict.c_str(), r.rounds, r.rounds == 1 ? "" : "s",
+                      r.name.c_str());
+      }
+      if (a.json) std::printf("%s\n", json_text(out, 2).c_str());
+      return kExitSucceeded;
     }
-    if (a.json) std::printf("%s\n", json_text(out, 2).c_str());
-    return kExitSucceeded;
-  }
-  if (!a.show.empty()) {
     auto r = flows::find_review(env, a.show);
     if (!r) return report_error(r.error());
     const auto doc = nlohmann::json::parse(r->doc_json, nullptr, false);
@@ -128,47 +122,60 @@ int run(const ReviewArgs& a) {
     return kExitSucceeded;
   }
 
-  // Executors: the resolved files (resume: the ones the review was launched with).
-  std::string workers_file = config ? config->workers_file : "";
-  std::string models_file = config ? config->models_file : "";
   if (!a.resume.empty()) {
+    // A review goes on in the workspace it was launched in, with its files.
+    if (auto opened = open(true); !opened) return report_error(opened.error());
     auto r = flows::find_review(env, a.resume);
     if (!r) return report_error(r.error());
+    if (a.workspace_given && fs::path(r->workspace) != workspace)
+      return report_error(Error{ErrorCode::InvalidInput,
+                                fmt::format("review '{}' was launched in {}, not {}: resume it there", r->id,
+                                            r->workspace, workspace.string())});
+    env.workspace = r->workspace;
     const auto doc = nlohmann::json::parse(r->doc_json, nullptr, false);
-    if (doc.is_object() && doc.contains("config")) {
-      workers_file = a.workers.empty() ? doc["config"].value("workers_file", std::string()) : a.workers;
-      models_file = a.models.empty() ? doc["config"].value("models_file", std::string()) : a.models;
+    std::string workers_file = a.workers, models_file = a.models;
+    if (doc.is_object() && doc.contains("config") && doc["config"].is_object()) {
+      if (workers_file.empty()) workers_file = doc["config"].value("workers_file", std::string());
+      if (models_file.empty()) models_file = doc["config"].value("models_file", std::string());
     }
+    auto executors = cli_executors(models_file, "", workers_file);
+    if (!executors) return report_error(executors.error());
+    env.executors = *executors;
+    auto outcome = flows::resume_review(
+        env, r->id, a.spend_cap > 0 ? std::optional<std::int64_t>(a.spend_cap) : std::nullopt);
+    if (!outcome) return report_error(outcome.error());
+    return print_outcome(*outcome, a.json);
   }
-  auto executors = cli_executors(models_file, "", workers_file);
+
+  // --config: everything is resolved and confirmed before the ledger is touched,
+  // so a config that does not resolve, or a review not launched, leaves nothing.
+  auto loaded = flows::load_review_config(a.config);
+  if (!loaded) return report_error(loaded.error());
+  auto config = flows::resolve_review_config(std::move(*loaded), workspace, a.workers, a.models);
+  if (!config) return report_error(config.error());
+  auto executors = cli_executors(config->models_file, "", config->workers_file);
   if (!executors) return report_error(executors.error());
   env.executors = *executors;
-
-  Expected<flows::ReviewOutcome> outcome = std::unexpected(Error{ErrorCode::Internal, "not run"});
-  if (config) {
-    if (auto checked = flows::check_review_executors(env, *config); !checked)
-      return report_error(checked.error());
-    const auto cost = flows::estimate_review_cost(*config, workspace);
-    std::fputs(flows::preflight_report(*config, cost, workspace).c_str(), a.json ? stderr : stdout);
-    std::fflush(stdout);
-    if (!a.yes) {
-      const auto answer = ask_to_launch();
-      if (!answer) {
-        std::fprintf(stderr,
-                     "orch review: not launched: there is no terminal to confirm on; run again with --yes to "
-                     "launch (nothing was recorded)\n");
-        return kExitEscalated;
-      }
-      if (!*answer) {
-        std::fprintf(stderr, "orch review: not launched (nothing was recorded)\n");
-        return kExitEscalated;
-      }
+  if (auto checked = flows::check_review_executors(env, *config); !checked)
+    return report_error(checked.error());
+  const auto cost = flows::estimate_review_cost(*config, workspace);
+  std::fputs(flows::preflight_report(*config, cost, workspace).c_str(), a.json ? stderr : stdout);
+  std::fflush(stdout);
+  if (!a.yes) {
+    const auto answer = ask_to_launch();
+    if (!answer) {
+      std::fprintf(stderr,
+                   "orch review: not launched: there is no terminal to confirm on; run again with --yes to "
+                   "launch (nothing was recorded)\n");
+      return kExitEscalated;
     }
-    outcome = flows::start_review(env, *config);
-  } else {
-    outcome = flows::resume_review(env, a.resume,
-                                   a.spend_cap > 0 ? std::optional<std::int64_t>(a.spend_cap) : std::nullopt);
+    if (!*answer) {
+      std::fprintf(stderr, "orch review: not launched (nothing was recorded)\n");
+      return kExitEscalated;
+    }
   }
+  if (auto opened = open(false); !opened) return report_error(opened.error());
+  auto outcome = flows::start_review(env, *config);
   if (!outcome) return report_error(outcome.error());
   return print_outcome(*outcome, a.json);
 }
@@ -196,7 +203,9 @@ Command add_review(CLI::App& app) {
                   "with --resume: a new spend cap in tokens (to go past the old one)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--store", args->store, "ledger database (default: WORKSPACE/.orch/orch.db)");
-  sub->add_option("--workspace", args->workspace, "the folder the artifacts are in (default: .)");
+  sub->add_option("--workspace", args->workspace,
+                  "the folder the artifacts are in (default: .; --resume: the review's own)")
+      ->each([args](const std::string&) { args->workspace_given = true; });
   sub->add_option("--workers", args->workers,
                   "workers file (default: RUN.yaml's 'workers', or .orch/workers.yaml)");
   sub->add_option("--models", args->models,

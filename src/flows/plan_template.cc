@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "flows/embedded_files.h"
 #include "flows/request_text.h"
@@ -30,23 +30,27 @@ struct Slot {
 };
 
 int line_of(std::string_view text, std::size_t offset) {
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+  return 1 +
+         static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
 }
 
-std::vector<Slot> find_slots(std::string_view text, const std::string& file, std::vector<std::string>& problems) {
+std::vector<Slot> find_slots(std::string_view text, const std::string& file,
+                             std::vector<std::string>& problems) {
   std::vector<Slot> slots;
   for (std::size_t at = text.find("{{"); at != std::string_view::npos; at = text.find("{{", at + 2)) {
     std::size_t close = text.find("}}", at + 2);
     std::size_t newline = text.find('\n', at);
     if (close == std::string_view::npos || close > newline) {
-      problems.push_back(fmt::format("{}:{}: '{{{{' has no closing '}}}}' on its line", file, line_of(text, at)));
+      problems.push_back(
+          fmt::format("{}:{}: '{{{{' has no closing '}}}}' on its line", file, line_of(text, at)));
       continue;
     }
     std::string name(trim(text.substr(at + 2, close - at - 2)));
     if (std::find(std::begin(kSlotNames), std::end(kSlotNames), name) == std::end(kSlotNames)) {
       std::vector<std::string> known(std::begin(kSlotNames), std::end(kSlotNames));
-      problems.push_back(fmt::format("{}:{}: unknown slot '{{{{{}}}}}'{} (slots: {{{{request}}}}, {{{{items}}}})", file,
-                                     line_of(text, at), quote_for_message(name), did_you_mean(name, known)));
+      problems.push_back(
+          fmt::format("{}:{}: unknown slot '{{{{{}}}}}'{} (slots: {{{{request}}}}, {{{{items}}}})", file,
+                      line_of(text, at), quote_for_message(name), did_you_mean(name, known)));
       continue;
     }
     slots.push_back({at, close + 2, name, line_of(text, at)});
@@ -108,17 +112,21 @@ std::vector<std::string> word_list(const nlohmann::json& j, const std::string& w
   std::vector<std::string> out;
   if (j.is_null()) return out;
   if (!j.is_array()) {
-    problems.push_back(fmt::format("{}:{}: x-template.match.{}: expected a list of strings", file, line, where));
+    problems.push_back(
+        fmt::format("{}:{}: x-template.match.{}: expected a list of strings", file, line, where));
     return out;
   }
   for (const auto& item : j) {
-    std::vector<std::string> words = item.is_string() ? request_words(item.get<std::string>()) : std::vector<std::string>{};
+    std::vector<std::string> words =
+        item.is_string() ? request_words(item.get<std::string>()) : std::vector<std::string>{};
     if (words.empty()) {
-      problems.push_back(fmt::format("{}:{}: x-template.match.{}: '{}' has no words", file, line, where,
-                                     quote_for_message(item.is_string() ? item.get<std::string>() : item.dump())));
+      problems.push_back(
+          fmt::format("{}:{}: x-template.match.{}: '{}' has no words", file, line, where,
+                      quote_for_message(item.is_string() ? item.get<std::string>() : item.dump())));
     } else if (where == "keywords" && words.size() > 1) {
-      problems.push_back(fmt::format("{}:{}: x-template.match.keywords: '{}' is several words (put it in phrases)",
-                                     file, line, quote_for_message(item.get<std::string>())));
+      problems.push_back(
+          fmt::format("{}:{}: x-template.match.keywords: '{}' is several words (put it in phrases)", file,
+                      line, quote_for_message(item.get<std::string>())));
     } else {
       out.push_back(join(words, " "));
     }
@@ -130,15 +138,16 @@ void check_keys(const nlohmann::json& j, const std::vector<std::string>& allowed
                 const std::string& file, int line, std::vector<std::string>& problems) {
   for (const auto& [key, _] : j.items())
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-      problems.push_back(fmt::format("{}:{}: {}: unknown key '{}'{}", file, line, where, quote_for_message(key),
-                                     did_you_mean(key, allowed)));
+      problems.push_back(fmt::format("{}:{}: {}: unknown key '{}'{}", file, line, where,
+                                     quote_for_message(key), did_you_mean(key, allowed)));
 }
 
 void read_header(const YAML::Node& root, PlanTemplate& t, std::vector<std::string>& problems) {
   const std::string& file = t.file;
   YAML::Node header = root.IsMap() ? root["x-template"] : YAML::Node();
   if (!header) {
-    problems.push_back(fmt::format("{}:1: not a template: no 'x-template:' mapping (see docs/planner.md)", file));
+    problems.push_back(
+        fmt::format("{}:1: not a template: no 'x-template:' mapping (see docs/planner.md)", file));
     return;
   }
   const int line = header.Mark().line + 1;
@@ -157,8 +166,8 @@ void read_header(const YAML::Node& root, PlanTemplate& t, std::vector<std::strin
   }
   const nlohmann::json match = j.value("match", nlohmann::json());
   if (!match.is_object()) {
-    problems.push_back(fmt::format("{}:{}: x-template.match: expected a mapping with phrases, keywords, threshold",
-                                   file, line));
+    problems.push_back(fmt::format(
+        "{}:{}: x-template.match: expected a mapping with phrases, keywords, threshold", file, line));
     return;
   }
   check_keys(match, {"phrases", "keywords", "threshold"}, "x-template.match", file, line, problems);
@@ -169,15 +178,17 @@ void read_header(const YAML::Node& root, PlanTemplate& t, std::vector<std::strin
         match["threshold"].get<std::int64_t>() <= 1000) {
       t.match.threshold = match["threshold"].get<int>();
     } else {
-      problems.push_back(fmt::format("{}:{}: x-template.match.threshold: expected an integer from 1 to 1000", file, line));
+      problems.push_back(
+          fmt::format("{}:{}: x-template.match.threshold: expected an integer from 1 to 1000", file, line));
     }
   }
   const int best = kPhrasePoints * static_cast<int>(t.match.phrases.size()) +
                    kKeywordPoints * static_cast<int>(t.match.keywords.size());
   if (best < t.match.threshold)
-    problems.push_back(fmt::format("{}:{}: x-template.match: can never match: all its phrases and keywords score {}, "
-                                   "below the threshold {}",
-                                   file, line, best, t.match.threshold));
+    problems.push_back(
+        fmt::format("{}:{}: x-template.match: can never match: all its phrases and keywords score {}, "
+                    "below the threshold {}",
+                    file, line, best, t.match.threshold));
 }
 
 std::string items_text(const SlotValues& values) {
@@ -194,6 +205,9 @@ std::string escape_placeholders(std::string_view text) {
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '{') out += '$';
+    if (text[i] == '#' && i + 2 < text.size() && text[i + 1] == 'E' && text[i + 2] >= '0' &&
+        text[i + 2] <= '9')
+      out += '#';
     out += text[i];
   }
   return out;
@@ -207,7 +221,8 @@ Expected<PlanTemplate> parse_plan_template(std::string_view text, const std::str
   std::vector<std::string> problems;
   std::vector<Slot> slots = find_slots(text, file, problems);
   try {
-    read_header(YAML::Load(render_slots(text, slots, [](std::size_t) { return std::string("x"); })), t, problems);
+    read_header(YAML::Load(render_slots(text, slots, [](std::size_t) { return std::string("x"); })), t,
+                problems);
   } catch (const YAML::Exception& e) {
     problems.push_back(fmt::format("{}:{}: not valid YAML: {}", file, e.mark.line + 1, e.msg));
   }
@@ -233,8 +248,11 @@ Expected<TemplateLibrary> TemplateLibrary::load(const std::filesystem::path& use
   if (!std::filesystem::is_directory(user_dir, ec)) return lib;
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(user_dir, ec))
-    if (entry.path().extension() == ".yaml" || entry.path().extension() == ".yml") files.push_back(entry.path());
-  if (ec) return fail(ErrorCode::Io, fmt::format("{}: cannot list the templates folder: {}", user_dir.string(), ec.message()));
+    if (entry.path().extension() == ".yaml" || entry.path().extension() == ".yml")
+      files.push_back(entry.path());
+  if (ec)
+    return fail(ErrorCode::Io,
+                fmt::format("{}: cannot list the templates folder: {}", user_dir.string(), ec.message()));
   std::sort(files.begin(), files.end());
   std::vector<std::string> problems;
   for (const auto& path : files) {
@@ -301,7 +319,8 @@ std::optional<TemplateMatch> TemplateLibrary::best_match(std::string_view reques
     if (m.score < t.match.threshold) continue;
     if (!best || m.score > best->score ||
         (m.score == best->score && phrases_found(m) > phrases_found(*best)) ||
-        (m.score == best->score && phrases_found(m) == phrases_found(*best) && t.name < best->plan_template->name))
+        (m.score == best->score && phrases_found(m) == phrases_found(*best) &&
+         t.name < best->plan_template->name))
       best = std::move(m);
   }
   return best;

@@ -96,7 +96,8 @@ TemplateMatch score_template(const PlanTemplate& t, std::string_view request);
 // The plan text: every slot replaced by its escaped value.
 std::string render_template(const PlanTemplate& t, const SlotValues& values);
 
-// `text` made literal for a plan template string: "${" becomes "$${".
+// `text` made literal for a plan string: "${" becomes "$${" and "#E<digit>"
+// "##E<digit>", so it parses back to exactly `text` with no placeholder.
 std::string escape_placeholders(std::string_view text);
 
 }  // namespace orch::flows

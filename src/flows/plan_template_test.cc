@@ -8,6 +8,7 @@
 #include "flows/embedded_files.h"
 #include "flows/plan_yaml.h"
 #include "orch/engine.h"
+#include "orch/placeholder.h"
 #include "orch/plan_loader.h"
 #include "orch/validate.h"
 #include "testing/testing.h"
@@ -67,7 +68,8 @@ TEST(PlanTemplateTest, SlotsAreFilledAsTextNeverAsYamlOrPlaceholders) {
   LoadResult loaded = parse_plan(text, "greet.yaml");
   ASSERT_TRUE(loaded.diagnostics.empty()) << loaded.diagnostics.front().to_string();
   ASSERT_EQ(loaded.plan.steps.size(), 1u);
-  EXPECT_EQ(loaded.plan.steps[0].inputs["text"], "Asked: say \"hi\": $${HOME} #x\n- [a] 'b' \\ end / - one\n- two");
+  EXPECT_EQ(loaded.plan.steps[0].inputs["text"],
+            "Asked: say \"hi\": $${HOME} #x\n- [a] 'b' \\ end / - one\n- two");
   EXPECT_EQ(loaded.plan.steps[0].loc.line, 8) << "the rendered plan keeps the template's line numbers";
   // Without items, {{items}} is the request.
   std::string plain = render_template(*t, SlotValues{"x", {}});
@@ -79,7 +81,8 @@ TEST(PlanTemplateTest, ASlotOutsideADoubleQuotedStringIsRefused) {
   bad += "  - {id: b, executor: builtin:echo, inputs: {text: '{{request}}'}}\n";
   bad += "  - id: c\n    executor: builtin:echo\n    inputs:\n      text: plain {{request}}\n";
   std::string e = error_of(bad, "bad.yaml");
-  EXPECT_NE(e.find("bad.yaml:11: the slot '{{request}}' must be inside a double-quoted string"), std::string::npos)
+  EXPECT_NE(e.find("bad.yaml:11: the slot '{{request}}' must be inside a double-quoted string"),
+            std::string::npos)
       << e;
   EXPECT_NE(e.find("bad.yaml:15: the slot '{{request}}'"), std::string::npos) << e;
 }
@@ -147,10 +150,30 @@ TEST(PlanTemplateTest, EveryShippedTemplateGivesAValidPlan) {
 
 TEST(PlanYamlTest, TheTextReadsBackAsTheSameJson) {
   nlohmann::ordered_json v = {{"name", "x: y # z"},
-                              {"steps", {{{"id", "a"}, {"n", "123"}, {"b", "true"}, {"t", "multi\nline\n"},
-                                          {"e", nlohmann::ordered_json::object()}, {"num", 5}, {"q", "'\"\\"}}}}};
+                              {"steps",
+                               {{{"id", "a"},
+                                 {"n", "123"},
+                                 {"b", "true"},
+                                 {"t", "multi\nline\n"},
+                                 {"e", nlohmann::ordered_json::object()},
+                                 {"num", 5},
+                                 {"q", "'\"\\"}}}}};
   std::string text = to_yaml(v);
   EXPECT_EQ(yaml_to_json(YAML::Load(text)), nlohmann::json::parse(v.dump())) << text;
+}
+
+// Any text, escaped, parses back to exactly itself with no placeholder in it.
+TEST(EscapePlaceholders, AnyTextRoundTripsAsALiteral) {
+  for (std::string text : {"${steps.a.result}", "$${x}", "#E0 and #E12", "##E0", "color: #E0E0E0;", "$$",
+                           "#E", "a$", "${", "#Error", "plain"}) {
+    const std::string escaped = escape_placeholders(text);
+    auto t = parse_template(escaped);
+    ASSERT_TRUE(t) << escaped << ": " << t.error().message;
+    EXPECT_FALSE(t->has_placeholders()) << escaped;
+    std::string back;
+    for (const auto& seg : t->segments) back += seg.text;
+    EXPECT_EQ(back, text) << "escaped as " << escaped;
+  }
 }
 
 }  // namespace

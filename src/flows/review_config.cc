@@ -201,16 +201,17 @@ Expected<ReviewConfig> parse_review_config(const std::string& text, const std::s
       r.problem(ls ? ls->line : root.line, "lenses",
                 "missing: a list of lenses (name, prompt, worker or model)");
     }
-    if (auto v = r.integer(root, "", "reviewers", 1, false)) c.reviewers = static_cast<int>(*v);
+    auto small = [](std::int64_t v) { return static_cast<int>(std::min<std::int64_t>(v, 1'000'000)); };
+    if (auto v = r.integer(root, "", "reviewers", 1, false)) c.reviewers = small(*v);
     bool present = false;
     c.judge = rcd::read_role(r, root, "judge", &present);
     c.verifier = rcd::read_role(r, root, "verifier", &present);
     c.fixer = rcd::read_role(r, root, "fixer", &present);
     if (auto v = r.string(root, "", "verify", false)) c.verify = *v;
-    if (auto v = r.integer(root, "", "max_rounds", 1, false)) c.max_rounds = static_cast<int>(*v);
-    if (auto v = r.integer(root, "", "dry_rounds", 1, false)) c.dry_rounds = static_cast<int>(*v);
+    if (auto v = r.integer(root, "", "max_rounds", 1, false)) c.max_rounds = small(*v);
+    if (auto v = r.integer(root, "", "dry_rounds", 1, false)) c.dry_rounds = small(*v);
     if (auto v = r.integer(root, "", "spend_cap_tokens", 1, false)) c.spend_cap_tokens = *v;
-    if (auto v = r.integer(root, "", "max_parallel", 1, false)) c.max_parallel = static_cast<int>(*v);
+    if (auto v = r.integer(root, "", "max_parallel", 1, false)) c.max_parallel = small(*v);
     if (auto v = r.boolean(root, "", "fresh_context")) c.fresh_context = *v;
     if (auto v = r.string(root, "", "rubric", false)) c.rubric_file = *v;
     if (auto v = r.string(root, "", "workers", false)) c.workers_file = *v;
@@ -226,6 +227,15 @@ Expected<ReviewConfig> parse_review_config(const std::string& text, const std::s
         }
       }
     }
+    // Upper bounds: the runaway backstop is itself bounded.
+    auto at_most = [&](const char* key, std::int64_t value, std::int64_t max) {
+      if (value > max)
+        r.problem(c.line_of(key), key, fmt::format("{} is more than the most allowed, {}", value, max));
+    };
+    at_most("reviewers", c.reviewers, kMaxReviewers);
+    at_most("max_rounds", c.max_rounds, kMaxRounds);
+    at_most("dry_rounds", c.dry_rounds, kMaxRounds);
+    at_most("max_parallel", c.max_parallel, kMaxParallel);
     if (c.dry_rounds > c.max_rounds && r.ok())
       r.problem(
           c.line_of("dry_rounds"), "dry_rounds",
@@ -278,7 +288,9 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
               fmt::format("'{}': no such file in the workspace {}", a, workspace.string()));
       continue;
     }
-    artifacts.push_back(normalise_path(fs::relative(*resolved, workspace).generic_string()));
+    std::string rel = normalise_path(fs::relative(*resolved, workspace).generic_string());
+    if (std::find(artifacts.begin(), artifacts.end(), rel) == artifacts.end())
+      artifacts.push_back(std::move(rel));
   }
   c.artifacts = std::move(artifacts);
 
@@ -306,6 +318,9 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
     problem(c.line_of("judge"), "verifier",
             "unresolved: a judge needs a claim verifier ('verifier: {worker: NAME}') to check the CRITICALs "
             "it adds");
+  if (c.fixer && !c.fixer->executor.starts_with("worker:"))
+    problem(c.fixer->line, "fixer",
+            "a model cannot edit files: the fixer must be a worker ('fixer: {worker: NAME}'), or off");
   if (c.fixer && c.verify.empty())
     problem(c.line_of("fixer"), "verify",
             "unresolved: a fixer needs a verify command, run after every fix (or 'fixer: off')");

@@ -32,6 +32,10 @@
 
 namespace orch::flows {
 
+inline constexpr int kMaxReviewers = 20;  // per lens
+inline constexpr int kMaxRounds = 100;    // max_rounds and dry_rounds
+inline constexpr int kMaxParallel = 256;
+
 // Who plays a role: a worker (`worker: NAME`) or a model (`model: NAME`).
 struct RoleConfig {
   std::string executor;  // "worker:NAME" or "llm:NAME"

@@ -125,7 +125,7 @@ TEST(ReviewConfigTest, ResolveNamesEveryUnresolvedField) {
   write_file(d / "p.md", "For {{journal}} and {{year}}.\n");
   write_file(d / "RUN.yaml",
              "artifacts: [../outside.md]\nlenses:\n  - {name: s, prompt: p.md, model: fast}\n"
-             "judge: {model: fast}\nfixer: {model: fast}\n");
+             "judge: {model: fast}\nfixer: {worker: coder}\n");
   auto c = load_review_config(d / "RUN.yaml");
   ASSERT_TRUE(c) << c.error().message;
   auto r = resolve_review_config(*c, d.path(), "", "");

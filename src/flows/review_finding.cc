@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cctype>
+#include <limits>
 
 #include "engine/attempt_render.h"
 #include "flows/embedded_files.h"
@@ -149,6 +150,12 @@ bool evidence_missing(std::string_view evidence, std::string_view artifact_text)
   return collapse_whitespace(artifact_text).find(quote) == std::string::npos;
 }
 
+bool evidence_found(std::string_view evidence, std::string_view artifact_text) {
+  std::string quote = collapse_whitespace(rfd::unquote(collapse_whitespace(evidence)));
+  if (rfd::code_points(quote) < kMinEvidenceChars) return false;
+  return collapse_whitespace(artifact_text).find(quote) != std::string::npos;
+}
+
 void check_evidence(Finding& finding, std::string_view artifact_text) {
   finding.unverified = evidence_missing(finding.evidence, artifact_text);
 }
@@ -168,7 +175,12 @@ Expected<ReviewOutput> parse_review_output(const nlohmann::json& doc, std::strin
   for (const auto& item : doc.at("findings")) {
     Finding f;
     f.file = normalise_path(item.at("file").get<std::string>());
-    if (auto it = item.find("line"); it != item.end()) f.line = it->get<std::int64_t>();
+    // A line beyond int64 is no line at all (the schema only says integer >= 0).
+    if (auto it = item.find("line"); it != item.end() && it->is_number_integer() && !it->is_number_unsigned())
+      f.line = it->get<std::int64_t>();
+    else if (it != item.end() && it->is_number_unsigned() &&
+             it->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      f.line = static_cast<std::int64_t>(it->get<std::uint64_t>());
     f.locus = item.at("locus").get<std::string>();
     f.lenses = {std::string(lens)};
     f.severity = parse_severity(item.at("severity").get<std::string>()).value_or(Severity::Nit);
@@ -198,13 +210,19 @@ Expected<ReviewOutput> parse_review_output_text(std::string_view text, std::stri
 }
 
 nlohmann::json finding_json(const Finding& f) {
-  nlohmann::json j = {{"id", f.id},           {"file", f.file},
-                      {"locus", f.locus},     {"lenses", f.lenses},
+  nlohmann::json j = {{"id", f.id},
+                      {"file", f.file},
+                      {"locus", f.locus},
+                      {"lenses", f.lenses},
                       {"severity", severity_name(f.severity)},
-                      {"rule", f.rule},       {"claim", f.claim},
-                      {"evidence", f.evidence}, {"failing_case", f.failing_case},
-                      {"suggested_fix", f.suggested_fix}, {"mechanical", f.mechanical},
-                      {"unverified", f.unverified}, {"judge_hallucinated", f.judge_hallucinated}};
+                      {"rule", f.rule},
+                      {"claim", f.claim},
+                      {"evidence", f.evidence},
+                      {"failing_case", f.failing_case},
+                      {"suggested_fix", f.suggested_fix},
+                      {"mechanical", f.mechanical},
+                      {"unverified", f.unverified},
+                      {"judge_hallucinated", f.judge_hallucinated}};
   if (f.line) j["line"] = *f.line;
   if (f.confidence) j["confidence"] = *f.confidence;
   if (f.verdict) j["verdict"] = finding_verdict_name(*f.verdict);

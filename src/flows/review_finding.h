@@ -106,6 +106,9 @@ inline constexpr std::size_t kMinEvidenceChars = 12;
 // True when `evidence` is checkable (long enough) and absent from `artifact_text`,
 // comparing collapse_whitespace of both (case-sensitive).
 bool evidence_missing(std::string_view evidence, std::string_view artifact_text);
+// True when `evidence` is checkable (long enough, normalised as above) and present
+// in `artifact_text`: what grounding a claim needs (a short quote grounds nothing).
+bool evidence_found(std::string_view evidence, std::string_view artifact_text);
 // Sets finding.unverified = evidence_missing(finding.evidence, artifact_text).
 void check_evidence(Finding& finding, std::string_view artifact_text);
 

@@ -7,6 +7,12 @@
 namespace orch::flows {
 
 RoundProgress track_rounds(const std::vector<std::vector<Finding>>& rounds, int dry_rounds) {
+  return track_rounds(rounds, dry_rounds, {});
+}
+
+RoundProgress track_rounds(const std::vector<std::vector<Finding>>& rounds, int dry_rounds,
+                           const std::vector<RoundFacts>& facts) {
+  const bool known = facts.size() == rounds.size();
   RoundProgress out;
   std::set<std::string> seen;                 // every counted id of earlier rounds
   std::vector<std::set<std::string>> ids_of;  // counted ids, per round
@@ -23,12 +29,16 @@ RoundProgress track_rounds(const std::vector<std::vector<Finding>>& rounds, int 
       ids.insert(f.id);
     }
     out.new_blocking.push_back(fresh_blocking);
-    out.dry_streak = fresh_blocking == 0 ? out.dry_streak + 1 : 0;
+    const bool complete = !known || facts[r].complete;
+    out.dry_streak = fresh_blocking == 0 && complete ? out.dry_streak + 1 : 0;
     const int round = static_cast<int>(r) + 1;
     if (!out.converged_round && dry_rounds > 0 && out.dry_streak >= dry_rounds) out.converged_round = round;
     if (r >= 2)
       for (const auto& id : acted_on)
-        if (ids_of[r - 2].contains(id) && escalated.insert(id).second) out.escalated.push_back({id, round});
+        if (ids_of[r - 2].contains(id) &&
+            (!known || facts[r - 2].patched.contains(id) || facts[r - 1].patched.contains(id)) &&
+            escalated.insert(id).second)
+          out.escalated.push_back({id, round});
     seen.insert(ids.begin(), ids.end());
     ids_of.push_back(std::move(ids));
   }

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,23 @@ struct RoundProgress {
   std::vector<Escalation> escalated;  // in round order, then id order
 };
 
+// What the loop knows of each round besides its findings.
+struct RoundFacts {
+  // False when a lens (or a claim verifier) failed: such a round says nothing
+  // about what is left, so it is never dry (it breaks a dry streak).
+  bool complete = true;
+  // The ids handed to the fixer after this round (empty with the fixer off).
+  std::set<std::string> patched;
+};
+
+// Every round complete, and every finding MINOR or worse counted as acted on.
 RoundProgress track_rounds(const std::vector<std::vector<Finding>>& rounds, int dry_rounds);
+// With the facts of each round (facts.size() == rounds.size()): an incomplete
+// round is not dry, and two-strikes escalates an id only when it was handed to
+// the fixer after round N or N+1 and is still there in round N+2 — an id nobody
+// tried to fix (the fixer is off, or the finding needs judgement) is listed for
+// the human, not escalated.
+RoundProgress track_rounds(const std::vector<std::vector<Finding>>& rounds, int dry_rounds,
+                           const std::vector<RoundFacts>& facts);
 
 }  // namespace orch::flows

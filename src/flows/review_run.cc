@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "engine/run_lock.h"
 #include "flows/embedded_files.h"
+#include "flows/plan_template.h"
 #include "flows/review_gate.h"
 #include "flows/review_rounds.h"
 #include "flows/review_score.h"
@@ -35,17 +37,53 @@ std::string phase_run_name(const std::string& id, int round, const char* phase) 
   return fmt::format("review {} round {} {}", id, round, phase);
 }
 
-const char* kContract =
-    "Reply with ONE JSON document and nothing else: {\"findings\": [...], \"scorecard\": {...}}.\n"
-    "Each finding: file (as listed under artifacts), locus (the function, section or heading: where, by "
-    "name), "
-    "severity (CRITICAL, MAJOR, MINOR or NIT), claim (what is wrong), and when you can: line, rule, evidence "
-    "(a VERBATIM quote from the file: it is checked, and a quote that is not there voids the finding), "
-    "failing_case, suggested_fix, mechanical (true when the fix needs no judgement), confidence (0..1). "
-    "No other fields. The scorecard is your own summary (an object). No findings: \"findings\": [].";
+const char* const kContract =
+    "Reply with ONE JSON document and nothing else: "
+    "{\"findings\": [...], \"scorecard\": {...}}.\n"
+    "Each finding: file (as listed under artifacts), locus (the function, section or "
+    "heading: where, by name), severity (CRITICAL, MAJOR, MINOR or NIT), claim (what is "
+    "wrong), and when you can: line, rule, evidence (a VERBATIM quote from the file: it is "
+    "checked, and a quote that is not there voids the finding), failing_case, "
+    "suggested_fix, mechanical (true when the fix needs no judgement), confidence (0..1). "
+    "No other fields. The scorecard is your own summary (an object). "
+    "No findings: \"findings\": [].";
 
-const char* kClaimSchema = R"({"type": "object", "required": ["verdict"],
-  "properties": {"verdict": {"enum": ["confirmed", "refuted"]}, "evidence": {"type": "string"}, "note": {"type": "string"}}})";
+const char* const kJudgeBrief =
+    "You are the judge of this review round. The lenses' findings are below, "
+    "de-duplicated, each with its id. You may downgrade a finding's severity, or merge "
+    "findings that are one defect: keep one and name each one you merged into it under "
+    "\"merged\": {\"MERGED_ID\": \"KEPT_ID\"} beside \"findings\". A finding you leave out "
+    "without merging it is kept as the lenses reported it. Keep the file, locus and rule "
+    "of a finding you keep, so that it stays the same finding. Add a finding only for a "
+    "defect the lenses missed, quoting the artifact verbatim as its evidence: a CRITICAL "
+    "no lens raised is checked again before it counts.";
+
+const char* const kClaimBrief =
+    "Check one claim about the artifact, from the artifact alone. Reply with ONE JSON "
+    "document and nothing else: {\"verdict\": \"confirmed\" or \"refuted\", \"evidence\": "
+    "\"a VERBATIM quote from the file that shows the defect\", \"note\": \"...\"}. "
+    "Confirm only what the quote shows.";
+
+const char* const kClaimSchema = R"({"type": "object", "required": ["verdict"],
+  "properties": {"verdict": {"enum": ["confirmed", "refuted"]},
+                 "evidence": {"type": "string"}, "note": {"type": "string"}}})";
+
+// The inputs of a review step. Every text orch passes (prompts, artifacts,
+// findings, quotes, the verify command) is literal, never a placeholder: "${"
+// and "#E0" in an artifact or a quote reach the worker or model as written.
+ojson role_inputs(const std::string& executor, const std::string& prompt,
+                  std::vector<std::pair<std::string, std::string>> extra, bool with_previous_failure) {
+  for (auto& entry : extra) entry.second = escape_placeholders(entry.second);
+  return stage_inputs(executor, escape_placeholders(prompt), extra, with_previous_failure);
+}
+
+// At most `max` bytes of `text`, cut on a UTF-8 character boundary.
+std::string utf8_prefix(const std::string& text, std::size_t max) {
+  if (text.size() <= max) return text;
+  std::size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end);
+}
 
 // The artifacts as inputs: their paths (a worker reads them in the workspace);
 // for a model, their text as well.
@@ -76,18 +114,30 @@ ojson finding_schema_json() {
   return ojson::parse(finding_schema_text());
 }
 
+// The judge answers like a reviewer, plus "merged": {MERGED_ID: KEPT_ID}.
+ojson judge_schema_json() {
+  ojson schema = finding_schema_json();
+  schema["properties"]["merged"] = {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}};
+  return schema;
+}
+
 std::string reviewer_step_id(const LensConfig& lens, int k, int reviewers) {
   return reviewers == 1 ? lens.name : fmt::format("{}-{}", lens.name, k);
 }
 
-// The counted findings of earlier rounds, for a review without fresh context.
+// The counted findings of the last round, for a review without fresh context.
 std::string previous_findings_text(const json& rounds) {
   if (rounds.empty()) return "(none)";
   json last = json::array();
-  for (const auto& f : rounds.back()["findings"])
-    last.push_back(
-        {{"file", f["file"]}, {"locus", f["locus"]}, {"severity", f["severity"]}, {"claim", f["claim"]}});
-  return last.dump(2);
+  for (const auto& f : rounds.back()["findings"]) {
+    auto parsed = finding_from_json(f);
+    if (!parsed || !counts_for_gate(*parsed)) continue;
+    last.push_back({{"file", parsed->file},
+                    {"locus", parsed->locus},
+                    {"severity", severity_name(parsed->severity)},
+                    {"claim", parsed->claim}});
+  }
+  return json_text(last, 2);
 }
 
 ojson plan_of(const std::string& name, int concurrency, std::int64_t budget_tokens, ojson steps) {
@@ -113,7 +163,7 @@ ojson reviewers_plan(const ReviewEnv& env, const ReviewConfig& c, const std::str
            {"executor", lens.role.executor},
            {"attempts", 2},
            {"env", role_env(id, round, "reviewer", lens.name)},
-           {"inputs", stage_inputs(lens.role.executor, lens.prompt + "\n\n" + kContract, extra, true)},
+           {"inputs", role_inputs(lens.role.executor, lens.prompt + "\n\n" + kContract, extra, true)},
            {"post", ojson::array({{{"result_json", finding_schema_json()}}})}});
     }
   }
@@ -134,48 +184,32 @@ json brief_findings(const std::vector<Finding>& findings) {
 ojson judge_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string& id, int round,
                  const std::vector<Finding>& reduced, std::int64_t budget) {
   auto extra = artifact_inputs(env, c, c.judge->executor);
-  extra.emplace_back("findings", brief_findings(reduced).dump(2));
-  const std::string prompt =
-      "You are the judge of this review round. The lenses' findings are below, de-duplicated. You may "
-      "downgrade a finding's severity or merge duplicates (keep one, drop the others); keep file, locus and "
-      "rule "
-      "of a finding you keep, so that it stays the same finding. Add a finding only if the lenses missed a "
-      "real "
-      "defect, and then quote the artifact verbatim as its evidence: a CRITICAL no lens raised is "
-      "re-checked.\n\n" +
-      std::string(kContract);
+  extra.emplace_back("findings", json_text(brief_findings(reduced), 2));
+  const std::string prompt = std::string(kJudgeBrief) + "\n\n" + kContract;
   ojson steps = ojson::array({{{"id", "judge"},
                                {"goal", fmt::format("Judge the findings of review round {}.", round)},
                                {"executor", c.judge->executor},
                                {"attempts", 2},
                                {"env", role_env(id, round, "judge", "")},
-                               {"inputs", stage_inputs(c.judge->executor, prompt, extra, true)},
-                               {"post", ojson::array({{{"result_json", finding_schema_json()}}})}}});
+                               {"inputs", role_inputs(c.judge->executor, prompt, extra, true)},
+                               {"post", ojson::array({{{"result_json", judge_schema_json()}}})}}});
   return plan_of(phase_run_name(id, round, kJudgePhase), 1, budget, std::move(steps));
 }
 
 ojson claims_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string& id, int round,
                   const std::vector<Finding>& claims, std::int64_t budget) {
   ojson steps = ojson::array();
-  for (std::size_t i = 0; i < claims.size(); ++i) {
-    const Finding& f = claims[i];
+  for (const Finding& f : claims) {
     auto extra = artifact_inputs(env, c, c.verifier->executor);
-    extra.emplace_back(
-        "claim",
-        json{{"file", f.file}, {"locus", f.locus}, {"claim", f.claim}, {"evidence", f.evidence}}.dump(2));
-    const std::string prompt =
-        "Check one claim about the artifact, from the artifact alone. Reply with ONE JSON document and "
-        "nothing "
-        "else: {\"verdict\": \"confirmed\" or \"refuted\", \"evidence\": \"a VERBATIM quote from the file "
-        "that "
-        "shows the defect\", \"note\": \"...\"}. Confirm only what the quote shows.";
+    const json claim = {{"file", f.file}, {"locus", f.locus}, {"claim", f.claim}, {"evidence", f.evidence}};
+    extra.emplace_back("claim", json_text(claim, 2));
     steps.push_back(
         {{"id", fmt::format("claim-{}", f.id)},
          {"goal", fmt::format("Verify a CRITICAL claim the judge added (review round {}).", round)},
          {"executor", c.verifier->executor},
          {"attempts", 2},
          {"env", role_env(id, round, "verifier", "")},
-         {"inputs", stage_inputs(c.verifier->executor, prompt, extra, true)},
+         {"inputs", role_inputs(c.verifier->executor, kClaimBrief, extra, true)},
          {"post", ojson::array({{{"result_json", ojson::parse(kClaimSchema)}}})}});
   }
   return plan_of(phase_run_name(id, round, kClaimsPhase), c.max_parallel, budget, std::move(steps));
@@ -184,13 +218,11 @@ ojson claims_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string
 ojson fix_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string& id, int round,
                const std::vector<Finding>& to_fix, std::int64_t budget) {
   auto extra = artifact_inputs(env, c, c.fixer->executor);
-  extra.emplace_back("findings", brief_findings(to_fix).dump(2));
+  extra.emplace_back("findings", json_text(brief_findings(to_fix), 2));
   const std::string prompt = fmt::format(
-      "Fix these findings in the artifacts, in the order given (CRITICAL, then MAJOR, then MINOR), editing "
-      "the "
-      "files in place. Change nothing else. After you finish, `{}` must succeed, or every change is rolled "
-      "back. "
-      "Reply with a short account of what you changed.",
+      "Fix these findings in the artifacts, in the order given (CRITICAL, then MAJOR, then "
+      "MINOR), editing the files in place. Change nothing else. After you finish, `{}` must "
+      "succeed, or every change is rolled back. Reply with a short account of what you changed.",
       c.verify);
   ojson post = ojson::array({"exit_zero"});
   if (!c.verify.empty()) post.push_back({{"kind", "shell_zero"}, {"cmd", c.verify}, {"timeout", "10m"}});
@@ -200,7 +232,7 @@ ojson fix_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string& i
                                {"attempts", 1},
                                {"writes", c.artifacts},
                                {"env", role_env(id, round, "fixer", "")},
-                               {"inputs", stage_inputs(c.fixer->executor, prompt, extra, false)},
+                               {"inputs", role_inputs(c.fixer->executor, prompt, extra, false)},
                                {"post", post}}});
   return plan_of(phase_run_name(id, round, kFixPhase), 1, budget, std::move(steps));
 }
@@ -214,12 +246,6 @@ std::string file_text(const ReviewEnv& env, const std::string& file) {
   return text ? *text : std::string();
 }
 
-bool grounded(const ReviewEnv& env, const Finding& f, const std::string& quote) {
-  const std::string text = file_text(env, f.file);
-  const std::string q = collapse_whitespace(quote);
-  return q.size() >= kMinEvidenceChars && !evidence_missing(q, text);
-}
-
 struct Phase {
   std::string run_id;
   RunStatus status = RunStatus::Failed;
@@ -228,6 +254,26 @@ struct Phase {
   std::vector<AttemptRecord> attempts;
 };
 
+const StepRecord* step_of(const Phase& p, const std::string& id) {
+  for (const auto& s : p.steps)
+    if (s.step_id == id) return &s;
+  return nullptr;
+}
+
+int attempts_of(const Phase& p, const std::string& id) {
+  int n = 0;
+  for (const auto& a : p.attempts)
+    if (a.step_id == id && a.counted) ++n;
+  return n;
+}
+
+// Why a reviewer (or the judge) is recorded failed: the step's own reason when it
+// failed, the parse error when it ended done but its answer could not be read.
+std::string failure_of(const StepRecord* s, const Expected<ReviewOutput>& out) {
+  if (s && s->status != StepStatus::Done && !s->reason.empty()) return s->reason;
+  return out ? std::string() : out.error().message;
+}
+
 // Everything spent by the review's runs so far.
 Expected<std::int64_t> spent_tokens(ReviewEnv& env, const std::string& id) {
   std::int64_t total = 0;
@@ -235,6 +281,93 @@ Expected<std::int64_t> spent_tokens(ReviewEnv& env, const std::string& id) {
   for (const auto& r : ORCH_TRY(env.store->list_runs()))
     if (r.name.starts_with(prefix)) total += r.spent_tokens;
   return total;
+}
+
+std::vector<std::vector<Finding>> findings_of_rounds(const json& rounds) {
+  std::vector<std::vector<Finding>> out;
+  for (const auto& r : rounds) {
+    std::vector<Finding> list;
+    for (const auto& f : r["findings"])
+      if (auto parsed = finding_from_json(f)) list.push_back(std::move(*parsed));
+    out.push_back(std::move(list));
+  }
+  return out;
+}
+
+bool round_complete(const json& r) {
+  const bool unchecked = r.contains("judge") && !r["judge"].value("unchecked", json::array()).empty();
+  return r.value("failed_lenses", 0) == 0 && !unchecked;
+}
+
+// What track_rounds needs besides the findings: whether each round was complete
+// and which ids were handed to the fixer after it (a fix that ran).
+std::vector<RoundFacts> facts_of_rounds(const json& rounds) {
+  std::vector<RoundFacts> out;
+  for (const auto& r : rounds) {
+    RoundFacts f;
+    f.complete = round_complete(r);
+    const std::string status = r["fix"].value("status", std::string());
+    if (status == "applied" || status == "rolled_back")
+      for (const auto& id : r["fix"]["to_fix"]) f.patched.insert(id.get<std::string>());
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// What the judge did to the round's findings (see docs/review.md, "A round").
+struct Judged {
+  std::vector<Finding> findings;  // the round's findings after the judge
+  std::vector<Finding> claims;    // CRITICALs no lens raised (counted ones): for the claim verifier
+  json doc = json::object();      // introduced, downgraded, merged, kept
+};
+
+Judged apply_judge(const ReviewEnv& env, const std::vector<Finding>& lens_findings, ReviewOutput judge_out,
+                   const json& merged) {
+  Judged j;
+  // One copy per id: the most severe (the judge may repeat an id).
+  std::stable_sort(judge_out.findings.begin(), judge_out.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
+  json introduced = json::array(), downgraded = json::array(), merged_ids = json::object(),
+       kept = json::array();
+  std::set<std::string> seen;
+  for (Finding& f : judge_out.findings) {
+    if (!seen.insert(f.id).second) continue;
+    auto lens = std::find_if(lens_findings.begin(), lens_findings.end(),
+                             [&](const Finding& x) { return x.id == f.id; });
+    check_evidence(f, file_text(env, f.file));
+    if (lens != lens_findings.end()) {
+      f.lenses = lens->lenses;
+      // The judge cannot launder a fabricated quote: a finding the lenses'
+      // evidence did not support stays unverified.
+      if (lens->unverified) f.unverified = true;
+      if (f.severity > lens->severity) downgraded.push_back(f.id);
+    }
+    const bool lens_raised_critical =
+        lens != lens_findings.end() && lens->severity == Severity::Critical && counts_for_gate(*lens);
+    if (f.severity == Severity::Critical && !lens_raised_critical) {
+      introduced.push_back(f.id);
+      if (counts_for_gate(f)) j.claims.push_back(f);
+    }
+    j.findings.push_back(std::move(f));
+  }
+  // A lens finding the judge left out is kept, unless the judge named the
+  // finding it was merged into (and that one is there).
+  for (const Finding& f : lens_findings) {
+    if (seen.contains(f.id)) continue;
+    const std::string into = merged.is_object() && merged.contains(f.id) && merged[f.id].is_string()
+                                 ? merged[f.id].get<std::string>()
+                                 : std::string();
+    if (!into.empty() && seen.contains(into)) {
+      merged_ids[f.id] = into;
+      continue;
+    }
+    kept.push_back(f.id);
+    j.findings.push_back(f);
+  }
+  std::stable_sort(j.findings.begin(), j.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
+  j.doc = {{"introduced", introduced}, {"downgraded", downgraded}, {"merged", merged_ids}, {"kept", kept}};
+  return j;
 }
 
 class Driver {
@@ -252,10 +385,12 @@ class Driver {
   Expected<std::optional<Phase>> phase(int round, const char* name,
                                        const std::function<ojson(std::int64_t)>& build);
   Expected<ReviewOutcome> stop(ReviewStatus status, const std::string& reason, int exit_code);
+  Expected<std::optional<ReviewOutcome>> spend_cap_stop(int round, const char* phase, const std::string& why);
   Expected<std::optional<ReviewOutcome>> run_round(int round);
   Expected<std::optional<ReviewOutcome>> run_fix(int round);
-  std::vector<std::vector<Finding>> rounds_findings() const;
-  std::set<std::string> escalated_ids() const;
+  RoundProgress progress() const {
+    return track_rounds(findings_of_rounds(doc_["rounds"]), c_.dry_rounds, facts_of_rounds(doc_["rounds"]));
+  }
 
   ReviewEnv& env_;
   ReviewRecord record_;
@@ -269,42 +404,49 @@ Expected<void> Driver::save() {
   doc_["tokens"] = {{"spent", spent}, {"cap", c_.spend_cap_tokens}};
   doc_["config"] = review_config_json(c_);
   // Findings with their history, escalations, score: recomputed from the rounds.
-  const auto per_round = rounds_findings();
-  json findings = json::object();
-  json order = json::array();
+  const json& rounds = doc_["rounds"];
+  const auto per_round = findings_of_rounds(rounds);
+  std::map<std::string, json> findings;
+  std::vector<std::string> order;
   for (std::size_t r = 0; r < per_round.size(); ++r) {
     for (const auto& f : per_round[r]) {
-      if (!findings.contains(f.id)) {
+      json history = json::array();
+      if (auto it = findings.find(f.id); it != findings.end())
+        history = std::move(it->second["history"]);
+      else
         order.push_back(f.id);
-        findings[f.id] = finding_json(f);
-        findings[f.id]["history"] = json::array();
-      } else {
-        json keep_history = findings[f.id]["history"];
-        findings[f.id] = finding_json(f);
-        findings[f.id]["history"] = std::move(keep_history);
-      }
       const char* status = f.judge_hallucinated                   ? "judge_hallucinated"
                            : f.unverified                         ? "unverified"
                            : f.verdict == FindingVerdict::Refuted ? "refuted"
                                                                   : "counted";
-      findings[f.id]["history"].push_back(
-          {{"round", r + 1}, {"severity", severity_name(f.severity)}, {"status", status}});
+      history.push_back({{"round", r + 1}, {"severity", severity_name(f.severity)}, {"status", status}});
+      json latest = finding_json(f);
+      latest["history"] = std::move(history);
+      findings[f.id] = std::move(latest);
     }
   }
-  const auto escalated = escalated_ids();
+  // "gone" is judged by the last complete round: one where a lens failed says
+  // nothing about what is left.
+  std::set<std::string> in_last;
+  for (std::size_t r = per_round.size(); r-- > 0;) {
+    if (!round_complete(rounds[r])) continue;
+    for (const auto& f : per_round[r]) in_last.insert(f.id);
+    break;
+  }
+  const RoundProgress p = progress();
+  std::set<std::string> escalated;
+  json esc = json::array();
+  for (const auto& e : p.escalated) {
+    escalated.insert(e.id);
+    esc.push_back({{"id", e.id}, {"round", e.round}});
+  }
   json list = json::array();
   for (const auto& id : order) {
-    json f = findings[id.get<std::string>()];
-    const bool in_last =
-        !per_round.empty() && std::any_of(per_round.back().begin(), per_round.back().end(),
-                                          [&](const Finding& x) { return x.id == id.get<std::string>(); });
-    f["state"] = escalated.contains(id.get<std::string>()) ? "escalated" : in_last ? "open" : "gone";
+    json f = std::move(findings[id]);
+    f["state"] = escalated.contains(id) ? "escalated" : in_last.contains(id) ? "open" : "gone";
     list.push_back(std::move(f));
   }
   doc_["findings"] = std::move(list);
-  json esc = json::array();
-  const RoundProgress progress = track_rounds(per_round, c_.dry_rounds);
-  for (const auto& e : progress.escalated) esc.push_back({{"id", e.id}, {"round", e.round}});
   doc_["escalations"] = std::move(esc);
   if (!per_round.empty()) {
     const QualityScore score = quality_score(per_round.back(), c_.rubric);
@@ -312,13 +454,13 @@ Expected<void> Driver::save() {
     for (const auto& [name, min] : c_.rubric.thresholds) thresholds[name] = min;
     doc_["score"] = {{"score", score.score}, {"band", score.band}, {"thresholds", thresholds}};
   }
-  record_.rounds = static_cast<int>(doc_["rounds"].size());
-  record_.verdict = doc_["rounds"].empty() ? "" : doc_["rounds"].back().value("verdict", std::string());
+  record_.rounds = static_cast<int>(rounds.size());
+  record_.verdict = rounds.empty() ? "" : rounds.back().value("verdict", std::string());
   doc_["status"] = review_status_name(record_.status);
   doc_["verdict"] = record_.verdict;
   record_.updated_at = env_.now_ms();
   doc_["updated_at"] = iso8601_utc(record_.updated_at, TimePrecision::Seconds);
-  record_.doc_json = doc_.dump();
+  record_.doc_json = json_text(doc_);
   ORCH_TRY(env_.reviews->update_review(record_));
   // A copy for people and tools: .orch/reviews/ID.json and ID.md (the ledger stays the authority).
   const fs::path dir = env_.workspace / ".orch" / "reviews";
@@ -328,23 +470,6 @@ Expected<void> Driver::save() {
       write_file_atomically(dir / (record_.id + ".json"), json_text(doc_, 2) + "\n", Durability::RenameOnly));
   ORCH_TRY(write_file_atomically(dir / (record_.id + ".md"), review_markdown(doc_), Durability::RenameOnly));
   return {};
-}
-
-std::vector<std::vector<Finding>> Driver::rounds_findings() const {
-  std::vector<std::vector<Finding>> out;
-  for (const auto& r : doc_["rounds"]) {
-    std::vector<Finding> fs_;
-    for (const auto& f : r["findings"])
-      if (auto parsed = finding_from_json(f)) fs_.push_back(std::move(*parsed));
-    out.push_back(std::move(fs_));
-  }
-  return out;
-}
-
-std::set<std::string> Driver::escalated_ids() const {
-  std::set<std::string> ids;
-  for (const auto& e : track_rounds(rounds_findings(), c_.dry_rounds).escalated) ids.insert(e.id);
-  return ids;
 }
 
 // Finds the phase's run (resuming it when it did not end) or starts it. nullopt:
@@ -373,7 +498,7 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
     if (left <= 0 && !existing) {
       p.status = RunStatus::BudgetExhausted;
       p.reason = "nothing is left of the spend cap";
-      return p;
+      return std::optional<Phase>(std::move(p));
     }
     EngineOptions eo;
     eo.workspace = env_.workspace;
@@ -389,7 +514,8 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
       if (plan.is_discarded())
         return fail(ErrorCode::Store, fmt::format("run {}: its plan is not JSON", existing->id));
       plan["budget"]["tokens"] = existing->spent_tokens + left;
-      const fs::path replan = env_.store->folder() / "reviews" / (run_name + ".json");
+      const fs::path replan =
+          env_.store->folder() / "reviews" / fmt::format("{}-round-{}-{}.json", record_.id, round, name);
       std::error_code ec;
       fs::create_directories(replan.parent_path(), ec);
       ORCH_TRY(write_file_atomically(replan, json_text(plan, 2), Durability::RenameOnly));
@@ -448,17 +574,16 @@ Expected<ReviewOutcome> Driver::stop(ReviewStatus status, const std::string& rea
   return out;
 }
 
-const StepRecord* step_of(const Phase& p, const std::string& id) {
-  for (const auto& s : p.steps)
-    if (s.step_id == id) return &s;
-  return nullptr;
-}
-
-int attempts_of(const Phase& p, const std::string& id) {
-  int n = 0;
-  for (const auto& a : p.attempts)
-    if (a.step_id == id && a.counted) ++n;
-  return n;
+Expected<std::optional<ReviewOutcome>> Driver::spend_cap_stop(int round, const char* phase,
+                                                              const std::string& why) {
+  doc_["rounds_in_progress"] = round;
+  ReviewOutcome out = ORCH_TRY(
+      stop(ReviewStatus::SpendCap,
+           fmt::format("the spend cap of {} tokens was reached in round {} ({}): {}; raise it with `orch "
+                       "review --resume {} --spend-cap N`",
+                       c_.spend_cap_tokens, round, phase, why, record_.id),
+           kExitEscalated));
+  return std::optional<ReviewOutcome>(std::move(out));
 }
 
 // The round's reviewers, judge and claims; records the round. A returned outcome
@@ -469,13 +594,9 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
     return reviewers_plan(env_, c_, record_.id, round, rounds, budget);
   }));
   if (!reviewers) return paused_;
-  json round_doc = {{"round", round}, {"runs", {{"reviewers", reviewers->run_id}}}};
   if (reviewers->status == RunStatus::BudgetExhausted)
-    return std::optional<ReviewOutcome>(
-        ORCH_TRY(stop(ReviewStatus::SpendCap,
-                      fmt::format("the spend cap of {} tokens was reached in round {}: {}",
-                                  c_.spend_cap_tokens, round, reviewers->reason),
-                      kExitEscalated)));
+    return spend_cap_stop(round, kReviewersPhase, reviewers->reason);
+  json round_doc = {{"round", round}, {"runs", {{"reviewers", reviewers->run_id}}}};
 
   // Each reviewer: its findings (evidence checked), or failed.
   std::vector<std::vector<Finding>> per_lens;
@@ -491,7 +612,7 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
       if (!out) {
         ++failed;
         rd["status"] = "failed";
-        rd["reason"] = s && !s->reason.empty() ? s->reason : out.error().message;
+        rd["reason"] = failure_of(s, out);
         per_lens.emplace_back();
       } else {
         for (auto& f : out->findings) check_evidence(f, file_text(env_, f.file));
@@ -509,101 +630,92 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
   round_doc["lens_verdict"] = gate_verdict_name(apply_gate(findings, failed).verdict);
 
   // The judge, and the claim verifier for the CRITICALs it introduced.
+  int unchecked_claims = 0;
   if (c_.judge) {
     auto judged = ORCH_TRY(phase(round, kJudgePhase, [&](std::int64_t budget) {
       return judge_plan(env_, c_, record_.id, round, findings, budget);
     }));
     if (!judged) return paused_;
-    round_doc["runs"]["judge"] = judged->run_id;
     if (judged->status == RunStatus::BudgetExhausted)
-      return std::optional<ReviewOutcome>(
-          ORCH_TRY(stop(ReviewStatus::SpendCap,
-                        fmt::format("the spend cap of {} tokens was reached in round {} (judge)",
-                                    c_.spend_cap_tokens, round),
-                        kExitEscalated)));
+      return spend_cap_stop(round, kJudgePhase, judged->reason);
+    round_doc["runs"]["judge"] = judged->run_id;
     const StepRecord* s = step_of(*judged, "judge");
     Expected<ReviewOutput> out = std::unexpected(Error{ErrorCode::InvalidInput, "did not run"});
-    if (s && s->status == StepStatus::Done) out = parse_review_output_text(s->result, "judge");
+    json merged = json::object();
+    if (s && s->status == StepStatus::Done) {
+      json answer = json::parse(s->result, nullptr, false);
+      if (answer.is_object() && answer.contains("merged")) {
+        merged = answer["merged"];
+        answer.erase("merged");
+      }
+      out = answer.is_discarded() ? parse_review_output_text(s->result, "judge")
+                                  : parse_review_output(answer, "judge");
+    }
     json jd = {{"attempts", attempts_of(*judged, "judge")}};
     if (!out) {
       // The judge is optional: its failure leaves the lenses' findings as they are.
       jd["status"] = "failed";
-      jd["reason"] = s && !s->reason.empty() ? s->reason : out.error().message;
+      jd["reason"] = failure_of(s, out);
     } else {
+      Judged j = apply_judge(env_, findings, std::move(*out), merged);
+      jd.update(j.doc);
       jd["status"] = "ok";
-      std::vector<Finding> judged_findings;
-      json introduced = json::array(), downgraded = json::array(), dropped = json::array();
-      std::vector<Finding> claims;
-      for (auto& f : out->findings) {
-        check_evidence(f, file_text(env_, f.file));
-        auto lens_copy =
-            std::find_if(findings.begin(), findings.end(), [&](const Finding& x) { return x.id == f.id; });
-        if (lens_copy != findings.end()) {
-          f.lenses = lens_copy->lenses;
-          if (f.severity > lens_copy->severity) downgraded.push_back(f.id);
-        }
-        const bool lens_raised_critical =
-            lens_copy != findings.end() && lens_copy->severity == Severity::Critical;
-        if (f.severity == Severity::Critical && !lens_raised_critical) {
-          introduced.push_back(f.id);
-          if (counts_for_gate(f)) claims.push_back(f);
-        }
-        if (std::none_of(judged_findings.begin(), judged_findings.end(),
-                         [&](const Finding& x) { return x.id == f.id; }))
-          judged_findings.push_back(std::move(f));
-      }
-      for (const auto& f : findings)
-        if (std::none_of(judged_findings.begin(), judged_findings.end(),
-                         [&](const Finding& x) { return x.id == f.id; }))
-          dropped.push_back(f.id);
-      jd["introduced"] = introduced;
-      jd["downgraded"] = downgraded;
-      jd["dropped"] = dropped;
       // The hallucination gate.
-      json hallucinated = json::array(), grounded_ids = json::array();
-      if (!claims.empty()) {
+      json hallucinated = json::array(), grounded_ids = json::array(), unchecked = json::array();
+      if (!j.claims.empty()) {
         auto checked = ORCH_TRY(phase(round, kClaimsPhase, [&](std::int64_t budget) {
-          return claims_plan(env_, c_, record_.id, round, claims, budget);
+          return claims_plan(env_, c_, record_.id, round, j.claims, budget);
         }));
         if (!checked) return paused_;
-        round_doc["runs"]["claims"] = checked->run_id;
         if (checked->status == RunStatus::BudgetExhausted)
-          return std::optional<ReviewOutcome>(
-              ORCH_TRY(stop(ReviewStatus::SpendCap,
-                            fmt::format("the spend cap of {} tokens was reached in round {} (claim verifier)",
-                                        c_.spend_cap_tokens, round),
-                            kExitEscalated)));
-        for (auto& f : judged_findings) {
-          if (std::none_of(claims.begin(), claims.end(), [&](const Finding& x) { return x.id == f.id; }))
+          return spend_cap_stop(round, kClaimsPhase, checked->reason);
+        round_doc["runs"]["claims"] = checked->run_id;
+        for (auto& f : j.findings) {
+          if (std::none_of(j.claims.begin(), j.claims.end(), [&](const Finding& x) { return x.id == f.id; }))
             continue;
           const StepRecord* cs = step_of(*checked, "claim-" + f.id);
-          bool ok = false;
-          if (cs && cs->status == StepStatus::Done) {
-            const json answer = json::parse(cs->result, nullptr, false);
-            if (answer.is_object() && answer.value("verdict", std::string()) == "confirmed") {
-              const std::string quote = answer.value("evidence", f.evidence);
-              ok = grounded(env_, f, quote);
-            }
-            f.verdict = ok ? FindingVerdict::Confirmed : FindingVerdict::Refuted;
+          if (!cs || cs->status != StepStatus::Done) {
+            // The verifier could not answer: the claim stays (it may be real) and
+            // the round cannot be trusted to PASS.
+            unchecked.push_back(f.id);
+            continue;
           }
-          if (!ok) {
-            f.judge_hallucinated = true;
-            hallucinated.push_back(f.id);
-          } else {
+          const json answer = json::parse(cs->result, nullptr, false);
+          const bool confirmed =
+              answer.is_object() && answer.contains("verdict") && answer["verdict"] == "confirmed";
+          const std::string quote =
+              answer.is_object() && answer.contains("evidence") && answer["evidence"].is_string()
+                  ? answer["evidence"].get<std::string>()
+                  : f.evidence;
+          if (confirmed && evidence_found(quote, file_text(env_, f.file))) {
+            f.verdict = FindingVerdict::Confirmed;
             grounded_ids.push_back(f.id);
+            continue;
+          }
+          hallucinated.push_back(f.id);
+          auto lens =
+              std::find_if(findings.begin(), findings.end(), [&](const Finding& x) { return x.id == f.id; });
+          if (lens != findings.end()) {
+            f = *lens;  // the judge raised a lens finding to CRITICAL: the raise is dropped, the finding
+                        // stays
+          } else {
+            f.verdict = FindingVerdict::Refuted;
+            f.judge_hallucinated = true;
           }
         }
+        std::stable_sort(j.findings.begin(), j.findings.end(),
+                         [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
       }
       jd["hallucinated"] = hallucinated;
       jd["grounded"] = grounded_ids;
-      findings = std::move(judged_findings);
-      std::stable_sort(findings.begin(), findings.end(),
-                       [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
+      jd["unchecked"] = unchecked;
+      unchecked_claims = static_cast<int>(unchecked.size());
+      findings = std::move(j.findings);
     }
     round_doc["judge"] = std::move(jd);
   }
 
-  const GateResult gate = apply_gate(findings, failed);
+  const GateResult gate = apply_gate(findings, failed + unchecked_claims);
   round_doc["verdict"] = gate_verdict_name(gate.verdict);
   round_doc["counts"] = {{"critical", gate.critical},
                          {"major", gate.major},
@@ -614,19 +726,20 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
   for (const auto& f : findings) fj.push_back(finding_json(f));
   round_doc["findings"] = std::move(fj);
 
-  // Dry rounds and two-strikes over every round so far.
-  auto all = rounds_findings();
-  all.push_back(findings);
-  const RoundProgress progress = track_rounds(all, c_.dry_rounds);
+  // Dry rounds and two-strikes over every round so far (this one's fix has not run).
+  json all = doc_["rounds"];
+  json provisional = round_doc;
+  provisional["fix"] = {{"status", "not_run"}, {"to_fix", json::array()}, {"for_human", json::array()}};
+  all.push_back(provisional);
+  const RoundProgress progress = track_rounds(findings_of_rounds(all), c_.dry_rounds, facts_of_rounds(all));
   const int added = progress.new_blocking.empty() ? 0 : progress.new_blocking.back();
   round_doc["new_blocking"] = added;
-  round_doc["dry"] = added == 0;
+  round_doc["dry"] = progress.dry_streak > 0;
   json escalated_now = json::array();
   for (const auto& e : progress.escalated)
     if (e.round == round) escalated_now.push_back(e.id);
   round_doc["escalated"] = escalated_now;
-  const bool converged = progress.converged_round.has_value();
-  const bool last = converged || round >= c_.max_rounds;
+  const bool last = progress.converged_round.has_value() || round >= c_.max_rounds;
   round_doc["final"] = last;
   // What the fixer gets: counted, mechanical, MINOR or worse, not escalated.
   std::set<std::string> escalated;
@@ -649,35 +762,33 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
   note(fmt::format(
       "round {}: {} (CRITICAL {}, MAJOR {}, MINOR {}, NIT {}, excluded {}); {} new CRITICAL/MAJOR{}", round,
       gate_verdict_name(gate.verdict), gate.critical, gate.major, gate.minor, gate.nit, gate.excluded, added,
-      escalated_now.empty() ? "" : fmt::format("; escalated {}", escalated_now.dump())));
+      escalated_now.empty() ? "" : fmt::format("; escalated {}", json_text(escalated_now))));
   return std::optional<ReviewOutcome>();
 }
 
 Expected<std::optional<ReviewOutcome>> Driver::run_fix(int round) {
-  json& rd = doc_["rounds"][static_cast<std::size_t>(round - 1)];
+  const std::size_t index = static_cast<std::size_t>(round - 1);
   std::vector<Finding> to_fix;
-  for (const auto& id : rd["fix"]["to_fix"])
-    for (const auto& f : rd["findings"])
+  for (const auto& id : doc_["rounds"][index]["fix"]["to_fix"])
+    for (const auto& f : doc_["rounds"][index]["findings"])
       if (f["id"] == id)
         if (auto parsed = finding_from_json(f)) to_fix.push_back(std::move(*parsed));
   auto fixed = ORCH_TRY(phase(round, kFixPhase, [&](std::int64_t budget) {
     return fix_plan(env_, c_, record_.id, round, to_fix, budget);
   }));
   if (!fixed) return paused_;
-  json& fix = doc_["rounds"][static_cast<std::size_t>(round - 1)]["fix"];
-  fix["run_id"] = fixed->run_id;
+  json& fix = doc_["rounds"][index]["fix"];
+  if (!fixed->run_id.empty()) fix["run_id"] = fixed->run_id;
   if (fixed->status == RunStatus::BudgetExhausted) {
-    fix["status"] = "not_run";
+    // Still pending: `--resume --spend-cap N` runs (or resumes) it.
     fix["reason"] = fixed->reason;
-    return std::optional<ReviewOutcome>(ORCH_TRY(stop(
-        ReviewStatus::SpendCap,
-        fmt::format("the spend cap of {} tokens was reached in round {} (fix)", c_.spend_cap_tokens, round),
-        kExitEscalated)));
+    return spend_cap_stop(round, kFixPhase, fixed->reason);
   }
   const StepRecord* s = step_of(*fixed, "fix");
   if (s && s->status == StepStatus::Done) {
     fix["status"] = "applied";
-    fix["account"] = s->result.substr(0, 2000);
+    fix["account"] = utf8_prefix(s->result, 2000);
+    fix.erase("reason");
   } else {
     // The artifacts are the step's `writes`: the engine put them back as they were.
     fix["status"] = "rolled_back";
@@ -685,16 +796,14 @@ Expected<std::optional<ReviewOutcome>> Driver::run_fix(int round) {
   }
   ORCH_TRY(save());
   note(fmt::format("round {}: fix {}{}", round, fix["status"].get<std::string>(),
-                   fix.contains("reason") ? ": " + fix["reason"].get<std::string>().substr(0, 200) : ""));
+                   fix.contains("reason") ? ": " + utf8_prefix(fix["reason"].get<std::string>(), 200) : ""));
   return std::optional<ReviewOutcome>();
 }
 
 Expected<ReviewOutcome> Driver::drive() {
-  auto lock = RunLock::acquire(env_.store->folder(), "review-" + record_.id);
-  if (!lock) return std::unexpected(lock.error());
   record_.status = ReviewStatus::Running;
   while (true) {
-    json& rounds = doc_["rounds"];
+    const json& rounds = doc_["rounds"];
     if (!rounds.empty()) {
       const json& last = rounds.back();
       const int n = last["round"].get<int>();
@@ -705,16 +814,15 @@ Expected<ReviewOutcome> Driver::drive() {
       }
       if (last["final"].get<bool>()) {
         const std::string verdict = last["verdict"].get<std::string>();
-        const auto progress = track_rounds(rounds_findings(), c_.dry_rounds);
+        const RoundProgress p = progress();
         const std::string why =
-            progress.converged_round
-                ? fmt::format("converged: {} dry round{} in a row at round {}", c_.dry_rounds,
-                              c_.dry_rounds == 1 ? "" : "s", *progress.converged_round)
-                : fmt::format("max_rounds ({}) reached without converging", c_.max_rounds);
-        if (!progress.escalated.empty())
+            p.converged_round ? fmt::format("converged: {} dry round{} in a row at round {}", c_.dry_rounds,
+                                            c_.dry_rounds == 1 ? "" : "s", *p.converged_round)
+                              : fmt::format("max_rounds ({}) reached without converging", c_.max_rounds);
+        if (!p.escalated.empty())
           return stop(ReviewStatus::Escalated,
                       fmt::format("{}; verdict {}; {} finding{} escalated by two-strikes", why, verdict,
-                                  progress.escalated.size(), progress.escalated.size() == 1 ? "" : "s"),
+                                  p.escalated.size(), p.escalated.size() == 1 ? "" : "s"),
                       kExitEscalated);
         if (verdict == "PASS") return stop(ReviewStatus::Passed, why + "; verdict PASS", kExitSucceeded);
         return stop(ReviewStatus::Failed, fmt::format("{}; verdict {}", why, verdict), kExitFailed);
@@ -726,13 +834,31 @@ Expected<ReviewOutcome> Driver::drive() {
   }
 }
 
-Expected<ReviewOutcome> drive_review(ReviewEnv& env, ReviewRecord record) {
+// Takes the review's lock, reads its row as it is now (not as it was before the
+// lock), and drives it. `spend_cap`: resume's --spend-cap.
+Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, bool resuming,
+                                     std::optional<std::int64_t> spend_cap) {
+  auto lock = RunLock::acquire(env.store->folder(), "review-" + id);
+  if (!lock) return std::unexpected(lock.error());
+  auto found = ORCH_TRY(env.reviews->find_review(id));
+  if (!found) return fail(ErrorCode::NotFound, fmt::format("no review '{}' in the ledger", id));
+  ReviewRecord record = std::move(*found);
+  if (resuming && record.status != ReviewStatus::Running && record.status != ReviewStatus::SpendCap)
+    return fail(ErrorCode::InvalidInput, fmt::format("review '{}' has ended ({}): nothing to resume",
+                                                     record.id, review_status_name(record.status)));
   json doc = json::parse(record.doc_json, nullptr, false);
-  if (!doc.is_object() || !doc.contains("config"))
+  if (!doc.is_object() || !doc.contains("config") || !doc["config"].is_object())
     return fail(ErrorCode::Store,
                 fmt::format("review '{}': its document in the ledger is damaged", record.id));
+  const std::int64_t cap = doc["config"].value("spend_cap_tokens", std::int64_t{0});
+  if (resuming && record.status == ReviewStatus::SpendCap && (!spend_cap || *spend_cap <= cap))
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("review '{}' stopped at its spend cap of {} tokens: resume it with a higher "
+                            "--spend-cap",
+                            record.id, cap));
+  if (spend_cap) doc["config"]["spend_cap_tokens"] = *spend_cap;
   ReviewConfig config = ORCH_TRY(review_config_from_json(doc["config"]));
-  if (!doc.contains("rounds")) doc["rounds"] = json::array();
+  if (!doc.contains("rounds") || !doc["rounds"].is_array()) doc["rounds"] = json::array();
   Driver driver(env, std::move(record), std::move(doc), std::move(config));
   return driver.drive();
 }
@@ -761,10 +887,10 @@ Expected<void> check_review_executors(const ReviewEnv& env, const ReviewConfig& 
     steps.push_back(
         {{"id", id}, {"goal", "probe"}, {"executor", executor}, {"inputs", {{"prompt", "probe"}}}});
   };
-  for (const auto& lens : c.lenses) probe(lens.name, lens.role.executor);
-  if (c.judge) probe("judge", c.judge->executor);
-  if (c.verifier) probe("verifier", c.verifier->executor);
-  if (c.fixer) probe("fixer", c.fixer->executor);
+  for (const auto& lens : c.lenses) probe("lens-" + lens.name, lens.role.executor);
+  if (c.judge) probe("role-judge", c.judge->executor);
+  if (c.verifier) probe("role-verifier", c.verifier->executor);
+  if (c.fixer) probe("role-fixer", c.fixer->executor);
   const ojson plan = {{"name", "review pre-flight"}, {"steps", steps}};
   auto checked = load_built_plan(env.workspace, *env.executors, json_text(plan), c.file, "the review");
   if (!checked) return std::unexpected(checked.error());
@@ -774,11 +900,19 @@ Expected<void> check_review_executors(const ReviewEnv& env, const ReviewConfig& 
 Expected<ReviewRecord> find_review(ReviewEnv& env, const std::string& id) {
   auto found = ORCH_TRY(env.reviews->find_review(id));
   if (found) return *found;
-  std::vector<std::string> ids;
-  for (const auto& r : ORCH_TRY(env.reviews->list_reviews())) {
-    if (r.id.starts_with(id)) return r;
+  std::vector<std::string> ids, matches;
+  std::optional<ReviewRecord> match;
+  for (auto& r : ORCH_TRY(env.reviews->list_reviews())) {
     ids.push_back(r.id);
+    if (!id.empty() && r.id.starts_with(id)) {
+      matches.push_back(r.id);
+      match = std::move(r);
+    }
   }
+  if (matches.size() == 1) return *match;
+  if (matches.size() > 1)
+    return fail(ErrorCode::InvalidInput, fmt::format("'{}' names {} reviews: {}; give more of the id", id,
+                                                     matches.size(), join(matches, ", ")));
   return fail(ErrorCode::NotFound, fmt::format("no review '{}' in the ledger{}", id, did_you_mean(id, ids)));
 }
 
@@ -811,34 +945,16 @@ Expected<ReviewOutcome> start_review(ReviewEnv& env, const ReviewConfig& config)
               {"findings", json::array()},
               {"escalations", json::array()},
               {"tokens", {{"spent", 0}, {"cap", config.spend_cap_tokens}}}};
-  record.doc_json = doc.dump();
+  record.doc_json = json_text(doc);
   ORCH_TRY(env.reviews->insert_review(record));
   if (env.on_note) env.on_note(fmt::format("review {} started", id));
-  return rrd::drive_review(env, std::move(record));
+  return rrd::drive_review(env, id, false, std::nullopt);
 }
 
 Expected<ReviewOutcome> resume_review(ReviewEnv& env, const std::string& id,
                                       std::optional<std::int64_t> spend_cap) {
-  ReviewRecord record = ORCH_TRY(find_review(env, id));
-  if (record.status != ReviewStatus::Running && record.status != ReviewStatus::SpendCap)
-    return fail(ErrorCode::InvalidInput, fmt::format("review '{}' has ended ({}): nothing to resume",
-                                                     record.id, review_status_name(record.status)));
-  json doc = json::parse(record.doc_json, nullptr, false);
-  if (!doc.is_object() || !doc.contains("config"))
-    return fail(ErrorCode::Store,
-                fmt::format("review '{}': its document in the ledger is damaged", record.id));
-  if (record.status == ReviewStatus::SpendCap) {
-    const std::int64_t cap = doc["config"].value("spend_cap_tokens", std::int64_t{0});
-    if (!spend_cap || *spend_cap <= cap)
-      return fail(ErrorCode::InvalidInput,
-                  fmt::format("review '{}' stopped at its spend cap of {} tokens: resume it with a higher "
-                              "--spend-cap",
-                              record.id, cap));
-  }
-  if (spend_cap) doc["config"]["spend_cap_tokens"] = *spend_cap;
-  record.doc_json = doc.dump();
-  record.status = ReviewStatus::Running;
-  return rrd::drive_review(env, std::move(record));
+  const ReviewRecord record = ORCH_TRY(find_review(env, id));
+  return rrd::drive_review(env, record.id, true, spend_cap);
 }
 
 namespace {
@@ -859,7 +975,7 @@ std::string review_markdown(const json& doc) {
     out += fmt::format("- **Stopped:** {}\n", doc.value("stop_reason", std::string()));
   if (doc.contains("score"))
     out += fmt::format("- **Quality score:** {} ({}; thresholds {})\n", doc["score"].value("score", 0),
-                       doc["score"].value("band", std::string()), doc["score"]["thresholds"].dump());
+                       doc["score"].value("band", std::string()), json_text(doc["score"]["thresholds"]));
   if (doc.contains("tokens"))
     out += fmt::format("- **Tokens:** {} spent of a {} cap\n", doc["tokens"].value("spent", 0LL),
                        doc["tokens"].value("cap", 0LL));

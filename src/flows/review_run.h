@@ -12,11 +12,16 @@
 //              validation errors, and the second attempt — the repair — is told
 //              them. A step that still fails is a failed lens: the round's
 //              verdict is INCOMPLETE.
-//   judge      (optional) downgrades or merges the reduced findings.
+//   judge      (optional) downgrades or merges the reduced findings; it cannot
+//              drop one (a finding left out without a "merged" entry is kept)
+//              nor launder an unverified quote.
 //   claims     one claim-verifier step, in a fresh context, per CRITICAL the
-//              judge introduced that no lens raised; a claim not grounded (not
-//              confirmed with a verbatim quote found in the artifact) is tagged
-//              JUDGE-HALLUCINATED, excluded, and the verdict recomputed.
+//              judge introduced that no lens raised (or raised from a lower
+//              severity); a claim not grounded (not confirmed with a verbatim
+//              quote found in the artifact) is tagged JUDGE-HALLUCINATED and
+//              excluded (a raised lens finding goes back to the lens's copy),
+//              and the verdict recomputed; a verifier that cannot answer
+//              leaves the claim counted and the round INCOMPLETE.
 //   fix        (optional) the fixer applies the mechanical findings, CRITICAL,
 //              then MAJOR, then MINOR. The artifacts are the step's `writes`, so
 //              the engine snapshots them first and restores them when the step
@@ -24,7 +29,8 @@
 // Between the phases orch itself does what must not be left to a model, as pure
 // functions (review_finding.h, review_gate.h, review_rounds.h, review_score.h):
 // the finding ids, the evidence check, reduce, the gate, dry rounds,
-// two-strikes, the score.
+// two-strikes (only for ids handed to the fixer), the score. Every text put into
+// a step (artifacts, quotes, prompts) is escaped: never read as a placeholder.
 //
 // The loop stops after dry_rounds consecutive dry rounds (converged), at
 // max_rounds, or when the spend cap is reached (every phase's token budget is

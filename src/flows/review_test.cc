@@ -334,12 +334,36 @@ TEST(ReviewRoundsTest, IdSeenInRoundsNAndNPlus2IsEscalatedOnce) {
 }
 
 TEST(ReviewRoundsTest, ANitThatStaysIsNotEscalated) {
-  RoundProgress p = track_rounds({{make("n", Severity::Nit)}, {make("n", Severity::Nit)}, {make("n", Severity::Nit)}}, 5);
+  RoundProgress p =
+      track_rounds({{make("n", Severity::Nit)}, {make("n", Severity::Nit)}, {make("n", Severity::Nit)}}, 5);
   EXPECT_TRUE(p.escalated.empty());
   // Raised to MINOR by round 3: the loop acts on it now, and it has stayed.
   p = track_rounds({{make("n", Severity::Nit)}, {}, {make("n", Severity::Minor)}}, 5);
   ASSERT_EQ(p.escalated.size(), 1u);
   EXPECT_EQ(p.escalated[0].round, 3);
+}
+
+TEST(ReviewRoundsTest, WithFactsOnlyPatchedIdsAreEscalatedAndIncompleteRoundsAreNotDry) {
+  const std::vector<std::vector<Finding>> rounds = {
+      {make("fixed-twice", Severity::Major), make("needs-judgement", Severity::Major)},
+      {make("fixed-twice", Severity::Major), make("needs-judgement", Severity::Major)},
+      {make("fixed-twice", Severity::Major), make("needs-judgement", Severity::Major)},
+  };
+  std::vector<RoundFacts> facts(3);
+  facts[0].patched = {"fixed-twice"};
+  facts[1].patched = {"fixed-twice"};
+  RoundProgress p = track_rounds(rounds, 5, facts);
+  ASSERT_EQ(p.escalated.size(), 1u);
+  EXPECT_EQ(p.escalated[0].id, "fixed-twice");
+  // Nothing patched (the fixer is off): nothing escalated.
+  EXPECT_TRUE(track_rounds(rounds, 5, std::vector<RoundFacts>(3)).escalated.empty());
+  // Round 2 incomplete (a lens failed): it is not dry, so two more dry rounds are needed.
+  std::vector<RoundFacts> incomplete(3);
+  incomplete[1].complete = false;
+  p = track_rounds(rounds, 2, incomplete);
+  EXPECT_FALSE(p.converged_round);
+  EXPECT_EQ(p.dry_streak, 1);
+  EXPECT_EQ(track_rounds(rounds, 2, std::vector<RoundFacts>(3)).converged_round, 3);
 }
 
 TEST(ReviewRoundsTest, LineShiftDoesNotDefeatTwoStrikes) {

@@ -2,8 +2,10 @@
 //
 // Parsing is strict on purpose: anything that looks like a placeholder ("${...}")
 // but is not one of the known forms is an error with a did-you-mean, so a typo
-// fails validation instead of reaching a process as literal text. "$${" is the
-// only escape; "#E<digits>" is the seed's form and needs none ("#Error" is text).
+// fails validation instead of reaching a process as literal text. "$${" is a
+// literal "${"; "#E<digits>" is the seed's form ("#Error" is text) and "##E<digit>"
+// a literal "#E<digit>" (so text from outside, like a CSS colour "#E0E0E0", can
+// always be passed through escape_placeholders()).
 #include "orch/placeholder.h"
 
 #include <fmt/format.h>
@@ -178,6 +180,11 @@ Expected<Template> parse_template(std::string_view text) {
     if (text.compare(i, 3, "$${") == 0) {
       flush(i);
       add_literal(t, "${", i);
+      i += 3;
+      literal_start = i;
+    } else if (text.compare(i, 3, "##E") == 0 && i + 3 < text.size() && is_ascii_digit(text[i + 3])) {
+      flush(i);
+      add_literal(t, "#E", i);
       i += 3;
       literal_start = i;
     } else if (text.compare(i, 2, "${") == 0) {

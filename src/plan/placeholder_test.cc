@@ -21,6 +21,14 @@ std::string parse_error(std::string_view text) {
   return t ? "" : t.error().message;
 }
 
+TEST(Placeholder, DoubleHashEIsALiteralHashE) {
+  auto t = parse_template_ok("color ##E0E0E0 and #E0");
+  ASSERT_EQ(t.segments.size(), 2u);
+  EXPECT_EQ(t.segments[0].kind, Segment::Kind::Literal);
+  EXPECT_EQ(t.segments[0].text, "color #E0E0E0 and ");
+  EXPECT_EQ(t.segments[1].source, "#E0");
+}
+
 TEST(ParseTemplate, PlainText) {
   Template t = parse_template_ok("hello world");
   ASSERT_EQ(t.segments.size(), 1u);

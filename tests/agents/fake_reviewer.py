@@ -18,8 +18,8 @@ An ANSWER is a JSON value printed as the reply, or an object with one of:
   {"attempts": [ANSWER, ANSWER]}   by attempt number (the last one repeats)
   {"raw": "text"}                  this text, as is
   {"exit": N, "raw": "..."}        exit with status N
-  {"sleep": SECONDS, ...}          sleep first (for kill -9 tests)
   {"edits": [{"file": F, "replace": OLD, "with": NEW}], "raw": "..."}   (fixer) edit files
+  {"sleep": SECONDS, ...}          then sleep (after any edits: for kill -9 tests)
   {"tokens": N, ...}               report N tokens spent (default 1000)
 Any answer may carry "tokens". Every call is appended to calls.log beside the
 scenario ("ROLE LENS ROUND ATTEMPT"), and its prompt saved as
@@ -83,14 +83,14 @@ if usage:
     with open(usage, "w") as f:
         json.dump({"tokens_in": tokens * 3 // 4, "tokens_out": tokens - tokens * 3 // 4}, f)
 
-if isinstance(answer, dict) and "sleep" in answer:
-    time.sleep(answer["sleep"])
 if isinstance(answer, dict) and "edits" in answer:
     for e in answer["edits"]:
         with open(e["file"]) as f:
             text = f.read()
         with open(e["file"], "w") as f:
             f.write(text.replace(e["replace"], e["with"]))
+if isinstance(answer, dict) and "sleep" in answer:
+    time.sleep(answer["sleep"])
 if isinstance(answer, dict) and ("raw" in answer or "exit" in answer or "edits" in answer or "sleep" in answer):
     if "raw" in answer:
         print(answer["raw"])

@@ -527,5 +527,199 @@ TEST(CliReview, ALensPlayedByAModelGetsTheArtifactAndIsCharged) {
       << "a model cannot read the workspace: the artifact's text is in its prompt";
 }
 
+// The judge may downgrade and merge, but a finding it just leaves out is kept; a
+// judge that fails leaves the lenses' findings as they were.
+TEST(CliReview, TheJudgeMergesAndDowngradesButCannotDropAndItsFailureChangesNothing) {
+  json style = finding("title", "MINOR", "the title says nothing", "# Parser");
+  json argc_as_minor = kArgc;
+  argc_as_minor["severity"] = "MINOR";
+  json twin = finding("parse_args", "MAJOR", "argc is never compared to 2");  // the same defect, another id
+  json scenario = {{"reviewer",
+                    {{"correctness", {{"default", answer({kArgc, twin})}}},
+                     {"safety", {{"default", answer({kBuffer, style})}}}}}};
+  // Round 1's judge: downgrades argc, merges its twin into it, leaves out the
+  // CRITICAL and the style finding without a word.
+  json judge = answer({argc_as_minor});
+  scenario["judge"] = {{"default", judge}};
+  Project p(scenario,
+            run_yaml("max_rounds: 1\ndry_rounds: 1\njudge: {worker: fake}\nverifier: {worker: fake}\n"));
+  // The judge names the twin's id as merged into argc's: the ids orch gives them
+  // are read from a first review.
+  auto first = review(p);
+  std::string argc_id_seen, twin_id;
+  for (const auto& f : first.doc["rounds"][0]["findings"]) {
+    if (f["claim"] == kArgc["claim"]) argc_id_seen = f["id"];
+    if (f["claim"] == twin["claim"]) twin_id = f["id"];
+  }
+  ASSERT_FALSE(argc_id_seen.empty());
+  ASSERT_FALSE(twin_id.empty()) << first.doc["rounds"][0].dump(2);
+  judge["merged"] = {{twin_id, argc_id_seen}};
+  scenario["judge"] = {{"default", judge}};
+  write_file(p.d / "scenario.json", scenario.dump(2));
+  auto r = review(p);
+  const json& jd = r.doc["rounds"][0]["judge"];
+  EXPECT_EQ(jd["status"], "ok");
+  EXPECT_EQ(jd["downgraded"], json({argc_id_seen}));
+  EXPECT_EQ(jd["merged"], json({{twin_id, argc_id_seen}}));
+  EXPECT_EQ(jd["kept"].size(), 2u) << "the CRITICAL and the style finding stay: " << jd.dump(2);
+  EXPECT_EQ(r.doc["rounds"][0]["verdict"], "BLOCK") << "the CRITICAL the judge left out still blocks";
+  EXPECT_EQ(r.doc["rounds"][0]["counts"]["minor"], 2);
+
+  // A judge that never answers valid JSON: the lenses' findings stand.
+  scenario["judge"] = {{"default", {{"raw", "I am not sure."}}}};
+  write_file(p.d / "scenario.json", scenario.dump(2));
+  auto failed = review(p);
+  EXPECT_EQ(failed.doc["rounds"][0]["judge"]["status"], "failed");
+  EXPECT_EQ(failed.doc["rounds"][0]["verdict"], "BLOCK");
+  EXPECT_EQ(failed.doc["rounds"][0]["counts"]["major"], 2);
+}
+
+// The judge raises a lens's MAJOR to CRITICAL and repeats it: one claim step;
+// the verifier refutes it, so the raise is dropped and the lens's MAJOR stays.
+TEST(CliReview, AnUngroundedRaiseFallsBackToTheLensFinding) {
+  json raised = kArgc;
+  raised["severity"] = "CRITICAL";
+  json raised_again = raised;  // the same finding (same file, locus, claim) at another line
+  raised_again["line"] = 9;
+  json scenario = {{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}},
+                   {"judge", {{"default", answer({raised, raised_again})}}},
+                   {"verifier", {{{"match", "argv"}, {"answer", {{"verdict", "refuted"}}}}}}};
+  Project p(scenario,
+            run_yaml("max_rounds: 1\ndry_rounds: 1\njudge: {worker: fake}\nverifier: {worker: fake}\n",
+                     "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  auto r = review(p);
+  const json& round = r.doc["rounds"][0];
+  EXPECT_EQ(p.count_calls("verifier"), 1) << "one claim per id";
+  EXPECT_EQ(round["judge"]["hallucinated"].size(), 1u) << round.dump(2);
+  ASSERT_EQ(round["findings"].size(), 1u);
+  EXPECT_EQ(round["findings"][0]["severity"], "MAJOR");
+  EXPECT_FALSE(round["findings"][0]["judge_hallucinated"].get<bool>());
+  EXPECT_EQ(round["verdict"], "REVISE");
+}
+
+// A claim verifier that cannot answer: the claim is kept, and the round cannot PASS.
+TEST(CliReview, AVerifierThatFailsLeavesTheClaimAndMakesTheRoundIncomplete) {
+  json invented = finding("main", "CRITICAL", "main never frees the config");
+  json scenario = {{"judge", {{"default", answer({invented})}}},
+                   {"verifier", {{{"match", "never frees"}, {"answer", {{"exit", 1}, {"raw", "crashed"}}}}}}};
+  Project p(scenario,
+            run_yaml("max_rounds: 1\ndry_rounds: 1\njudge: {worker: fake}\nverifier: {worker: fake}\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json& round = r.doc["rounds"][0];
+  EXPECT_EQ(round["judge"]["unchecked"].size(), 1u) << round.dump(2);
+  EXPECT_EQ(round["verdict"], "INCOMPLETE");
+  EXPECT_EQ(round["counts"]["critical"], 1);
+}
+
+// "${...}" and "#E0" in an artifact, a quote and the verify command are text,
+// never placeholders.
+TEST(CliReview, PlaceholderLikeTextInArtifactsAndQuotesIsPassedAsWritten) {
+  json css = finding("colors", "MAJOR", "hard-coded colour", "color: #E0E0E0; content: '${name}';", true);
+  json scenario = {{"reviewer", {{"correctness", {{"default", answer({css})}}}}},
+                   {"judge", {{"default", answer({css})}}},
+                   {"fixer", {{"default", {{"raw", "nothing"}}}}}};
+  Project p(scenario, run_yaml("max_rounds: 2\njudge: {worker: fake}\nverifier: {worker: fake}\n"
+                               "fixer: {worker: fake}\nverify: \"test -n \\\"${HOME}\\\"\"\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  write_file(p.d / "doc.md", std::string(kDoc) + "color: #E0E0E0; content: '${name}';\n");
+  auto r = review(p);
+  ASSERT_EQ(r.doc["rounds"].size(), 2u) << r.err;
+  EXPECT_FALSE(r.doc["rounds"][0]["findings"][0]["unverified"].get<bool>());
+  EXPECT_EQ(r.doc["rounds"][0]["fix"]["status"], "applied") << r.doc["rounds"][0]["fix"].dump();
+  const std::string judge_prompt = read_file(p.d / "prompts" / "judge---r1-a1.txt");
+  EXPECT_NE(judge_prompt.find("#E0E0E0; content: '${name}'"), std::string::npos) << judge_prompt;
+  EXPECT_NE(read_file(p.d / "prompts" / "fixer---r1-a1.txt").find("test -n \"${HOME}\""), std::string::npos);
+}
+
+// With the fixer off nothing is patched, so nothing is escalated: a MAJOR that
+// stays is listed for the human and the review ends failed (exit 1).
+TEST(CliReview, WithTheFixerOffAFindingThatStaysIsForTheHumanNotEscalated) {
+  Project p({{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}}}, run_yaml(""));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.doc["status"], "failed");
+  EXPECT_TRUE(r.doc["escalations"].empty());
+  EXPECT_EQ(r.doc["rounds"].size(), 3u);
+  EXPECT_EQ(r.doc["rounds"][0]["fix"]["status"], "off");
+  EXPECT_EQ(r.doc["rounds"][0]["fix"]["for_human"].size(), 1u);
+}
+
+// A fixer that writes a lot of non-ASCII: its account is kept, cut on a
+// character boundary, and the document stays valid JSON.
+TEST(CliReview, ALongNonAsciiFixerAccountIsKeptWhole) {
+  std::string account;
+  for (int i = 0; i < 1500; ++i) account += "—é";
+  json scenario = {{"reviewer", {{"correctness", {{"1", answer({kArgc})}, {"default", answer({})}}}}},
+                   {"fixer", {{"default", {{"raw", account}}}}}};
+  Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: 'true'\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string kept = r.doc["rounds"][0]["fix"]["account"];
+  EXPECT_LE(kept.size(), 2000u);
+  EXPECT_GT(kept.size(), 1990u);
+  EXPECT_EQ(kept.find("\xEF\xBF\xBD"), std::string::npos) << "no character was cut in half";
+}
+
+// kill -9 while the fixer is editing: the fix run is resumed — the half-edited
+// artifact is restored from the snapshot and the fixer runs again — and the
+// review ends as an uninterrupted one would.
+TEST(CliReview, KillMinus9DuringTheFixRestoresTheArtifactAndRunsTheFixAgain) {
+  json edit = {{"file", "doc.md"}, {"replace", "without checking argc"}, {"with", "after checking argc"}};
+  json scenario = {
+      {"reviewer", {{"correctness", {{"1", answer({kArgc})}, {"default", answer({})}}}}},
+      {"fixer",
+       {{"default",
+         {{"attempts",
+           json::array({json{{"edits", {{{"file", "doc.md"}, {"replace", "# Parser"}, {"with", "# HALF"}}}},
+                             {"sleep", 30}},
+                        json{{"edits", {edit}}, {"raw", "fixed"}}})}}}}}};
+  Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: grep -q 'after checking argc' doc.md\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  pid_t pid =
+      orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("fixer") == 1; }, 30000))
+      << read_file(p.d / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for(
+      [&] { return read_file(p.d / "doc.md").find("# HALF") != std::string::npos; }, 10000));
+  kill(pid, SIGKILL);
+  orch::testing::wait_exit(pid);
+  auto list = run_orch({"review", "--list", "--json"}, p.path());
+  const std::string id = review_doc_of(list.out)[0]["id"];
+  auto r = run_orch({"review", "--resume", id, "--json"}, p.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json doc = review_doc_of(r.out);
+  EXPECT_EQ(doc["rounds"][0]["fix"]["status"], "applied");
+  const std::string text = read_file(p.d / "doc.md");
+  EXPECT_EQ(text.find("# HALF"), std::string::npos) << "the interrupted edit was rolled back first: " << text;
+  EXPECT_NE(text.find("after checking argc"), std::string::npos);
+  EXPECT_EQ(p.count_calls("fixer - 1 2"), 1);
+  EXPECT_EQ(p.count_calls("reviewer correctness 1"), 1);
+}
+
+// The spend cap reached by the fix: the fix stays pending and runs when resumed
+// with a higher cap.
+TEST(CliReview, TheSpendCapInTheFixPhaseLeavesItPendingForTheResume) {
+  json edit = {{"file", "doc.md"}, {"replace", "without checking argc"}, {"with", "after checking argc"}};
+  json scenario = {{"reviewer", {{"correctness", {{"1", answer({kArgc})}, {"default", answer({})}}}}},
+                   {"fixer", {{"default", {{"edits", {edit}}, {"raw", "fixed"}}}}}};
+  Project p(
+      scenario,
+      run_yaml(
+          "fixer: {worker: fake}\nverify: grep -q 'after checking argc' doc.md\nspend_cap_tokens: 1500\n",
+          "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"),
+      "    reserve_tokens: 1000\n");
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.doc["status"], "spend_cap");
+  EXPECT_EQ(r.doc["rounds"][0]["fix"]["status"], "pending");
+  EXPECT_EQ(p.count_calls("fixer"), 0);
+  auto resumed = run_orch({"review", "--resume", r.doc["id"], "--spend-cap", "50000", "--json"}, p.path());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(review_doc_of(resumed.out)["rounds"][0]["fix"]["status"], "applied");
+  EXPECT_EQ(p.count_calls("fixer"), 1);
+}
+
 }  // namespace
 }  // namespace orch
