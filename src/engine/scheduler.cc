@@ -83,7 +83,9 @@ Expected<void> Scheduler::make_usage_folder() const {
 }
 
 fs::path Scheduler::attempt_file(const StepState& s, int number, const std::string& suffix) const {
-  return store_.folder() / "runs" / run_.id / s.step->id / (std::to_string(number) + suffix);
+  // One folder per run, not per step: a folder made for every step that writes
+  // output was a mkdir on the path of every llm call (docs/benchmarks.md).
+  return store_.folder() / "runs" / run_.id / (s.step->id + "." + std::to_string(number) + suffix);
 }
 
 ResultLookup Scheduler::result_lookup() const {

@@ -66,7 +66,7 @@
 //   reason           the failed check or error; '' when it succeeded
 //   checks_json      JSON array: [{"kind":..,"held":..,"reason":..}, ...]
 //   fingerprint      hash of the rendered attempt (executor, command, inputs, checks)
-//   stdout_path, stderr_path   its output files (.orch/runs/<run>/<step>/<n>.stdout|stderr)
+//   stdout_path, stderr_path   its output files (.orch/runs/<run>/<step>.<n>.stdout|stderr)
 //   stdout_bytes, stderr_bytes, stdout_truncated, stderr_truncated
 //   output_tail      the last 2 KiB of output (given to the next attempt as previous_failure)
 //   tokens_in, tokens_out, cost_usd
