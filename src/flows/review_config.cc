@@ -351,40 +351,27 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
       problem(c.line_of("models"), "models", loaded.error().message);
   }
   auto check_role = [&](const RoleConfig& role, const std::string& field) {
-    if (role.executor.starts_with("worker:")) {
-      const std::string name = role.executor.substr(7);
-      if (!workers) {
-        if (c.workers_file.empty())
-          problem(role.line, field,
-                  fmt::format("worker '{}': no workers file (set 'workers:', pass --workers, or create "
-                              ".orch/workers.yaml)",
-                              name));
-        return;
-      }
-      if (!workers->find(role.executor)) {
-        std::vector<std::string> names;
-        for (const auto& [n, _] : workers->workers) names.push_back(n);
+    const bool worker = role.executor.starts_with("worker:");
+    const std::string kind = worker ? "worker" : "model";
+    const std::string name = role.executor.substr(role.executor.find(':') + 1);
+    const std::string& file = worker ? c.workers_file : c.models_file;
+    const bool loaded = worker ? workers.has_value() : models.has_value();
+    if (!loaded) {
+      if (file.empty())
         problem(role.line, field,
-                fmt::format("no worker '{}' in {}{}", name, c.workers_file, did_you_mean(name, names)));
-      }
-    } else {
-      const std::string name = role.executor.substr(4);
-      if (!models) {
-        if (c.models_file.empty())
-          problem(
-              role.line, field,
-              fmt::format(
-                  "model '{}': no models file (set 'models:', pass --models, or create .orch/models.yaml)",
-                  name));
-        return;
-      }
-      if (!models->model_for(role.executor)) {
-        std::vector<std::string> names;
-        for (const auto& [n, _] : models->models) names.push_back(n);
-        problem(role.line, field,
-                fmt::format("no model '{}' in {}{}", name, c.models_file, did_you_mean(name, names)));
-      }
+                fmt::format("{} '{}': no {}s file (set '{}s:', pass --{}s, or create .orch/{}s.yaml)", kind,
+                            name, kind, kind, kind, kind));
+      return;  // a file that did not load is reported above
     }
+    const bool found =
+        worker ? workers->find(role.executor) != nullptr : models->model_for(role.executor) != nullptr;
+    if (found) return;
+    std::vector<std::string> names;
+    if (worker)
+      for (const auto& entry : workers->workers) names.push_back(entry.first);
+    else
+      for (const auto& entry : models->models) names.push_back(entry.first);
+    problem(role.line, field, fmt::format("no {} '{}' in {}{}", kind, name, file, did_you_mean(name, names)));
   };
   for (std::size_t i = 0; i < c.lenses.size(); ++i)
     if (!c.lenses[i].role.executor.empty())

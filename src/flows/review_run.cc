@@ -576,7 +576,6 @@ Expected<ReviewOutcome> Driver::stop(ReviewStatus status, const std::string& rea
 
 Expected<std::optional<ReviewOutcome>> Driver::spend_cap_stop(int round, const char* phase,
                                                               const std::string& why) {
-  doc_["rounds_in_progress"] = round;
   ReviewOutcome out = ORCH_TRY(
       stop(ReviewStatus::SpendCap,
            fmt::format("the spend cap of {} tokens was reached in round {} ({}): {}; raise it with `orch "
