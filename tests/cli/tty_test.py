@@ -9,6 +9,9 @@
 - The risk guard's question (src/cli/approval_prompt.cc): with a terminal on
   stdin, a MEDIUM step asks "[y/N]", a HIGH step shows its command and runs only
   when its id is typed back; without one nobody is asked and the step waits.
+- `orch review --config RUN.yaml`: the Pre-Flight Report, then one question on the
+  terminal ("Launch this review? [y/N]"): yes launches, anything else does not and
+  records nothing (exit 3).
 - `orch status RUN_ID --watch`: redraws (clear screen when stdout is a terminal,
   a blank line between reports otherwise) every --interval seconds until the run
   ends, then exits with the run's exit code (src/cli/cmd_status.cc, docs/cli.md).
@@ -558,6 +561,51 @@ class ApprovalPrompt(OrchTestCase):
         self.assertRegex(text, r"2 steps awaiting approval: deploy tidy; approve with `orch approve \S+ STEP`")
         self.assertEqual(os.listdir(self.workspace), [])
 
+
+
+FAKE_REVIEWER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agents", "fake_reviewer.py")
+
+
+class ReviewPreFlight(OrchTestCase):
+    """`orch review` asks once, on the terminal, after the Pre-Flight Report."""
+
+    answer = ApprovalPrompt.answer  # the same dialogue player
+
+    def setup_review(self):
+        with open(os.path.join(self.workspace, "doc.md"), "w") as f:
+            f.write("# Title\n\nSome text.\n")
+        with open(os.path.join(self.dir, "lens.md"), "w") as f:
+            f.write("Review it.\n")
+        with open(os.path.join(self.dir, "scenario.json"), "w") as f:
+            json.dump({}, f)
+        with open(os.path.join(self.dir, "workers.yaml"), "w") as f:
+            f.write("workers:\n  fake:\n    argv: [python3, %s, %s, \"{prompt}\"]\n"
+                    % (json.dumps(FAKE_REVIEWER), json.dumps(os.path.join(self.dir, "scenario.json"))))
+        return self.write_plan("RUN.yaml", "name: tty review\nartifacts: [doc.md]\nworkers: workers.yaml\n"
+                               "max_rounds: 1\ndry_rounds: 1\n"
+                               "lenses:\n  - {name: style, prompt: lens.md, worker: fake}\n")
+
+    def review_args(self, config):
+        return ["review", "--config", config, "--workspace", self.workspace, "--store", self.store]
+
+    def test_no_at_the_question_launches_nothing(self):
+        config = self.setup_review()
+        p, master = self.spawn(self.review_args(config), stdin="pty")
+        rc, rest = self.answer(p, master, [(r"Pre-Flight Report: review 'tty review'[\s\S]*"
+                                            r"Launch this review\? \[y/N\]", "n")])
+        self.assertEqual(rc, 3, rest)
+        self.assertIn("not launched (nothing was recorded)", rest)
+        self.assertFalse(os.path.exists(self.store), "no ledger was created")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "calls.log")), "no reviewer ran")
+
+    def test_yes_at_the_question_runs_the_review(self):
+        config = self.setup_review()
+        p, master = self.spawn(self.review_args(config), stdin="pty")
+        rc, rest = self.answer(p, master, [(r"Launch this review\? \[y/N\]", "y")])
+        self.assertEqual(rc, 0, rest)
+        self.assertIn("Verdict:** PASS", rest)
+        with open(os.path.join(self.dir, "calls.log")) as f:
+            self.assertEqual(f.read(), "reviewer style 1 1\n")
 
 if __name__ == "__main__":
     unittest.main()
