@@ -97,7 +97,7 @@ std::vector<std::pair<std::string, std::string>> artifact_inputs(const ReviewEnv
     text += fmt::format("### {}\n```\n{}\n```\n", a,
                         content ? *content : "(unreadable: " + content.error().message + ")");
   }
-  out.emplace_back("artifact text", text);
+  out.emplace_back("artifact_text", text);
   return out;
 }
 
@@ -155,7 +155,7 @@ ojson reviewers_plan(const ReviewEnv& env, const ReviewConfig& c, const std::str
   for (const auto& lens : c.lenses) {
     for (int k = 1; k <= c.reviewers; ++k) {
       auto extra = artifact_inputs(env, c, lens.role.executor);
-      if (!c.fresh_context) extra.emplace_back("previous round's findings", previous_findings_text(rounds));
+      if (!c.fresh_context) extra.emplace_back("previous_findings", previous_findings_text(rounds));
       steps.push_back(
           {{"id", reviewer_step_id(lens, k, c.reviewers)},
            {"goal",
@@ -893,6 +893,28 @@ Expected<void> check_review_executors(const ReviewEnv& env, const ReviewConfig& 
   const ojson plan = {{"name", "review pre-flight"}, {"steps", steps}};
   auto checked = load_built_plan(env.workspace, *env.executors, json_text(plan), c.file, "the review");
   if (!checked) return std::unexpected(checked.error());
+  // Every phase's plan, built as a round would build it (with a stand-in
+  // finding), must be runnable: a plan orch cannot run must fail here, before
+  // the review exists, never in the middle of a round.
+  Finding sample;
+  sample.id = "000000000000";
+  sample.file = c.artifacts.empty() ? std::string("artifact") : c.artifacts.front();
+  sample.locus = "locus";
+  sample.severity = Severity::Critical;
+  sample.claim = "claim";
+  const std::string id = "preflight";
+  const json rounds = json::array({{{"findings", json::array({finding_json(sample)})}}});
+  std::vector<std::pair<std::string, ojson>> phases = {
+      {rrd::kReviewersPhase, rrd::reviewers_plan(env, c, id, 2, rounds, 1000)}};
+  if (c.judge) phases.emplace_back(rrd::kJudgePhase, rrd::judge_plan(env, c, id, 1, {sample}, 1000));
+  if (c.judge && c.verifier)
+    phases.emplace_back(rrd::kClaimsPhase, rrd::claims_plan(env, c, id, 1, {sample}, 1000));
+  if (c.fixer) phases.emplace_back(rrd::kFixPhase, rrd::fix_plan(env, c, id, 1, {sample}, 1000));
+  for (const auto& [name, phase_plan] : phases) {
+    auto runnable = load_built_plan(env.workspace, *env.executors, json_text(phase_plan, 2), name,
+                                    fmt::format("the review's {} plan", name));
+    if (!runnable) return std::unexpected(runnable.error());
+  }
   return {};
 }
 

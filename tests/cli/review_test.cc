@@ -721,5 +721,28 @@ TEST(CliReview, TheSpendCapInTheFixPhaseLeavesItPendingForTheResume) {
   EXPECT_EQ(p.count_calls("fixer"), 1);
 }
 
+// Two reviewers per lens are two steps (LENS-1, LENS-2) whose findings are
+// reduced together; without fresh context, a round's reviewers are told the last
+// round's counted findings (and only those).
+TEST(CliReview, SeveralReviewersPerLensAndAReviewWithoutFreshContext) {
+  json fabricated = finding("intro", "MAJOR", "made-up quote", "this sentence is not in the file");
+  json scenario = {
+      {"reviewer", {{"correctness", {{"1", answer({kArgc, fabricated})}, {"default", answer({kArgc})}}}}}};
+  Project p(scenario, run_yaml("reviewers: 2\nmax_rounds: 2\nfresh_context: false\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  auto r = review(p);
+  const json& round1 = r.doc["rounds"][0];
+  ASSERT_EQ(round1["reviewers"].size(), 2u) << round1.dump(2);
+  EXPECT_EQ(round1["reviewers"][0]["step"], "correctness-1");
+  EXPECT_EQ(round1["reviewers"][1]["step"], "correctness-2");
+  EXPECT_EQ(p.count_calls("reviewer correctness 1 1"), 2);
+  EXPECT_EQ(round1["counts"]["major"], 1) << "the two reviewers' copies are one finding";
+  EXPECT_EQ(round1["counts"]["excluded"], 1);
+  const std::string prompt2 = read_file(p.d / "prompts" / "reviewer-correctness-r2-a1.txt");
+  EXPECT_NE(prompt2.find("### previous_findings"), std::string::npos) << prompt2;
+  EXPECT_NE(prompt2.find("argv[1] is read without checking argc"), std::string::npos);
+  EXPECT_EQ(prompt2.find("made-up quote"), std::string::npos) << "an unverified finding is not passed on";
+}
+
 }  // namespace
 }  // namespace orch
