@@ -744,5 +744,31 @@ TEST(CliReview, SeveralReviewersPerLensAndAReviewWithoutFreshContext) {
   EXPECT_EQ(prompt2.find("made-up quote"), std::string::npos) << "an unverified finding is not passed on";
 }
 
+// Ctrl-C (SIGINT) in the middle of a round: orch stops its steps, records the
+// run interrupted and exits 130 with the command that continues; the review stays
+// running, and --resume finishes it.
+TEST(CliReview, AnInterruptedReviewExits130AndResumes) {
+  json slow_then_answer = {{"attempts", json::array({json{{"sleep", 30}, {"raw", "slow"}}, answer({kArgc})})}};
+  json scenario = json::object();
+  scenario["reviewer"]["correctness"]["default"] = slow_then_answer;
+  Project p(scenario, run_yaml("max_rounds: 1\ndry_rounds: 1\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  pid_t pid = orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("reviewer correctness 1 1") == 1; }, 30000))
+      << read_file(p.d / "out.txt");
+  kill(pid, SIGINT);
+  EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(p.d / "out.txt");
+  const std::string out = read_file(p.d / "out.txt");
+  EXPECT_NE(out.find("interrupted in round 1 (reviewers): continue with `orch review --resume"), std::string::npos)
+      << out;
+  auto list = run_orch({"review", "--list", "--json"}, p.path());
+  const json reviews = review_doc_of(list.out);
+  ASSERT_EQ(reviews.size(), 1u);
+  EXPECT_EQ(reviews[0]["status"], "running");
+  auto r = run_orch({"review", "--resume", reviews[0]["id"], "--json"}, p.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(review_doc_of(r.out)["verdict"], "REVISE");
+}
+
 }  // namespace
 }  // namespace orch
