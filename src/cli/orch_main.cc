@@ -13,16 +13,18 @@ namespace {
 constexpr const char* kFooter = R"(
 Exit codes:
   0    succeeded
-  1    failed (a step failed, or orch could not write its ledger)
+  1    failed (a step failed, a review ended REVISE/BLOCK/INCOMPLETE, or orch could not
+       write its ledger)
   2    invalid input or usage (bad plan, unknown run, run busy)
   3    needs a human: awaiting approval (`orch approve RUN STEP`, then resume), escalated,
-       or an ambiguous request (`orch task`: the question is printed)
+       an ambiguous request (`orch task`: the question is printed), or a review that
+       escalated a finding, reached its spend cap or was not confirmed
   4    budget exhausted
   130  interrupted or cancelled (resumable with `orch resume RUN_ID`)
 
 Documentation: docs/cli.md, docs/plan-format.md, docs/store.md, docs/models.md,
 docs/workers.md, docs/tools.md, docs/planner.md, docs/chains.md, docs/task.md,
-docs/routing.md, docs/memory.md)";
+docs/routing.md, docs/memory.md, docs/review.md)";
 }  // namespace
 
 int orch_main(int argc, char** argv) {
