@@ -40,6 +40,7 @@ class Statement {
   ~Statement() { sqlite3_finalize(stmt_); }
 
   static Expected<Statement> prepare(SqliteDb& db, std::string_view sql);
+  bool prepared() const { return stmt_ != nullptr; }
 
   void bind_text(int index, std::string_view value);
   void bind_int(int index, std::int64_t value);

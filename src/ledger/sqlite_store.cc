@@ -82,48 +82,12 @@ Expected<std::unique_ptr<SqliteStore>> SqliteStore::open(const fs::path& db_path
   if (version < store_schema_version()) ORCH_TRY(migrate_to_current(db, now_ms()));
 
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db), path.parent_path()));
-  ORCH_TRY(store->prepare_statements());
   return store;
 }
 
-Expected<void> SqliteStore::prepare_statements() {
-  auto prepare = [this](Statement& target, const char* sql) -> Expected<void> {
-    target = ORCH_TRY(Statement::prepare(db_, sql));
-    return {};
-  };
-  ORCH_TRY(prepare(sql_.begin, "BEGIN IMMEDIATE"));
-  ORCH_TRY(prepare(sql_.commit, "COMMIT"));
-  ORCH_TRY(prepare(sql_.rollback, "ROLLBACK"));
-  ORCH_TRY(prepare(sql_.insert_run, rows::kInsertRun));
-  ORCH_TRY(prepare(sql_.update_run, rows::kUpdateRun));
-  ORCH_TRY(prepare(sql_.find_run, rows::kFindRun));
-  ORCH_TRY(prepare(sql_.list_runs, rows::kListRuns));
-  ORCH_TRY(prepare(sql_.request_cancel, rows::kRequestCancel));
-  ORCH_TRY(prepare(sql_.cancel_requested, rows::kCancelRequested));
-  ORCH_TRY(prepare(sql_.attempt_totals, rows::kAttemptTotals));
-  ORCH_TRY(prepare(sql_.insert_plan, rows::kInsertPlan));
-  ORCH_TRY(prepare(sql_.latest_plan, rows::kLatestPlan));
-  ORCH_TRY(prepare(sql_.upsert_step, rows::kUpsertStep));
-  ORCH_TRY(prepare(sql_.steps_of_run, rows::kStepsOfRun));
-  ORCH_TRY(prepare(sql_.count_steps_of_run, rows::kCountStepsOfRun));
-  ORCH_TRY(prepare(sql_.insert_attempt, rows::kInsertAttempt));
-  ORCH_TRY(prepare(sql_.finish_attempt, rows::kFinishAttempt));
-  ORCH_TRY(prepare(sql_.attempts_of_run, rows::kAttemptsOfRun));
-  ORCH_TRY(prepare(sql_.attempts_of_step, rows::kAttemptsOfStep));
-  ORCH_TRY(prepare(sql_.insert_event, rows::kInsertEvent));
-  ORCH_TRY(prepare(sql_.events_of_run, rows::kEventsOfRun));
-  ORCH_TRY(prepare(sql_.events_of_kind, rows::kEventsOfKind));
-  ORCH_TRY(prepare(sql_.insert_trace, rows::kInsertTrace));
-  ORCH_TRY(prepare(sql_.update_trace, rows::kUpdateTrace));
-  ORCH_TRY(prepare(sql_.find_trace, rows::kFindTrace));
-  ORCH_TRY(prepare(sql_.list_traces, rows::kListTraces));
-  ORCH_TRY(prepare(sql_.insert_trace_event, rows::kInsertTraceEvent));
-  ORCH_TRY(prepare(sql_.trace_events, rows::kTraceEvents));
-  ORCH_TRY(prepare(sql_.insert_review, rows::kInsertReview));
-  ORCH_TRY(prepare(sql_.update_review, rows::kUpdateReview));
-  ORCH_TRY(prepare(sql_.find_review, rows::kFindReview));
-  ORCH_TRY(prepare(sql_.list_reviews, rows::kListReviews));
-  return {};
+Expected<Statement*> SqliteStore::prepared(Statement& statement, const char* sql) {
+  if (!statement.prepared()) statement = ORCH_TRY(Statement::prepare(db_, sql));
+  return &statement;
 }
 
 Error SqliteStore::not_found(const std::string& what) const {
@@ -133,58 +97,67 @@ Error SqliteStore::not_found(const std::string& what) const {
 // ---- transactions -----------------------------------------------------------------
 
 Expected<void> SqliteStore::begin() {
+  Statement& begin_sql = *ORCH_TRY(prepared(sql_.begin, "BEGIN IMMEDIATE"));
   // IMMEDIATE takes the write lock now, waiting (busy timeout) for another writer;
   // a deferred BEGIN would fail with SQLITE_BUSY when it later tried to write.
-  return sql_.begin.run([] { return "starting a transaction"; });
+  return begin_sql.run([] { return "starting a transaction"; });
 }
 
 Expected<void> SqliteStore::commit() {
-  auto committed = sql_.commit.run([] { return "committing"; });
+  Statement& commit_sql = *ORCH_TRY(prepared(sql_.commit, "COMMIT"));
+  auto committed = commit_sql.run([] { return "committing"; });
   if (!committed && db_.in_transaction()) (void)rollback();
   return committed;
 }
 
 Expected<void> SqliteStore::rollback() {
+  Statement& rollback_sql = *ORCH_TRY(prepared(sql_.rollback, "ROLLBACK"));
   if (!db_.in_transaction()) return {};
-  return sql_.rollback.run([] { return "rolling back"; });
+  return rollback_sql.run([] { return "rolling back"; });
 }
 
 // ---- writes -----------------------------------------------------------------------
 
 Expected<void> SqliteStore::insert_run(const RunRecord& run) {
-  rows::bind_run(sql_.insert_run, run);
-  return sql_.insert_run.run([&] { return fmt::format("inserting run '{}'", run.id); });
+  Statement& insert_run_sql = *ORCH_TRY(prepared(sql_.insert_run, rows::kInsertRun));
+  rows::bind_run(insert_run_sql, run);
+  return insert_run_sql.run([&] { return fmt::format("inserting run '{}'", run.id); });
 }
 
 Expected<void> SqliteStore::update_run(const RunRecord& run) {
-  rows::bind_run(sql_.update_run, run);
-  ORCH_TRY(sql_.update_run.run([&] { return fmt::format("updating run '{}'", run.id); }));
+  Statement& update_run_sql = *ORCH_TRY(prepared(sql_.update_run, rows::kUpdateRun));
+  rows::bind_run(update_run_sql, run);
+  ORCH_TRY(update_run_sql.run([&] { return fmt::format("updating run '{}'", run.id); }));
   if (db_.changes() == 0)
     return std::unexpected(not_found(fmt::format("updating run '{}': no such run", run.id)));
   return {};
 }
 
 Expected<void> SqliteStore::insert_plan_version(const PlanVersion& plan) {
-  rows::bind_plan(sql_.insert_plan, plan);
-  return sql_.insert_plan.run(
+  Statement& insert_plan_sql = *ORCH_TRY(prepared(sql_.insert_plan, rows::kInsertPlan));
+  rows::bind_plan(insert_plan_sql, plan);
+  return insert_plan_sql.run(
       [&] { return fmt::format("inserting version {} of the plan of run '{}'", plan.version, plan.run_id); });
 }
 
 Expected<void> SqliteStore::upsert_step(const StepRecord& step) {
-  rows::bind_step(sql_.upsert_step, step);
-  return sql_.upsert_step.run(
+  Statement& upsert_step_sql = *ORCH_TRY(prepared(sql_.upsert_step, rows::kUpsertStep));
+  rows::bind_step(upsert_step_sql, step);
+  return upsert_step_sql.run(
       [&] { return fmt::format("writing step '{}' of run '{}'", step.step_id, step.run_id); });
 }
 
 Expected<void> SqliteStore::insert_attempt(const AttemptRecord& attempt) {
-  rows::bind_attempt(sql_.insert_attempt, attempt);
-  return sql_.insert_attempt.run([&] {
+  Statement& insert_attempt_sql = *ORCH_TRY(prepared(sql_.insert_attempt, rows::kInsertAttempt));
+  rows::bind_attempt(insert_attempt_sql, attempt);
+  return insert_attempt_sql.run([&] {
     return fmt::format("inserting attempt {} of step '{}' in run '{}'", attempt.number, attempt.step_id,
                        attempt.run_id);
   });
 }
 
 Expected<void> SqliteStore::finish_attempt(const AttemptRecord& attempt) {
+  Statement& finish_attempt_sql = *ORCH_TRY(prepared(sql_.finish_attempt, rows::kFinishAttempt));
   auto describe = [&] {
     return fmt::format("finishing attempt {} of step '{}' in run '{}'", attempt.number, attempt.step_id,
                        attempt.run_id);
@@ -193,8 +166,8 @@ Expected<void> SqliteStore::finish_attempt(const AttemptRecord& attempt) {
     return fail(ErrorCode::Internal,
                 fmt::format("{}: {}: 'running' is not a final status", db_.path().string(), describe()));
   }
-  rows::bind_attempt(sql_.finish_attempt, attempt);
-  ORCH_TRY(sql_.finish_attempt.run(describe));
+  rows::bind_attempt(finish_attempt_sql, attempt);
+  ORCH_TRY(finish_attempt_sql.run(describe));
   if (db_.changes() == 0) {
     return fail(ErrorCode::Store, fmt::format("{}: {}: no running attempt with that number (it is already "
                                               "finished, and finished attempts never change, or it was never "
@@ -205,16 +178,18 @@ Expected<void> SqliteStore::finish_attempt(const AttemptRecord& attempt) {
 }
 
 Expected<std::int64_t> SqliteStore::append_event(const EventRecord& event) {
-  rows::bind_event(sql_.insert_event, event);
-  ORCH_TRY(sql_.insert_event.run(
+  Statement& insert_event_sql = *ORCH_TRY(prepared(sql_.insert_event, rows::kInsertEvent));
+  rows::bind_event(insert_event_sql, event);
+  ORCH_TRY(insert_event_sql.run(
       [&] { return fmt::format("appending event '{}' to run '{}'", event.kind, event.run_id); }));
   return sqlite3_last_insert_rowid(db_.handle());
 }
 
 Expected<void> SqliteStore::request_cancel(const std::string& run_id) {
-  sql_.request_cancel.bind_text(1, run_id);
+  Statement& request_cancel_sql = *ORCH_TRY(prepared(sql_.request_cancel, rows::kRequestCancel));
+  request_cancel_sql.bind_text(1, run_id);
   ORCH_TRY(
-      sql_.request_cancel.run([&] { return fmt::format("requesting cancellation of run '{}'", run_id); }));
+      request_cancel_sql.run([&] { return fmt::format("requesting cancellation of run '{}'", run_id); }));
   if (db_.changes() == 0)
     return std::unexpected(not_found(fmt::format("cancelling run '{}': no such run", run_id)));
   return {};
@@ -223,76 +198,87 @@ Expected<void> SqliteStore::request_cancel(const std::string& run_id) {
 // ---- reads ------------------------------------------------------------------------
 
 Expected<std::optional<RunRecord>> SqliteStore::find_run(const std::string& run_id) {
-  sql_.find_run.bind_text(1, run_id);
-  return first_row(sql_.find_run, rows::read_run, [&] { return fmt::format("reading run '{}'", run_id); });
+  Statement& find_run_sql = *ORCH_TRY(prepared(sql_.find_run, rows::kFindRun));
+  find_run_sql.bind_text(1, run_id);
+  return first_row(find_run_sql, rows::read_run, [&] { return fmt::format("reading run '{}'", run_id); });
 }
 
 Expected<std::vector<RunRecord>> SqliteStore::list_runs() {
-  return collect(sql_.list_runs, rows::read_run, [] { return "listing runs"; });
+  Statement& list_runs_sql = *ORCH_TRY(prepared(sql_.list_runs, rows::kListRuns));
+  return collect(list_runs_sql, rows::read_run, [] { return "listing runs"; });
 }
 
 Expected<PlanVersion> SqliteStore::latest_plan(const std::string& run_id) {
-  sql_.latest_plan.bind_text(1, run_id);
-  auto plan = ORCH_TRY(first_row(sql_.latest_plan, rows::read_plan,
+  Statement& latest_plan_sql = *ORCH_TRY(prepared(sql_.latest_plan, rows::kLatestPlan));
+  latest_plan_sql.bind_text(1, run_id);
+  auto plan = ORCH_TRY(first_row(latest_plan_sql, rows::read_plan,
                                  [&] { return fmt::format("reading the plan of run '{}'", run_id); }));
   if (!plan) return std::unexpected(not_found(fmt::format("run '{}' has no plan", run_id)));
   return std::move(*plan);
 }
 
 Expected<std::vector<StepRecord>> SqliteStore::steps(const std::string& run_id) {
+  Statement& count_steps_of_run_sql = *ORCH_TRY(prepared(sql_.count_steps_of_run, rows::kCountStepsOfRun));
+  Statement& steps_of_run_sql = *ORCH_TRY(prepared(sql_.steps_of_run, rows::kStepsOfRun));
   auto describe = [&] { return fmt::format("reading the steps of run '{}'", run_id); };
-  sql_.count_steps_of_run.bind_text(1, run_id);
+  count_steps_of_run_sql.bind_text(1, run_id);
   auto count = ORCH_TRY(first_row(
-      sql_.count_steps_of_run, [](const Statement& row) { return row.column_int(0); }, describe));
-  sql_.steps_of_run.bind_text(1, run_id);
-  return collect(sql_.steps_of_run, rows::read_step, describe,
+      count_steps_of_run_sql, [](const Statement& row) { return row.column_int(0); }, describe));
+  steps_of_run_sql.bind_text(1, run_id);
+  return collect(steps_of_run_sql, rows::read_step, describe,
                  static_cast<std::size_t>(std::max<std::int64_t>(count.value_or(0), 0)));
 }
 
 Expected<std::vector<AttemptRecord>> SqliteStore::attempts(const std::string& run_id,
                                                            const std::string& step_id) {
+  Statement& attempts_of_run_sql = *ORCH_TRY(prepared(sql_.attempts_of_run, rows::kAttemptsOfRun));
+  Statement& attempts_of_step_sql = *ORCH_TRY(prepared(sql_.attempts_of_step, rows::kAttemptsOfStep));
   if (step_id.empty()) {
-    sql_.attempts_of_run.bind_text(1, run_id);
-    return collect(sql_.attempts_of_run, rows::read_attempt,
+    attempts_of_run_sql.bind_text(1, run_id);
+    return collect(attempts_of_run_sql, rows::read_attempt,
                    [&] { return fmt::format("reading the attempts of run '{}'", run_id); });
   }
-  sql_.attempts_of_step.bind_text(1, run_id);
-  sql_.attempts_of_step.bind_text(2, step_id);
-  return collect(sql_.attempts_of_step, rows::read_attempt, [&] {
+  attempts_of_step_sql.bind_text(1, run_id);
+  attempts_of_step_sql.bind_text(2, step_id);
+  return collect(attempts_of_step_sql, rows::read_attempt, [&] {
     return fmt::format("reading the attempts of step '{}' in run '{}'", step_id, run_id);
   });
 }
 
 Expected<std::vector<EventRecord>> SqliteStore::events(const std::string& run_id, std::int64_t after_seq,
                                                        int limit) {
-  sql_.events_of_run.bind_text(1, run_id);
-  sql_.events_of_run.bind_int(2, after_seq);
-  sql_.events_of_run.bind_int(3, limit < 0 ? -1 : limit);  // LIMIT -1: no limit
-  return collect(sql_.events_of_run, rows::read_event,
+  Statement& events_of_run_sql = *ORCH_TRY(prepared(sql_.events_of_run, rows::kEventsOfRun));
+  events_of_run_sql.bind_text(1, run_id);
+  events_of_run_sql.bind_int(2, after_seq);
+  events_of_run_sql.bind_int(3, limit < 0 ? -1 : limit);  // LIMIT -1: no limit
+  return collect(events_of_run_sql, rows::read_event,
                  [&] { return fmt::format("reading the events of run '{}'", run_id); });
 }
 
 Expected<std::vector<EventRecord>> SqliteStore::events_of_kind(const std::string& run_id,
                                                                const std::string& kind) {
-  sql_.events_of_kind.bind_text(1, run_id);
-  sql_.events_of_kind.bind_text(2, kind);
-  return collect(sql_.events_of_kind, rows::read_event,
+  Statement& events_of_kind_sql = *ORCH_TRY(prepared(sql_.events_of_kind, rows::kEventsOfKind));
+  events_of_kind_sql.bind_text(1, run_id);
+  events_of_kind_sql.bind_text(2, kind);
+  return collect(events_of_kind_sql, rows::read_event,
                  [&] { return fmt::format("reading the {} events of run '{}'", kind, run_id); });
 }
 
 Expected<bool> SqliteStore::cancel_requested(const std::string& run_id) {
-  sql_.cancel_requested.bind_text(1, run_id);
+  Statement& cancel_requested_sql = *ORCH_TRY(prepared(sql_.cancel_requested, rows::kCancelRequested));
+  cancel_requested_sql.bind_text(1, run_id);
   auto flag = ORCH_TRY(first_row(
-      sql_.cancel_requested, [](const Statement& row) { return row.column_bool(0); },
+      cancel_requested_sql, [](const Statement& row) { return row.column_bool(0); },
       [&] { return fmt::format("reading the cancel flag of run '{}'", run_id); }));
   if (!flag) return std::unexpected(not_found(fmt::format("run '{}' not found", run_id)));
   return *flag;
 }
 
 Expected<AttemptTotals> SqliteStore::attempt_totals(const std::string& run_id) {
-  sql_.attempt_totals.bind_text(1, run_id);
+  Statement& attempt_totals_sql = *ORCH_TRY(prepared(sql_.attempt_totals, rows::kAttemptTotals));
+  attempt_totals_sql.bind_text(1, run_id);
   auto totals = ORCH_TRY(first_row(
-      sql_.attempt_totals,
+      attempt_totals_sql,
       [](const Statement& row) {
         return AttemptTotals{row.column_int(0), row.column_real(1), row.column_int(2)};
       },
@@ -303,60 +289,71 @@ Expected<AttemptTotals> SqliteStore::attempt_totals(const std::string& run_id) {
 // ---- traces -----------------------------------------------------------------------
 
 Expected<void> SqliteStore::insert_trace(const TraceRecord& trace) {
-  rows::bind_trace(sql_.insert_trace, trace);
-  return sql_.insert_trace.run([&] { return fmt::format("inserting trace '{}'", trace.id); });
+  Statement& insert_trace_sql = *ORCH_TRY(prepared(sql_.insert_trace, rows::kInsertTrace));
+  rows::bind_trace(insert_trace_sql, trace);
+  return insert_trace_sql.run([&] { return fmt::format("inserting trace '{}'", trace.id); });
 }
 
 Expected<void> SqliteStore::update_trace(const TraceRecord& trace) {
-  rows::bind_trace(sql_.update_trace, trace);
-  ORCH_TRY(sql_.update_trace.run([&] { return fmt::format("updating trace '{}'", trace.id); }));
+  Statement& update_trace_sql = *ORCH_TRY(prepared(sql_.update_trace, rows::kUpdateTrace));
+  rows::bind_trace(update_trace_sql, trace);
+  ORCH_TRY(update_trace_sql.run([&] { return fmt::format("updating trace '{}'", trace.id); }));
   if (db_.changes() == 0) return std::unexpected(not_found(fmt::format("trace '{}' not found", trace.id)));
   return {};
 }
 
 Expected<std::optional<TraceRecord>> SqliteStore::find_trace(const std::string& id) {
-  sql_.find_trace.bind_text(1, id);
-  return first_row(sql_.find_trace, rows::read_trace, [&] { return fmt::format("reading trace '{}'", id); });
+  Statement& find_trace_sql = *ORCH_TRY(prepared(sql_.find_trace, rows::kFindTrace));
+  find_trace_sql.bind_text(1, id);
+  return first_row(find_trace_sql, rows::read_trace, [&] { return fmt::format("reading trace '{}'", id); });
 }
 
 Expected<std::vector<TraceRecord>> SqliteStore::list_traces() {
-  return collect(sql_.list_traces, rows::read_trace, [] { return "listing traces"; });
+  Statement& list_traces_sql = *ORCH_TRY(prepared(sql_.list_traces, rows::kListTraces));
+  return collect(list_traces_sql, rows::read_trace, [] { return "listing traces"; });
 }
 
 Expected<std::int64_t> SqliteStore::append_trace_event(const TraceEventRecord& event) {
-  rows::bind_trace_event(sql_.insert_trace_event, event);
-  ORCH_TRY(sql_.insert_trace_event.run(
+  Statement& insert_trace_event_sql = *ORCH_TRY(prepared(sql_.insert_trace_event, rows::kInsertTraceEvent));
+  rows::bind_trace_event(insert_trace_event_sql, event);
+  ORCH_TRY(insert_trace_event_sql.run(
       [&] { return fmt::format("appending event '{}' to trace '{}'", event.kind, event.trace_id); }));
   return sqlite3_last_insert_rowid(db_.handle());
 }
 
 Expected<std::vector<TraceEventRecord>> SqliteStore::trace_events(const std::string& trace_id) {
-  sql_.trace_events.bind_text(1, trace_id);
-  return collect(sql_.trace_events, rows::read_trace_event,
+  Statement& trace_events_sql = *ORCH_TRY(prepared(sql_.trace_events, rows::kTraceEvents));
+  trace_events_sql.bind_text(1, trace_id);
+  return collect(trace_events_sql, rows::read_trace_event,
                  [&] { return fmt::format("reading the events of trace '{}'", trace_id); });
 }
 
 // ---- reviews ----------------------------------------------------------------------
 
 Expected<void> SqliteStore::insert_review(const ReviewRecord& review) {
-  rows::bind_review(sql_.insert_review, review);
-  return sql_.insert_review.run([&] { return fmt::format("inserting review '{}'", review.id); });
+  Statement& insert_review_sql = *ORCH_TRY(prepared(sql_.insert_review, rows::kInsertReview));
+  rows::bind_review(insert_review_sql, review);
+  return insert_review_sql.run([&] { return fmt::format("inserting review '{}'", review.id); });
 }
 
 Expected<void> SqliteStore::update_review(const ReviewRecord& review) {
-  rows::bind_review(sql_.update_review, review);
-  ORCH_TRY(sql_.update_review.run([&] { return fmt::format("updating review '{}'", review.id); }));
+  Statement& update_review_sql = *ORCH_TRY(prepared(sql_.update_review, rows::kUpdateReview));
+  rows::bind_review(update_review_sql, review);
+  ORCH_TRY(update_review_sql.run([&] { return fmt::format("updating review '{}'", review.id); }));
   if (db_.changes() == 0) return std::unexpected(not_found(fmt::format("review '{}' not found", review.id)));
   return {};
 }
 
 Expected<std::optional<ReviewRecord>> SqliteStore::find_review(const std::string& id) {
-  sql_.find_review.bind_text(1, id);
-  return first_row(sql_.find_review, rows::read_review, [&] { return fmt::format("reading review '{}'", id); });
+  Statement& find_review_sql = *ORCH_TRY(prepared(sql_.find_review, rows::kFindReview));
+  find_review_sql.bind_text(1, id);
+  return first_row(find_review_sql, rows::read_review,
+                   [&] { return fmt::format("reading review '{}'", id); });
 }
 
 Expected<std::vector<ReviewRecord>> SqliteStore::list_reviews() {
-  return collect(sql_.list_reviews, rows::read_review, [] { return "listing reviews"; });
+  Statement& list_reviews_sql = *ORCH_TRY(prepared(sql_.list_reviews, rows::kListReviews));
+  return collect(list_reviews_sql, rows::read_review, [] { return "listing reviews"; });
 }
 
 }  // namespace orch

@@ -1,8 +1,11 @@
 // ledger/sqlite_store.h — the Store on an embedded SQLite file (.orch/orch.db).
 //
 // One SqliteStore is one connection, used from one thread at a time; any number
-// of SqliteStores (in this or other processes) may share a file. Every statement
-// is prepared when the store opens and reused (see sqlite_statement.h). How the
+// of SqliteStores (in this or other processes) may share a file. Each statement
+// is prepared the first time it is used and reused after that (see
+// sqlite_statement.h): most orch commands run a handful of the store's
+// statements, and preparing all of them at open was a measurable part of a
+// short command's time (docs/benchmarks.md). How the
 // connection is configured: connection_settings.h. The schema: schema.cc.
 //
 // Beyond the Store contract:
@@ -27,8 +30,8 @@
 
 #include "ledger/sqlite_db.h"
 #include "ledger/sqlite_statement.h"
-#include "orch/store.h"
 #include "orch/review_store.h"
+#include "orch/store.h"
 #include "orch/trace_store.h"
 
 namespace orch {
@@ -86,7 +89,7 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
   SqliteDb& connection() { return db_; }
 
  private:
-  // Every statement the store runs, prepared once in open().
+  // Every statement the store runs, each prepared on first use (prepared()).
   struct Statements {
     Statement begin, commit, rollback;
     Statement insert_run, update_run, find_run, list_runs, request_cancel, cancel_requested, attempt_totals;
@@ -99,7 +102,8 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
   };
 
   SqliteStore(SqliteDb db, std::filesystem::path folder) : db_(std::move(db)), folder_(std::move(folder)) {}
-  Expected<void> prepare_statements();
+  // `statement`, prepared from `sql` if it is not yet.
+  Expected<Statement*> prepared(Statement& statement, const char* sql);
   Error not_found(const std::string& what) const;
 
   SqliteDb db_;  // declared first: destroyed after the statements that use it
