@@ -500,7 +500,7 @@ CostEstimate estimate_review_cost(const ReviewConfig& c, const fs::path& workspa
   double usd = 0;
   std::set<std::string> unpriced;
   // One call: the prompt and the artifacts in (bytes / 4), and what it may write:
-  // a model's max_tokens, a worker's reserve_tokens, else 4000.
+  // a model's max_tokens, else 4000; at least a worker's reserve_tokens.
   auto call = [&](const std::string& executor, std::int64_t prompt_bytes) {
     std::int64_t in = (prompt_bytes + artifact_bytes + 3) / 4;
     std::int64_t out = 4000;
@@ -536,8 +536,9 @@ CostEstimate estimate_review_cost(const ReviewConfig& c, const fs::path& workspa
     est.usd_total = usd * c.max_rounds;
   }
   est.notes.push_back(
-      "tokens: per call, (prompt + artifacts bytes) / 4 in, plus what it may write (a model's max_tokens, a "
-      "worker's reserve_tokens, else 4000); the claim verifier only runs for CRITICALs a judge adds");
+      "tokens: per call, (prompt + artifacts bytes) / 4 in, plus what it may write (a model's max_tokens, "
+      "else 4000; at least a worker's reserve_tokens); the claim verifier only runs for CRITICALs a judge "
+      "adds");
   if (!unpriced.empty()) {
     std::vector<std::string> names(unpriced.begin(), unpriced.end());
     est.notes.push_back(fmt::format(
@@ -586,7 +587,7 @@ std::string preflight_report(const ReviewConfig& c, const CostEstimate& cost, co
         c.judge ? 4 : 3, c.verify);
   out += fmt::format(
       "  stops          after {} dry rounds (no new CRITICAL or MAJOR), at most {} rounds; a finding "
-      "seen in rounds N and N+2 goes to you\n",
+      "the fixer was given that is still there two rounds later goes to you\n",
       c.dry_rounds, c.max_rounds);
   out += fmt::format("  estimated      ~{} tokens a round, at most ~{} for {} rounds (spend cap {})\n",
                      cost.tokens_per_round, cost.tokens_total, c.max_rounds, c.spend_cap_tokens);
