@@ -50,7 +50,9 @@ int exit_code_for(RunStatus status);
 
 // What the engine tells its caller as the run goes (for progress output).
 struct ProgressEvent {
-  enum class Kind { AttemptStarted, StepFinished, Tick };
+  // Committed: what was reported before it is now in the ledger (sent after each
+  // of the engine's transactions; carries no step and no counts).
+  enum class Kind { AttemptStarted, StepFinished, Tick, Committed };
   Kind kind = Kind::Tick;
   std::string step_id;
   StepStatus step_status = StepStatus::Pending;
@@ -77,13 +79,13 @@ struct ApprovalRequest {
 
 struct EngineOptions {
   std::filesystem::path workspace = ".";
-  std::optional<int> concurrency;  // overrides the plan's
-  bool keep_going = false;         // on_failure: continue, whatever the plan says
+  std::optional<int> concurrency;               // overrides the plan's
+  bool keep_going = false;                      // on_failure: continue, whatever the plan says
   std::shared_ptr<ExecutorRegistry> executors;  // default: ExecutorRegistry::with_builtins()
-  bool handle_signals = false;     // install SIGINT/SIGTERM handlers for the run's duration
+  bool handle_signals = false;                  // install SIGINT/SIGTERM handlers for the run's duration
   std::function<void(const ProgressEvent&)> on_progress;
   std::function<void(const std::string& run_id)> on_started;  // once the run is durable
-  std::chrono::milliseconds tick_interval{500};  // how often Tick progress events come
+  std::chrono::milliseconds tick_interval{500};               // how often Tick progress events come
   // Values never stored or shown: replaced by "***" in step results, output
   // files, output tails, reasons and events. Null: the secrets of orch's own
   // environment (names containing KEY, TOKEN, SECRET, PASSWORD, ...; see
@@ -152,6 +154,8 @@ class Engine {
   // Creates a run for `plan` (which must have passed validate_plan) and drives it.
   // `plan_text` is the plan as submitted, stored in the ledger for resume.
   Expected<RunOutcome> run(const Plan& plan, const std::string& plan_text);
+  // The same, taking the plan over instead of copying it (a large plan's copy is not free).
+  Expected<RunOutcome> run(Plan&& plan, const std::string& plan_text);
 
   // Continues a run from what the ledger says. With `replan_path`, the plan is
   // replaced: done steps whose fingerprint changed re-run with their descendants.

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,12 +30,21 @@ namespace orch {
 // AwaitingApproval (run and step, schema v3): the risk guard paused a step until
 // a human approves it (`orch approve`, then `orch resume`). Stalled (attempt,
 // schema v3): a worker that made no progress for its stall_after was killed.
-enum class RunStatus { Running, Succeeded, Failed, Cancelled, BudgetExhausted, Escalated, Interrupted, AwaitingApproval };
+enum class RunStatus {
+  Running,
+  Succeeded,
+  Failed,
+  Cancelled,
+  BudgetExhausted,
+  Escalated,
+  Interrupted,
+  AwaitingApproval
+};
 enum class StepStatus { Pending, Running, Done, Failed, Skipped, Cancelled, AwaitingApproval };
 enum class AttemptStatus { Running, Succeeded, Failed, TimedOut, Cancelled, Interrupted, Stalled };
 
-const char* run_status_name(RunStatus s);    // "running", "succeeded", ..., "budget_exhausted"
-const char* step_status_name(StepStatus s);  // "pending", "running", "done", ...
+const char* run_status_name(RunStatus s);          // "running", "succeeded", ..., "budget_exhausted"
+const char* step_status_name(StepStatus s);        // "pending", "running", "done", ...
 const char* attempt_status_name(AttemptStatus s);  // "running", ..., "timed_out", "interrupted"
 std::optional<RunStatus> parse_run_status(std::string_view name);
 std::optional<StepStatus> parse_step_status(std::string_view name);
@@ -51,7 +61,7 @@ struct RunRecord {
   int plan_version = 1;   // latest version in the plans table
   int concurrency = 1;
   bool keep_going = false;
-  int exit_code = -1;     // -1 while running
+  int exit_code = -1;  // -1 while running
   std::int64_t created_at = 0;
   std::int64_t updated_at = 0;
   std::int64_t finished_at = 0;  // 0 while not finished
@@ -99,12 +109,12 @@ struct AttemptRecord {
   std::string step_id;
   int number = 1;
   AttemptStatus status = AttemptStatus::Running;
-  bool counted = true;       // false for interrupted attempts (not charged to the cap)
-  std::string ending;        // attempt_ending_name(): exited, signaled, timed_out, ...
+  bool counted = true;  // false for interrupted attempts (not charged to the cap)
+  std::string ending;   // attempt_ending_name(): exited, signaled, timed_out, ...
   int exit_code = -1;
   int signal = 0;
-  std::string reason;        // the failed check or error, "" when it succeeded
-  std::string checks_json;   // [{"kind":..,"held":..,"reason":..}, ...]
+  std::string reason;       // the failed check or error, "" when it succeeded
+  std::string checks_json;  // [{"kind":..,"held":..,"reason":..}, ...]
   std::string fingerprint;
   std::string stdout_path;
   std::string stderr_path;
@@ -112,7 +122,7 @@ struct AttemptRecord {
   std::int64_t stderr_bytes = 0;
   bool stdout_truncated = false;
   bool stderr_truncated = false;
-  std::string output_tail;   // last 2 KiB of output (for previous_failure)
+  std::string output_tail;  // last 2 KiB of output (for previous_failure)
   std::int64_t tokens_in = 0;
   std::int64_t tokens_out = 0;
   double cost_usd = 0;
@@ -125,9 +135,9 @@ struct AttemptRecord {
 // What a run's attempts spent, summed from the append-only attempts table (the
 // authority: the run row's spent_* totals may lag it by a loop turn).
 struct AttemptTotals {
-  std::int64_t tokens = 0;    // tokens_in + tokens_out
+  std::int64_t tokens = 0;  // tokens_in + tokens_out
   double cost_usd = 0;
-  std::int64_t counted = 0;   // attempts counted against budgets (not interrupted ones)
+  std::int64_t counted = 0;  // attempts counted against budgets (not interrupted ones)
 };
 
 struct EventRecord {
@@ -165,6 +175,9 @@ class Store {
   virtual Expected<std::vector<RunRecord>> list_runs() = 0;  // newest first
   virtual Expected<PlanVersion> latest_plan(const std::string& run_id) = 0;
   virtual Expected<std::vector<StepRecord>> steps(const std::string& run_id) = 0;  // by idx
+  // How many of a run's steps are in each status, without reading the steps
+  // (their results can be large). The default counts what steps() returns.
+  virtual Expected<std::map<StepStatus, int>> step_status_counts(const std::string& run_id);
   // All attempts of a run (step_id empty) or of one step, by step then number.
   virtual Expected<std::vector<AttemptRecord>> attempts(const std::string& run_id,
                                                         const std::string& step_id = "") = 0;
@@ -172,7 +185,8 @@ class Store {
                                                     int limit = -1) = 0;
   // The events of one kind ("step_approved", ...), in order; served by the
   // (run_id, seq) index, so cheap when the run has few of that kind.
-  virtual Expected<std::vector<EventRecord>> events_of_kind(const std::string& run_id, const std::string& kind) = 0;
+  virtual Expected<std::vector<EventRecord>> events_of_kind(const std::string& run_id,
+                                                            const std::string& kind) = 0;
   virtual Expected<bool> cancel_requested(const std::string& run_id) = 0;
   virtual Expected<AttemptTotals> attempt_totals(const std::string& run_id) = 0;
 };

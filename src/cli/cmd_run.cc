@@ -28,8 +28,8 @@ struct RunArgs {
   std::string workspace = ".";
   bool json = false;
   std::string models;
-  std::string request;        // run --request: plan it, then run it
-  RequestPlanArgs planner;    // --model, --templates, --executor (with --request)
+  std::string request;      // run --request: plan it, then run it
+  RequestPlanArgs planner;  // --model, --templates, --executor (with --request)
   std::string registry;
   std::string workers;
   std::vector<std::string> approve;
@@ -37,14 +37,15 @@ struct RunArgs {
 };
 
 void add_approval_flags(CLI::App* sub, RunArgs& args) {
-  sub->add_option("--approve", args.approve,
-                  "approve this step for the risk guard (medium or high risk; repeatable); critical steps never run");
+  sub->add_option(
+      "--approve", args.approve,
+      "approve this step for the risk guard (medium or high risk; repeatable); critical steps never run");
   sub->add_flag("--approve-medium", args.approve_medium, "approve every medium-risk step");
 }
 
 // Drives `start` (a new run or a resume) with progress output and prints the result.
 int drive(const RunArgs& args, Store& store, const std::function<Expected<RunOutcome>(Engine&)>& start) {
-  ProgressPrinter::Mode mode = args.json        ? ProgressPrinter::Mode::Quiet
+  ProgressPrinter::Mode mode = args.json         ? ProgressPrinter::Mode::Quiet
                                : stderr_is_tty() ? ProgressPrinter::Mode::Live
                                                  : ProgressPrinter::Mode::Lines;
   ProgressPrinter progress(mode);
@@ -88,8 +89,8 @@ Command add_run(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Validate a plan, then run it to the end through the ledger.");
   CLI::Option* plan = sub->add_option("PLAN", args->plan, "plan file (YAML or JSON)");
-  CLI::Option* request =
-      sub->add_option("--request", args->request, "plan this request (docs/planner.md) instead of reading PLAN, then run it");
+  CLI::Option* request = sub->add_option(
+      "--request", args->request, "plan this request (docs/planner.md) instead of reading PLAN, then run it");
   plan->excludes(request);
   add_request_plan_flags(*sub, args->planner);
   sub->add_option("-j,--jobs", args->jobs, "steps run at once (default: the plan's concurrency, else #CPUs)")
@@ -98,10 +99,14 @@ Command add_run(CLI::App& app) {
                 "on a failed step, go on with independent branches (on_failure: continue)");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_option("--workspace", args->workspace, "folder steps run in (default: .)");
-  sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json) instead of progress");
-  sub->add_option("--models", args->models, "models file for llm steps (default: .orch/models.yaml if present)");
-  sub->add_option("--registry", args->registry, "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
-  sub->add_option("--workers", args->workers, "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+  sub->add_flag("--json", args->json,
+                "print the run report (schemas/run-report.schema.json) instead of progress");
+  sub->add_option("--models", args->models,
+                  "models file for llm steps (default: .orch/models.yaml if present)");
+  sub->add_option("--registry", args->registry,
+                  "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
+  sub->add_option("--workers", args->workers,
+                  "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
   add_approval_flags(sub, *args);
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);
@@ -111,10 +116,13 @@ Command add_run(CLI::App& app) {
     if (!args->request.empty()) {
       auto store = open_store(args->store, false);
       if (!store) return report_error(store.error());
-      auto planned = plan_from_cli(args->request, args->planner, *executors, args->workspace,
-                                   [&store]() -> Expected<Store*> { return store->get(); }, false);
+      auto planned = plan_from_cli(
+          args->request, args->planner, *executors, args->workspace,
+          [&store]() -> Expected<Store*> { return store->get(); }, false);
       if (!planned) return report_error(planned.error());
-      return drive(*args, **store, [&planned](Engine& engine) { return engine.run(planned->plan, planned->text); });
+      return drive(*args, **store, [&planned](Engine& engine) {
+        return engine.run(std::move(planned->plan), planned->text);
+      });
     }
     PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
     if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});
@@ -126,7 +134,7 @@ Command add_run(CLI::App& app) {
     }
     auto store = open_store(args->store, false);
     if (!store) return report_error(store.error());
-    return drive(*args, **store, [&in](Engine& engine) { return engine.run(in.plan, in.text); });
+    return drive(*args, **store, [&in](Engine& engine) { return engine.run(std::move(in.plan), in.text); });
   };
 }
 
@@ -137,14 +145,18 @@ Command add_resume(CLI::App& app) {
   sub->add_option("RUN_ID", args->run_id, "the run to continue")->required();
   sub->add_option("-j,--jobs", args->jobs, "steps run at once (default: as the run was started)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--replan", args->replan,
-                  "continue with an edited plan: done steps whose fingerprint changed re-run, with their descendants");
+  sub->add_option(
+      "--replan", args->replan,
+      "continue with an edited plan: done steps whose fingerprint changed re-run, with their descendants");
   sub->add_flag("--keep-going", args->keep_going, "on a failed step, go on with independent branches");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report instead of progress");
-  sub->add_option("--models", args->models, "models file for llm steps (default: .orch/models.yaml if present)");
-  sub->add_option("--registry", args->registry, "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
-  sub->add_option("--workers", args->workers, "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+  sub->add_option("--models", args->models,
+                  "models file for llm steps (default: .orch/models.yaml if present)");
+  sub->add_option("--registry", args->registry,
+                  "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
+  sub->add_option("--workers", args->workers,
+                  "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
   add_approval_flags(sub, *args);
   return [args]() -> int {
     auto store = open_store(args->store, true);

@@ -11,11 +11,14 @@ namespace orch::cli {
 ProgressPrinter::ProgressPrinter(Mode mode) : mode_(mode), start_(std::chrono::steady_clock::now()) {}
 
 namespace {
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
 }  // namespace
 
 void ProgressPrinter::draw(const ProgressEvent& e) {
-  auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_);
+  auto elapsed =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_);
   std::string line = fmt::format("[{}/{}] {} running, {} failed, {} skipped  {}  tokens {}", e.done, e.total,
                                  e.running, e.failed, e.skipped, human_duration(elapsed.count()), e.tokens);
   std::fprintf(stderr, "\r\033[K%s", line.c_str());
@@ -26,6 +29,9 @@ void ProgressPrinter::draw(const ProgressEvent& e) {
 void ProgressPrinter::on_event(const ProgressEvent& e) {
   if (mode_ == Mode::Quiet) return;
   if (mode_ == Mode::Lines) {
+    // The lines of one engine transaction go out together, once it is committed:
+    // one write per turn instead of one per step.
+    if (e.kind == ProgressEvent::Kind::Committed) std::fflush(stdout);
     if (e.kind != ProgressEvent::Kind::StepFinished) return;
     std::string status = step_status_name(e.step_status);
     std::string detail = e.reason.empty() ? "" : "  " + first_line(e.reason);
@@ -35,9 +41,9 @@ void ProgressPrinter::on_event(const ProgressEvent& e) {
     } else {  // never attempted: skipped before it started
       std::printf("%-9s %s%s\n", status.c_str(), e.step_id.c_str(), detail.c_str());
     }
-    std::fflush(stdout);
     return;
   }
+  if (e.kind == ProgressEvent::Kind::Committed) return;
   if (e.kind == ProgressEvent::Kind::StepFinished && e.step_status == StepStatus::Failed) {
     std::fprintf(stderr, "\r\033[Kfailed    %s: %s\n", e.step_id.c_str(), first_line(e.reason).c_str());
   }
@@ -45,6 +51,7 @@ void ProgressPrinter::on_event(const ProgressEvent& e) {
 }
 
 void ProgressPrinter::finish() {
+  if (mode_ == Mode::Lines) std::fflush(stdout);
   if (mode_ == Mode::Live && drawn_) {
     std::fprintf(stderr, "\r\033[K");
     std::fflush(stderr);

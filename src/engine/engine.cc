@@ -8,14 +8,20 @@ namespace orch {
 
 int exit_code_for(RunStatus status) {
   switch (status) {
-    case RunStatus::Succeeded: return kExitSucceeded;
-    case RunStatus::Failed: return kExitFailed;
+    case RunStatus::Succeeded:
+      return kExitSucceeded;
+    case RunStatus::Failed:
+      return kExitFailed;
     case RunStatus::Escalated:
-    case RunStatus::AwaitingApproval: return kExitEscalated;
-    case RunStatus::BudgetExhausted: return kExitBudget;
+    case RunStatus::AwaitingApproval:
+      return kExitEscalated;
+    case RunStatus::BudgetExhausted:
+      return kExitBudget;
     case RunStatus::Interrupted:
-    case RunStatus::Cancelled: return kExitInterrupted;
-    case RunStatus::Running: return kExitFailed;
+    case RunStatus::Cancelled:
+      return kExitInterrupted;
+    case RunStatus::Running:
+      return kExitFailed;
   }
   return kExitFailed;
 }
@@ -46,15 +52,22 @@ Engine::Engine(Store& store, EngineOptions options) {
 Engine::~Engine() = default;
 
 Expected<RunOutcome> Engine::run(const Plan& plan, const std::string& plan_text) {
-  ORCH_TRY(impl_->scheduler.prepare_new(plan, plan_text));
+  return run(Plan(plan), plan_text);
+}
+
+Expected<RunOutcome> Engine::run(Plan&& plan, const std::string& plan_text) {
+  ORCH_TRY(impl_->scheduler.prepare_new(std::move(plan), plan_text));
   return impl_->scheduler.run_loop();
 }
 
-Expected<RunOutcome> Engine::resume(const std::string& run_id, const std::optional<std::string>& replan_path) {
+Expected<RunOutcome> Engine::resume(const std::string& run_id,
+                                    const std::optional<std::string>& replan_path) {
   ORCH_TRY(impl_->scheduler.prepare_resume(run_id, replan_path));
   return impl_->scheduler.run_loop();
 }
 
-const std::string& Engine::run_id() const { return impl_->scheduler.run_id(); }
+const std::string& Engine::run_id() const {
+  return impl_->scheduler.run_id();
+}
 
 }  // namespace orch

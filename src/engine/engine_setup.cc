@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <future>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -20,6 +21,10 @@ namespace orch {
 namespace fs = std::filesystem;
 
 namespace {
+
+// From this size on (a plan of several thousand steps) prepare_resume parses and
+// validates the plan on a second thread; below it a thread costs more than it saves.
+constexpr std::size_t kParallelResumeBytes = 256 * 1024;
 
 // "20261130-061845-e3a7": the creation time (UTC, on the run's clock) and 16 random bits.
 std::string new_run_id(std::int64_t wall_ms) {
@@ -46,6 +51,10 @@ std::string diagnostics_text(const Diagnostics& d) {
 
 Expected<void> Scheduler::load_plan_state(Plan plan) {
   plan_ = std::move(plan);
+  return index_plan_state();
+}
+
+Expected<void> Scheduler::index_plan_state() {
   std::vector<StepState> old = std::move(steps_);
   steps_.clear();
   steps_.resize(plan_.steps.size());
@@ -58,11 +67,13 @@ Expected<void> Scheduler::load_plan_state(Plan plan) {
     s.step = &plan_.steps[i];
     s.executor = executors_->find(s.step->executor);
     if (s.executor == nullptr)
-      return fail(ErrorCode::InvalidInput, fmt::format("step '{}': unknown executor '{}'", s.step->id, s.step->executor));
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("step '{}': unknown executor '{}'", s.step->id, s.step->executor));
     for (const auto& d : s.step->deps) {
       auto it = index_of_.find(d);
       if (it == index_of_.end())
-        return fail(ErrorCode::InvalidInput, fmt::format("step '{}': unknown dependency '{}'", s.step->id, d));
+        return fail(ErrorCode::InvalidInput,
+                    fmt::format("step '{}': unknown dependency '{}'", s.step->id, d));
       steps_[static_cast<std::size_t>(it->second)].children.push_back(static_cast<int>(i));
     }
   }
@@ -102,12 +113,12 @@ void Scheduler::index_ready() {
   }
 }
 
-Expected<void> Scheduler::prepare_new(const Plan& plan, const std::string& plan_text) {
+Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   std::error_code ec;
   fs::path workspace = fs::canonical(options_.workspace, ec);
   if (ec)
-    return fail(ErrorCode::InvalidInput,
-                fmt::format("workspace '{}' is not a usable folder: {}", options_.workspace.string(), ec.message()));
+    return fail(ErrorCode::InvalidInput, fmt::format("workspace '{}' is not a usable folder: {}",
+                                                     options_.workspace.string(), ec.message()));
   run_ = RunRecord{};
   run_.id = new_run_id(now_ms());
   run_.name = plan.name;
@@ -120,7 +131,7 @@ Expected<void> Scheduler::prepare_new(const Plan& plan, const std::string& plan_
   run_.status = RunStatus::Running;
   lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
 
-  ORCH_TRY(load_plan_state(plan));
+  ORCH_TRY(load_plan_state(std::move(plan)));
   ORCH_TRY(make_usage_folder());
   budget_.emplace(plan_.budget, Spend{}, 0);
   run_.budget_json = budget_limits_json(plan_.budget);
@@ -130,14 +141,19 @@ Expected<void> Scheduler::prepare_new(const Plan& plan, const std::string& plan_
   ORCH_TRY(store_.insert_plan_version(PlanVersion{run_.id, 1, run_.plan_path, plan_text, run_.created_at}));
   for (auto& s : steps_) ORCH_TRY(store_.upsert_step(s.rec));
   event("run_started", "", 0,
-        {{"plan", run_.plan_path}, {"steps", steps_.size()}, {"concurrency", run_.concurrency}, {"pid", getpid()}});
+        {{"plan", run_.plan_path},
+         {"steps", steps_.size()},
+         {"concurrency", run_.concurrency},
+         {"pid", getpid()}});
   if (store_error_) return std::unexpected(*store_error_);
   return commit();
 }
 
-Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::optional<std::string>& replan_path) {
+Expected<void> Scheduler::prepare_resume(const std::string& run_id,
+                                         const std::optional<std::string>& replan_path) {
   auto found = ORCH_TRY(store_.find_run(run_id));
-  if (!found) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
+  if (!found)
+    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
   run_ = *found;
   lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
   ORCH_TRY(make_usage_folder());
@@ -154,13 +170,27 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
     text = ss.str();
     path = fs::absolute(*replan_path).string();
   }
-  LoadResult loaded = parse_plan(text, path.empty() ? "<stored plan>" : path);
-  Diagnostics problems = loaded.diagnostics;
-  if (problems.empty()) problems = validate_plan(loaded.plan, validate_options_for(run_.workspace, path, *executors_));
-  if (!problems.empty()) return fail(ErrorCode::InvalidInput, diagnostics_text(problems));
+  // A large plan is parsed on a second thread while this one reads the step rows,
+  // then validated on it while this one builds the scheduler's state from it: at
+  // 100,000 steps each of the four takes hundreds of milliseconds, and none needs
+  // another's result. Nothing is written to the ledger until the plan is valid.
+  const auto launch = text.size() >= kParallelResumeBytes ? std::launch::async : std::launch::deferred;
+  const std::string name = path.empty() ? "<stored plan>" : path;
+  auto parsing = std::async(launch, [&text, &name] { return parse_plan(text, name); });
+  auto rows_read = store_.steps(run_.id);
+  LoadResult loaded = parsing.get();
+  if (!loaded.diagnostics.empty()) return fail(ErrorCode::InvalidInput, diagnostics_text(loaded.diagnostics));
+  if (!rows_read) return std::unexpected(rows_read.error());
+  std::vector<StepRecord> rows = std::move(*rows_read);
   loaded.plan.source_path = path;
+  plan_ = std::move(loaded.plan);
+  const ValidateOptions checks = validate_options_for(run_.workspace, path, *executors_);
+  auto validating = std::async(launch, [this, &checks] { return validate_plan(plan_, checks); });
+  auto state = index_plan_state();  // reads plan_ only, as the validation does
+  if (Diagnostics problems = validating.get(); !problems.empty())
+    return fail(ErrorCode::InvalidInput, diagnostics_text(problems));
+  ORCH_TRY(state);
 
-  std::vector<StepRecord> rows = ORCH_TRY(store_.steps(run_.id));
   RunStatus previous = run_.status;
   run_.status = RunStatus::Running;
   run_.owner_pid = static_cast<int>(getpid());
@@ -180,8 +210,6 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
   // Attempts the dead process left running: interrupted, not counted, workspace restored.
   ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms()));
 
-  Plan plan = std::move(loaded.plan);
-  ORCH_TRY(load_plan_state(std::move(plan)));
   run_.budget_json = budget_limits_json(plan_.budget);
 
   // Step rows: done stays done; everything else gets another chance. Only rows
@@ -200,11 +228,12 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
     const std::size_t i = static_cast<std::size_t>(it->second);
     const Step& step = plan_.steps[i];
     changed[i] = r.idx != static_cast<int>(i) || r.goal != step.goal || r.executor != step.executor;
-    if (r.status != StepStatus::Done &&
-        (r.status != StepStatus::Pending || r.attempts_counted != 0 || !r.reason.empty() || r.finished_at != 0)) {
-      if (r.status == StepStatus::Failed || r.status == StepStatus::Skipped || r.status == StepStatus::Cancelled ||
-          r.status == StepStatus::AwaitingApproval)
-        event("step_reset", r.step_id, 0, {{"why", "resume"}, {"previous_status", step_status_name(r.status)}});
+    if (r.status != StepStatus::Done && (r.status != StepStatus::Pending || r.attempts_counted != 0 ||
+                                         !r.reason.empty() || r.finished_at != 0)) {
+      if (r.status == StepStatus::Failed || r.status == StepStatus::Skipped ||
+          r.status == StepStatus::Cancelled || r.status == StepStatus::AwaitingApproval)
+        event("step_reset", r.step_id, 0,
+              {{"why", "resume"}, {"previous_status", step_status_name(r.status)}});
       r.status = StepStatus::Pending;
       r.attempts_counted = 0;
       r.reason.clear();
@@ -229,7 +258,8 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id, const std::o
     for (int i : order) {
       StepState& s = steps_[static_cast<std::size_t>(i)];
       bool parent_reset = false;
-      for (const auto& d : s.step->deps) parent_reset = parent_reset || reset[static_cast<std::size_t>(index_of_[d])];
+      for (const auto& d : s.step->deps)
+        parent_reset = parent_reset || reset[static_cast<std::size_t>(index_of_[d])];
       if (s.rec.status != StepStatus::Done) {
         reset[static_cast<std::size_t>(i)] = true;
         continue;

@@ -435,6 +435,41 @@ steps:
   EXPECT_EQ(bs[1].number, 2);
 }
 
+// A plan of more than 256 KiB is parsed and validated on a second thread while
+// the step rows are read and the scheduler's state is built: the same outcome.
+TEST_F(EngineTest, ResumeOfALargePlanGoesOnWhereItStopped) {
+  const std::string padding(300 * 1024, 'g');
+  std::string yaml = "concurrency: 1\nsteps:\n  - {id: a, goal: " + padding + ", sh: 'echo ran >> a.log'}\n";
+  for (int i = 0; i < 50; ++i)
+    yaml += fmt::format(
+        "  - {{id: s{}, deps: [a], executor: builtin:echo, inputs: {{text: \"${{steps.a.result}}{}\"}}}}\n",
+        i, i);
+  yaml += "  - {id: last, deps: [s49], sh: 'echo ran >> last.log; test -f fixed'}\n";
+  ASSERT_GT(yaml.size(), 256u * 1024);
+  auto out = run(yaml);
+  ASSERT_EQ(out.status, RunStatus::Failed) << out.reason;
+  write_file(ws() / "fixed", "");
+  auto again = resume(out.run_id);
+  EXPECT_EQ(again.status, RunStatus::Succeeded) << again.reason;
+  EXPECT_EQ(read_file(ws() / "a.log"), "ran\n");
+  EXPECT_EQ(read_file(ws() / "last.log"), "ran\nran\n");
+  EXPECT_EQ(step(out.run_id, "s7").result, "7");
+  EXPECT_EQ(step(out.run_id, "a").goal, padding);
+
+  // An invalid replacement of a large plan: refused with its problems, nothing recorded.
+  const auto events_before = store_->events(out.run_id)->size();
+  std::string broken = yaml;
+  broken.replace(broken.find("deps: [s49]"), 11, "deps: [s99]");
+  write_file(dir_ / "broken.yaml", broken);
+  Engine engine(*store_, EngineOptions{});
+  auto refused = engine.resume(out.run_id, (dir_ / "broken.yaml").string());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::InvalidInput);
+  EXPECT_NE(refused.error().message.find("s99"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(store_->events(out.run_id)->size(), events_before);
+  EXPECT_EQ((*store_->find_run(out.run_id))->plan_version, 1);
+}
+
 TEST_F(EngineTest, ReplanRerunsChangedStepsAndTheirDescendantsOnly) {
   std::string v1 = R"(
 concurrency: 1
@@ -528,6 +563,7 @@ class CountingStore final : public Store {
   int commits = 0;
   int step_writes = 0;
   int attempts_inserted = 0;
+  int attempts_finished = 0;
 
   const fs::path& folder() const override { return inner_.folder(); }
   Expected<void> begin() override { return inner_.begin(); }
@@ -547,7 +583,10 @@ class CountingStore final : public Store {
     ++attempts_inserted;
     return inner_.insert_attempt(a);
   }
-  Expected<void> finish_attempt(const AttemptRecord& a) override { return inner_.finish_attempt(a); }
+  Expected<void> finish_attempt(const AttemptRecord& a) override {
+    ++attempts_finished;
+    return inner_.finish_attempt(a);
+  }
   Expected<std::int64_t> append_event(const EventRecord& e) override { return inner_.append_event(e); }
   Expected<void> request_cancel(const std::string& id) override { return inner_.request_cancel(id); }
   Expected<std::optional<RunRecord>> find_run(const std::string& id) override { return inner_.find_run(id); }
@@ -577,8 +616,10 @@ TEST_F(EngineTest, ABuiltinChainIsSettledInFewTransactions) {
   constexpr int kSteps = 300;
   std::string yaml = "steps:\n  - {id: c0, executor: builtin:echo, inputs: {text: x}}\n";
   for (int i = 1; i < kSteps; ++i)
-    yaml += fmt::format("  - {{id: c{}, deps: [c{}], executor: builtin:echo, inputs: {{text: \"${{steps.c{}.result}}x\"}}}}\n",
-                        i, i - 1, i - 1);
+    yaml += fmt::format(
+        "  - {{id: c{}, deps: [c{}], executor: builtin:echo, inputs: {{text: "
+        "\"${{steps.c{}.result}}x\"}}}}\n",
+        i, i - 1, i - 1);
   Plan plan = load(yaml);
   CountingStore counting(*store_);
   EngineOptions options;
@@ -589,6 +630,8 @@ TEST_F(EngineTest, ABuiltinChainIsSettledInFewTransactions) {
   EXPECT_EQ(out->status, RunStatus::Succeeded) << out->reason;
   EXPECT_EQ(step(out->run_id, fmt::format("c{}", kSteps - 1)).result, std::string(kSteps, 'x'));
   EXPECT_EQ(counting.attempts_inserted, kSteps);
+  // A builtin attempt starts and ends in one transaction: its row is written once, finished.
+  EXPECT_EQ(counting.attempts_finished, 0);
   EXPECT_LT(counting.commits, kSteps / 10) << "one commit per builtin step: the turn did not batch them";
   // prepare_new writes every row once; after that, at most one write per step per commit.
   EXPECT_LE(counting.step_writes, kSteps + kSteps + counting.commits);

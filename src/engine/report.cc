@@ -62,12 +62,17 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   // (Read the other way round, a run that ends in between would look orphaned.)
   const bool held = RunLock::is_held(store.folder(), run_id);
   auto found = ORCH_TRY(store.find_run(run_id));
-  if (!found) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+  if (!found)
+    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
   const RunRecord& run = *found;
-  std::vector<StepRecord> steps = ORCH_TRY(store.steps(run_id));
   const bool full = detail == ReportDetail::Full;
+  // The summary needs only the counts: the steps (and their results) are not read.
+  std::vector<StepRecord> steps;
   std::vector<AttemptRecord> attempts;
-  if (full) attempts = ORCH_TRY(store.attempts(run_id));
+  if (full) {
+    steps = ORCH_TRY(store.steps(run_id));
+    attempts = ORCH_TRY(store.attempts(run_id));
+  }
   std::map<std::string, std::vector<const AttemptRecord*>> by_step;
   for (const auto& a : attempts) by_step[a.step_id].push_back(&a);
 
@@ -75,13 +80,19 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   ojson limits = ojson::parse(run.budget_json, nullptr, false);
   if (!limits.is_object()) limits = ojson::object();
 
-  std::map<std::string, int> counts{{"total", 0},   {"done", 0},      {"failed", 0}, {"skipped", 0},
-                                    {"cancelled", 0}, {"pending", 0}, {"running", 0}, {"awaiting_approval", 0}};
+  std::map<std::string, int> counts{
+      {"total", 0},     {"done", 0},    {"failed", 0},  {"skipped", 0},
+      {"cancelled", 0}, {"pending", 0}, {"running", 0}, {"awaiting_approval", 0}};
+  if (!full) {
+    for (const auto& [status, n] : ORCH_TRY(store.step_status_counts(run_id))) {
+      counts["total"] += n;
+      counts[step_status_name(status)] += n;
+    }
+  }
   ojson step_list = ojson::array();
   for (const auto& s : steps) {
     ++counts["total"];
     ++counts[step_status_name(s.status)];
-    if (!full) continue;
     // Built by assignment and moves: an initializer list would deep-copy every attempt.
     ojson att = ojson::array();
     for (const AttemptRecord* a : by_step[s.step_id]) att.push_back(attempt_json(*a));
@@ -103,31 +114,30 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   const bool active = run.status == RunStatus::Running && held;
   // A live run's time goes on between ledger writes (a step may run for minutes).
   std::int64_t end = run.finished_at ? run.finished_at : active ? Clock::system().wall_ms() : run.updated_at;
-  ojson report = {
-      {"schema", "orch.run-report/1"},
-      {"run",
-       {{"id", run.id},
-        {"name", run.name},
-        {"status", run_status_name(run.status)},
-        {"reason", run.reason},
-        {"exit_code", run.exit_code},
-        {"plan", run.plan_path},
-        {"plan_version", run.plan_version},
-        {"workspace", run.workspace},
-        {"concurrency", run.concurrency},
-        {"keep_going", run.keep_going},
-        {"created_at", iso_time(run.created_at)},
-        {"finished_at", iso_time(run.finished_at)},
-        {"elapsed_ms", end > run.created_at ? end - run.created_at : 0},
-        {"active", active}}},
-      {"budget",
-       {{"limits", limits},
-        {"spent",
-         {{"tokens", run.spent_tokens},
-          {"cost_usd", run.spent_cost_usd},
-          {"attempts", run.spent_attempts},
-          {"wall_ms", run.spent_wall_ms}}}}},
-      {"counts", counts}};
+  ojson report = {{"schema", "orch.run-report/1"},
+                  {"run",
+                   {{"id", run.id},
+                    {"name", run.name},
+                    {"status", run_status_name(run.status)},
+                    {"reason", run.reason},
+                    {"exit_code", run.exit_code},
+                    {"plan", run.plan_path},
+                    {"plan_version", run.plan_version},
+                    {"workspace", run.workspace},
+                    {"concurrency", run.concurrency},
+                    {"keep_going", run.keep_going},
+                    {"created_at", iso_time(run.created_at)},
+                    {"finished_at", iso_time(run.finished_at)},
+                    {"elapsed_ms", end > run.created_at ? end - run.created_at : 0},
+                    {"active", active}}},
+                  {"budget",
+                   {{"limits", limits},
+                    {"spent",
+                     {{"tokens", run.spent_tokens},
+                      {"cost_usd", run.spent_cost_usd},
+                      {"attempts", run.spent_attempts},
+                      {"wall_ms", run.spent_wall_ms}}}}},
+                  {"counts", counts}};
   if (full) report["steps"] = std::move(step_list);
   return report;
 }
@@ -136,8 +146,8 @@ std::string format_report_table(const ojson& report) {
   std::size_t id_w = 4;
   for (const auto& s : report["steps"]) id_w = std::max(id_w, s["id"].get<std::string>().size());
   id_w = std::min<std::size_t>(id_w, 32);
-  std::string out = fmt::format("{:<{}}  {:<9}  {:>3}  {:>8}  {:>8}  {}\n", "STEP", id_w, "STATUS", "TRY", "TIME",
-                                "TOKENS", "REASON");
+  std::string out = fmt::format("{:<{}}  {:<9}  {:>3}  {:>8}  {:>8}  {}\n", "STEP", id_w, "STATUS", "TRY",
+                                "TIME", "TOKENS", "REASON");
   for (const auto& s : report["steps"]) {
     std::string reason = s["reason"].get<std::string>();
     if (auto nl = reason.find('\n'); nl != std::string::npos) reason = reason.substr(0, nl);
@@ -153,12 +163,13 @@ std::string format_report_table(const ojson& report) {
 std::string format_report_summary(const ojson& report) {
   const auto& run = report["run"];
   const auto& c = report["counts"];
-  std::string out = fmt::format("run {} {}: {} done, {} failed, {} skipped, {} cancelled of {} in {}; tokens {}, cost ${:.4f}",
-                     run["id"].get<std::string>(), run["status"].get<std::string>(), c["done"].get<int>(),
-                     c["failed"].get<int>(), c["skipped"].get<int>(), c["cancelled"].get<int>(),
-                     c["total"].get<int>(), human_duration(run["elapsed_ms"].get<std::int64_t>()),
-                     report["budget"]["spent"]["tokens"].get<std::int64_t>(),
-                     report["budget"]["spent"]["cost_usd"].get<double>());
+  std::string out = fmt::format(
+      "run {} {}: {} done, {} failed, {} skipped, {} cancelled of {} in {}; tokens {}, cost ${:.4f}",
+      run["id"].get<std::string>(), run["status"].get<std::string>(), c["done"].get<int>(),
+      c["failed"].get<int>(), c["skipped"].get<int>(), c["cancelled"].get<int>(), c["total"].get<int>(),
+      human_duration(run["elapsed_ms"].get<std::int64_t>()),
+      report["budget"]["spent"]["tokens"].get<std::int64_t>(),
+      report["budget"]["spent"]["cost_usd"].get<double>());
   if (int waiting = c.value("awaiting_approval", 0); waiting > 0)
     out += fmt::format(", {} awaiting approval", waiting);
   std::string reason = run["reason"].get<std::string>();

@@ -28,16 +28,24 @@ constexpr milliseconds kMaxBatchTime{50};
 // the run goes on; the attempts rows are the authority for what was spent.
 constexpr milliseconds kRunRowInterval{250};
 
-std::string tail_of(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
+std::string tail_of(const std::string& s, std::size_t n) {
+  return s.size() <= n ? s : s.substr(s.size() - n);
+}
 
 int priority(StopKind k) {
   switch (k) {
-    case StopKind::None: return 0;
-    case StopKind::Abort: return 1;
-    case StopKind::Budget: return 2;
-    case StopKind::Cancel: return 3;
-    case StopKind::Interrupt: return 4;
-    case StopKind::StoreError: return 5;
+    case StopKind::None:
+      return 0;
+    case StopKind::Abort:
+      return 1;
+    case StopKind::Budget:
+      return 2;
+    case StopKind::Cancel:
+      return 3;
+    case StopKind::Interrupt:
+      return 4;
+    case StopKind::StoreError:
+      return 5;
   }
   return 0;
 }
@@ -48,7 +56,8 @@ Scheduler::Scheduler(Store& store, const EngineOptions& options)
       options_(options),
       clock_(options.clock != nullptr ? *options.clock : Clock::system()),
       executors_(options.executors),
-      secrets_(std::make_shared<SecretMasker>(options.secrets ? *options.secrets : SecretMasker::from_environment())),
+      secrets_(std::make_shared<SecretMasker>(options.secrets ? *options.secrets
+                                                              : SecretMasker::from_environment())),
       loop_(clock_) {}
 
 namespace {
@@ -65,20 +74,27 @@ void mask_strings(nlohmann::json& data, const SecretMasker& secrets) {
 
 }  // namespace
 
-std::int64_t Scheduler::now_ms() const { return clock_.wall_ms(); }
+std::int64_t Scheduler::now_ms() const {
+  return clock_.wall_ms();
+}
 
 std::int64_t Scheduler::wall_ms_now() const {
   return std::chrono::duration_cast<milliseconds>(clock_.now() - started_).count();
 }
 
-int Scheduler::effective_concurrency() const { return std::max(1, run_.concurrency); }
+int Scheduler::effective_concurrency() const {
+  return std::max(1, run_.concurrency);
+}
 
-fs::path Scheduler::usage_folder() const { return store_.folder() / "runs" / run_.id / "usage"; }
+fs::path Scheduler::usage_folder() const {
+  return store_.folder() / "runs" / run_.id / "usage";
+}
 
 Expected<void> Scheduler::make_usage_folder() const {
   std::error_code ec;
   fs::create_directories(usage_folder(), ec);
-  if (ec) return fail(ErrorCode::Io, fmt::format("cannot create {}: {}", usage_folder().string(), ec.message()));
+  if (ec)
+    return fail(ErrorCode::Io, fmt::format("cannot create {}: {}", usage_folder().string(), ec.message()));
   return {};
 }
 
@@ -115,11 +131,25 @@ Expected<void> Scheduler::tx() {
 
 Expected<void> Scheduler::commit() {
   if (!in_tx_) return {};
+  // Attempts started in this transaction and still running: their rows, as running.
+  for (int i : unwritten_attempts_) {
+    StepState& s = steps_[static_cast<std::size_t>(i)];
+    if (!s.has_flight() || !s.flight().row_unwritten) continue;
+    Flight& f = s.flight();
+    f.row_unwritten = false;
+    if (store_error_) continue;
+    if (auto r = store_.insert_attempt(f.attempt); !r) store_error_ = r.error();
+  }
+  unwritten_attempts_.clear();
   // Each changed step is written once per transaction, however often it changed
   // in it (a builtin chain starts and finishes many steps in one turn).
   for (int i : dirty_steps_) {
     StepState& s = steps_[static_cast<std::size_t>(i)];
     s.dirty = false;
+    const StepStatus st = s.rec.status;
+    if (!s.in_flight && (st == StepStatus::Done || st == StepStatus::Failed || st == StepStatus::Skipped ||
+                         st == StepStatus::Cancelled))
+      s.release_flight();
     if (store_error_) continue;
     if (auto r = store_.upsert_step(s.rec); !r) store_error_ = r.error();
   }
@@ -129,7 +159,8 @@ Expected<void> Scheduler::commit() {
   return store_.commit();
 }
 
-void Scheduler::event(const std::string& kind, const std::string& step_id, int attempt, const nlohmann::json& data) {
+void Scheduler::event(const std::string& kind, const std::string& step_id, int attempt,
+                      const nlohmann::json& data) {
   if (store_error_) return;
   if (auto t = tx(); !t) {
     store_error_ = t.error();
@@ -166,6 +197,10 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
   if (!options_.on_progress) return;
   ProgressEvent e;
   e.kind = kind;
+  if (kind == ProgressEvent::Kind::Committed) {
+    options_.on_progress(e);
+    return;
+  }
   if (step >= 0) {
     const StepState& s = steps_[static_cast<std::size_t>(step)];
     e.step_id = s.step->id;
@@ -184,13 +219,22 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
       if (!s.in_plan) continue;
       ++counts_.total;
       switch (s.rec.status) {
-        case StepStatus::Done: ++counts_.done; break;
-        case StepStatus::Running: ++counts_.running; break;
-        case StepStatus::Failed: ++counts_.failed; break;
+        case StepStatus::Done:
+          ++counts_.done;
+          break;
+        case StepStatus::Running:
+          ++counts_.running;
+          break;
+        case StepStatus::Failed:
+          ++counts_.failed;
+          break;
         case StepStatus::Skipped:
-        case StepStatus::Cancelled: ++counts_.skipped; break;
+        case StepStatus::Cancelled:
+          ++counts_.skipped;
+          break;
         case StepStatus::Pending:
-        case StepStatus::AwaitingApproval: break;
+        case StepStatus::AwaitingApproval:
+          break;
       }
     }
   }
@@ -220,7 +264,8 @@ Expected<RunOutcome> Scheduler::run_loop() {
   if (auto left = budget_->wall_left(0)) {
     wall_timer_ = loop_.add_timer(milliseconds(std::max<std::int64_t>(*left, 0)), [this] {
       wall_timer_ = 0;
-      request_stop(StopKind::Budget, "budget exhausted: " + budget_->exhausted(wall_ms_now()).value_or("wall"));
+      request_stop(StopKind::Budget,
+                   "budget exhausted: " + budget_->exhausted(wall_ms_now()).value_or("wall"));
       cancel_in_flight("plan wall budget exhausted");
     });
   }
@@ -252,7 +297,8 @@ Expected<RunOutcome> Scheduler::run_loop() {
       last_run_write_ = std::chrono::steady_clock::now();
       // Read the cancel flag inside the transaction (which holds the write lock) so
       // the run row written below can never overwrite a request that just landed.
-      if (auto requested = store_.cancel_requested(run_.id); requested && *requested && !run_.cancel_requested) {
+      if (auto requested = store_.cancel_requested(run_.id);
+          requested && *requested && !run_.cancel_requested) {
         run_.cancel_requested = true;
         if (stop_ != StopKind::Cancel && stop_ != StopKind::Interrupt) {
           event("cancel_received");
@@ -272,6 +318,7 @@ Expected<RunOutcome> Scheduler::run_loop() {
       store_error_ = c.error();
       break;
     }
+    report(ProgressEvent::Kind::Committed);
     for (int i : to_start) start_attempt(i);
     if (!asks_.empty()) {
       ask_pending_questions();  // outside the transaction: a human may take minutes
@@ -320,7 +367,8 @@ Expected<void> Scheduler::settle_completions() {
       case Completion::Kind::CheckDone: {
         s.flight().check_running.reset();
         if (!s.flight().cancel_reason.empty()) {
-          finish_attempt(c.step, stop_ == StopKind::Interrupt ? AttemptStatus::Interrupted : AttemptStatus::Cancelled,
+          finish_attempt(c.step,
+                         stop_ == StopKind::Interrupt ? AttemptStatus::Interrupted : AttemptStatus::Cancelled,
                          s.flight().cancel_reason);
           break;
         }
@@ -416,9 +464,11 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
     if (sb.tokens && step_tokens > 0 && step_tokens >= *sb.tokens)
       step_short = fmt::format("step budget exhausted: tokens {} spent of {}", step_tokens, *sb.tokens);
     else if (sb.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *sb.cost_usd)
-      step_short = fmt::format("step budget exhausted: cost ${:.4f} spent of ${:.4f}", s.rec.cost_usd, *sb.cost_usd);
+      step_short =
+          fmt::format("step budget exhausted: cost ${:.4f} spent of ${:.4f}", s.rec.cost_usd, *sb.cost_usd);
     else if (sb.wall && s.rec.wall_ms >= sb.wall->count())
-      step_short = fmt::format("step budget exhausted: wall {} ms used of {} ms", s.rec.wall_ms, sb.wall->count());
+      step_short =
+          fmt::format("step budget exhausted: wall {} ms used of {} ms", s.rec.wall_ms, sb.wall->count());
     if (step_short) {
       it = ready_.erase(it);
       mark_failed(i, *step_short, true);
@@ -464,7 +514,8 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
     std::string why = step.risk == RiskLevel::Critical
                           ? "the step is declared risk: critical"
                           : fmt::format("executor '{}' rates it critical", step.executor);
-    std::string reason = fmt::format("refused by the risk guard: critical risk ({}); critical steps never run", why);
+    std::string reason =
+        fmt::format("refused by the risk guard: critical risk ({}); critical steps never run", why);
     event("step_refused", step.id, 0, {{"risk", level_name}, {"reason", reason}});
     mark_failed(i, reason, false);
     return Gate::Refused;
@@ -519,8 +570,8 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
   event("approval_requested", step.id, 0,
         {{"risk", level_name}, {"command", req.command}, {"fingerprint", fingerprint}});
   s.rec.status = StepStatus::AwaitingApproval;
-  s.rec.reason = fmt::format("awaiting approval ({} risk): `orch approve {} {}`, then `orch resume {}`", level_name,
-                             run_.id, step.id, run_.id);
+  s.rec.reason = fmt::format("awaiting approval ({} risk): `orch approve {} {}`, then `orch resume {}`",
+                             level_name, run_.id, step.id, run_.id);
   save_step(s);
   report(ProgressEvent::Kind::StepFinished, i, s.rec.reason);
   return Gate::Wait;
@@ -642,9 +693,8 @@ bool Scheduler::prepare_attempt(int i) {
   }
 
   if (auto t = tx(); !t) store_error_ = t.error();
-  if (!store_error_) {
-    if (auto r = store_.insert_attempt(a); !r) store_error_ = r.error();
-  }
+  s.flight().row_unwritten = true;
+  unwritten_attempts_.push_back(i);
   save_step(s);
   event("attempt_started", step.id, number);
   s.in_flight = true;
@@ -697,8 +747,9 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
     // A process that did not run to completion never satisfies a step, whatever
     // its postconditions say.
     std::string why = o.message;
-    if (why.empty()) why = o.ending == AttemptEnding::Signaled ? fmt::format("killed by signal {}", o.signal)
-                                                               : attempt_ending_name(o.ending);
+    if (why.empty())
+      why = o.ending == AttemptEnding::Signaled ? fmt::format("killed by signal {}", o.signal)
+                                                : attempt_ending_name(o.ending);
     AttemptStatus st = o.ending == AttemptEnding::TimedOut  ? AttemptStatus::TimedOut
                        : o.ending == AttemptEnding::Stalled ? AttemptStatus::Stalled
                                                             : AttemptStatus::Failed;
@@ -716,7 +767,8 @@ void Scheduler::run_checks(int i) {
   for (auto& p : s.executor->required_post(*s.step)) post.push_back(std::move(p));
   CheckContext ctx;
   ctx.workspace = run_.workspace;
-  ctx.plan_dir = plan_.source_path.empty() ? fs::path(run_.workspace) : fs::path(plan_.source_path).parent_path();
+  ctx.plan_dir =
+      plan_.source_path.empty() ? fs::path(run_.workspace) : fs::path(plan_.source_path).parent_path();
   ctx.outcome = &*s.flight().outcome;
   while (s.flight().next_check < post.size()) {
     const Postcondition& p = post[s.flight().next_check];
@@ -733,7 +785,9 @@ void Scheduler::run_checks(int i) {
       spec.stdout_path = attempt_file(s, s.flight().attempt.number, suffix + ".stdout");
       spec.stderr_path = attempt_file(s, s.flight().attempt.number, suffix + ".stderr");
       spec.usage_path.clear();  // a check reports no usage
-      spec.env = {{"ORCH_RUN_ID", run_.id}, {"ORCH_STEP_ID", s.step->id}, {"ORCH_RESULT", s.flight().outcome->result}};
+      spec.env = {{"ORCH_RUN_ID", run_.id},
+                  {"ORCH_STEP_ID", s.step->id},
+                  {"ORCH_RESULT", s.flight().outcome->result}};
       spec.secrets = secrets_;
       spec.timeout = p.timeout.value_or(kShellZeroTimeout);
       spec.kill_grace = plan_.defaults.kill_grace;
@@ -748,7 +802,8 @@ void Scheduler::run_checks(int i) {
                                           })
                            : fail(ErrorCode::Internal, "no shell executor registered");
       if (!started) {
-        CheckResult r{PostKind::ShellZero, false, fmt::format("shell_zero '{}': {}", p.cmd, started.error().message)};
+        CheckResult r{PostKind::ShellZero, false,
+                      fmt::format("shell_zero '{}': {}", p.cmd, started.error().message)};
         s.flight().checks.push_back(r);
         finish_attempt(i, AttemptStatus::Failed, r.reason);
         return;
@@ -794,9 +849,13 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   a.duration_ms = o.duration.count();
   if (auto t = tx(); !t && !store_error_) store_error_ = t.error();
   if (!store_error_) {
-    if (auto r = store_.finish_attempt(a); !r) store_error_ = r.error();
+    // One write for an attempt that starts and ends in one transaction.
+    auto r = s.flight().row_unwritten ? store_.insert_attempt(a) : store_.finish_attempt(a);
+    if (!r) store_error_ = r.error();
   }
-  nlohmann::json finished = {{"status", attempt_status_name(status)}, {"reason", reason}, {"exit_code", a.exit_code}};
+  s.flight().row_unwritten = false;
+  nlohmann::json finished = {
+      {"status", attempt_status_name(status)}, {"reason", reason}, {"exit_code", a.exit_code}};
   if (o.transient) finished["transient"] = true;  // a provider's 429/5xx, a dropped connection
   event("attempt_finished", s.step->id, a.number, finished);
 
@@ -843,7 +902,8 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
       event("step_cancelled", s.step->id, a.number, {{"reason", reason}});
       report(ProgressEvent::Kind::StepFinished, i, reason);
       return;
-    default: break;
+    default:
+      break;
   }
 
   // Failed or timed out: retry with the reason, or give up.
@@ -859,16 +919,19 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   s.last_failure_key = key;
   std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
   if (step.budget.tokens && step_tokens > 0 && step_tokens >= *step.budget.tokens) {
-    mark_failed(i, fmt::format("step budget exhausted: tokens {} spent of {}; last failure: {}", step_tokens,
-                               *step.budget.tokens, reason),
+    mark_failed(i,
+                fmt::format("step budget exhausted: tokens {} spent of {}; last failure: {}", step_tokens,
+                            *step.budget.tokens, reason),
                 true);
   } else if (step.budget.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *step.budget.cost_usd) {
-    mark_failed(i, fmt::format("step budget exhausted: cost ${:.4f} of ${:.4f}; last failure: {}", s.rec.cost_usd,
-                               *step.budget.cost_usd, reason),
+    mark_failed(i,
+                fmt::format("step budget exhausted: cost ${:.4f} of ${:.4f}; last failure: {}",
+                            s.rec.cost_usd, *step.budget.cost_usd, reason),
                 true);
   } else if (s.rec.attempts_counted >= max_attempts) {
-    mark_failed(i, max_attempts > 1 ? fmt::format("failed after {} attempts: {}", s.rec.attempts_counted, reason)
-                                    : reason,
+    mark_failed(i,
+                max_attempts > 1 ? fmt::format("failed after {} attempts: {}", s.rec.attempts_counted, reason)
+                                 : reason,
                 step.budget.attempts && *step.budget.attempts == max_attempts && max_attempts > 1);
   } else if (same_twice) {
     mark_failed(i, "same failure twice: " + reason, false);
@@ -881,7 +944,8 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   }
 }
 
-milliseconds Scheduler::transient_backoff(milliseconds base, int failures, std::optional<milliseconds> retry_after) {
+milliseconds Scheduler::transient_backoff(milliseconds base, int failures,
+                                          std::optional<milliseconds> retry_after) {
   // base (at least 1 s), doubled per failure so far, at most 5 minutes, plus up
   // to 25% jitter so that a fan-out rate-limited at once does not come back at once.
   const milliseconds floor = std::max(base, milliseconds(1000));
@@ -996,7 +1060,8 @@ Expected<RunOutcome> Scheduler::finish_run() {
       skip_reason = fmt::format("not started: run aborted ({})", stop_reason_);
       break;
     case StopKind::None:
-    case StopKind::StoreError: break;
+    case StopKind::StoreError:
+      break;
   }
   if (!skip_reason.empty()) {
     for (std::size_t i = 0; i < steps_.size(); ++i) {
@@ -1033,15 +1098,17 @@ Expected<RunOutcome> Scheduler::finish_run() {
       std::string names;
       for (std::size_t k = 0; k < waiting.size() && k < 5; ++k) names += (k ? " " : "") + waiting[k];
       if (waiting.size() > 5) names += " ...";
-      reason = fmt::format("{} step{} awaiting approval: {}; approve with `orch approve {} STEP`, then `orch resume {}`",
-                           waiting.size(), waiting.size() == 1 ? "" : "s", names, run_.id, run_.id);
+      reason = fmt::format(
+          "{} step{} awaiting approval: {}; approve with `orch approve {} STEP`, then `orch resume {}`",
+          waiting.size(), waiting.size() == 1 ? "" : "s", names, run_.id, run_.id);
     } else if (not_done > 0) {
       status = budget_failure_ ? RunStatus::BudgetExhausted : RunStatus::Failed;
       std::string names;
       for (std::size_t k = 0; k < failed.size() && k < 5; ++k) names += (k ? ", " : "") + failed[k];
       if (failed.size() > 5) names += ", ...";
-      reason = failed.empty() ? fmt::format("{} steps not done", not_done)
-                              : fmt::format("{} step{} failed: {}", failed.size(), failed.size() == 1 ? "" : "s", names);
+      reason = failed.empty()
+                   ? fmt::format("{} steps not done", not_done)
+                   : fmt::format("{} step{} failed: {}", failed.size(), failed.size() == 1 ? "" : "s", names);
     }
   }
   run_.status = status;

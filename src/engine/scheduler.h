@@ -50,6 +50,10 @@ struct Flight {
   std::unique_ptr<RunningAttempt> check_running;
   std::string cancel_reason;  // set when orch itself stops the attempt
   std::string pending_render_error;
+  // The attempt's row is not in the ledger yet: it is inserted once, finished,
+  // when the attempt ends in the transaction that started it (a builtin), else
+  // as running when that transaction commits (before any process is spawned).
+  bool row_unwritten = false;
 };
 
 struct StepState {
@@ -77,6 +81,10 @@ struct StepState {
     if (!flight_) flight_ = std::make_unique<Flight>();
     return *flight_;
   }
+  bool has_flight() const { return flight_ != nullptr; }
+  // A settled step's attempt state, freed at the commit that records it (a run of
+  // 100,000 steps would otherwise keep every attempt's spec and record).
+  void release_flight() { flight_.reset(); }
 
  private:
   std::unique_ptr<Flight> flight_;
@@ -93,7 +101,7 @@ class Scheduler {
  public:
   Scheduler(Store& store, const EngineOptions& options);
 
-  Expected<void> prepare_new(const Plan& plan, const std::string& plan_text);
+  Expected<void> prepare_new(Plan plan, const std::string& plan_text);
   Expected<void> prepare_resume(const std::string& run_id, const std::optional<std::string>& replan_path);
   Expected<RunOutcome> run_loop();
 
@@ -102,6 +110,7 @@ class Scheduler {
  private:
   // Setup shared by new runs and resumes.
   Expected<void> load_plan_state(Plan plan);
+  Expected<void> index_plan_state();  // steps_ and index_of_ from plan_
   void index_ready();
   int effective_concurrency() const;
 
@@ -167,7 +176,8 @@ class Scheduler {
   std::deque<Completion> completions_;
   std::map<std::string, std::string> ledger_approvals_;  // step id -> fingerprint approved ("" any)
   std::vector<std::pair<int, ApprovalRequest>> asks_;
-  std::vector<int> dirty_steps_;  // steps whose rec commit() writes
+  std::vector<int> dirty_steps_;         // steps whose rec commit() writes
+  std::vector<int> unwritten_attempts_;  // steps whose attempt row commit() inserts (Flight::row_unwritten)
   std::optional<BudgetGuard> budget_;
   int in_flight_ = 0;
   int retries_waiting_ = 0;
@@ -180,7 +190,8 @@ class Scheduler {
   std::chrono::steady_clock::time_point last_cancel_poll_;
   std::chrono::steady_clock::time_point last_tick_;
   std::chrono::steady_clock::time_point last_run_write_{};
-  std::minstd_rand random_{std::random_device{}()};  // back-off jitter  // the run row, at most every kRunRowInterval
+  std::minstd_rand random_{
+      std::random_device{}()};  // back-off jitter  // the run row, at most every kRunRowInterval
   EventLoop::TimerId wall_timer_ = 0;
   ProgressEvent counts_;  // step counts for progress events, refreshed at most every 100 ms
   std::chrono::steady_clock::time_point counts_at_{};

@@ -128,6 +128,7 @@ const char kUpsertStep[] =
     "wall_ms = excluded.wall_ms, started_at = excluded.started_at, finished_at = excluded.finished_at";
 const char kStepsOfRun[] = "SELECT " ORCH_STEP_COLUMNS " FROM steps WHERE run_id = ?1 ORDER BY idx, step_id";
 const char kCountStepsOfRun[] = "SELECT count(*) FROM steps WHERE run_id = ?1";
+const char kStepStatusCounts[] = "SELECT status, count(*) FROM steps WHERE run_id = ?1 GROUP BY status";
 
 void bind_step(Statement& s, const StepRecord& r) {
   s.bind_text(1, r.run_id);

@@ -8,8 +8,8 @@
 #pragma once
 
 #include "ledger/sqlite_statement.h"
-#include "orch/store.h"
 #include "orch/review_store.h"
+#include "orch/store.h"
 #include "orch/trace_store.h"
 
 namespace orch::rows {
@@ -33,8 +33,9 @@ PlanVersion read_plan(const Statement& row);
 
 // steps: ?1..?17 in the order of StepRecord; insert or replace every column but the key.
 extern const char kUpsertStep[];
-extern const char kStepsOfRun[];       // ?1 = run_id, by idx
-extern const char kCountStepsOfRun[];  // ?1 = run_id, by idx
+extern const char kStepsOfRun[];        // ?1 = run_id, by idx
+extern const char kCountStepsOfRun[];   // ?1 = run_id, by idx
+extern const char kStepStatusCounts[];  // ?1 = run_id: (status, count) rows
 void bind_step(Statement& statement, const StepRecord& step);
 StepRecord read_step(const Statement& row);
 

@@ -2,9 +2,24 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+
 namespace orch {
 
+namespace {
+
+// Process-wide settings, before SQLite initialises itself. Memory statistics
+// (which orch never reads) take a global mutex on every allocation. It is only
+// a cost: if something initialised SQLite earlier, the call fails and changes nothing.
+void configure_sqlite_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
+}
+
+}  // namespace
+
 Expected<SqliteDb> SqliteDb::open(const std::filesystem::path& path) {
+  configure_sqlite_once();
   sqlite3* raw = nullptr;
   // NOMUTEX: a connection belongs to one Store, used from one thread at a time.
   // EXRESCODE: every call returns extended result codes (SQLITE_CONSTRAINT_TRIGGER,

@@ -229,6 +229,19 @@ Expected<std::vector<StepRecord>> SqliteStore::steps(const std::string& run_id) 
                  static_cast<std::size_t>(std::max<std::int64_t>(count.value_or(0), 0)));
 }
 
+Expected<std::map<StepStatus, int>> SqliteStore::step_status_counts(const std::string& run_id) {
+  Statement& counts_sql = *ORCH_TRY(prepared(sql_.step_status_counts, rows::kStepStatusCounts));
+  counts_sql.bind_text(1, run_id);
+  auto read = [](const Statement& row) {
+    return std::pair{parse_step_status(row.column_text(0)), static_cast<int>(row.column_int(1))};
+  };
+  std::map<StepStatus, int> counts;
+  for (const auto& [status, n] : ORCH_TRY(
+           collect(counts_sql, read, [&] { return fmt::format("counting the steps of run '{}'", run_id); })))
+    if (status) counts[*status] = n;  // the schema's CHECK admits only known names
+  return counts;
+}
+
 Expected<std::vector<AttemptRecord>> SqliteStore::attempts(const std::string& run_id,
                                                            const std::string& step_id) {
   Statement& attempts_of_run_sql = *ORCH_TRY(prepared(sql_.attempts_of_run, rows::kAttemptsOfRun));

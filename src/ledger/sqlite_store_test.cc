@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 
 #include "ledger/ledger_test_support.h"
@@ -136,6 +137,26 @@ TEST(SqliteStore, StepsRoundTripUpsertAndComeByIndex) {
   ASSERT_EQ(steps->size(), 2u);
   expect_same((*steps)[1], changed);
   EXPECT_TRUE(f.store->steps("nope")->empty());
+}
+
+// The query's counts agree with counting what steps() returns (the Store default).
+TEST(SqliteStore, StepStatusCountsAgreeWithTheSteps) {
+  Fixture f;
+  StepRecord c = lt::sample_step("r1", "c", 2);
+  c.status = StepStatus::Failed;
+  ASSERT_TRUE(f.store->upsert_step(c));
+  ASSERT_TRUE(f.store->insert_run(lt::sample_run("r2")));
+  ASSERT_TRUE(f.store->upsert_step(lt::sample_step("r2", "x", 0)));
+  auto counts = f.store->step_status_counts("r1");
+  ASSERT_TRUE(counts) << counts.error().message;
+  std::map<StepStatus, int> expected;
+  for (const auto& s : *f.store->steps("r1")) ++expected[s.status];
+  EXPECT_EQ(*counts, expected);
+  EXPECT_EQ((*counts)[StepStatus::Failed], 1);
+  int total = 0;
+  for (const auto& [status, n] : *counts) total += n;
+  EXPECT_EQ(total, 3) << "another run's steps were counted";
+  EXPECT_TRUE(f.store->step_status_counts("nope")->empty());
 }
 
 TEST(SqliteStore, AttemptsRoundTripEveryFieldIncludingBinaryOutput) {
