@@ -630,8 +630,10 @@ TEST_F(EngineTest, ABuiltinChainIsSettledInFewTransactions) {
   EXPECT_EQ(out->status, RunStatus::Succeeded) << out->reason;
   EXPECT_EQ(step(out->run_id, fmt::format("c{}", kSteps - 1)).result, std::string(kSteps, 'x'));
   EXPECT_EQ(counting.attempts_inserted, kSteps);
-  // A builtin attempt starts and ends in one transaction: its row is written once, finished.
-  EXPECT_EQ(counting.attempts_finished, 0);
+  // A builtin attempt that starts and ends in one transaction is written once, finished;
+  // only one still in flight when a batch hits its time limit is inserted running at
+  // that commit and finished by an update later (at most one per commit in a chain).
+  EXPECT_LE(counting.attempts_finished, counting.commits);
   EXPECT_LT(counting.commits, kSteps / 10) << "one commit per builtin step: the turn did not batch them";
   // prepare_new writes every row once; after that, at most one write per step per commit.
   EXPECT_LE(counting.step_writes, kSteps + kSteps + counting.commits);
