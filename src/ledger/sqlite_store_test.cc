@@ -150,7 +150,9 @@ TEST(SqliteStore, StepStatusCountsAgreeWithTheSteps) {
   auto counts = f.store->step_status_counts("r1");
   ASSERT_TRUE(counts) << counts.error().message;
   std::map<StepStatus, int> expected;
-  for (const auto& s : *f.store->steps("r1")) ++expected[s.status];
+  auto steps = f.store->steps("r1");
+  ASSERT_TRUE(steps);
+  for (const auto& s : *steps) ++expected[s.status];
   EXPECT_EQ(*counts, expected);
   EXPECT_EQ((*counts)[StepStatus::Failed], 1);
   int total = 0;
