@@ -36,6 +36,16 @@ struct RunArgs {
   bool approve_medium = false;
 };
 
+// The files the non-shell executors are configured by (run and resume alike).
+void add_executor_flags(CLI::App* sub, RunArgs& args) {
+  sub->add_option("--models", args.models,
+                  "models file for llm steps (default: .orch/models.yaml if present)");
+  sub->add_option("--registry", args.registry,
+                  "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
+  sub->add_option("--workers", args.workers,
+                  "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+}
+
 void add_approval_flags(CLI::App* sub, RunArgs& args) {
   sub->add_option(
       "--approve", args.approve,
@@ -101,12 +111,7 @@ Command add_run(CLI::App& app) {
   sub->add_option("--workspace", args->workspace, "folder steps run in (default: .)");
   sub->add_flag("--json", args->json,
                 "print the run report (schemas/run-report.schema.json) instead of progress");
-  sub->add_option("--models", args->models,
-                  "models file for llm steps (default: .orch/models.yaml if present)");
-  sub->add_option("--registry", args->registry,
-                  "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
-  sub->add_option("--workers", args->workers,
-                  "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+  add_executor_flags(sub, *args);
   add_approval_flags(sub, *args);
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);
@@ -151,12 +156,7 @@ Command add_resume(CLI::App& app) {
   sub->add_flag("--keep-going", args->keep_going, "on a failed step, go on with independent branches");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report instead of progress");
-  sub->add_option("--models", args->models,
-                  "models file for llm steps (default: .orch/models.yaml if present)");
-  sub->add_option("--registry", args->registry,
-                  "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
-  sub->add_option("--workers", args->workers,
-                  "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+  add_executor_flags(sub, *args);
   add_approval_flags(sub, *args);
   return [args]() -> int {
     auto store = open_store(args->store, true);
