@@ -134,6 +134,14 @@ class Executor {
   // spawn processes, call services or touch files keep the default: they start
   // only after the attempt is durable.
   virtual bool in_process() const { return false; }
+  // May begin, in the background, the set-up the executor's first attempt would
+  // otherwise pay for (the llm executor loads libcurl on a second thread while
+  // the engine creates the ledger). Called before a run's first ledger write for
+  // each executor its plan uses, possibly more than once: later calls do nothing.
+  // Never blocks and never fails: a warm-up that cannot start leaves the work to
+  // the first attempt, which reports any error itself. Work begun here is joined
+  // when the executor is destroyed.
+  virtual void warm_up() {}
   // Starts an attempt; `done` is called exactly once from within `loop`.
   virtual Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                           DoneCallback done) = 0;
@@ -147,6 +155,8 @@ class ExecutorRegistry {
   Executor* find(const std::string& name) const;
   bool known(const std::string& name) const { return find(name) != nullptr; }
   std::vector<std::string> names() const;
+  // warm_up() on each executor the plan's steps use, once each.
+  void warm_up(const Plan& plan) const;
 
   // shell, builtin:echo, builtin:json.
   static ExecutorRegistry with_builtins();

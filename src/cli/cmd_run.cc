@@ -54,7 +54,8 @@ void add_approval_flags(CLI::App* sub, RunArgs& args) {
 }
 
 // Drives `start` (a new run or a resume) with progress output and prints the result.
-int drive(const RunArgs& args, Store& store, const std::function<Expected<RunOutcome>(Engine&)>& start) {
+int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> executors,
+          const std::function<Expected<RunOutcome>(Engine&)>& start) {
   ProgressPrinter::Mode mode = args.json         ? ProgressPrinter::Mode::Quiet
                                : stderr_is_tty() ? ProgressPrinter::Mode::Live
                                                  : ProgressPrinter::Mode::Lines;
@@ -72,9 +73,7 @@ int drive(const RunArgs& args, Store& store, const std::function<Expected<RunOut
     if (!args.json)
       std::fprintf(stderr, "orch: run %s (store %s)\n", id.c_str(), store.folder().string().c_str());
   };
-  auto executors = cli_executors(args.models, args.registry, args.workers);
-  if (!executors) return report_error(executors.error());
-  options.executors = *executors;
+  options.executors = std::move(executors);
   Engine engine(store, options);
   auto outcome = start(engine);
   progress.finish();
@@ -125,7 +124,7 @@ Command add_run(CLI::App& app) {
           args->request, args->planner, *executors, args->workspace,
           [&store]() -> Expected<Store*> { return store->get(); }, false);
       if (!planned) return report_error(planned.error());
-      return drive(*args, **store, [&planned](Engine& engine) {
+      return drive(*args, **store, *executors, [&planned](Engine& engine) {
         return engine.run(std::move(planned->plan), planned->text);
       });
     }
@@ -137,9 +136,10 @@ Command add_run(CLI::App& app) {
                    in.problems.size(), in.problems.size() == 1 ? "" : "s");
       return kExitInvalid;
     }
+    (*executors)->warm_up(in.plan);  // before the ledger is opened (or created)
     auto store = open_store(args->store, false);
     if (!store) return report_error(store.error());
-    return drive(*args, **store, [&in](Engine& engine) { return engine.run(std::move(in.plan), in.text); });
+    return drive(*args, **store, *executors, [&in](Engine& engine) { return engine.run(std::move(in.plan), in.text); });
   };
 }
 
@@ -159,11 +159,13 @@ Command add_resume(CLI::App& app) {
   add_executor_flags(sub, *args);
   add_approval_flags(sub, *args);
   return [args]() -> int {
+    auto executors = cli_executors(args->models, args->registry, args->workers);
+    if (!executors) return report_error(executors.error());
     auto store = open_store(args->store, true);
     if (!store) return report_error(store.error());
     std::optional<std::string> replan;
     if (!args->replan.empty()) replan = args->replan;
-    return drive(*args, **store, [&](Engine& engine) { return engine.resume(args->run_id, replan); });
+    return drive(*args, **store, *executors, [&](Engine& engine) { return engine.resume(args->run_id, replan); });
   };
 }
 

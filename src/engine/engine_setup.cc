@@ -114,6 +114,7 @@ void Scheduler::index_ready() {
 }
 
 Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
+  executors_->warm_up(plan);
   std::error_code ec;
   fs::path workspace = fs::canonical(options_.workspace, ec);
   if (ec)
@@ -190,6 +191,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   if (Diagnostics problems = validating.get(); !problems.empty())
     return fail(ErrorCode::InvalidInput, diagnostics_text(problems));
   ORCH_TRY(state);
+  executors_->warm_up(plan_);
 
   RunStatus previous = run_.status;
   run_.status = RunStatus::Running;

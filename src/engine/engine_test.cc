@@ -769,5 +769,69 @@ TEST_F(EngineTest, ReportIsBuiltFromTheLedger) {
   EXPECT_NE(table.find("exit_zero"), std::string::npos) << table;
 }
 
+// Counts warm_up() calls and checks that each came before the executor's first
+// attempt; attempts succeed at once with the result "ok".
+class WarmCounting final : public Executor {
+ public:
+  int warm_ups = 0;
+  int starts = 0;
+  int starts_before_warm_up = 0;
+  void warm_up() override { ++warm_ups; }
+  bool in_process() const override { return true; }
+  Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec&, EventLoop& loop, DoneCallback done) override {
+    if (warm_ups == 0) ++starts_before_warm_up;
+    ++starts;
+    loop.defer([done = std::move(done)] {
+      AttemptOutcome o;
+      o.ending = AttemptEnding::Exited;
+      o.exit_code = 0;
+      o.result = "ok";
+      done(std::move(o));
+    });
+    return nullptr;
+  }
+};
+
+TEST_F(EngineTest, EachExecutorThePlanUsesIsWarmedUpOnceBeforeItsFirstAttempt) {
+  const std::string yaml = R"(name: warm
+steps:
+  - {id: a, executor: "count:x"}
+  - {id: b, executor: "count:y", deps: [a]}
+  - {id: c, sh: "exit 1", deps: [b]}
+)";
+  auto used = std::make_shared<WarmCounting>();
+  auto unused = std::make_shared<WarmCounting>();
+  auto registry = [&](const std::shared_ptr<WarmCounting>& counting) {
+    auto r = std::make_shared<ExecutorRegistry>(ExecutorRegistry::with_builtins());
+    r->add("count:", counting);
+    r->add("idle", unused);
+    return r;
+  };
+  LoadResult loaded = parse_plan(yaml, (dir_ / "plan.yaml").string());
+  ASSERT_TRUE(loaded.diagnostics.empty()) << loaded.diagnostics.front().to_string();
+  EngineOptions options;
+  options.workspace = ws();
+  options.executors = registry(used);
+  Engine engine(*store_, options);
+  auto out = engine.run(loaded.plan, yaml);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->status, RunStatus::Failed);
+  EXPECT_EQ(used->warm_ups, 1);  // count:x and count:y are one executor
+  EXPECT_EQ(used->starts, 2);
+  EXPECT_EQ(used->starts_before_warm_up, 0);
+  EXPECT_EQ(unused->warm_ups, 0);
+
+  // A resume warms up the executors of the stored plan again (a new process).
+  auto again = std::make_shared<WarmCounting>();
+  EngineOptions resume_options;
+  resume_options.executors = registry(again);
+  Engine resumed(*store_, resume_options);
+  auto second = resumed.resume(out->run_id, std::nullopt);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(again->warm_ups, 1);
+  EXPECT_EQ(again->starts, 0);  // a and b are done; only c re-runs
+  EXPECT_EQ(unused->warm_ups, 0);
+}
+
 }  // namespace
 }  // namespace orch

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <system_error>
 #include <nlohmann/json.hpp>
 
+#include "exec/curl_api.h"
 #include "exec/output_sink.h"
 #include "util/json_schema.h"
 #include "util/json_text.h"
@@ -163,6 +165,15 @@ SpendEstimate LlmExecutor::estimate(const Step& step) const {
   e.tokens = model->max_tokens + in;
   e.cost_usd = (static_cast<double>(in) * model->price_in + model->max_tokens * model->price_out) / 1e6;
   return e;
+}
+
+void LlmExecutor::warm_up() {
+  if (warming_.valid() || client_) return;
+  try {
+    warming_ = std::async(std::launch::async, [] { (void)load_curl(); });
+  } catch (const std::system_error&) {
+    // No thread to spare: the first call loads libcurl itself.
+  }
 }
 
 Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& spec, EventLoop& loop,

@@ -1,3 +1,4 @@
+#include <set>
 #include <utility>
 
 #include "orch/executor.h"
@@ -67,6 +68,12 @@ Executor* ExecutorRegistry::find(const std::string& name) const {
     if (auto it = executors_.find(name.substr(0, colon + 1)); it != executors_.end()) return it->second.get();
   }
   return nullptr;
+}
+
+void ExecutorRegistry::warm_up(const Plan& plan) const {
+  std::set<Executor*> seen;
+  for (const auto& step : plan.steps)
+    if (Executor* e = find(step.executor); e != nullptr && seen.insert(e).second) e->warm_up();
 }
 
 std::vector<std::string> ExecutorRegistry::names() const {

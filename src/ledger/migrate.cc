@@ -1,6 +1,13 @@
 #include "ledger/migrate.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 
 #include "ledger/schema.h"
 #include "ledger/sqlite_statement.h"
@@ -107,6 +114,67 @@ Expected<void> migrate_to_current(SqliteDb& db, std::int64_t now_ms) {
     return migrated;
   }
   return db.exec("COMMIT", "committing the schema migration");
+}
+
+namespace {
+
+Error io_error(const std::filesystem::path& path, const std::string& what, int err) {
+  return Error{ErrorCode::Io, fmt::format("{}: {}: {}", path.string(), what, std::strerror(err))};
+}
+
+// fdatasync (or fsync, for a folder) of the file at `path`.
+Expected<void> sync_path(const std::filesystem::path& path, bool folder) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+  if (fd < 0) return std::unexpected(io_error(path, "opening to sync", errno));
+  const int rc = folder ? ::fsync(fd) : ::fdatasync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return std::unexpected(io_error(path, "syncing", err));
+  return {};
+}
+
+// Builds the current schema into the new file `temp`: nothing in this file is
+// anyone's until the rename, so it needs no journal on disk and no fsync of its
+// own (create_ledger_file syncs it once, whole).
+Expected<void> build_ledger(const std::filesystem::path& temp, std::int64_t now_ms) {
+  auto db = ORCH_TRY(SqliteDb::open(temp));
+  ORCH_TRY(db.exec("PRAGMA journal_mode = MEMORY", "building a new ledger"));
+  ORCH_TRY(db.exec("PRAGMA synchronous = OFF", "building a new ledger"));
+  ORCH_TRY(migrate_to_current(db, now_ms));
+  // Marks the file as WAL in its header; the WAL itself is created by the first
+  // writer of the renamed file.
+  auto mode = ORCH_TRY(db.query_text("PRAGMA journal_mode = WAL", "switching a new ledger to WAL mode"));
+  if (mode != "wal")
+    return fail(ErrorCode::Store,
+                fmt::format("{}: could not switch to WAL mode (journal_mode is '{}'); orch needs a local "
+                            "filesystem with shared-memory support for its ledger",
+                            temp.string(), mode));
+  return {};
+}
+
+}  // namespace
+
+Expected<LedgerCreation> create_ledger_file(const std::filesystem::path& path, std::int64_t now_ms) {
+  static std::atomic<int> counter{0};
+  const std::filesystem::path temp = fmt::format("{}.new-{}-{}", path.string(), getpid(), counter++);
+  auto remove_temp = [&temp] {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((temp.string() + suffix).c_str());
+  };
+  auto built = build_ledger(temp, now_ms);  // closes the file before it is synced and renamed
+  if (built) built = sync_path(temp, false);
+  if (!built) {
+    remove_temp();
+    return std::unexpected(built.error());
+  }
+  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0) {
+    const int err = errno;
+    remove_temp();
+    if (err == EEXIST) return LedgerCreation::Exists;
+    if (err == EINVAL || err == ENOSYS) return LedgerCreation::Unsupported;
+    return std::unexpected(io_error(path, "moving the new ledger into place", err));
+  }
+  ORCH_TRY(sync_path(path.parent_path(), true));
+  return LedgerCreation::Created;
 }
 
 }  // namespace orch

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 
 #include "ledger/sqlite_db.h"
 #include "orch/error.h"
@@ -19,6 +20,20 @@ namespace orch {
 // error if the file is not one this orch can use. Reads only; takes no write lock,
 // so it never waits for a writer.
 Expected<int> ledger_schema_version(SqliteDb& db);
+
+// Creates a new ledger at `path` (which must not exist) atomically: the schema is
+// built in a temporary file next to it (`<path>.new-<pid>-<n>`) with no journal
+// on disk and no fsync, the file is switched to WAL mode, synced once, and then
+// renamed into place without replacing anything, and the folder is synced. So a
+// ledger file either does not exist or holds the whole current schema, and a new
+// ledger costs two fsyncs instead of the six of creating it in place (the
+// rollback journal of the switch to WAL, then the WAL's first commit).
+//   Created:     the file at `path` is this process's new ledger;
+//   Exists:      another process created `path` first (this one's file is gone);
+//   Unsupported: the filesystem cannot rename without replacing; nothing was
+//                left behind, and the caller creates the ledger in place.
+enum class LedgerCreation { Created, Exists, Unsupported };
+Expected<LedgerCreation> create_ledger_file(const std::filesystem::path& path, std::int64_t now_ms);
 
 // Applies every migration newer than the file's version, in order, in one
 // BEGIN IMMEDIATE transaction, and records each in schema_version. Safe when

@@ -85,6 +85,54 @@ TEST(LedgerFile, AnEmptyFileBecomesALedger) {
   EXPECT_TRUE((*store)->insert_run(lt::sample_run("r1")));
 }
 
+// Everything SQLite records about a ledger's schema, in one string.
+std::string schema_of(const std::filesystem::path& path) {
+  lt::RawDb raw(path);
+  return raw.query(
+      "SELECT group_concat(type || ' ' || name || ' ' || tbl_name || ': ' || coalesce(sql, ''), char(10))"
+      " FROM (SELECT * FROM sqlite_schema ORDER BY type, name)") +
+         " application_id=" + raw.query("PRAGMA application_id") +
+         " journal_mode=" + raw.query("PRAGMA journal_mode") + " versions=" +
+         raw.query("SELECT group_concat(version || ':' || description, ',') FROM schema_version") +
+         " integrity=" + raw.query("PRAGMA integrity_check");
+}
+
+// A new ledger is built under a temporary name and renamed into place: it has
+// exactly the schema the migrations give a ledger created in place, and no
+// temporary file is left behind.
+TEST(LedgerFile, ANewLedgerAppearsWholeWithTheSchemaTheMigrationsGive) {
+  testing::TempDir dir;
+  const auto fresh = dir / "fresh.db";
+  const auto in_place = dir / "in-place.db";
+  write_file(in_place, "");  // an empty file is created in place, by the migrations
+  ASSERT_TRUE(open_sqlite_store(fresh));
+  ASSERT_TRUE(open_sqlite_store(in_place));
+  const std::string schema = schema_of(fresh);
+  EXPECT_NE(schema.find("table traces traces"), std::string::npos) << schema;
+  EXPECT_NE(schema.find("journal_mode=wal"), std::string::npos) << schema;
+  EXPECT_NE(schema.find("integrity=ok"), std::string::npos) << schema;
+  EXPECT_EQ(schema, schema_of(in_place));
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(entry.path().filename().string().find(".new-"), std::string::npos) << entry.path();
+  auto store = open_sqlite_store(fresh);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_TRUE((*store)->insert_run(lt::sample_run("r1")));
+}
+
+// Creating over an existing file never replaces it: the caller opens that one.
+TEST(LedgerFile, CreatingALedgerThatAppearedMeanwhileLeavesItAlone) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  write_file(path, "someone else's");
+  auto created = create_ledger_file(path, 1);
+  ASSERT_TRUE(created) << created.error().message;
+  EXPECT_EQ(*created, LedgerCreation::Exists);
+  EXPECT_EQ(read_file(path), "someone else's");
+  int files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++files;
+  EXPECT_EQ(files, 1) << "the temporary ledger was left behind";
+}
+
 TEST(LedgerFile, AFolderInTheWayIsAnError) {
   testing::TempDir dir;
   write_file(dir / "file", "x");

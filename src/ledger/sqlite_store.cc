@@ -74,6 +74,12 @@ Expected<std::unique_ptr<SqliteStore>> SqliteStore::open(const fs::path& db_path
     return fail(ErrorCode::Io,
                 fmt::format("{}: creating the ledger folder: {}", path.parent_path().string(), ec.message()));
   }
+  // A ledger that does not exist yet is built whole under a temporary name and
+  // renamed into place. An empty file (touched, or left by an orch older than
+  // this) is created in place below, as on a filesystem that cannot rename
+  // without replacing.
+  if (fs::symlink_status(path, ec).type() == fs::file_type::not_found)
+    ORCH_TRY(create_ledger_file(path, now_ms()));
   auto db = ORCH_TRY(SqliteDb::open(path));
   set_busy_timeout(db);
   // Decide what the file is before changing anything in it (even the journal mode).
