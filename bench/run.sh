@@ -17,7 +17,9 @@
 #   4. 200 `llm` steps (smoke: 48) against a local OpenAI-compatible server
 #      (bench/llm_server.py: asyncio, real HTTP on 127.0.0.1) answering each call
 #      after 20 ms, -j 16 and a provider concurrency of 16: the wall time of
-#      `orch run` (with a fresh store) against the ideal ceil(steps/16) x 20 ms.
+#      `orch run` (with a fresh store) against the ideal ceil(steps/16) x 20 ms,
+#      and against the baseline: the same requests sent by the curl command-line
+#      tool (`curl --parallel --parallel-max 16`) in the same invocation.
 #   5. `orch task log` (issue 4): 31 traces (smoke: 5) are planned, then one
 #      `orch task log TRACE --state EXECUTE` per trace is timed, interleaved with
 #      `python3 -c pass` as the baseline; the medians, in ms.
@@ -348,6 +350,37 @@ with open(path, "w") as f:
     for i in range(steps):
         f.write('  - {id: s%d, executor: llm, inputs: {prompt: "say ok (%d)"}}\n' % (i, i))
 PLAN
+    # The baseline, in the same invocation: the same requests sent by the curl
+    # command-line tool (libcurl's multi interface, as orch uses it) at the same
+    # concurrency, with no ledger, plan or process start-up per call. It shows
+    # what this machine and server allow; the target stays against the ideal.
+    python3 - "$work/curl.cfg" "$llm_steps" "$(cat "$work/llm.port")" <<'CURLCFG'
+import json, sys
+path, steps, port = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with open(path, "w") as f:
+    for i in range(steps):
+        body = {"model": "bench", "max_tokens": 16,
+                "messages": [{"role": "user", "content": "say ok (%d)" % i}]}
+        f.write('url = "http://127.0.0.1:%s/v1/chat/completions"\n' % port)
+        f.write('header = "Authorization: Bearer bench-key"\n')
+        f.write('header = "Content-Type: application/json"\n')
+        f.write("data = %s\n" % json.dumps(json.dumps(body)))
+        f.write('output = "/dev/null"\nnext\n')
+CURLCFG
+    curl_secs=""
+    if have curl; then
+      printf -v curl_cmd 'curl -s --fail --parallel --parallel-immediate --parallel-max %d -K %s' "$llm_jobs" \
+        "$(q "$work/curl.cfg")"
+      if curl_secs=$(measure curl-llm "" "$curl_cmd"); then
+        ideal=$(calc "int(($llm_steps + $llm_jobs - 1) / $llm_jobs) * $llm_delay_ms / 1000")
+        note "$(printf '%-28s %9.3f s   ideal %.3f s   %sx   (baseline)' "curl --parallel ($llm_steps, $llm_jobs)" \
+          "$curl_secs" "$ideal" "$(calc "$curl_secs / $ideal" "%.2f")")"
+      else
+        note "curl baseline: FAILED (see $work/curl-llm.out)"; failures=$((failures + 1)); curl_secs=""
+      fi
+    else
+      note "curl baseline: skipped (no curl command; scripts/install-deps.sh installs it)"
+    fi
     printf -v llm_prep 'rm -rf %s' "$(q "$work/llm-store")"
     printf -v llm_cmd '%s run %s -j %d --store %s --workspace %s --models %s' "$(q "$orch")" "$(q "$work/llm.yaml")" \
       "$llm_jobs" "$(q "$work/llm-store/orch.db")" "$(q "$work")" "$(q "$work/models.yaml")"
@@ -356,6 +389,9 @@ PLAN
       ratio=$(calc "$secs / $ideal" "%.2f")
       note "$(printf '%-28s %9.3f s   ideal %.3f s   %sx   target <= %sx   %s' "orch llm ($llm_steps, -j $llm_jobs)" \
         "$secs" "$ideal" "$ratio" "$target_llm_ratio" "$(judge "$ratio" "<=" "$target_llm_ratio")")"
+      if [[ -n "$curl_secs" ]]; then
+        note "$(printf '%-28s %9s     %sx the curl baseline' "" "" "$(calc "$secs / $curl_secs" "%.2f")")"
+      fi
     else
       note "orch llm steps: FAILED (see $work/orch-llm.out)"; failures=$((failures + 1))
     fi

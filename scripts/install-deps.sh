@@ -15,8 +15,8 @@ packages=(
   libgtest-dev libgmock-dev sqlite3 python3
   # fuzzing: libstdc++ 12's <expected> needs a compiler newer than clang 14
   clang-16 libclang-rt-16-dev
-  # benchmarks (`time` is /usr/bin/time, for peak RSS)
-  hyperfine time
+  # benchmarks (`time` is /usr/bin/time, for peak RSS; curl is the llm baseline)
+  hyperfine time curl
 )
 
 # One dpkg-query for all packages; a package dpkg has never heard of prints

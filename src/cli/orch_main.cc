@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "orch/engine.h"
@@ -30,35 +31,57 @@ docs/routing.md, docs/memory.md, docs/review.md)";
 int orch_main(int argc, char** argv) {
   // A closed stdout (orch status | head) must not kill orch mid-transaction.
   std::signal(SIGPIPE, SIG_IGN);
-  CLI::App app{"orch — a durable, verifiable orchestrator for AI-agent and tool workflows.\n"
-               "Runs a plan of steps through a ledger, checks every step against its postconditions,\n"
-               "retries with the reason it failed, enforces budgets, and resumes after a crash.",
-               "orch"};
+  CLI::App app{
+      "orch — a durable, verifiable orchestrator for AI-agent and tool workflows.\n"
+      "Runs a plan of steps through a ledger, checks every step against its postconditions,\n"
+      "retries with the reason it failed, enforces budgets, and resumes after a crash.",
+      "orch"};
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("orch ") + ORCH_VERSION);
   app.require_subcommand(1);
   std::map<CLI::App*, cli::Command> commands;
-  auto add = [&](cli::Command (*fn)(CLI::App&)) {
+  // Returns whether the subcommand `fn` added is called `name`.
+  auto add = [&](std::string_view name, cli::Command (*fn)(CLI::App&)) {
     std::size_t before = app.get_subcommands({}).size();
     cli::Command c = fn(app);
-    commands[app.get_subcommands({})[before]] = std::move(c);
+    CLI::App* sub = app.get_subcommands({})[before];
+    commands[sub] = std::move(c);
+    return sub->get_name() == name;
   };
-  add(cli::add_validate);
-  add(cli::add_run);
-  add(cli::add_resume);
-  add(cli::add_status);
-  add(cli::add_runs);
-  add(cli::add_logs);
-  add(cli::add_cancel);
-  add(cli::add_plan);
-  add(cli::add_approve);
-  add(cli::add_chain);
-  add(cli::add_task);
-  add(cli::add_route);
-  add(cli::add_budget_check);
-  add(cli::add_similarity);
-  add(cli::add_memory);
-  add(cli::add_review);
+  struct Entry {
+    std::string_view name;
+    cli::Command (*fn)(CLI::App&);
+  };
+  static constexpr Entry kCommands[] = {
+      {"validate", cli::add_validate},
+      {"run", cli::add_run},
+      {"resume", cli::add_resume},
+      {"status", cli::add_status},
+      {"runs", cli::add_runs},
+      {"logs", cli::add_logs},
+      {"cancel", cli::add_cancel},
+      {"plan", cli::add_plan},
+      {"approve", cli::add_approve},
+      {"chain", cli::add_chain},
+      {"task", cli::add_task},
+      {"route", cli::add_route},
+      {"budget-check", cli::add_budget_check},
+      {"similarity", cli::add_similarity},
+      {"memory", cli::add_memory},
+      {"review", cli::add_review},
+  };
+  // Building every subcommand's options costs more than a millisecond, which short
+  // commands (`orch task log`) feel: when the first argument names a subcommand,
+  // only that one is built. Anything else (`orch`, `orch --help`, a typo) builds
+  // them all, so help and errors list every command.
+  const Entry* only = nullptr;
+  if (argc > 1)
+    for (const Entry& e : kCommands)
+      if (e.name == argv[1]) only = &e;
+  if (only == nullptr || !add(only->name, only->fn)) {
+    for (const Entry& e : kCommands)
+      if (&e != only) add(e.name, e.fn);
+  }
   for (auto& [sub, _] : commands) sub->footer(kFooter);
   try {
     app.parse(argc, argv);

@@ -374,40 +374,12 @@ Expected<PlannedTask> plan_task(TaskEnv& env, const std::string& request, const 
   return planned;
 }
 
-Expected<Trace> log_task(TaskEnv& env, const std::string& trace_ref, TaskState state, const std::string& note,
-                         const VerifyOptions& verify, bool* interrupted) {
-  if (interrupted) *interrupted = false;
-  Trace found = ORCH_TRY(find_task(env, trace_ref));
-  std::optional<VerifyRecord> verdict;
-  std::string verify_run;
-  if (state == TaskState::Verify) {
-    // Refuse an illegal VERIFY before running any command; checked again under
-    // the lock below, since the trace may move while the commands run.
-    ORCH_TRY(check_enter(found, state));
-    VerifyOptions options = verify;
-    options.workspace = found.workspace;
-    if (!options.executors) options.executors = env.executors;
-    options.handle_signals = env.handle_signals;
-    auto ran = ORCH_TRY(run_verifier(*env.store, found, options));
-    if (ran.interrupted) {
-      if (interrupted) *interrupted = true;
-      return found;
-    }
-    verdict = std::move(ran.record);
-    verify_run = ran.run_id;
-  } else if (!verify.attest.empty() || !verify.refute.empty() || verify.attest_all) {
-    return fail(ErrorCode::InvalidInput, "--attest and --refute apply to --state VERIFY only");
-  }
+namespace {
 
-  return record_state(env, found.id, state, note, verdict ? &*verdict : nullptr, verify_run);
-}
-
-Expected<Trace> record_state(TaskEnv& env, const std::string& trace_id, TaskState state,
-                             const std::string& note, const VerifyRecord* verdict,
-                             const std::string& verdict_run) {
-  Transaction tx(*env.traces);
-  ORCH_TRY(tx.begin());
-  Trace trace = ORCH_TRY(locked_trace(env, trace_id));
+// Enters `state` on `trace`, read under the write lock of the open `tx`: the
+// transition, its events and the trace row in one commit, then the export.
+Expected<Trace> enter_locked(TaskEnv& env, Transaction& tx, Trace trace, TaskState state, const std::string& note,
+                             const VerifyRecord* verdict, const std::string& verdict_run) {
   ORCH_TRY(check_enter(trace, state));
   const std::int64_t now = env.now_ms();
   const bool retry = trace.state() == TaskState::Verify && state == TaskState::Execute;
@@ -426,6 +398,46 @@ Expected<Trace> record_state(TaskEnv& env, const std::string& trace_id, TaskStat
   ORCH_TRY(tx.commit());
   ORCH_TRY(export_trace(trace));
   return trace;
+}
+
+}  // namespace
+
+Expected<Trace> log_task(TaskEnv& env, const std::string& trace_ref, TaskState state, const std::string& note,
+                         const VerifyOptions& verify, bool* interrupted) {
+  if (interrupted) *interrupted = false;
+  if (state != TaskState::Verify) {
+    // No command to run: the trace is looked up, checked and moved under one
+    // write lock, read and parsed once.
+    Transaction tx(*env.traces);
+    ORCH_TRY(tx.begin());
+    Trace found = ORCH_TRY(find_task(env, trace_ref));
+    if (!verify.attest.empty() || !verify.refute.empty() || verify.attest_all)
+      return fail(ErrorCode::InvalidInput, "--attest and --refute apply to --state VERIFY only");
+    return enter_locked(env, tx, std::move(found), state, note, nullptr, "");
+  }
+  Trace found = ORCH_TRY(find_task(env, trace_ref));
+  // Refuse an illegal VERIFY before running any command; checked again under
+  // the lock by record_state, since the trace may move while the commands run.
+  ORCH_TRY(check_enter(found, state));
+  VerifyOptions options = verify;
+  options.workspace = found.workspace;
+  if (!options.executors) options.executors = env.executors;
+  options.handle_signals = env.handle_signals;
+  auto ran = ORCH_TRY(run_verifier(*env.store, found, options));
+  if (ran.interrupted) {
+    if (interrupted) *interrupted = true;
+    return found;
+  }
+  return record_state(env, found.id, state, note, &ran.record, ran.run_id);
+}
+
+Expected<Trace> record_state(TaskEnv& env, const std::string& trace_id, TaskState state,
+                             const std::string& note, const VerifyRecord* verdict,
+                             const std::string& verdict_run) {
+  Transaction tx(*env.traces);
+  ORCH_TRY(tx.begin());
+  Trace trace = ORCH_TRY(locked_trace(env, trace_id));
+  return enter_locked(env, tx, std::move(trace), state, note, verdict, verdict_run);
 }
 
 Expected<Trace> update_task(TaskEnv& env, const std::string& trace_id,

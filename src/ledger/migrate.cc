@@ -7,7 +7,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <csignal>
 #include <cstring>
+#include <system_error>
 
 #include "ledger/schema.h"
 #include "ledger/sqlite_statement.h"
@@ -152,6 +155,27 @@ Expected<void> build_ledger(const std::filesystem::path& temp, std::int64_t now_
   return {};
 }
 
+// Removes what earlier creations of `path` left behind when their process died
+// before the rename (kill -9 mid-creation): `<path>.new-<pid>-<n>` files, and
+// their -wal, -shm or -journal, whose <pid> no longer exists. A live process's
+// files are left alone. Best effort: a file that cannot be removed stays.
+void remove_dead_creations(const std::filesystem::path& path) {
+  const std::string prefix = path.filename().string() + ".new-";
+  std::error_code ec;
+  std::filesystem::directory_iterator it(path.parent_path().empty() ? "." : path.parent_path(), ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const char* first = name.data() + prefix.size();
+    const char* last = name.data() + name.size();
+    pid_t pid = 0;
+    const auto [end, error] = std::from_chars(first, last, pid);
+    if (error != std::errc{} || end == first || end == last || *end != '-' || pid <= 0) continue;
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    ::unlink(it->path().c_str());
+  }
+}
+
 }  // namespace
 
 Expected<LedgerCreation> create_ledger_file(const std::filesystem::path& path, std::int64_t now_ms) {
@@ -160,6 +184,7 @@ Expected<LedgerCreation> create_ledger_file(const std::filesystem::path& path, s
   auto remove_temp = [&temp] {
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((temp.string() + suffix).c_str());
   };
+  remove_dead_creations(path);
   auto built = build_ledger(temp, now_ms);  // closes the file before it is synced and renamed
   if (built) built = sync_path(temp, false);
   if (!built) {

@@ -28,6 +28,8 @@ Expected<int> ledger_schema_version(SqliteDb& db);
 // ledger file either does not exist or holds the whole current schema, and a new
 // ledger costs two fsyncs instead of the six of creating it in place (the
 // rollback journal of the switch to WAL, then the WAL's first commit).
+// Temporary files of earlier creations whose process died before the rename
+// (their pid no longer exists) are removed first.
 //   Created:     the file at `path` is this process's new ledger;
 //   Exists:      another process created `path` first (this one's file is gone);
 //   Unsupported: the filesystem cannot rename without replacing; nothing was

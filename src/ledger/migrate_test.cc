@@ -133,6 +133,30 @@ TEST(LedgerFile, CreatingALedgerThatAppearedMeanwhileLeavesItAlone) {
   EXPECT_EQ(files, 1) << "the temporary ledger was left behind";
 }
 
+// A creation killed before its rename leaves `<path>.new-<pid>-<n>` behind; the
+// next creation removes those of dead processes and leaves a live one's alone.
+TEST(LedgerFile, ANewLedgerClearsWhatKilledCreationsLeftBehind) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  const pid_t dead = fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) _exit(0);
+  int status = 0;
+  ASSERT_EQ(waitpid(dead, &status, 0), dead);
+  const auto dead_file = dir / fmt::format("orch.db.new-{}-0", dead);
+  const auto dead_wal = dir / fmt::format("orch.db.new-{}-0-wal", dead);
+  const auto live_file = dir / fmt::format("orch.db.new-{}-3", getppid());
+  const auto other_file = dir / fmt::format("other.db.new-{}-0", dead);
+  for (const auto& p : {dead_file, dead_wal, live_file, other_file}) write_file(p, "half-built");
+  auto created = create_ledger_file(path, 1);
+  ASSERT_TRUE(created) << created.error().message;
+  EXPECT_EQ(*created, LedgerCreation::Created);
+  EXPECT_FALSE(std::filesystem::exists(dead_file));
+  EXPECT_FALSE(std::filesystem::exists(dead_wal));
+  EXPECT_TRUE(std::filesystem::exists(live_file)) << "a live process's creation was removed";
+  EXPECT_TRUE(std::filesystem::exists(other_file)) << "another ledger's file was removed";
+}
+
 TEST(LedgerFile, AFolderInTheWayIsAnError) {
   testing::TempDir dir;
   write_file(dir / "file", "x");

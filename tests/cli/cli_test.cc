@@ -50,13 +50,17 @@ TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
   TempDir d;
   auto r = run_orch({"--help"}, d.path());
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* word : {"validate", "run", "resume", "status", "runs", "logs", "cancel", "approve", "plan",
-                           "chain", "130", "budget exhausted", "awaiting approval"})
+  const char* const commands[] = {"validate",     "run",        "resume",  "status", "runs", "logs",
+                                  "cancel",       "plan",       "approve", "chain",  "task", "route",
+                                  "budget-check", "similarity", "memory",  "review"};
+  for (const char* word : {"130", "budget exhausted", "awaiting approval"})
     EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
-  for (const char* cmd :
-       {"validate", "run", "resume", "status", "runs", "logs", "cancel", "approve", "plan", "chain"}) {
+  for (const char* cmd : commands) {
+    EXPECT_NE(r.out.find(std::string("\n  ") + cmd + " "), std::string::npos) << cmd << "\n" << r.out;
+    // `orch CMD ...` builds only CMD's options: its help is still whole.
     auto sub = run_orch({cmd, "--help"}, d.path());
     EXPECT_EQ(sub.exit_code, 0) << cmd;
+    EXPECT_NE(sub.out.find(std::string("orch ") + cmd), std::string::npos) << cmd << "\n" << sub.out;
     EXPECT_NE(sub.out.find("Exit codes"), std::string::npos) << cmd;
   }
   auto bad = run_orch({"frobnicate"}, d.path());

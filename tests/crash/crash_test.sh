@@ -34,26 +34,48 @@ db=.orch/orch.db
 declare -A done_count=()
 run_id=""
 kills=0
+# Kills that land before the run's row is committed (start-up, the ledger being
+# created) are crash points too, but they do not count towards KILLS: the next
+# start waits a little longer each time, so a slow machine (an ASan build under
+# load) still gets its run recorded. Each start's output is kept for the report.
+early=0
+max_early=20
 while [ "$kills" -lt "$KILLS" ]; do
   if [ -z "$run_id" ]; then
-    "$ORCH" run plan.yaml > /dev/null 2>&1 &
+    "$ORCH" run plan.yaml > last.out 2>&1 &
   else
-    "$ORCH" resume "$run_id" > /dev/null 2>&1 &
+    "$ORCH" resume "$run_id" > last.out 2>&1 &
   fi
   pid=$!
-  sleep "0.$((RANDOM % 6 + 2))"
+  delay_ms=$(( (RANDOM % 6 + 2) * 100 ))
+  [ -n "$run_id" ] || delay_ms=$((delay_ms + early * 250))
+  sleep "$((delay_ms / 1000)).$(printf '%03d' $((delay_ms % 1000)))"
   if ! kill -0 "$pid" 2>/dev/null; then
-    wait "$pid" || true
-    echo "crash_test: the run finished before kill $((kills + 1)); stopping early" >&2
+    status=0
+    wait "$pid" || status=$?
+    echo "crash_test: orch exited ($status) before kill $((kills + 1)); stopping early; its output:" >&2
+    tail -n 5 last.out >&2
     break
   fi
   kill -9 "$pid"
   wait "$pid" 2>/dev/null || true
-  kills=$((kills + 1))
   if [ -z "$run_id" ] && [ -f "$db" ]; then
-    run_id=$(sqlite3 "$db" "select id from runs order by created_at desc limit 1;" 2>/dev/null || true)
+    run_id=$(sqlite3 "$db" "select id from runs order by created_at desc limit 1;") || {
+      echo "crash_test: the ledger could not be read after a kill" >&2
+      exit 1
+    }
   fi
-  [ -n "$run_id" ] || continue
+  if [ -z "$run_id" ]; then
+    early=$((early + 1))
+    if [ "$early" -ge "$max_early" ]; then
+      echo "crash_test: no run was recorded in $early starts (the last one killed after ${delay_ms} ms); files:" >&2
+      ls -la .orch >&2 2>/dev/null || echo "(no .orch folder)" >&2
+      tail -n 5 last.out >&2
+      exit 1
+    fi
+    continue
+  fi
+  kills=$((kills + 1))
   # What the ledger says is done now must never run again.
   while read -r step; do
     [ -n "$step" ] || continue
@@ -81,10 +103,14 @@ if [ "$kills" -lt "$KILLS" ]; then
   echo "crash_test: only $kills of $KILLS kills landed before the run finished"
   fail=1
 fi
+# A kill during the ledger's creation leaves a temporary file; the creation that
+# succeeded after it must have removed it.
+leftovers=$(find .orch -maxdepth 1 -name 'orch.db.new-*' | wc -l)
+[ "$leftovers" = 0 ] || { echo "crash_test: $leftovers temporary ledger file(s) left in .orch"; fail=1; }
 for i in $(seq 0 $((STEPS - 1))); do
   [ -s "out/s$i.txt" ] || { echo "crash_test: s$i never ran"; fail=1; }
 done
 interrupted=$(sqlite3 "$db" "select count(*) from attempts where run_id='$run_id' and status='interrupted';")
-echo "crash_test: $STEPS steps, $kills kills, ${#done_count[@]} steps checked as done-before-a-kill, $interrupted attempts interrupted and re-run"
+echo "crash_test: $STEPS steps, $kills kills (and $early before the run was recorded), ${#done_count[@]} steps checked as done-before-a-kill, $interrupted attempts interrupted and re-run"
 if [ "$fail" = 0 ]; then echo "crash_test: PASS"; else echo "crash_test: FAIL"; fi
 exit "$fail"
