@@ -15,7 +15,8 @@
 #      `orch resume` is timed until its first new attempt (the timestamp of its
 #      first attempt_started event in the ledger).
 #   4. 200 `llm` steps (smoke: 48) against a local OpenAI-compatible server
-#      (bench/llm_server.py: asyncio, real HTTP on 127.0.0.1) answering each call
+#      (bench_llm_server from bench/llm_server.cc, else bench/llm_server.py; real
+#      HTTP on 127.0.0.1) answering each call
 #      after 20 ms, -j 16 and a provider concurrency of 16: the wall time of
 #      `orch run` (with a fresh store) against the ideal ceil(steps/16) x 20 ms,
 #      and against the baseline: the same requests sent by the curl command-line
@@ -140,6 +141,15 @@ if [[ -z "$spawn_loop" ]]; then
     fi
   fi
 fi
+# The llm section's server: bench_llm_server (C++, next to orch or in build/),
+# else the Python one.
+llm_server=("$(dirname "$orch")/bench_llm_server")
+[[ -x "${llm_server[0]}" ]] || llm_server=("$repo/build/bench_llm_server")
+if [[ ! -x "${llm_server[0]}" ]]; then
+  cmake -S "$repo" -B "$repo/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null 2>&1 &&
+    cmake --build "$repo/build" --target bench_llm_server >/dev/null 2>&1 || true
+fi
+[[ -x "${llm_server[0]}" ]] || llm_server=(python3 "$repo/bench/llm_server.py")
 have_orch=1
 if [[ ! -x "$orch" ]]; then
   echo "bench/run.sh: no orch binary at $orch (build it, or pass --orch PATH): orch parts skipped" >&2
@@ -329,7 +339,8 @@ fi
 if want 4; then
 banner "4. $llm_steps llm steps, local provider answering after ${llm_delay_ms} ms, -j $llm_jobs"
 if ((have_orch)); then
-  python3 "$repo/bench/llm_server.py" --port-file "$work/llm.port" --delay-ms "$llm_delay_ms" >"$work/llm.log" 2>&1 &
+  echo "server: ${llm_server[*]}"
+  "${llm_server[@]}" --port-file "$work/llm.port" --delay-ms "$llm_delay_ms" >"$work/llm.log" 2>&1 &
   background+=($!)
   disown "$!"  # killed by cleanup; no "Killed" notice from bash
   for _ in $(seq 100); do [[ -s "$work/llm.port" ]] && break; sleep 0.1; done
@@ -361,15 +372,17 @@ with open(path, "w") as f:
     for i in range(steps):
         body = {"model": "bench", "max_tokens": 16,
                 "messages": [{"role": "user", "content": "say ok (%d)" % i}]}
+        if i:
+            f.write("next\n")  # options after `next` apply to the next request only
         f.write('url = "http://127.0.0.1:%s/v1/chat/completions"\n' % port)
         f.write('header = "Authorization: Bearer bench-key"\n')
         f.write('header = "Content-Type: application/json"\n')
         f.write("data = %s\n" % json.dumps(json.dumps(body)))
-        f.write('output = "/dev/null"\nnext\n')
+        f.write('output = "/dev/null"\nfail\n')
 CURLCFG
     curl_secs=""
     if have curl; then
-      printf -v curl_cmd 'curl -s --fail --parallel --parallel-immediate --parallel-max %d -K %s' "$llm_jobs" \
+      printf -v curl_cmd 'curl -s --no-progress-meter --parallel --parallel-immediate --parallel-max %d -K %s' "$llm_jobs" \
         "$(q "$work/curl.cfg")"
       if curl_secs=$(measure curl-llm "" "$curl_cmd"); then
         ideal=$(calc "int(($llm_steps + $llm_jobs - 1) / $llm_jobs) * $llm_delay_ms / 1000")

@@ -15,8 +15,9 @@ packages=(
   libgtest-dev libgmock-dev sqlite3 python3
   # fuzzing: libstdc++ 12's <expected> needs a compiler newer than clang 14
   clang-16 libclang-rt-16-dev
-  # benchmarks (`time` is /usr/bin/time, for peak RSS; curl is the llm baseline)
-  hyperfine time curl
+  # benchmarks (`time` is /usr/bin/time, for peak RSS; curl is the llm baseline,
+  # cpp-httplib the llm benchmark's server)
+  hyperfine time curl libcpp-httplib-dev
 )
 
 # One dpkg-query for all packages; a package dpkg has never heard of prints

@@ -24,6 +24,8 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// Idle connections kept for reuse, across all hosts (CURLMOPT_MAXCONNECTS).
+constexpr long kMaxIdleConnections = 64;
 
 std::string to_lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -84,6 +86,11 @@ struct HttpClient::Impl {
     api->multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
     api->multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &Impl::on_timer);
     api->multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+    // libcurl's default connection cache holds 4 x the transfers in flight at the
+    // moment: as a wave of calls drains, it closes the idle keep-alive
+    // connections the next wave would reuse, and each then pays a new connect
+    // (and TLS handshake). A fixed size keeps them.
+    api->multi_setopt(multi, CURLMOPT_MAXCONNECTS, kMaxIdleConnections);
   }
 
   ~Impl() {

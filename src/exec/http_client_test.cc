@@ -1,6 +1,7 @@
 // HttpClient against a real HTTP server on loopback (tests/fake_llm/server.py).
 #include "exec/http_client.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "exec/exec_testing.h"
@@ -112,6 +114,35 @@ TEST_F(HttpClientTest, ManyRequestsAreInFlightAtOnceOnOneThread) {
     ASSERT_EQ(r.status, 200) << r.error;
     EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "r" + std::to_string(i));
   }
+}
+
+// Calls that drain one by one leave few transfers in flight; libcurl's default
+// cache (4 per transfer in flight) would then close the idle connections, and
+// the next wave would connect again. The client keeps them.
+TEST_F(HttpClientTest, ANewWaveOfCallsReusesTheConnectionsOfTheLastOne) {
+  const FakeLlmServer& server = *server_;
+  server.reset_requests();
+  EventLoop loop;
+  HttpClient client(loop);
+  constexpr int kWave = 16;
+  auto wave = [&](bool staggered) {
+    int done = 0;
+    for (int i = 0; i < kWave; ++i) {
+      const std::string sleep = staggered ? fmt::format("[[sleep: {:.2f}]] ", 0.05 * (i + 1)) : "";
+      client.start(chat(server, sleep + "[[reply: ok]]", server.api_key()), [&done](HttpResponse r) {
+        EXPECT_EQ(r.status, 200) << r.error;
+        ++done;
+      });
+    }
+    return run_until(loop, [&] { return done == kWave; });
+  };
+  ASSERT_TRUE(wave(true));  // they end 50 ms apart: the last ones run nearly alone
+  ASSERT_TRUE(wave(false));
+  std::set<int> connections;
+  for (const auto& r : server.requests()) connections.insert(r.value("client_port", 0));
+  EXPECT_EQ(server.requests().size(), 2u * kWave);
+  EXPECT_LE(connections.size(), static_cast<std::size_t>(kWave))
+      << connections.size() << " connections: the second wave opened new ones instead of reusing the idle ones";
 }
 
 TEST(HttpClient, ARefusedConnectionIsATransportError) {

@@ -97,7 +97,8 @@ Control endpoints (not provider API; never recorded)
                     response_format, stream, body (the parsed JSON body, or
                     body_text with the raw text when it is not JSON), status (the
                     HTTP status answered; null while the answer is pending, e.g.
-                    during [[sleep]]). The values of the Authorization and
+                    during [[sleep]]), client_port (the client's TCP port: requests
+                    with the same port came over one connection). The values of the Authorization and
                     x-api-key headers are never recorded.
   POST /_reset      Clears the recorded requests and the fail-times counters.
 
@@ -562,6 +563,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "user_agent": self.headers.get("User-Agent"),
             "header_names": sorted(name.lower() for name in self.headers.keys()),
             "status": status,
+            # The client's port: requests with the same one came over one
+            # keep-alive connection.
+            "client_port": self.client_address[1],
         }
         fields = parsed if isinstance(parsed, dict) else {}
         for name in ("model", "messages", "system", "max_tokens", "temperature", "response_format", "stream"):
