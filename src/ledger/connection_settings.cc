@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -68,6 +69,16 @@ Expected<void> switch_to_wal(SqliteDb& db) {
 }
 
 }  // namespace
+
+void shrink_wal_if_large(SqliteDb& db) {
+  if (db.in_transaction()) return;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(db.path().string() + "-wal", ec);
+  if (ec || size <= kWalShrinkBytes) return;
+  sqlite3_busy_timeout(db.handle(), 0);  // never wait for another process here
+  (void)sqlite3_wal_checkpoint_v2(db.handle(), "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  sqlite3_busy_timeout(db.handle(), kBusyTimeoutMs);
+}
 
 Expected<void> apply_connection_settings(SqliteDb& db, SyncMode sync) {
   ORCH_TRY(switch_to_wal(db));

@@ -13,8 +13,14 @@
 //   persistent WAL, no    the WAL file is kept when the last connection closes and
 //   checkpoint on close   checkpoints are left to the writers' automatic ones, so
 //                         a short-lived orch process pays no fsync to open or close
+//                         ... unless the WAL has grown past kWalShrinkBytes: then
+//                         the closing connection checkpoints it and truncates it
+//                         (shrink_wal_if_large), because the first process to open
+//                         a ledger reads and checksums the whole WAL to rebuild its
+//                         index, which made a 2 MB WAL most of `orch task log`'s CPU
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -33,6 +39,15 @@ inline constexpr int kBusyTimeoutMs = 10000;
 
 // Sets the busy timeout. Done first, before the file is read at all.
 void set_busy_timeout(SqliteDb& db);
+
+inline constexpr std::uintmax_t kWalShrinkBytes = 256 * 1024;
+
+// When the ledger's -wal file is larger than kWalShrinkBytes and no transaction
+// is open, checkpoints the WAL into the database and truncates it, without
+// waiting: if another connection is reading or writing, nothing is done (that
+// connection keeps the WAL index alive, so no one pays to rebuild it). For a
+// connection about to close.
+void shrink_wal_if_large(SqliteDb& db);
 
 // Switches to WAL (persistent in the file; skipped when already on, so opening a
 // second connection never needs an exclusive lock) and sets the per-connection

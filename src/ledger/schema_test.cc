@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "ledger/connection_settings.h"
 #include "ledger/ledger_test_support.h"
@@ -176,6 +178,70 @@ TEST(ConnectionSettings, LedgerFilesAreNotInheritedByStepProcesses) {
     EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC) << target << " would leak into spawned steps";
   }
   EXPECT_GE(ledger_fds, 2);
+}
+
+// Writes events until the WAL file is past kWalShrinkBytes; returns how many.
+int grow_wal(SqliteStore& store, const std::filesystem::path& wal) {
+  int n = 0;
+  EventRecord e = lt::sample_event("r1", "bulk");
+  e.data_json = nlohmann::json{{"pad", std::string(2000, 'x')}}.dump();
+  while (std::filesystem::file_size(wal) <= kWalShrinkBytes) {
+    EXPECT_TRUE(store.append_event(e));  // one commit each
+    ++n;
+  }
+  return n;
+}
+
+// The first process to open a ledger rebuilds the WAL index by reading the whole
+// WAL: a large one is checkpointed and truncated by the connection that closes.
+TEST(ConnectionSettings, ClosingShrinksALargeWalAndKeepsEverything) {
+  testing::TempDir dir;
+  const auto db = dir / "orch.db";
+  const auto wal = dir / "orch.db-wal";
+  int written = 0;
+  {
+    auto store = open_store(db);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->insert_run(lt::sample_run("r1")));
+    written = grow_wal(*store, wal);
+  }
+  EXPECT_EQ(std::filesystem::file_size(wal), 0u);
+  auto store = open_store(db);
+  ASSERT_TRUE(store);
+  auto events = store->events("r1");
+  ASSERT_TRUE(events);
+  EXPECT_EQ(events->size(), static_cast<std::size_t>(written));
+}
+
+// A small WAL is left alone (no fsync for a short command), and so is a large one
+// while another connection reads: the closing one neither waits nor fails.
+TEST(ConnectionSettings, ClosingLeavesASmallWalOrABusyOneAlone) {
+  testing::TempDir dir;
+  const auto db = dir / "orch.db";
+  const auto wal = dir / "orch.db-wal";
+  {
+    auto store = open_store(db);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->insert_run(lt::sample_run("r1")));
+  }
+  const auto small = std::filesystem::file_size(wal);
+  EXPECT_GT(small, 0u);
+  EXPECT_LE(small, kWalShrinkBytes);
+
+  auto reader = open_store(db);
+  ASSERT_TRUE(reader);
+  ASSERT_TRUE(reader->connection().exec("BEGIN", "test"));
+  ASSERT_TRUE(reader->connection().query_int("SELECT count(*) FROM events", "test"));  // holds a snapshot
+  {
+    auto writer = open_store(db);
+    ASSERT_TRUE(writer);
+    grow_wal(*writer, wal);
+    const auto began = std::chrono::steady_clock::now();
+    writer.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(2)) << "closing waited for the reader";
+  }
+  EXPECT_GT(std::filesystem::file_size(wal), kWalShrinkBytes);
+  ASSERT_TRUE(reader->connection().exec("COMMIT", "test"));
 }
 
 TEST(ConnectionSettings, SyncModeParsing) {

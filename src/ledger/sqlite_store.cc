@@ -91,6 +91,12 @@ Expected<std::unique_ptr<SqliteStore>> SqliteStore::open(const fs::path& db_path
   return store;
 }
 
+SqliteStore::~SqliteStore() {
+  // The statements are reset between uses and hold no read lock; a checkpoint
+  // only needs the connection out of any transaction.
+  shrink_wal_if_large(db_);
+}
+
 Expected<Statement*> SqliteStore::prepared(Statement& statement, const char* sql) {
   if (!statement.prepared()) statement = ORCH_TRY(Statement::prepare(db_, sql));
   return &statement;

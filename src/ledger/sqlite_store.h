@@ -89,6 +89,11 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
   // The connection itself, for diagnostics and tests (PRAGMA values, raw queries).
   SqliteDb& connection() { return db_; }
 
+  // Closing shrinks a large WAL (shrink_wal_if_large).
+  ~SqliteStore() override;
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
  private:
   // Every statement the store runs, each prepared on first use (prepared()).
   struct Statements {
