@@ -60,8 +60,10 @@ int main(int argc, char** argv) {
   int delay_ms = 20;
   int threads = 64;
   app.add_option("--port-file", port_file, "Where to write the port once listening")->required();
-  app.add_option("--delay-ms", delay_ms, "How long each call waits before its answer")->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", threads, "Connections served at once (one thread each)")->check(CLI::PositiveNumber);
+  app.add_option("--delay-ms", delay_ms, "How long each call waits before its answer")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads, "Connections served at once (one thread each)")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
   httplib::Server server;
@@ -76,7 +78,8 @@ int main(int argc, char** argv) {
   const auto delay = std::chrono::milliseconds(delay_ms);
   server.Post(R"(.*/chat/completions)", [delay](const httplib::Request& req, httplib::Response& res) {
     if (!req.get_header_value("Authorization").starts_with("Bearer ")) return error(res, 401, "no key");
-    if (nlohmann::json::parse(req.body, nullptr, false).is_discarded()) return error(res, 400, "the body is not JSON");
+    if (nlohmann::json::parse(req.body, nullptr, false).is_discarded())
+      return error(res, 400, "the body is not JSON");
     std::this_thread::sleep_for(delay);
     res.set_content(kReply, "application/json");
   });

@@ -142,7 +142,8 @@ TEST_F(HttpClientTest, ANewWaveOfCallsReusesTheConnectionsOfTheLastOne) {
   for (const auto& r : server.requests()) connections.insert(r.value("client_port", 0));
   EXPECT_EQ(server.requests().size(), 2u * kWave);
   EXPECT_LE(connections.size(), static_cast<std::size_t>(kWave))
-      << connections.size() << " connections: the second wave opened new ones instead of reusing the idle ones";
+      << connections.size()
+      << " connections: the second wave opened new ones instead of reusing the idle ones";
 }
 
 TEST(HttpClient, ARefusedConnectionIsATransportError) {

@@ -378,8 +378,9 @@ namespace {
 
 // Enters `state` on `trace`, read under the write lock of the open `tx`: the
 // transition, its events and the trace row in one commit, then the export.
-Expected<Trace> enter_locked(TaskEnv& env, Transaction& tx, Trace trace, TaskState state, const std::string& note,
-                             const VerifyRecord* verdict, const std::string& verdict_run) {
+Expected<Trace> enter_locked(TaskEnv& env, Transaction& tx, Trace trace, TaskState state,
+                             const std::string& note, const VerifyRecord* verdict,
+                             const std::string& verdict_run) {
   ORCH_TRY(check_enter(trace, state));
   const std::int64_t now = env.now_ms();
   const bool retry = trace.state() == TaskState::Verify && state == TaskState::Execute;

@@ -238,7 +238,8 @@ TEST(ConnectionSettings, ClosingLeavesASmallWalOrABusyOneAlone) {
     grow_wal(*writer, wal);
     const auto began = std::chrono::steady_clock::now();
     writer.reset();
-    EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(2)) << "closing waited for the reader";
+    EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(2))
+        << "closing waited for the reader";
   }
   EXPECT_GT(std::filesystem::file_size(wal), kWalShrinkBytes);
   ASSERT_TRUE(reader->connection().exec("COMMIT", "test"));
