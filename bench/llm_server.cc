@@ -81,7 +81,11 @@ int main(int argc, char** argv) {
     if (nlohmann::json::parse(req.body, nullptr, false).is_discarded())
       return error(res, 400, "the body is not JSON");
     std::this_thread::sleep_for(delay);
-    res.set_content(kReply, "application/json");
+    // With a charset the type is not one cpp-httplib compresses: a client that
+    // accepts br or gzip (libcurl in orch does) would otherwise get every reply
+    // brotli-compressed, which costs this server milliseconds of CPU per call
+    // (curl's 200 calls: 293 ms plain, 338 ms with --compressed).
+    res.set_content(kReply, "application/json; charset=utf-8");
   });
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) error(res, res.status, "not found");
