@@ -89,6 +89,11 @@ struct AttemptOutcome {
   bool transient = false;
   // The provider's Retry-After: the retry waits at least this long.
   std::optional<std::chrono::milliseconds> retry_after;
+  // A stream the executor kept whole in memory instead of writing the spec's
+  // file (OutputSink's hold): the engine stores it in the attempt's row and
+  // records no path for it. Unset: the stream is in its file (none if empty).
+  std::optional<std::string> stdout_text;
+  std::optional<std::string> stderr_text;
 };
 
 // A started attempt. Destroying it without cancel() while running kills it.

@@ -116,8 +116,13 @@ struct AttemptRecord {
   std::string reason;       // the failed check or error, "" when it succeeded
   std::string checks_json;  // [{"kind":..,"held":..,"reason":..}, ...]
   std::string fingerprint;
+  // A stream's file, or "" when the stream is kept in the row (stdout_text).
   std::string stdout_path;
   std::string stderr_path;
+  // A stream kept whole in the ledger instead of a file (the llm executor's
+  // output up to 64 KiB; masked like the files); "" when it has a file.
+  std::string stdout_text;
+  std::string stderr_text;
   std::int64_t stdout_bytes = 0;
   std::int64_t stderr_bytes = 0;
   bool stdout_truncated = false;

@@ -48,6 +48,11 @@ Command add_logs(CLI::App& app) {
                                                                    args->step, args->attempt, attempts->size())});
     }
     const std::string& path = args->err ? chosen->stderr_path : chosen->stdout_path;
+    if (path.empty()) {  // kept in the ledger row (attempts.stdout_text / stderr_text)
+      const std::string& text = args->err ? chosen->stderr_text : chosen->stdout_text;
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return kExitSucceeded;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) return kExitSucceeded;  // the stream wrote nothing, so no file was made
     char buf[65536];

@@ -504,6 +504,21 @@ TEST_F(EngineTest, ASecondDriverOfTheSameRunIsRefused) {
   EXPECT_NE(again.error().message.find("already being driven"), std::string::npos);
 }
 
+// A cancel read in the turn that records an attempt (with the run row, inside
+// that turn's transaction) keeps the attempt's process from being started.
+TEST_F(EngineTest, ACancelReadInTheTurnThatRecordsAnAttemptKeepsItsProcessFromStarting) {
+  EngineOptions o;
+  o.on_started = [this](const std::string& run_id) { ASSERT_TRUE(store_->request_cancel(run_id)); };
+  auto out = run("steps:\n  - {id: a, run: [touch, marker]}\n", o);
+  EXPECT_EQ(out.status, RunStatus::Cancelled) << out.reason;
+  EXPECT_FALSE(fs::exists(ws() / "marker")) << "the process ran";
+  auto a = attempts(out.run_id, "a");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].status, AttemptStatus::Cancelled);
+  EXPECT_EQ(a[0].ending, "cancelled");
+  EXPECT_EQ(step(out.run_id, "a").status, StepStatus::Cancelled);
+}
+
 TEST_F(EngineTest, CancelFromAnotherConnectionStopsTheRun) {
   Plan plan = load(R"(
 concurrency: 2

@@ -208,6 +208,36 @@ TEST_F(LlmEngineTest, ATokenBudgetStopsAFanOutBeforeItOvershoots) {
   EXPECT_GE(skipped, 1);
 }
 
+// A completion is kept in its attempt's ledger row, not a file of its own,
+// unless it is larger than kLedgerOutputBytes: then it goes to the file as before.
+TEST_F(LlmEngineTest, ACompletionIsKeptInTheLedgerRowUnlessItIsLarge) {
+  const std::string big(kLedgerOutputBytes + 1, 'x');
+  auto out = run(fmt::format(R"(
+steps:
+  - {{id: small, executor: llm, inputs: {{prompt: "[[reply: forty-two]]"}}}}
+  - {{id: big, executor: llm, inputs: {{prompt: "[[reply: {}]]"}}}}
+)",
+                             big));
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  auto small = store_->attempts(out.run_id, "small");
+  ASSERT_TRUE(small && small->size() == 1u);
+  EXPECT_EQ(small->front().stdout_path, "");
+  EXPECT_EQ(small->front().stdout_text, "forty-two");
+  EXPECT_EQ(small->front().stdout_bytes, 9);
+  EXPECT_EQ(small->front().stderr_path, "");
+  EXPECT_EQ(small->front().stderr_text, "");
+  auto large = store_->attempts(out.run_id, "big");
+  ASSERT_TRUE(large && large->size() == 1u);
+  EXPECT_EQ(large->front().stdout_text, "");
+  ASSERT_NE(large->front().stdout_path, "");
+  EXPECT_EQ(read_file(large->front().stdout_path), big);
+  EXPECT_EQ(step(out.run_id, "big").result, big);
+  std::vector<std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "store" / "runs"))
+    if (entry.is_regular_file()) files.push_back(entry.path().filename().string());
+  EXPECT_EQ(files, std::vector<std::string>{"big.1.stdout"});
+}
+
 // The key goes to the provider in its header and nowhere else: not into the
 // ledger, its WAL, the logs, results or reasons.
 TEST_F(LlmEngineTest, TheKeyIsNeverStored) {

@@ -27,8 +27,9 @@ std::string human_duration(std::int64_t ms) {
 
 namespace {
 
+// `path` "" when the stream is kept in the ledger row (`orch logs` prints it either way).
 ojson stream_json(const std::string& path, std::int64_t bytes, bool truncated) {
-  return {{"path", path}, {"bytes", bytes}, {"truncated", truncated}};
+  return {{"path", path}, {"in_ledger", path.empty()}, {"bytes", bytes}, {"truncated", truncated}};
 }
 
 ojson attempt_json(const AttemptRecord& a) {

@@ -716,6 +716,12 @@ void Scheduler::start_attempt(int i) {
     queue_failure(AttemptEnding::Error, s.flight().pending_render_error);
     return;
   }
+  // Cancelled after it was recorded (`orch cancel`, read with the run row inside
+  // this turn's transaction): recorded cancelled, never spawned.
+  if (!s.flight().cancel_reason.empty()) {
+    queue_failure(AttemptEnding::Cancelled, s.flight().cancel_reason);
+    return;
+  }
   auto started = s.executor->start(s.flight().spec, loop_, [this, i](AttemptOutcome outcome) {
     Completion c;
     c.kind = Completion::Kind::AttemptDone;
@@ -841,6 +847,14 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   a.stderr_bytes = o.stderr_bytes;
   a.stdout_truncated = o.stdout_truncated;
   a.stderr_truncated = o.stderr_truncated;
+  if (o.stdout_text) {
+    a.stdout_text = *o.stdout_text;
+    a.stdout_path.clear();
+  }
+  if (o.stderr_text) {
+    a.stderr_text = *o.stderr_text;
+    a.stderr_path.clear();
+  }
   a.output_tail = secrets_->mask(tail_of(o.output_tail, kTailBytes));
   a.tokens_in = o.tokens_in;
   a.tokens_out = o.tokens_out;

@@ -189,9 +189,8 @@ class Scheduler {
   Clock::TimePoint started_;  // on clock_: the wall budget counts from here
   std::chrono::steady_clock::time_point last_cancel_poll_;
   std::chrono::steady_clock::time_point last_tick_;
-  std::chrono::steady_clock::time_point last_run_write_{};
-  std::minstd_rand random_{
-      std::random_device{}()};  // back-off jitter  // the run row, at most every kRunRowInterval
+  std::chrono::steady_clock::time_point last_run_write_{};  // the run row, at most every kRunRowInterval
+  std::minstd_rand random_{std::random_device{}()};         // back-off jitter
   EventLoop::TimerId wall_timer_ = 0;
   ProgressEvent counts_;  // step counts for progress events, refreshed at most every 100 ms
   std::chrono::steady_clock::time_point counts_at_{};

@@ -276,8 +276,10 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
     AttemptOutcome o;
     o.duration = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - started);
     const AttemptSpec& spec = call->spec;
-    OutputSink out(spec.stdout_path, spec.max_output, false, spec.secrets.get());
-    OutputSink err(spec.stderr_path, spec.max_output, false, spec.secrets.get());
+    // A completion (or an error body) comes whole: one that fits is kept in the
+    // attempt's ledger row instead of a file of its own.
+    OutputSink out(spec.stdout_path, spec.max_output, false, spec.secrets.get(), kLedgerOutputBytes);
+    OutputSink err(spec.stderr_path, spec.max_output, false, spec.secrets.get(), kLedgerOutputBytes);
     auto failed = [&](std::string message, bool transient) {
       o.ending = AttemptEnding::Error;
       o.message = std::move(message);
@@ -340,6 +342,8 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
     err.finish();
     o.stdout_bytes = out.total_bytes();
     o.stderr_bytes = err.total_bytes();
+    if (out.held()) o.stdout_text = out.held_text();
+    if (err.held()) o.stderr_text = err.held_text();
     if (o.ending != AttemptEnding::Exited && spec.secrets) o.message = spec.secrets->mask(o.message);
     DoneCallback done = std::move(call->done);
     call->done = nullptr;

@@ -35,6 +35,10 @@
 
 namespace orch {
 
+// A completion (or a provider's error body) up to this size is kept in the
+// attempt's ledger row (attempts.stdout_text / stderr_text) instead of a file.
+inline constexpr std::size_t kLedgerOutputBytes = 64 * 1024;
+
 class LlmExecutor final : public Executor {
  public:
   explicit LlmExecutor(std::shared_ptr<const LlmCatalog> catalog);

@@ -13,8 +13,9 @@
 namespace orch {
 
 OutputSink::OutputSink(std::filesystem::path path, std::int64_t cap, bool keep_in_memory,
-                       const SecretMasker* secrets)
-    : path_(std::move(path)), cap_(std::max<std::int64_t>(cap, 0)), keep_(keep_in_memory) {
+                       const SecretMasker* secrets, std::size_t hold)
+    : path_(std::move(path)), cap_(std::max<std::int64_t>(cap, 0)), keep_(keep_in_memory), hold_(hold) {
+  spilled_ = hold_ == 0;
   if (secrets != nullptr && !secrets->empty()) masking_.emplace(*secrets);
 }
 
@@ -34,7 +35,8 @@ void OutputSink::append(std::string_view bytes) {
   auto keep = bytes.substr(
       0, static_cast<std::size_t>(std::min<std::int64_t>(room, static_cast<std::int64_t>(bytes.size()))));
   // Even a stream that is all over the cap gets its file: the marker must say so.
-  if (fd_ < 0 && error_.empty() && !path_.empty()) write_to_file({});
+  // (A held stream gets the marker at finish(), in memory or in the file.)
+  if (spilled_ && fd_ < 0 && error_.empty() && !path_.empty()) write_to_file({});
   if (keep.empty()) return;
   if (masking_) {
     emit(masking_->push(keep));
@@ -45,19 +47,25 @@ void OutputSink::append(std::string_view bytes) {
 
 void OutputSink::emit(std::string_view bytes) {
   if (bytes.empty()) return;
-  write_to_file(bytes);
   if (keep_) kept_.append(bytes);
+  if (!spilled_) {
+    if (held_.size() + bytes.size() <= hold_) {
+      held_.append(bytes);
+      return;
+    }
+    spilled_ = true;
+    write_to_file(held_);
+    held_.clear();
+    held_.shrink_to_fit();
+  }
+  write_to_file(bytes);
 }
 
 void OutputSink::finish() {
   if (finished_) return;
   finished_ = true;
   if (masking_) emit(masking_->finish(truncated()));
-  if (truncated()) {
-    std::string marker = truncation_marker(cap_, total_ - cap_);
-    write_to_file(marker);
-    if (keep_) kept_ += marker;
-  }
+  if (truncated()) emit(truncation_marker(cap_, total_ - cap_));
   if (fd_ >= 0) {
     if (::close(fd_) != 0 && error_.empty()) {
       error_ = fmt::format("cannot write '{}': {}", path_.string(), std::strerror(errno));

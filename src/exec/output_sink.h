@@ -7,6 +7,11 @@
 // talking too much — and finish() ends the file with a marker line saying so. Bytes
 // are bytes: nothing is decoded or re-encoded.
 //
+// A sink may also hold its first bytes in memory (`hold`): the file is made only
+// when the stream outgrows them, so a stream that ends within them makes no file
+// at all and held_text() has all of it (the llm executor keeps a completion in the
+// attempt's ledger row that way: creating a file per call cost more than the call).
+//
 // OutputTail keeps the last bytes of stdout and stderr together, in arrival order:
 // what a retry is told about the failure it is retrying.
 //
@@ -30,8 +35,11 @@ class OutputSink {
   // step's result. A negative cap counts as 0. `secrets` (may be null; must
   // outlive the sink): their values are written as "***", also when split across
   // reads; the cap counts the bytes as they came from the process.
+  // `hold`: up to this many bytes (of what the file would hold, marker
+  // included) are kept in memory before the file is made; 0 makes it at the
+  // first byte.
   OutputSink(std::filesystem::path path, std::int64_t cap, bool keep_in_memory,
-             const SecretMasker* secrets = nullptr);
+             const SecretMasker* secrets = nullptr, std::size_t hold = 0);
   ~OutputSink();
   OutputSink(const OutputSink&) = delete;
   OutputSink& operator=(const OutputSink&) = delete;
@@ -49,13 +57,17 @@ class OutputSink {
   // The first problem creating or writing the file ("" when none). Writing stops
   // at the first problem; counting goes on.
   const std::string& error() const { return error_; }
+  // After finish(): true when the whole stream stayed within `hold`, so no file
+  // was made and held_text() is what it would have held.
+  bool held() const { return finished_ && !spilled_ && hold_ > 0; }
+  const std::string& held_text() const { return held_; }
 
   // "\n[orch: output truncated at N bytes; M bytes discarded]\n".
   static std::string truncation_marker(std::int64_t cap, std::int64_t discarded);
 
  private:
   void write_to_file(std::string_view bytes);
-  void emit(std::string_view bytes);  // to the file and, when kept, to kept_
+  void emit(std::string_view bytes);  // to held_ or the file and, when kept, to kept_
 
   std::filesystem::path path_;
   std::int64_t cap_;
@@ -64,6 +76,9 @@ class OutputSink {
   bool finished_ = false;
   std::int64_t total_ = 0;
   std::string kept_;
+  std::size_t hold_;
+  std::string held_;      // the first bytes, while they fit in hold_
+  bool spilled_ = false;  // held_ outgrown: written to the file, which takes the rest
   std::string error_;
   std::optional<MaskingStream> masking_;
 };

@@ -53,6 +53,52 @@ TEST(OutputSink, NoFileUntilTheFirstByte) {
   EXPECT_EQ(sink.kept(), "");
 }
 
+TEST(OutputSink, AStreamWithinTheHoldMakesNoFile) {
+  TempDir dir;
+  fs::path path = dir / "a/out";
+  auto secrets = SecretMasker::from_assignments({"API_KEY=sk-abc123xyz"});
+  OutputSink sink(path, 1000, false, &secrets, 64);
+  sink.append("key: sk-ab");
+  sink.append("c123xyz\n");
+  EXPECT_FALSE(sink.held()) << "not before finish()";
+  sink.finish();
+  EXPECT_TRUE(sink.held());
+  EXPECT_EQ(sink.held_text(), "key: ***\n");
+  EXPECT_EQ(sink.total_bytes(), 18);
+  EXPECT_FALSE(fs::exists(dir / "a")) << "neither the file nor its folder";
+}
+
+TEST(OutputSink, AStreamThatOutgrowsTheHoldGoesWholeToItsFile) {
+  TempDir dir;
+  OutputSink sink(dir / "out", 1000, true, nullptr, 8);
+  sink.append("12345");
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  sink.append("6789");  // 9 bytes: more than the hold
+  EXPECT_TRUE(fs::exists(dir / "out"));
+  sink.append("abc");
+  sink.finish();
+  EXPECT_FALSE(sink.held());
+  EXPECT_EQ(sink.held_text(), "");
+  EXPECT_EQ(read_file(dir / "out"), "123456789abc");
+  EXPECT_EQ(sink.kept(), "123456789abc");
+}
+
+TEST(OutputSink, AHeldStreamOverTheCapHoldsItsMarker) {
+  TempDir dir;
+  OutputSink sink(dir / "out", 4, false, nullptr, 1024);
+  sink.append("abcdefgh");
+  sink.finish();
+  ASSERT_TRUE(sink.held());
+  EXPECT_EQ(sink.held_text(), "abcd" + OutputSink::truncation_marker(4, 4));
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  // The same with a hold too small for the marker: the file has it all.
+  OutputSink small(dir / "small", 4, false, nullptr, 10);
+  small.append("abcdefgh");
+  small.finish();
+  EXPECT_FALSE(small.held());
+  EXPECT_EQ(read_file(dir / "small"), "abcd" + OutputSink::truncation_marker(4, 4));
+}
+
 TEST(OutputSink, WritesBytesExactlyAndCreatesFolders) {
   TempDir dir;
   fs::path path = dir / "a/b/out";

@@ -282,5 +282,57 @@ TEST(LedgerFile, AVersion2LedgerAcceptsTheVersion3StatusesAndStillRefusesOthers)
   EXPECT_NE(raw.exec("DELETE FROM attempts"), "");
 }
 
+// v6 added attempts.stdout_text and stderr_text: a v5 ledger's attempts keep
+// their files (and read back with no text), new ones may keep their output in
+// the row, and a finished attempt's new columns are as append-only as the rest.
+TEST(LedgerFile, AVersion5LedgerKeepsItsAttemptsAndTakesOutputsInTheRow) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_EQ(raw.exec("PRAGMA journal_mode = WAL"), "");
+    ASSERT_EQ(raw.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId)), "");
+    for (int v = 0; v < 5; ++v) ASSERT_EQ(raw.exec(schema_migrations()[static_cast<std::size_t>(v)].sql), "");
+    ASSERT_EQ(
+        raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
+                 " (5, 5, 'v5');"
+                 "INSERT INTO runs VALUES ('old-run', 'n', 'failed', '', '/p.yaml', '/w', 1, 2, 0, 0,"
+                 " 1, 2, 3, 10, 0.5, 1, 100, 0, 0, '{}');"
+                 "INSERT INTO steps VALUES ('old-run', 'a', 0, '', 'shell', 'failed', 'r', '', '', 1, 1,"
+                 " 0, 0, 0, 5, 1, 2);"
+                 "INSERT INTO attempts VALUES ('old-run', 'a', 1, 'failed', 1, 'exited', 1, 0, 'r', '[]', '',"
+                 " '/s/a.1.stdout', '/s/a.1.stderr', 3, 0, 0, 0, 'out', 0, 0, 0, 1, 2, 1, '')"),
+        "");
+  }
+  {
+    auto store = open_sqlite_store(path);
+    ASSERT_TRUE(store) << store.error().message;
+    auto old = (*store)->attempts("old-run", "a");
+    ASSERT_TRUE(old && old->size() == 1u);
+    EXPECT_EQ((*old)[0].stdout_path, "/s/a.1.stdout");
+    EXPECT_EQ((*old)[0].stdout_text, "");
+    AttemptRecord a;
+    a.run_id = "old-run";
+    a.step_id = "a";
+    a.number = 2;
+    ASSERT_TRUE((*store)->begin());
+    ASSERT_TRUE((*store)->insert_attempt(a));
+    a.status = AttemptStatus::Succeeded;
+    a.stdout_text = std::string("forty-two\0\xff", 11);  // bytes, as a stream may hold them
+    a.stderr_text = "warning";
+    ASSERT_TRUE((*store)->finish_attempt(a));
+    ASSERT_TRUE((*store)->commit());
+    auto both = (*store)->attempts("old-run", "a");
+    ASSERT_TRUE(both && both->size() == 2u);
+    EXPECT_EQ((*both)[1].stdout_text, a.stdout_text);
+    EXPECT_EQ((*both)[1].stderr_text, "warning");
+  }
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
+  EXPECT_NE(raw.exec("UPDATE attempts SET stdout_text = 'forged' WHERE number = 2"), "")
+      << "a finished attempt never changes";
+}
+
 }  // namespace
 }  // namespace orch

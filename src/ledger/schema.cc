@@ -66,12 +66,16 @@
 //   reason           the failed check or error; '' when it succeeded
 //   checks_json      JSON array: [{"kind":..,"held":..,"reason":..}, ...]
 //   fingerprint      hash of the rendered attempt (executor, command, inputs, checks)
-//   stdout_path, stderr_path   its output files (.orch/runs/<run>/<step>.<n>.stdout|stderr)
+//   stdout_path, stderr_path   its output files (.orch/runs/<run>/<step>.<n>.stdout|stderr);
+//                    '' for a stream kept in stdout_text/stderr_text instead
 //   stdout_bytes, stderr_bytes, stdout_truncated, stderr_truncated
 //   output_tail      the last 2 KiB of output (given to the next attempt as previous_failure)
 //   tokens_in, tokens_out, cost_usd
 //   started_at, finished_at (0 while running), duration_ms
 //   snapshot_dir     where the step's `writes:` files were saved first; '' if none
+//   stdout_text, stderr_text   (v6) a stream kept whole in the row instead of a file
+//                    (the llm executor's output up to 64 KiB, masked like the
+//                    files; its path is then ''); '' otherwise
 //   A row is inserted as running and moved once to a final status. Triggers refuse
 //   any UPDATE of a finished row, any change of a row's key, any DELETE, and an
 //   INSERT that would replace an existing row (INSERT OR REPLACE).
@@ -382,12 +386,19 @@ CREATE TABLE reviews (
 CREATE INDEX reviews_by_created ON reviews (created_at);
 )sql";
 
-constexpr std::array<Migration, 5> kMigrations{{
+// v6: small outputs kept in the attempt's row instead of a file of their own.
+constexpr const char* kSchemaV6 = R"sql(
+ALTER TABLE attempts ADD COLUMN stdout_text TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN stderr_text TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr std::array<Migration, 6> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
     {4, "traces and trace_events: the request runtime (orch task)", kSchemaV4},
     {5, "reviews: the review runtime (orch review)", kSchemaV5},
+    {6, "attempts.stdout_text, stderr_text: outputs kept in the ledger", kSchemaV6},
 }};
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "testing/fake_llm.h"
@@ -151,6 +152,44 @@ TEST(PlanCli, RunRequestPlansThenRuns) {
   write_file(d / "p.yaml", "steps: [{id: a, run: [true]}]\n");
   auto both = run_orch({"run", "p.yaml", "--request", "x"}, d.path());
   EXPECT_EQ(both.exit_code, 2) << both.err;
+}
+
+// An llm step's completion is kept in its attempt's ledger row, not in a file
+// of its own; `orch logs` prints it all the same, and the run report says where
+// each stream is.
+TEST(LlmCli, ACompletionIsInTheLedgerAndLogsPrintsIt) {
+  FakeLlmServer server("sk-llm-cli-123456");
+  ASSERT_TRUE(server.started());
+  TempDir d;
+  write_models(d, server.url());
+  write_file(d / "p.yaml",
+             "on_failure: continue\nsteps:\n"
+             "  - {id: ask, executor: llm, inputs: {prompt: \"[[reply: forty-two]]\"}}\n"
+             "  - {id: bad, executor: llm, attempts: 1, inputs: {prompt: \"[[status: 400]]\"}}\n");
+  auto r = run_orch({"run", "p.yaml", "--models", "models.yaml", "--json"}, d.path(),
+                    {{kKeyVar, server.api_key()}});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  json report = json::parse(r.out);
+  const std::string id = report["run"]["id"];
+  std::map<std::string, json> attempts;
+  for (const auto& step : report["steps"]) attempts[step["id"]] = step["attempts"].back();
+  ASSERT_EQ(attempts.size(), 2u) << r.out;
+  EXPECT_EQ(attempts["ask"]["stdout"]["in_ledger"], true) << r.out;
+  EXPECT_EQ(attempts["ask"]["stdout"]["path"], "") << r.out;
+  EXPECT_EQ(attempts["ask"]["stdout"]["bytes"], 9) << r.out;
+  EXPECT_EQ(attempts["bad"]["stderr"]["in_ledger"], true) << r.out;
+  // No output file was made for either call.
+  for (const auto& entry : fs::recursive_directory_iterator(d / ".orch" / "runs"))
+    EXPECT_FALSE(entry.is_regular_file()) << entry.path();
+
+  auto logs = run_orch({"logs", id, "ask"}, d.path());
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out, "forty-two");
+  auto err = run_orch({"logs", id, "bad", "--stderr"}, d.path());
+  EXPECT_EQ(err.exit_code, 0) << err.err;
+  EXPECT_NE(err.out.find("error"), std::string::npos) << err.out;  // the provider's error body
+  auto none = run_orch({"logs", id, "bad"}, d.path());
+  EXPECT_EQ(none.out, "");
 }
 
 }  // namespace
