@@ -5,12 +5,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -73,6 +77,103 @@ std::optional<std::string> find_in_path(const std::string& name, std::string_vie
   }
 }
 
+// PATH lookups, remembered for the process like a shell's command hash. Without
+// it, `run: [true]` under a PATH of a dozen folders makes every spawned child try
+// (and fail) an execve in each folder before /usr/bin, while orch waits for the
+// child to exec. An answer is reused only while every PATH folder up to and
+// including the one it came from is unchanged — same device, inode and
+// modification time; adding, removing or renaming a file in a folder changes its
+// time — and only if none of them had changed in the second before the search (a
+// change in the same clock tick as the search would leave the time as it was).
+// Relative PATH entries, which the child resolves against its own working folder,
+// are never remembered; neither is "not found".
+class PathCache {
+ public:
+  std::optional<std::string> find(const std::string& name, const std::string& path) {
+    std::lock_guard lock(mu_);
+    const auto key = std::make_pair(path, name);
+    if (auto it = entries_.find(key); it != entries_.end()) {
+      if (unchanged(it->second)) return it->second.resolved;
+      entries_.erase(it);
+    }
+    ++searches_;
+    Entry entry;
+    bool cacheable = true;
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    std::string_view rest = path;
+    for (;;) {
+      const auto colon = rest.find(':');
+      const std::string dir(rest.substr(0, colon));
+      if (dir.empty() || dir.front() != '/') cacheable = false;
+      // The folder's stamp first: a file added to it after this is noticed later.
+      const Stamp stamp = stamp_of(dir.empty() ? "." : dir);
+      if (stamp.exists && stamp.mtime.tv_sec + 1 >= now.tv_sec) cacheable = false;
+      entry.dirs.push_back(dir);
+      entry.stamps.push_back(stamp);
+      const std::string candidate = dir.empty() ? name : dir + "/" + name;
+      struct stat st {};
+      if (stamp.exists && ::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+          ::access(candidate.c_str(), X_OK) == 0) {
+        entry.resolved = candidate;
+        break;
+      }
+      if (colon == std::string_view::npos) return std::nullopt;
+      rest.remove_prefix(colon + 1);
+    }
+    if (cacheable) entries_[key] = entry;
+    return entry.resolved;
+  }
+
+  void forget(const std::string& name, const std::string& path) {
+    std::lock_guard lock(mu_);
+    entries_.erase(std::make_pair(path, name));
+  }
+
+  std::size_t searches() {
+    std::lock_guard lock(mu_);
+    return searches_;
+  }
+
+ private:
+  struct Stamp {
+    bool exists = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    timespec mtime{};
+  };
+  struct Entry {
+    std::string resolved;
+    std::vector<std::string> dirs;
+    std::vector<Stamp> stamps;
+  };
+
+  static Stamp stamp_of(const std::string& dir) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return {};
+    return {true, st.st_dev, st.st_ino, st.st_mtim};
+  }
+  static bool same(const Stamp& a, const Stamp& b) {
+    if (a.exists != b.exists) return false;
+    return !a.exists || (a.dev == b.dev && a.ino == b.ino && a.mtime.tv_sec == b.mtime.tv_sec &&
+                         a.mtime.tv_nsec == b.mtime.tv_nsec);
+  }
+  static bool unchanged(const Entry& e) {
+    for (std::size_t i = 0; i < e.dirs.size(); ++i)
+      if (!same(stamp_of(e.dirs[i]), e.stamps[i])) return false;
+    return true;
+  }
+
+  std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, Entry> entries_;  // (PATH, name)
+  std::size_t searches_ = 0;
+};
+
+PathCache& path_cache() {
+  static PathCache cache;
+  return cache;
+}
+
 std::string spawn_failure_message(const std::string& program, int err, const std::filesystem::path& cwd) {
   if (err == ENOENT || err == ENOTDIR || err == EACCES) {
     // posix_spawn reports a failed chdir with the same errno as a failed exec.
@@ -89,6 +190,10 @@ std::string spawn_failure_message(const std::string& program, int err, const std
 }
 
 }  // namespace
+
+std::size_t subprocess_path_searches() {
+  return path_cache().searches();
+}
 
 Subprocess::Subprocess(EventLoop& loop, Handlers handlers) : loop_(loop), handlers_(std::move(handlers)) {}
 
@@ -166,16 +271,27 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
   for (const auto& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
 
-  int rc = 0;
+  int rc = -1;  // -1: not tried yet
   pid_t pid = -1;
   bool has_slash = self->program_.find('/') != std::string::npos;
-  if (!has_slash && override_of(options.env, "PATH")) {
-    // posix_spawnp would search orch's PATH, not the one the step asked for.
-    auto resolved = find_in_path(self->program_, effective_path(options.env));
-    rc = resolved ? posix_spawn(&pid, resolved->c_str(), &fa.actions, &sa.attr, argv.data(), envp.data())
-                  : ENOENT;
-  } else {
-    rc = posix_spawnp(&pid, self->program_.c_str(), &fa.actions, &sa.attr, argv.data(), envp.data());
+  if (!has_slash) {
+    // The remembered answer first; should it fail (a file made unexecutable since,
+    // a script without #!), the search below decides, as it always did.
+    const std::string path = effective_path(options.env);
+    if (auto known = path_cache().find(self->program_, path)) {
+      rc = posix_spawn(&pid, known->c_str(), &fa.actions, &sa.attr, argv.data(), envp.data());
+      if (rc != 0) path_cache().forget(self->program_, path);
+    }
+  }
+  if (rc != 0) {
+    if (!has_slash && override_of(options.env, "PATH")) {
+      // posix_spawnp would search orch's PATH, not the one the step asked for.
+      auto resolved = find_in_path(self->program_, effective_path(options.env));
+      rc = resolved ? posix_spawn(&pid, resolved->c_str(), &fa.actions, &sa.attr, argv.data(), envp.data())
+                    : ENOENT;
+    } else {
+      rc = posix_spawnp(&pid, self->program_.c_str(), &fa.actions, &sa.attr, argv.data(), envp.data());
+    }
   }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);

@@ -14,6 +14,10 @@
 // drained to EOF, for at most Options::drain_limit (a process that escaped the
 // group with setsid may hold them open forever), and on_exit is called once.
 //
+// argv[0] without a '/' is looked up in PATH once and remembered, like a shell's
+// command hash, for as long as the PATH folders up to the one it was found in are
+// unchanged (subprocess.cc, PathCache).
+//
 // Contract for the handlers: on_stdout/on_stderr must not destroy the Subprocess;
 // on_exit may (it is the last thing the Subprocess does). Destroying a Subprocess
 // whose leader has not been reaped SIGKILLs the group and reaps the leader
@@ -45,6 +49,10 @@ struct ProcessExit {
   // output, and argv[0] cannot be found. Then it says why, as start() would have.
   std::string spawn_error;
 };
+
+// How many PATH searches Subprocess::start made, as opposed to answers it took
+// from its cache of earlier searches (for tests; see subprocess.cc, PathCache).
+std::size_t subprocess_path_searches();
 
 class Subprocess {
  public:

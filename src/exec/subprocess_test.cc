@@ -119,6 +119,57 @@ TEST(Subprocess, OverriddenPathIsUsedToFindTheProgram) {
   EXPECT_EQ(run.out, "tool ran\n");
 }
 
+// Sets a folder's modification time an hour back, as a PATH folder nobody has
+// touched lately (a lookup in a folder changed in the last second is not kept).
+void age(const fs::path& dir) {
+  fs::last_write_time(dir, fs::last_write_time(dir) - std::chrono::hours(1));
+}
+
+TEST(Subprocess, APathLookupIsRememberedUntilAPathFolderChanges) {
+  TempDir dir;
+  fs::create_directories(dir / "first");
+  write_file(dir / "second/orch-test-hashed", "#!/bin/sh\necho second\n");
+  fs::permissions(dir / "second/orch-test-hashed", fs::perms::owner_all);
+  age(dir / "first");
+  age(dir / "second");
+  EventLoop loop;
+  Subprocess::Options options;
+  options.argv = {"orch-test-hashed"};
+  options.env = {{"PATH", (dir / "first").string() + ":" + (dir / "second").string() + ":/usr/bin:/bin"}};
+  auto run = [&] {
+    Child c;
+    auto started = c.start(loop, options);
+    if (!started) return "failed: " + started.error().message;
+    EXPECT_TRUE(run_until(loop, [&] { return c.exit.has_value(); }));
+    return c.out;
+  };
+  const std::size_t before = subprocess_path_searches();
+  EXPECT_EQ(run(), "second\n");
+  EXPECT_EQ(run(), "second\n");
+  EXPECT_EQ(run(), "second\n");
+  EXPECT_EQ(subprocess_path_searches(), before + 1) << "searched once, then remembered";
+
+  // A program of the same name in an earlier folder is found at once.
+  write_file(dir / "first/orch-test-hashed", "#!/bin/sh\necho first\n");
+  fs::permissions(dir / "first/orch-test-hashed", fs::perms::owner_all);
+  EXPECT_EQ(run(), "first\n");
+  fs::remove(dir / "first/orch-test-hashed");
+  EXPECT_EQ(run(), "second\n");
+
+  // Made unexecutable without its folder changing: the remembered path fails
+  // and the search decides, as without the cache.
+  age(dir / "first");
+  EXPECT_EQ(run(), "second\n");
+  fs::permissions(dir / "second/orch-test-hashed", fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(run(), "failed: cannot run 'orch-test-hashed': No such file or directory (not found in PATH)");
+  fs::permissions(dir / "second/orch-test-hashed", fs::perms::owner_all);
+  EXPECT_EQ(run(), "second\n");
+
+  // Removed: not found, with the usual message.
+  fs::remove(dir / "second/orch-test-hashed");
+  EXPECT_EQ(run(), "failed: cannot run 'orch-test-hashed': No such file or directory (not found in PATH)");
+}
+
 TEST(Subprocess, WorkingFolderIsCwd) {
   TempDir dir;
   EventLoop loop;
