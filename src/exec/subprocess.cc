@@ -65,12 +65,16 @@ std::string effective_path(const std::vector<std::pair<std::string, std::string>
   return own ? own : "/bin:/usr/bin";
 }
 
-// Looks `name` up like execvp: each PATH entry in order, the first executable file.
-std::optional<std::string> find_in_path(const std::string& name, std::string_view path) {
+// Looks `name` up like execvp in the child would: each PATH entry in order, the
+// first executable file; a relative entry is taken in the child's working folder
+// `cwd` (orch's own when empty).
+std::optional<std::string> find_in_path(const std::string& name, std::string_view path,
+                                        const std::filesystem::path& cwd) {
   for (;;) {
     auto colon = path.find(':');
     std::string_view dir = path.substr(0, colon);
     std::string candidate = dir.empty() ? name : fmt::format("{}/{}", dir, name);
+    if (!cwd.empty() && candidate.front() != '/') candidate = (cwd / candidate).string();
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     if (colon == std::string_view::npos) return std::nullopt;
     path.remove_prefix(colon + 1);
@@ -85,11 +89,13 @@ std::optional<std::string> find_in_path(const std::string& name, std::string_vie
 // modification time; adding, removing or renaming a file in a folder changes its
 // time — and only if none of them had changed in the second before the search (a
 // change in the same clock tick as the search would leave the time as it was).
-// Relative PATH entries, which the child resolves against its own working folder,
-// are never remembered; neither is "not found".
+// A PATH with a relative entry (which the child resolves against its own working
+// folder, not orch's) is left to the search at spawn time; "not found" is never
+// remembered.
 class PathCache {
  public:
   std::optional<std::string> find(const std::string& name, const std::string& path) {
+    if (has_relative_entry(path)) return std::nullopt;
     std::lock_guard lock(mu_);
     const auto key = std::make_pair(path, name);
     if (auto it = entries_.find(key); it != entries_.end()) {
@@ -105,13 +111,12 @@ class PathCache {
     for (;;) {
       const auto colon = rest.find(':');
       const std::string dir(rest.substr(0, colon));
-      if (dir.empty() || dir.front() != '/') cacheable = false;
       // The folder's stamp first: a file added to it after this is noticed later.
-      const Stamp stamp = stamp_of(dir.empty() ? "." : dir);
+      const Stamp stamp = stamp_of(dir);
       if (stamp.exists && stamp.mtime.tv_sec + 1 >= now.tv_sec) cacheable = false;
       entry.dirs.push_back(dir);
       entry.stamps.push_back(stamp);
-      const std::string candidate = dir.empty() ? name : dir + "/" + name;
+      const std::string candidate = dir + "/" + name;
       struct stat st {};
       if (stamp.exists && ::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
           ::access(candidate.c_str(), X_OK) == 0) {
@@ -148,6 +153,14 @@ class PathCache {
     std::vector<Stamp> stamps;
   };
 
+  static bool has_relative_entry(std::string_view path) {
+    for (;;) {
+      const auto colon = path.find(':');
+      if (path.substr(0, colon).empty() || path.front() != '/') return true;
+      if (colon == std::string_view::npos) return false;
+      path.remove_prefix(colon + 1);
+    }
+  }
   static Stamp stamp_of(const std::string& dir) {
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) return {};
@@ -286,7 +299,7 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
   if (rc != 0) {
     if (!has_slash && override_of(options.env, "PATH")) {
       // posix_spawnp would search orch's PATH, not the one the step asked for.
-      auto resolved = find_in_path(self->program_, effective_path(options.env));
+      auto resolved = find_in_path(self->program_, effective_path(options.env), options.cwd);
       rc = resolved ? posix_spawn(&pid, resolved->c_str(), &fa.actions, &sa.attr, argv.data(), envp.data())
                     : ENOENT;
     } else {
@@ -421,7 +434,7 @@ void Subprocess::on_leader_exit() {
     std::filesystem::path program = program_;
     bool found = program_.find('/') != std::string::npos
                      ? ::access((cwd_ / program).c_str(), X_OK) == 0  // cwd_ / absolute = absolute
-                     : find_in_path(program_, effective_path(env_)).has_value();
+                     : find_in_path(program_, effective_path(env_), cwd_).has_value();
     if (!found) exit_.spawn_error = spawn_failure_message(program_, ENOENT, {});
   }
   if (out_.fd >= 0 || err_.fd >= 0) {

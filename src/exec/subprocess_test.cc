@@ -170,6 +170,26 @@ TEST(Subprocess, APathLookupIsRememberedUntilAPathFolderChanges) {
   EXPECT_EQ(run(), "failed: cannot run 'orch-test-hashed': No such file or directory (not found in PATH)");
 }
 
+// A relative PATH entry is resolved in the step's working folder, as the child
+// would: the lookup cache leaves such a PATH alone.
+TEST(Subprocess, ARelativePathEntryIsResolvedInTheWorkingFolder) {
+  TempDir dir;
+  write_file(dir / "ws/tools/orch-test-relative", "#!/bin/sh\necho from the workspace\n");
+  fs::permissions(dir / "ws/tools/orch-test-relative", fs::perms::owner_all);
+  age(dir / "ws/tools");
+  EventLoop loop;
+  Subprocess::Options options;
+  options.argv = {"orch-test-relative"};
+  options.cwd = dir / "ws";
+  options.env = {{"PATH", "tools:/usr/bin:/bin"}};
+  for (int i = 0; i < 2; ++i) {
+    Child c;
+    ASSERT_TRUE(c.start(loop, options));
+    ASSERT_TRUE(run_until(loop, [&] { return c.exit.has_value(); }));
+    EXPECT_EQ(c.out, "from the workspace\n");
+  }
+}
+
 TEST(Subprocess, WorkingFolderIsCwd) {
   TempDir dir;
   EventLoop loop;
