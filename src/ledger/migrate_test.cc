@@ -27,6 +27,15 @@ void expect_refused(const std::filesystem::path& path, const std::string& fragme
   EXPECT_NE(store.error().message.find(fragment), std::string::npos) << store.error().message;
 }
 
+// Makes `raw` an orch ledger of schema `version` (the first `version` migrations,
+// with no schema_version rows: the caller inserts those and its old rows).
+void make_old_ledger(lt::RawDb& raw, int version) {
+  ASSERT_EQ(raw.exec("PRAGMA journal_mode = WAL"), "");
+  ASSERT_EQ(raw.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId)), "");
+  for (int v = 0; v < version; ++v)
+    ASSERT_EQ(raw.exec(schema_migrations()[static_cast<std::size_t>(v)].sql), "");
+}
+
 TEST(LedgerFile, AFileThatIsNotADatabaseIsRefusedAndLeftAlone) {
   testing::TempDir dir;
   const auto path = dir / "orch.db";
@@ -200,9 +209,7 @@ TEST(LedgerFile, AVersion1LedgerIsMigratedAndKeepsItsRuns) {
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_EQ(raw.exec("PRAGMA journal_mode = WAL"), "");
-    ASSERT_EQ(raw.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId)), "");
-    ASSERT_EQ(raw.exec(schema_migrations()[0].sql), "");
+    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 1));
     ASSERT_EQ(
         raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1');"
                  "INSERT INTO runs VALUES ('old-run', 'n', 'succeeded', '', '/p.yaml', '/w', 1, 2, 0, 0,"
@@ -230,10 +237,7 @@ TEST(LedgerFile, AVersion2LedgerAcceptsTheVersion3StatusesAndStillRefusesOthers)
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_EQ(raw.exec("PRAGMA journal_mode = WAL"), "");
-    ASSERT_EQ(raw.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId)), "");
-    ASSERT_EQ(raw.exec(schema_migrations()[0].sql), "");
-    ASSERT_EQ(raw.exec(schema_migrations()[1].sql), "");
+    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 2));
     ASSERT_EQ(raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2');"
                        "INSERT INTO runs VALUES ('old-run', 'n', 'failed', '', '/p.yaml', '/w', 1, 2, 0, 0,"
                        " 1, 2, 3, 10, 0.5, 1, 100, 0, 0, '{}')"),
@@ -290,9 +294,7 @@ TEST(LedgerFile, AVersion5LedgerKeepsItsAttemptsAndTakesOutputsInTheRow) {
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_EQ(raw.exec("PRAGMA journal_mode = WAL"), "");
-    ASSERT_EQ(raw.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId)), "");
-    for (int v = 0; v < 5; ++v) ASSERT_EQ(raw.exec(schema_migrations()[static_cast<std::size_t>(v)].sql), "");
+    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 5));
     ASSERT_EQ(
         raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
                  " (5, 5, 'v5');"
