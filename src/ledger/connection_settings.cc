@@ -89,7 +89,7 @@ Expected<void> apply_connection_settings(SqliteDb& db, SyncMode sync) {
   // WAL's life cycle: by default the last connection to close checkpoints the
   // WAL into the database and deletes it (two fsyncs), and the next opener
   // creates it again (two more). Keeping the WAL file and leaving checkpoints to
-  // the writers' automatic ones (every 1000 pages) costs nothing in safety: the
+  // the writers (wal_checkpointer.h) costs nothing in safety: the
   // WAL is part of the database, and a reader opens it like any other.
   int persist = 1;
   int rc = sqlite3_file_control(db.handle(), "main", SQLITE_FCNTL_PERSIST_WAL, &persist);

@@ -11,7 +11,7 @@
 //   busy_timeout=10000    two orch processes writing different runs of one ledger
 //                         wait for each other's short transactions instead of failing
 //   persistent WAL, no    the WAL file is kept when the last connection closes and
-//   checkpoint on close   checkpoints are left to the writers' automatic ones, so
+//   checkpoint on close   checkpoints are left to the writers (wal_checkpointer.h), so
 //                         a short-lived orch process pays no fsync to open or close
 //                         ... unless the WAL has grown past kWalShrinkBytes: then
 //                         the closing connection checkpoints it and truncates it

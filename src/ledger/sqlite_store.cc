@@ -88,10 +88,14 @@ Expected<std::unique_ptr<SqliteStore>> SqliteStore::open(const fs::path& db_path
   if (version < store_schema_version()) ORCH_TRY(migrate_to_current(db, now_ms()));
 
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db), path.parent_path()));
+  store->checkpointer_ = std::make_unique<WalCheckpointer>(path, sync);
+  install_wal_checkpointer(store->db_, *store->checkpointer_);
   return store;
 }
 
 SqliteStore::~SqliteStore() {
+  // The thread first: its last checkpoint leaves less for the one below to copy.
+  checkpointer_->stop();
   // The statements are reset between uses and hold no read lock; a checkpoint
   // only needs the connection out of any transaction.
   shrink_wal_if_large(db_);

@@ -30,6 +30,7 @@
 
 #include "ledger/sqlite_db.h"
 #include "ledger/sqlite_statement.h"
+#include "ledger/wal_checkpointer.h"
 #include "orch/review_store.h"
 #include "orch/store.h"
 #include "orch/trace_store.h"
@@ -89,7 +90,13 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
   // The connection itself, for diagnostics and tests (PRAGMA values, raw queries).
   SqliteDb& connection() { return db_; }
 
-  // Closing shrinks a large WAL (shrink_wal_if_large).
+  // The connection's WAL checkpoints (ledger/wal_checkpointer.h): after a commit
+  // that grows the WAL enough, a thread of the store's own copies it into the
+  // database, so the writer does not stall on the checkpoint's fsyncs.
+  const WalCheckpointer& checkpointer() const { return *checkpointer_; }
+
+  // Closing stops the checkpoint thread, then shrinks a large WAL
+  // (shrink_wal_if_large).
   ~SqliteStore() override;
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;
@@ -115,6 +122,7 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
   SqliteDb db_;  // declared first: destroyed after the statements that use it
   std::filesystem::path folder_;
   Statements sql_;
+  std::unique_ptr<WalCheckpointer> checkpointer_;  // stopped by the destructor, before db_ closes
 };
 
 }  // namespace orch
