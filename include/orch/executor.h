@@ -139,6 +139,11 @@ class Executor {
   // spawn processes, call services or touch files keep the default: they start
   // only after the attempt is durable.
   virtual bool in_process() const { return false; }
+  // The environment variables whose values the executor sends as credentials (an
+  // llm provider's api_key_env). The engine masks their values wherever it masks
+  // secrets, whatever the variables are called: a name need not look secret
+  // (util/secrets.h) for its value to be kept out of the ledger and the output.
+  virtual std::vector<std::string> secret_env() const { return {}; }
   // May begin, in the background, the set-up the executor's first attempt would
   // otherwise pay for (the llm executor loads libcurl on a second thread while
   // the engine creates the ledger). Called before a run's first ledger write for
@@ -162,6 +167,8 @@ class ExecutorRegistry {
   std::vector<std::string> names() const;
   // warm_up() on each executor the plan's steps use, once each.
   void warm_up(const Plan& plan) const;
+  // Every executor's secret_env(), without repeats.
+  std::vector<std::string> secret_env() const;
 
   // shell, builtin:echo, builtin:json.
   static ExecutorRegistry with_builtins();

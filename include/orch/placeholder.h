@@ -55,6 +55,8 @@ struct RenderContext {
 Expected<std::string> render(const Template& tmpl, const RenderContext& ctx);
 
 // Looks up a dotted path in JSON text: "a.b.0". Strings come back unquoted.
+// A result nested deeper than this is refused (InvalidInput), like a plan (kMaxJsonDepth).
+inline constexpr int kMaxResultDepth = 500;
 Expected<std::string> json_path_value(std::string_view json_text, const std::vector<std::string>& path);
 
 }  // namespace orch

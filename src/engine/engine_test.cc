@@ -176,6 +176,85 @@ steps:
   EXPECT_FALSE(fs::exists(ws() / "gc.txt"));
 }
 
+// A result that nests too deep for `${steps.ID.json}` fails the step that reads
+// it, with the reason, where writing it out used to overflow the stack.
+TEST_F(EngineTest, AResultNestedTooDeepFailsTheStepThatReadsItWithAReason) {
+  write_file(ws() / "deep.json", std::string(200000, '[') + std::string(200000, ']'));
+  RunOutcome out = run(R"(
+steps:
+  - {id: a, run: [cat, deep.json], max_output: 1MiB}
+  - {id: b, deps: [a], run: [echo, "${steps.a.json}"], attempts: 1}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(step(out.run_id, "a").status, StepStatus::Done);
+  StepRecord b = step(out.run_id, "b");
+  EXPECT_EQ(b.status, StepStatus::Failed);
+  EXPECT_NE(b.reason.find("nests deeper than 500 levels"), std::string::npos) << b.reason;
+}
+
+// A token count no real call produces fails the attempt instead of wrapping the
+// run's totals around (9223372036854775807 twice made the spend -2, and the
+// budget let everything through).
+TEST_F(EngineTest, AnImpossibleTokenCountFailsTheAttemptAndIsNotCharged) {
+  RunOutcome out = run(R"(
+budget: {tokens: 1000}
+steps:
+  - id: huge
+    attempts: 1
+    sh: 'echo "{\"tokens_in\": 9223372036854775807, \"tokens_out\": 9223372036854775807}" > "$ORCH_USAGE_FILE"'
+  - {id: next, deps: [huge], sh: 'echo next ran'}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  StepRecord huge = step(out.run_id, "huge");
+  EXPECT_EQ(huge.status, StepStatus::Failed);
+  EXPECT_NE(huge.reason.find("impossible token count"), std::string::npos) << huge.reason;
+  EXPECT_EQ(huge.tokens_in + huge.tokens_out, 0);
+  EXPECT_EQ(step(out.run_id, "next").status, StepStatus::Skipped);
+  EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 0);
+}
+
+// Reserved at its declared maximum, a step may still spend more than its own
+// budget; it is done (its work is kept) and the overrun is said.
+TEST_F(EngineTest, AStepThatSucceedsOverItsOwnBudgetIsDoneAndSaysSo) {
+  RunOutcome out = run(R"(
+steps:
+  - id: s
+    budget: {tokens: 10, cost_usd: 0.01}
+    sh: 'echo "{\"tokens_in\": 30, \"tokens_out\": 30, \"cost_usd\": 2}" > "$ORCH_USAGE_FILE"'
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded);
+  StepRecord s = step(out.run_id, "s");
+  EXPECT_EQ(s.status, StepStatus::Done);
+  EXPECT_EQ(s.reason, "done over its budget: tokens 60 spent of 10");
+  auto over = store_->events_of_kind(out.run_id, "step_over_budget");
+  ASSERT_TRUE(over);
+  ASSERT_EQ(over->size(), 1u);
+  EXPECT_EQ(over->front().step_id, "s");
+}
+
+// `writes: ["."]` with the store inside the workspace (the default .orch/): a
+// snapshot would copy the ledger into itself until paths were too long, and a
+// restore would put an old ledger over the live one. The attempt fails, saying
+// why, and nothing is copied.
+TEST_F(EngineTest, AWritesFolderThatHoldsTheStoreFailsTheAttemptWithoutCopyingIt) {
+  auto inside = open_sqlite_store(ws() / ".orch" / "orch.db");
+  ASSERT_TRUE(inside) << inside.error().message;
+  store_ = std::move(*inside);
+  RunOutcome out = run(R"(
+steps:
+  - {id: s, writes: ["."], sh: 'echo changed > a.txt', attempts: 1}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  StepRecord s = step(out.run_id, "s");
+  EXPECT_NE(s.reason.find("holds orch's store"), std::string::npos) << s.reason;
+  EXPECT_FALSE(fs::exists(ws() / "a.txt")) << "the step must not have run";
+  std::size_t entries = 0;
+  for (auto it = fs::recursive_directory_iterator(ws() / ".orch"); it != fs::recursive_directory_iterator();
+       ++it)
+    ++entries;
+  EXPECT_LT(entries, 20u) << "the snapshot copied the store";
+}
+
 TEST_F(EngineTest, ARetryIsToldWhyTheLastAttemptFailed) {
   auto out = run(R"(
 steps:

@@ -1,6 +1,8 @@
 // The risk guard: every level, the durable pause, approve then resume.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "exec/tool_executor.h"
 #include "orch/engine.h"
 #include "orch/plan_loader.h"
 #include "orch/report.h"
@@ -187,6 +189,51 @@ TEST_F(RiskGuard, AnApprovalIsBoundToTheCommandThatWasShown) {
   EXPECT_FALSE(fs::exists(ws() / "high.txt"));
   auto requests = events(out.run_id, "approval_requested");
   EXPECT_NE(requests.back().data_json.find("all-regions"), std::string::npos) << requests.back().data_json;
+}
+
+// A registry tool's command comes from the registry, not the plan: an approval
+// given for one command does not cover another the registry now names, though
+// the step itself did not change.
+TEST_F(RiskGuard, AnApprovalIsVoidedWhenTheRegistryChangesTheToolsCommand) {
+  auto executors_with = [&](const std::string& argv) {
+    auto registry = parse_tool_registry(fmt::format(R"(tools:
+  deploy:
+    command: {}
+    status: prod_ready
+    safe_for_agents: true
+    risk: high
+    output_schema: {{}}
+    commands: {{go: {{}}}}
+)",
+                                                    argv),
+                                        "registry.yml");
+    EXPECT_TRUE(registry) << registry.error().message;
+    auto executors = std::make_shared<ExecutorRegistry>(ExecutorRegistry::with_builtins());
+    executors->add("tool:",
+                   std::make_shared<ToolExecutor>(std::make_shared<ToolRegistry>(std::move(*registry))));
+    return executors;
+  };
+  const std::string plan = "steps:\n  - {id: ship, executor: \"tool:deploy\", inputs: {command: go}}\n";
+  EngineOptions first;
+  first.executors = executors_with(R"([sh, -c, 'echo x > shipped.txt; echo "{}"'])");
+  RunOutcome out = run(plan, first);
+  ASSERT_EQ(out.status, RunStatus::AwaitingApproval) << out.reason;
+  ASSERT_TRUE(approve_step(*store_, out.run_id, "ship", 1));
+
+  EngineOptions second;
+  second.executors = executors_with(R"([sh, -c, 'echo x > everywhere.txt; echo "{}"'])");
+  auto resumed = resume(out.run_id, second);
+  EXPECT_EQ(resumed.status, RunStatus::AwaitingApproval) << resumed.reason;
+  EXPECT_FALSE(fs::exists(ws() / "everywhere.txt"));
+  auto requests = events(out.run_id, "approval_requested");
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_NE(requests.back().data_json.find("everywhere.txt"), std::string::npos) << requests.back().data_json;
+
+  // Approved again, for the command it now shows, it runs.
+  ASSERT_TRUE(approve_step(*store_, out.run_id, "ship", 1));
+  auto last = resume(out.run_id, second);
+  EXPECT_EQ(last.status, RunStatus::Succeeded) << last.reason;
+  EXPECT_TRUE(fs::exists(ws() / "everywhere.txt"));
 }
 
 }  // namespace

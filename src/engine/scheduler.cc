@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/attempt_render.h"
 #include "engine/snapshot.h"
@@ -58,9 +59,25 @@ Scheduler::Scheduler(Store& store, const EngineOptions& options)
       executors_(options.executors),
       secrets_(std::make_shared<SecretMasker>(options.secrets ? *options.secrets
                                                               : SecretMasker::from_environment())),
-      loop_(clock_) {}
+      loop_(clock_) {
+  // The credentials the executors send (an llm provider's key), whatever their
+  // variables are called.
+  if (executors_)
+    for (const std::string& name : executors_->secret_env())
+      if (const char* value = std::getenv(name.c_str())) secrets_->add_value(value);
+}
 
 namespace {
+
+// Whether `path` is `folder` or inside it (both absolute, normalised).
+bool within(const fs::path& path, const fs::path& folder) {
+  auto p = path.lexically_normal();
+  auto f = folder.lexically_normal();
+  auto [fi, pi] = std::mismatch(f.begin(), f.end(), p.begin(), p.end());
+  if (fi == f.end()) return true;
+  // "a/b/" normalises with an empty last element: a trailing separator still matches.
+  return std::next(fi) == f.end() && fi->empty();
+}
 
 // `data` with every string in it masked: masking the dumped text instead could
 // turn a number that happens to equal a secret into invalid JSON.
@@ -527,8 +544,9 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
   req.goal = step.goal;
   req.risk = level;
   req.stop_requested = [] { return SignalWatch::pending(); };
-  auto rendered = render_step(step, result_lookup(), s.rec.last_attempt + 1, s.previous_failure);
-  if (rendered) {
+  auto describe = [&](int attempt, const std::string& previous_failure) -> std::string {
+    auto rendered = render_step(step, result_lookup(), attempt, previous_failure);
+    if (!rendered) return "(cannot render the step: " + rendered.error().message + ")";
     AttemptSpec preview;
     preview.run_id = run_.id;
     preview.step_id = step.id;
@@ -537,11 +555,15 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
     preview.argv = std::move(rendered->argv);
     preview.env = std::move(rendered->env);
     preview.inputs = std::move(rendered->inputs);
-    req.command = secrets_->mask(s.executor->describe(preview));
-  } else {
-    req.command = "(cannot render the step: " + rendered.error().message + ")";
-  }
-  const std::string fingerprint = step_fingerprint(step, result_lookup()).value_or("");
+    return secrets_->mask(s.executor->describe(preview));
+  };
+  req.command = describe(s.rec.last_attempt + 1, s.previous_failure);
+  // What an approval is bound to: the step's fingerprint and the command the
+  // executor would run for it, which for a registry tool comes from the registry,
+  // not the step (rendered like the fingerprint, as attempt 0, so a retry does not
+  // change it). Either changing voids an `orch approve`.
+  const std::string fingerprint =
+      fingerprint_of(step_fingerprint(step, result_lookup()).value_or("") + "\n" + describe(0, ""));
 
   std::string by;
   if (options_.approve_steps.contains(step.id)) {
@@ -674,10 +696,21 @@ bool Scheduler::prepare_attempt(int i) {
 
   if (!step.writes.empty() && s.flight().pending_render_error.empty()) {
     std::vector<fs::path> paths;
+    std::error_code ec;
+    const fs::path store_folder = fs::weakly_canonical(store_.folder(), ec);
     for (const auto& w : step.writes) {
       auto p = resolve_in_workspace(run_.workspace, w);
       if (!p) {
         s.flight().pending_render_error = p.error().message;
+        break;
+      }
+      // A snapshot of a folder holding the store would copy the ledger into itself
+      // (without end), and restoring it would put an old ledger back over the live one.
+      if (!store_folder.empty() && within(store_folder, *p)) {
+        s.flight().pending_render_error = fmt::format(
+            "writes '{}': the folder holds orch's store ({}), which a snapshot cannot copy or restore; "
+            "list the files or folders the step changes instead",
+            w, store_folder.string());
         break;
       }
       paths.push_back(*p);
@@ -739,9 +772,40 @@ void Scheduler::start_attempt(int i) {
 
 // ---- settling --------------------------------------------------------------
 
+namespace {
+
+// The most one attempt can have used: far beyond any real call, and small enough
+// that no sum of them overflows the ledger's 64-bit totals.
+constexpr std::int64_t kMaxAttemptTokens = 1'000'000'000'000;
+constexpr double kMaxAttemptCostUsd = 1e9;
+
+// Why the spend an executor reported cannot be real (a negative or absurd token
+// count, a cost that is not a finite non-negative number), or nullopt.
+std::optional<std::string> impossible_spend(const AttemptOutcome& o) {
+  auto bad = [](std::int64_t tokens) { return tokens < 0 || tokens > kMaxAttemptTokens; };
+  if (bad(o.tokens_in) || bad(o.tokens_out))
+    return fmt::format("the attempt reported an impossible token count (in {}, out {}; each must be 0 to {})",
+                       o.tokens_in, o.tokens_out, kMaxAttemptTokens);
+  if (!std::isfinite(o.cost_usd) || o.cost_usd < 0 || o.cost_usd > kMaxAttemptCostUsd)
+    return fmt::format("the attempt reported an impossible cost ({}; must be $0 to ${:.0f})", o.cost_usd,
+                       kMaxAttemptCostUsd);
+  return std::nullopt;
+}
+
+}  // namespace
+
 void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
   s.flight().running.reset();
+  if (auto why = impossible_spend(outcome)) {
+    // Not charged (there is no true figure to charge), and never a success.
+    outcome.tokens_in = outcome.tokens_out = 0;
+    outcome.cost_usd = 0;
+    if (outcome.ending == AttemptEnding::Exited) {
+      outcome.ending = AttemptEnding::Error;
+      outcome.message = *why;
+    }
+  }
   s.flight().outcome = std::move(outcome);
   if (!s.flight().cancel_reason.empty()) {
     AttemptStatus st = stop_ == StopKind::Interrupt ? AttemptStatus::Interrupted : AttemptStatus::Cancelled;
@@ -993,8 +1057,20 @@ void Scheduler::mark_done(int i) {
   s.rec.result = s.flight().outcome ? secrets_->mask(s.flight().outcome->result) : "";
   s.rec.fingerprint = s.flight().attempt.fingerprint;
   s.rec.reason.clear();
+  // Reserved at its declared maximum, a step can still have spent more than its
+  // own budget in the attempt that succeeded: its work is kept, and the overrun
+  // is said, in the step's reason and in an event.
+  const BudgetLimits& sb = s.step->budget;
+  const std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
+  if (sb.tokens && step_tokens > *sb.tokens)
+    s.rec.reason = fmt::format("done over its budget: tokens {} spent of {}", step_tokens, *sb.tokens);
+  else if (sb.cost_usd && s.rec.cost_usd > *sb.cost_usd + 1e-12)
+    s.rec.reason =
+        fmt::format("done over its budget: cost ${:.4f} spent of ${:.4f}", s.rec.cost_usd, *sb.cost_usd);
   s.rec.finished_at = now_ms();
   save_step(s);
+  if (!s.rec.reason.empty())
+    event("step_over_budget", s.step->id, s.flight().attempt.number, {{"reason", s.rec.reason}});
   event("step_done", s.step->id, s.flight().attempt.number);
   for (int c : s.children) {
     StepState& child = steps_[static_cast<std::size_t>(c)];

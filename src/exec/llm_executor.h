@@ -53,6 +53,13 @@ class LlmExecutor final : public Executor {
   // The model's max_tokens plus the prompt's length in bytes / 3 (an upper
   // estimate of its tokens), priced at the model's prices.
   SpendEstimate estimate(const Step& step) const override;
+  // Every provider's api_key_env.
+  std::vector<std::string> secret_env() const override {
+    std::vector<std::string> names;
+    for (const auto& [_, provider] : catalog_->providers)
+      if (!provider.api_key_env.empty()) names.push_back(provider.api_key_env);
+    return names;
+  }
   // Loads libcurl (dlopen of ~30 libraries and curl_global_init: 15-20 ms) on a
   // second thread, so the first wave of calls does not wait for it.
   void warm_up() override;

@@ -76,6 +76,13 @@ void ExecutorRegistry::warm_up(const Plan& plan) const {
     if (Executor* e = find(step.executor); e != nullptr && seen.insert(e).second) e->warm_up();
 }
 
+std::vector<std::string> ExecutorRegistry::secret_env() const {
+  std::set<std::string> names;
+  for (const auto& [_, executor] : executors_)
+    for (auto& name : executor->secret_env()) names.insert(std::move(name));
+  return {names.begin(), names.end()};
+}
+
 std::vector<std::string> ExecutorRegistry::names() const {
   std::vector<std::string> out;
   for (const auto& [name, _] : executors_) out.push_back(name);

@@ -227,9 +227,20 @@ Expected<Template> parse_template(std::string_view text) {
 }
 
 Expected<std::string> json_path_value(std::string_view json_text, const std::vector<std::string>& path) {
+  // A result nested deeper than a plan may be is refused while it is parsed:
+  // writing such a value back out (the `${steps.ID.json}` of it) recurses once
+  // per level and would overflow the stack.
+  struct TooDeep {};
+  auto limit_depth = [](int depth, nlohmann::ordered_json::parse_event_t, nlohmann::ordered_json&) {
+    if (depth > kMaxResultDepth) throw TooDeep{};
+    return true;
+  };
   nlohmann::ordered_json doc;
   try {
-    doc = nlohmann::ordered_json::parse(json_text);
+    doc = nlohmann::ordered_json::parse(json_text, limit_depth);
+  } catch (const TooDeep&) {
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("the result nests deeper than {} levels", kMaxResultDepth));
   } catch (const nlohmann::json::exception& e) {
     return fail(ErrorCode::InvalidInput, fmt::format("the result is not JSON ({})", e.what()));
   }

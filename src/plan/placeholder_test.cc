@@ -225,6 +225,18 @@ TEST(JsonPathValue, Lookups) {
   EXPECT_EQ(json_path_value("\"just a string\"\n", {}).value(), "just a string");
 }
 
+TEST(JsonPathValue, AResultNestedDeeperThanAPlanMayBeIsRefusedNotRecursedInto) {
+  const std::string ok = std::string(kMaxResultDepth, '[') + std::string(kMaxResultDepth, ']');
+  EXPECT_TRUE(json_path_value(ok, {}));
+  // Deep enough to overflow the stack when written back out.
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto value = json_path_value(deep, {});
+  ASSERT_FALSE(value);
+  EXPECT_EQ(value.error().code, ErrorCode::InvalidInput);
+  EXPECT_NE(value.error().message.find("nests deeper than 500 levels"), std::string::npos)
+      << value.error().message;
+}
+
 TEST(JsonPathValue, Errors) {
   const char* doc = R"({"a": [1, 2], "s": "x"})";
   EXPECT_NE(json_path_value(doc, {"a", "5"}).error().message.find("out of range"), std::string::npos);
