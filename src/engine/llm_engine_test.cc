@@ -68,8 +68,8 @@ default_model: fast
     auto executors = registry();
     LoadResult loaded = parse_plan(yaml, (dir_ / "plan.yaml").string());
     EXPECT_TRUE(loaded.diagnostics.empty()) << loaded.diagnostics.front().to_string();
-    Diagnostics problems =
-        validate_plan(loaded.plan, validate_options_for(dir_ / "ws", (dir_ / "plan.yaml").string(), *executors));
+    Diagnostics problems = validate_plan(
+        loaded.plan, validate_options_for(dir_ / "ws", (dir_ / "plan.yaml").string(), *executors));
     for (const auto& d : problems) ADD_FAILURE() << d.to_string();
     EngineOptions options;
     options.workspace = dir_ / "ws";
@@ -136,6 +136,39 @@ steps:
   EXPECT_EQ(step(out.run_id, "fine").status, StepStatus::Done);
 }
 
+// Usage figures are charged as sent, so one that is not a non-negative integer
+// fails the attempt like missing usage, and charges nothing: a negative one
+// would lower the run's spend and let later steps overshoot the budget.
+TEST_F(LlmEngineTest, UsageFiguresThatAreNotNonNegativeIntegersFailTheAttempt) {
+  auto out = run(R"(
+on_failure: continue
+budget: {tokens: 1000}
+steps:
+  - {id: negative, executor: llm, attempts: 1, inputs: {prompt: "[[reply: hi]] [[usage: -50 -3]]"}}
+  - {id: text, executor: "llm:claude", attempts: 1, inputs: {prompt: '[[reply: hi]] [[usage: 7 "5"]]'}}
+  - {id: fraction, executor: llm, attempts: 1, inputs: {prompt: "[[reply: hi]] [[usage: 7 2.5]]"}}
+  - {id: fine, executor: llm, attempts: 1, inputs: {prompt: "[[reply: hi]] [[usage: 10 5]]"}}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  for (auto [id, why] :
+       {std::pair{"negative", "usage.prompt_tokens = -50, not a non-negative integer"},
+        std::pair{"text", "usage.output_tokens = \"5\", not a non-negative integer"},
+        std::pair{"fraction", "usage.completion_tokens = 2.5, not a non-negative integer"}}) {
+    StepRecord s = step(out.run_id, id);
+    EXPECT_EQ(s.status, StepStatus::Failed) << id;
+    EXPECT_NE(s.reason.find(why), std::string::npos) << s.reason;
+    EXPECT_EQ(s.tokens_in, 0) << id;
+    EXPECT_EQ(s.tokens_out, 0) << id;
+    auto tries = *store_->attempts(out.run_id, id);
+    ASSERT_EQ(tries.size(), 1u) << id;
+    EXPECT_EQ(tries[0].tokens_in, 0) << id;
+    EXPECT_EQ(tries[0].tokens_out, 0) << id;
+  }
+  EXPECT_EQ(step(out.run_id, "fine").status, StepStatus::Done);
+  EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 15)
+      << "only the call with sound figures is charged";
+}
+
 // A 429 with Retry-After is retried (not "same failure twice"), after the
 // provider's delay: on a manual clock, so the test does not sleep it.
 TEST_F(LlmEngineTest, RateLimitsAreRetriedAfterRetryAfter) {
@@ -158,6 +191,32 @@ steps:
   EXPECT_GE((*tries)[2].started_at - (*tries)[1].finished_at, 30'000);
 }
 
+// Retry-After may be an HTTP-date: the retry waits until then (the fake dates
+// it 30 s after its answer, in whole seconds), and not at all for a date in the
+// past (the usual back-off of 1-1.25 s still applies).
+TEST_F(LlmEngineTest, ARetryAfterGivenAsAnHttpDateIsHonoured) {
+  ManualClock clock;
+  auto out = run(R"(
+steps:
+  - id: busy
+    executor: llm
+    attempts: 3
+    inputs: {prompt: "[[fail-times: 1 status: 429 retry-after-date=30]] [[reply: later]]"}
+  - id: past
+    executor: llm
+    attempts: 3
+    inputs: {prompt: "[[fail-times: 1 status: 503 retry-after-date=-3600]] [[reply: now]]"}
+)",
+                 &clock);
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  auto busy = *store_->attempts(out.run_id, "busy");
+  ASSERT_EQ(busy.size(), 2u);
+  EXPECT_GE(busy[1].started_at - busy[0].finished_at, 29'000) << "the HTTP-date Retry-After was not honoured";
+  auto past = *store_->attempts(out.run_id, "past");
+  ASSERT_EQ(past.size(), 2u);
+  EXPECT_LT(past[1].started_at - past[0].finished_at, 2'000) << "a date in the past asks for no wait";
+}
+
 TEST_F(LlmEngineTest, AMissingKeyOrUnauthorizedKeyFailsWithoutRetrying) {
   unsetenv(kKeyVar);
   auto out = run("steps:\n  - {id: a, executor: llm, attempts: 3, inputs: {prompt: hi}}\n");
@@ -167,16 +226,19 @@ TEST_F(LlmEngineTest, AMissingKeyOrUnauthorizedKeyFailsWithoutRetrying) {
   setenv(kKeyVar, "sk-wrong-key-999999", 1);
   auto denied = run("steps:\n  - {id: a, executor: llm, attempts: 3, inputs: {prompt: hi}}\n");
   EXPECT_EQ(denied.status, RunStatus::Failed);
-  EXPECT_NE(step(denied.run_id, "a").reason.find("HTTP 401"), std::string::npos) << step(denied.run_id, "a").reason;
-  EXPECT_EQ(store_->attempts(denied.run_id, "a")->size(), 2u) << "a 401 is not transient: same failure twice stops it";
+  EXPECT_NE(step(denied.run_id, "a").reason.find("HTTP 401"), std::string::npos)
+      << step(denied.run_id, "a").reason;
+  EXPECT_EQ(store_->attempts(denied.run_id, "a")->size(), 2u)
+      << "a 401 is not transient: same failure twice stops it";
 }
 
 // A provider's concurrency caps its calls in flight, whatever -j allows.
 TEST_F(LlmEngineTest, AProvidersConcurrencyCapsItsCallsInFlight) {
   std::string yaml = "concurrency: 8\nsteps:\n";
   for (int i = 0; i < 6; ++i)
-    yaml += fmt::format("  - {{id: s{}, executor: llm:capped, inputs: {{prompt: \"[[sleep: 0.4]] [[reply: r{}]]\"}}}}\n",
-                        i, i);
+    yaml += fmt::format(
+        "  - {{id: s{}, executor: llm:capped, inputs: {{prompt: \"[[sleep: 0.4]] [[reply: r{}]]\"}}}}\n", i,
+        i);
   const auto began = std::chrono::steady_clock::now();
   auto out = run(yaml);
   const auto took = std::chrono::steady_clock::now() - began;
@@ -324,7 +386,8 @@ steps:
   ASSERT_EQ(problems.size(), 2u);
   EXPECT_NE(problems[0].message.find("inputs.response_format must be a JSON Schema"), std::string::npos)
       << problems[0].to_string();
-  EXPECT_NE(problems[1].message.find("not a usable JSON Schema"), std::string::npos) << problems[1].to_string();
+  EXPECT_NE(problems[1].message.find("not a usable JSON Schema"), std::string::npos)
+      << problems[1].to_string();
 }
 
 // A body cut off mid-transfer and a server that never answers are transport

@@ -134,6 +134,30 @@ steps:
   EXPECT_EQ(step(out.run_id, "b").result, "done after working quietly");
 }
 
+// With the store inside the workspace (.orch/, the default), orch's own writes
+// there (another step's output, the ledger) are not the worker's progress: a
+// silent worker stalls at its stall_after next to a step that prints all along.
+TEST_F(WorkerEngine, OrchsOwnWritesToAStoreInTheWorkspaceAreNoProgress) {
+  auto inside = open_sqlite_store(ws() / ".orch" / "orch.db");
+  ASSERT_TRUE(inside) << inside.error().message;
+  store_ = std::move(*inside);
+  RunOutcome out = run(R"(name: w
+concurrency: 2
+on_failure: continue
+steps:
+  - {id: s, executor: "worker:stall", goal: think forever, attempts: 1}
+  - {id: ticker, sh: "for i in $(seq 30); do echo tick $i; sleep 0.1; done"}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(step(out.run_id, "ticker").status, StepStatus::Done);
+  auto stalled = attempts(out.run_id, "s");
+  ASSERT_EQ(stalled.size(), 1u);
+  EXPECT_EQ(stalled[0].status, AttemptStatus::Stalled);
+  // stall_after is 500ms; the ticker prints into .orch/runs/ for 3 s.
+  EXPECT_LT(stalled[0].finished_at - stalled[0].started_at, 2'000)
+      << "the ticker's output under .orch/ kept the silent worker alive";
+}
+
 TEST_F(WorkerEngine, CrashesAndOutputThatBreaksTheContractFailTheAttempt) {
   RunOutcome out = run(R"(name: w
 on_failure: continue

@@ -38,7 +38,8 @@ Loaded load_once() {
     if (why.empty()) why = e != nullptr ? e : name;
   }
   if (library == nullptr) {
-    out.error = fmt::format("cannot load libcurl, which HTTP calls need: {} (install the libcurl4 package)", why);
+    out.error =
+        fmt::format("cannot load libcurl, which HTTP calls need: {} (install the libcurl4 package)", why);
     return out;
   }
   CurlApi& a = out.api;
@@ -57,13 +58,15 @@ Loaded load_once() {
                   resolve(library, "curl_multi_cleanup", a.multi_cleanup, missing) &&
                   resolve(library, "curl_multi_strerror", a.multi_strerror, missing) &&
                   resolve(library, "curl_slist_append", a.slist_append, missing) &&
-                  resolve(library, "curl_slist_free_all", a.slist_free_all, missing);
+                  resolve(library, "curl_slist_free_all", a.slist_free_all, missing) &&
+                  resolve(library, "curl_getdate", a.getdate, missing);
   if (!ok) {
     out.error = fmt::format("the libcurl found lacks {} (libcurl 7.62 or newer is needed)", missing);
     return out;
   }
   CURLcode (*global_init)(long) = nullptr;
-  if (!resolve(library, "curl_global_init", global_init, missing) || global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+  if (!resolve(library, "curl_global_init", global_init, missing) ||
+      global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
     out.error = "libcurl could not be initialised (curl_global_init failed)";
   return out;
 }

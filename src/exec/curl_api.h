@@ -4,7 +4,7 @@
 // it depends on (TLS, Kerberos, LDAP, IDN, ...) at start-up: about 14 ms on the
 // CI machine, paid by `orch status`, `orch task log` and every other command that
 // never speaks HTTP. So orch links no libcurl; http_client.cc reaches it through
-// this table of the 16 functions it uses, filled by dlopen("libcurl.so.4") (the
+// this table of the 17 functions it uses, filled by dlopen("libcurl.so.4") (the
 // library's soname since 2006) on first use. The types and constants still come
 // from <curl/curl.h>, so the calls are checked by the compiler as before.
 //
@@ -34,6 +34,9 @@ struct CurlApi {
   const char* (*multi_strerror)(CURLMcode);
   curl_slist* (*slist_append)(curl_slist*, const char*);
   void (*slist_free_all)(curl_slist*);
+  // An HTTP-date (RFC 9110: IMF-fixdate, RFC 850 or asctime) as seconds since
+  // the epoch, or -1 when it is not one. The second argument is unused: null.
+  time_t (*getdate)(const char*, const time_t*);
 };
 
 // libcurl's functions, or an Io error naming the library and what the dynamic

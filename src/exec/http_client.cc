@@ -8,15 +8,17 @@
 // inside start()).
 #include "exec/http_client.h"
 
-#include "exec/curl_api.h"
-
 #include <fmt/format.h>
 #include <poll.h>
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <ctime>
 #include <mutex>
 #include <set>
+
+#include "exec/curl_api.h"
 
 namespace orch {
 
@@ -26,6 +28,10 @@ using SteadyClock = std::chrono::steady_clock;
 
 // Idle connections kept for reuse, across all hosts (CURLMOPT_MAXCONNECTS).
 constexpr long kMaxIdleConnections = 64;
+
+// A Retry-After beyond this (a year) is read as this: the wait must fit in
+// milliseconds, and no run waits that long anyway.
+constexpr double kMaxRetryAfterSeconds = 365.0 * 24 * 3600;
 
 std::string to_lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -46,6 +52,32 @@ std::optional<std::string> HttpResponse::header(const std::string& name) const {
   for (const auto& [key, value] : headers)
     if (key == wanted) return value;
   return std::nullopt;
+}
+
+std::optional<std::chrono::milliseconds> HttpResponse::retry_after(
+    std::chrono::system_clock::time_point now) const {
+  auto value = header("retry-after");
+  if (!value || value->empty()) return std::nullopt;
+  const std::string& text = *value;
+  if (std::isdigit(static_cast<unsigned char>(text.front()))) {
+    // delay-seconds: digits (a fraction is read too, though RFC 9110 has none).
+    double seconds = 0;
+    auto [end, ec] =
+        std::from_chars(text.data(), text.data() + text.size(), seconds, std::chars_format::fixed);
+    if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::min(seconds, kMaxRetryAfterSeconds) * 1000));
+  }
+  auto curl = load_curl();  // libcurl's HTTP-date parser; loaded already if this came over HTTP
+  if (!curl) return std::nullopt;
+  const time_t at = (*curl)->getdate(text.c_str(), nullptr);
+  if (at == -1) return std::nullopt;
+  time_t reference = std::chrono::system_clock::to_time_t(now);
+  if (auto date = header("date"))
+    if (time_t server_now = (*curl)->getdate(date->c_str(), nullptr); server_now != -1)
+      reference = server_now;
+  const double seconds = std::clamp(std::difftime(at, reference), 0.0, kMaxRetryAfterSeconds);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
 }
 
 struct HttpClient::Impl {
@@ -209,7 +241,8 @@ struct HttpClient::Impl {
         r.error = fmt::format("timed out after {} ms ({})", r.elapsed.count(),
                               t.error_buffer[0] != '\0' ? t.error_buffer : api->easy_strerror(result));
       } else {
-        r.error = t.error_buffer[0] != '\0' ? std::string(t.error_buffer) : std::string(api->easy_strerror(result));
+        r.error =
+            t.error_buffer[0] != '\0' ? std::string(t.error_buffer) : std::string(api->easy_strerror(result));
       }
     }
     api->multi_remove_handle(multi, t.easy);
@@ -314,8 +347,12 @@ HttpClient::RequestId HttpClient::start(HttpRequest request, Done done) {
   return impl_->start(std::move(request), std::move(done));
 }
 
-void HttpClient::cancel(RequestId id) { impl_->cancel(id); }
+void HttpClient::cancel(RequestId id) {
+  impl_->cancel(id);
+}
 
-std::size_t HttpClient::in_flight() const { return impl_->transfers.size(); }
+std::size_t HttpClient::in_flight() const {
+  return impl_->transfers.size();
+}
 
 }  // namespace orch

@@ -53,6 +53,14 @@ struct HttpResponse {
 
   // The first header of this name (case-insensitive), if any.
   std::optional<std::string> header(const std::string& name) const;
+  // How long the response's Retry-After asks the client to wait: delay-seconds
+  // ("30"), or an HTTP-date ("Wed, 21 Oct 2015 07:28:00 GMT") less the
+  // response's own Date (the server's clock, so a skewed local clock does not
+  // stretch or cancel the wait), or less `now` when it has no Date it can read.
+  // A date in the past is no wait (0). No header, or one that is neither form:
+  // nullopt, as if the server had said nothing.
+  std::optional<std::chrono::milliseconds> retry_after(
+      std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) const;
 };
 
 class HttpClient {

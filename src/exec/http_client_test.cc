@@ -7,8 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <vector>
@@ -20,9 +20,9 @@ namespace orch {
 namespace {
 
 using namespace std::chrono_literals;
+using nlohmann::json;
 using orch::testing::FakeLlmServer;
 using orch::testing::run_until;
-using nlohmann::json;
 
 HttpRequest chat(const FakeLlmServer& server, const std::string& prompt, const std::string& key) {
   HttpRequest r;
@@ -89,6 +89,60 @@ TEST_F(HttpClientTest, HttpErrorsAreResponsesWithTheirHeaders) {
   EXPECT_TRUE(limited->error.empty()) << "an HTTP status is not a transport failure";
   EXPECT_EQ(unauthorized->status, 401);
   EXPECT_NE(unauthorized->body.find("invalid_api_key"), std::string::npos) << unauthorized->body;
+}
+
+// Retry-After in both its forms (RFC 9110 10.2.3): delay-seconds, or an
+// HTTP-date, counted from the response's own Date when it has one, else from now.
+TEST(HttpResponseTest, RetryAfterIsReadAsSecondsOrAsAnHttpDate) {
+  auto with_headers = [](std::vector<std::pair<std::string, std::string>> headers) {
+    HttpResponse r;
+    r.status = 429;
+    r.headers = std::move(headers);
+    return r;
+  };
+  auto retry_after = [&](const std::string& value) { return with_headers({{"retry-after", value}}); };
+  // Four seconds before Wed, 21 Oct 2015 07:28:00 GMT.
+  const auto now = std::chrono::system_clock::from_time_t(1445412480 - 4);
+  EXPECT_EQ(retry_after("30").retry_after(now), 30s);
+  EXPECT_EQ(retry_after("1.5").retry_after(now), 1500ms);
+  EXPECT_EQ(retry_after("0").retry_after(now), 0ms);
+  // IMF-fixdate, and the obsolete RFC 850 and asctime forms a recipient must read too.
+  EXPECT_EQ(retry_after("Wed, 21 Oct 2015 07:28:00 GMT").retry_after(now), 4s);
+  EXPECT_EQ(retry_after("Wednesday, 21-Oct-15 07:28:00 GMT").retry_after(now), 4s);
+  EXPECT_EQ(retry_after("Wed Oct 21 07:28:00 2015").retry_after(now), 4s);
+  // The server's clock, when it says what it is, whatever the local clock says.
+  EXPECT_EQ(with_headers(
+                {{"date", "Wed, 21 Oct 2015 07:27:50 GMT"}, {"retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"}})
+                .retry_after(now),
+            10s);
+  EXPECT_EQ(with_headers({{"date", "not a date"}, {"retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"}})
+                .retry_after(now),
+            4s);
+  // A date in the past asks for no wait.
+  EXPECT_EQ(retry_after("Wed, 21 Oct 2015 07:27:00 GMT").retry_after(now), 0ms);
+  // What is neither form is ignored: as if the server had said nothing.
+  for (const char* value : {"soon", "", "-5", "1e3", "nan", "inf", "30 s", "Wed, 99 Foo 2015 07:28:00 GMT"})
+    EXPECT_EQ(retry_after(value).retry_after(now), std::nullopt) << value;
+  EXPECT_EQ(with_headers({}).retry_after(now), std::nullopt);
+}
+
+// An HTTP-date as a real server sends it (fake_llm: from its own clock, with
+// its Date), read through libcurl.
+TEST_F(HttpClientTest, ARetryAfterDateIsTheWaitUntilThatDate) {
+  const FakeLlmServer& server = *server_;
+  EventLoop loop;
+  HttpClient client(loop);
+  std::optional<HttpResponse> got;
+  client.start(chat(server, "[[status: 429 retry-after-date=30]]", server.api_key()),
+               [&](HttpResponse r) { got = std::move(r); });
+  ASSERT_TRUE(run_until(loop, [&] { return got.has_value(); }));
+  ASSERT_EQ(got->status, 429) << got->error;
+  ASSERT_TRUE(got->header("retry-after")) << "no Retry-After";
+  auto wait = got->retry_after();
+  ASSERT_TRUE(wait) << *got->header("retry-after");
+  // Whole seconds on both sides: the second the server answered in may have ended.
+  EXPECT_GE(*wait, 29s) << *got->header("retry-after");
+  EXPECT_LE(*wait, 30s) << *got->header("retry-after");
 }
 
 TEST_F(HttpClientTest, ManyRequestsAreInFlightAtOnceOnOneThread) {
@@ -197,7 +251,8 @@ TEST_F(HttpClientTest, ACancelledRequestNeverReports) {
   std::optional<HttpResponse> other;
   auto id = client.start(chat(server, "[[sleep: 0.3]]", server.api_key()),
                          [&](HttpResponse) { cancelled_reported = true; });
-  client.start(chat(server, "[[sleep: 0.6]]", server.api_key()), [&](HttpResponse r) { other = std::move(r); });
+  client.start(chat(server, "[[sleep: 0.6]]", server.api_key()),
+               [&](HttpResponse r) { other = std::move(r); });
   loop.run_once(50ms);
   client.cancel(id);
   EXPECT_EQ(client.in_flight(), 1u);

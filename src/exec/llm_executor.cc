@@ -3,14 +3,16 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <system_error>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 #include "exec/curl_api.h"
 #include "exec/output_sink.h"
+#include "orch/validate.h"
 #include "util/json_schema.h"
 #include "util/json_text.h"
-#include "orch/validate.h"
+#include "util/strings.h"
 
 namespace orch {
 
@@ -31,20 +33,25 @@ std::optional<std::string> input_text(const nlohmann::ordered_json& inputs, cons
 // The provider's own error message, if its body has one (both APIs put it at error.message).
 std::string provider_message(const std::string& body) {
   json doc = json::parse(body, nullptr, false);
-  if (doc.is_object() && doc.contains("error") && doc["error"].is_object() && doc["error"].contains("message") &&
-      doc["error"]["message"].is_string())
+  if (doc.is_object() && doc.contains("error") && doc["error"].is_object() &&
+      doc["error"].contains("message") && doc["error"]["message"].is_string())
     return doc["error"]["message"].get<std::string>();
   std::string text = body.substr(0, 300);
   return text;
 }
 
-std::optional<std::chrono::milliseconds> retry_after(const HttpResponse& r) {
-  auto value = r.header("retry-after");
-  if (!value) return std::nullopt;
-  char* end = nullptr;
-  double seconds = std::strtod(value->c_str(), &end);
-  if (end == value->c_str() || seconds < 0) return std::nullopt;  // an HTTP date: not honoured
-  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+// Why the figure `usage.key` cannot be charged to a budget ("" when it can): it
+// must be a non-negative integer that fits an int64 (a negative one would lower
+// the run's spend).
+std::string bad_usage_figure(const json& usage, const char* key) {
+  const json& v = usage.at(key);
+  bool fits = false;
+  if (v.is_number_unsigned())
+    fits = v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  else if (v.is_number_integer())
+    fits = v.get<std::int64_t>() >= 0;
+  return fits ? ""
+              : fmt::format("usage.{} = {}, not a non-negative integer", key, quote_for_message(v.dump()));
 }
 
 }  // namespace
@@ -82,7 +89,8 @@ class LlmExecutor::Attempt final : public RunningAttempt {
     outcome.message = reason;
     DoneCallback done = std::move(call_->done);
     call_->done = nullptr;
-    executor_.loop_->defer([done = std::move(done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
+    executor_.loop_->defer(
+        [done = std::move(done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
   }
 
  private:
@@ -104,15 +112,18 @@ class LlmExecutor::Attempt final : public RunningAttempt {
 
 LlmExecutor::LlmExecutor(std::shared_ptr<const LlmCatalog> catalog) : catalog_(std::move(catalog)) {}
 
-LlmExecutor::~LlmExecutor() { *alive_ = false; }
+LlmExecutor::~LlmExecutor() {
+  *alive_ = false;
+}
 
 void LlmExecutor::check_step(const Step& step, Diagnostics& out) const {
   auto problem = [&](std::string_view field, std::string message) {
     out.push_back(step_diagnostic(step, {field}, std::move(message)));
   };
   if (catalog_->models.empty()) {
-    problem("executor", "no models are configured: pass --models FILE, or put one at .orch/models.yaml "
-                        "(docs/models.md)");
+    problem("executor",
+            "no models are configured: pass --models FILE, or put one at .orch/models.yaml "
+            "(docs/models.md)");
   } else if (catalog_->model_for(step.executor) == nullptr) {
     if (step.executor == "llm") {
       problem("executor", "executor 'llm' needs a default_model in the models file (or name one: llm:MODEL)");
@@ -129,7 +140,9 @@ void LlmExecutor::check_step(const Step& step, Diagnostics& out) const {
   if (step.inputs.is_object())
     if (auto it = step.inputs.find("response_format"); it != step.inputs.end()) {
       if (!it->is_object()) {
-        problem("inputs", "inputs.response_format must be a JSON Schema (a mapping), e.g. {type: object, required: [x]}");
+        problem(
+            "inputs",
+            "inputs.response_format must be a JSON Schema (a mapping), e.g. {type: object, required: [x]}");
       } else if (auto schema = JsonSchema::parse(nlohmann::json::parse(it->dump())); !schema) {
         problem("inputs", "inputs.response_format is not a usable JSON Schema: " + schema.error().message);
       }
@@ -194,7 +207,8 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
     AttemptOutcome outcome;
     outcome.ending = AttemptEnding::Error;
     outcome.message = std::move(message);
-    loop.defer([done = std::move(call->done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
+    loop.defer(
+        [done = std::move(call->done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
     call->done = nullptr;
     return std::unique_ptr<RunningAttempt>(std::make_unique<Attempt>(*this, call));
   };
@@ -207,7 +221,8 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
   if (!prompt) return fail_later("the step has no 'prompt' input");
   auto system = input_text(spec.inputs, "system");
   std::optional<json> response_format;
-  if (auto it = spec.inputs.find("response_format"); spec.inputs.is_object() && it != spec.inputs.end() && it->is_object())
+  if (auto it = spec.inputs.find("response_format");
+      spec.inputs.is_object() && it != spec.inputs.end() && it->is_object())
     response_format = json::parse(it->dump());
   std::string key;
   if (!provider->api_key_env.empty()) {
@@ -248,7 +263,8 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
     // prompt, and the required result_json check holds the reply to it.
     if (response_format)
       system = (system ? *system + "\n\n" : std::string()) +
-               "Reply with only a JSON value (no prose, no code fence) that validates against this JSON Schema:\n" +
+               "Reply with only a JSON value (no prose, no code fence) that validates against this JSON "
+               "Schema:\n" +
                json_text(*response_format);
     if (system) body["system"] = *system;
   }
@@ -268,7 +284,8 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
   ++providers_[call->provider]->in_flight;
   call->launched = true;
   const auto started = SteadyClock::now();
-  call->id = client_->start(call->request, [this, call, started, alive = std::weak_ptr<bool>(alive_)](HttpResponse r) {
+  call->id = client_->start(call->request, [this, call, started,
+                                            alive = std::weak_ptr<bool>(alive_)](HttpResponse r) {
     auto held = alive.lock();
     if (!held || call->finished) return;
     call->finished = true;
@@ -289,10 +306,14 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
     if (r.status == 0) {
       failed(fmt::format("call to provider '{}' failed: {}", call->provider, r.error), true);
     } else if (r.status == 429 || r.status >= 500) {
-      failed(fmt::format("provider '{}' answered HTTP {}: {}", call->provider, r.status, provider_message(r.body)), true);
-      o.retry_after = retry_after(r);
+      failed(fmt::format("provider '{}' answered HTTP {}: {}", call->provider, r.status,
+                         provider_message(r.body)),
+             true);
+      o.retry_after = r.retry_after();
     } else if (r.status != 200) {
-      failed(fmt::format("provider '{}' answered HTTP {}: {}", call->provider, r.status, provider_message(r.body)), false);
+      failed(fmt::format("provider '{}' answered HTTP {}: {}", call->provider, r.status,
+                         provider_message(r.body)),
+             false);
     } else {
       json doc = json::parse(r.body, nullptr, false);
       std::optional<std::string> text;
@@ -300,34 +321,47 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
       if (doc.is_object() && call->api == LlmApi::OpenAi) {
         if (doc.contains("choices") && doc["choices"].is_array() && !doc["choices"].empty()) {
           const json& message = doc["choices"][0].value("message", json::object());
-          if (message.contains("content") && message["content"].is_string()) text = message["content"].get<std::string>();
-          else if (message.contains("content") && message["content"].is_null()) text = "";
+          if (message.contains("content") && message["content"].is_string())
+            text = message["content"].get<std::string>();
+          else if (message.contains("content") && message["content"].is_null())
+            text = "";
         }
         if (doc.contains("usage") && doc["usage"].is_object()) usage = &doc["usage"];
       } else if (doc.is_object()) {
         if (doc.contains("content") && doc["content"].is_array()) {
           text = "";
           for (const auto& block : doc["content"])
-            if (block.is_object() && block.value("type", "") == "text" && block.contains("text") && block["text"].is_string())
+            if (block.is_object() && block.value("type", "") == "text" && block.contains("text") &&
+                block["text"].is_string())
               *text += block["text"].get<std::string>();
         }
         if (doc.contains("usage") && doc["usage"].is_object()) usage = &doc["usage"];
       }
       const char* in_key = call->api == LlmApi::OpenAi ? "prompt_tokens" : "input_tokens";
       const char* out_key = call->api == LlmApi::OpenAi ? "completion_tokens" : "output_tokens";
-      const bool has_usage = usage != nullptr && usage->contains(in_key) && (*usage)[in_key].is_number_integer() &&
-                             usage->contains(out_key) && (*usage)[out_key].is_number_integer();
-      if (has_usage) {
+      const bool has_usage = usage != nullptr && usage->contains(in_key) && usage->contains(out_key);
+      std::string bad_usage;
+      if (has_usage) bad_usage = bad_usage_figure(*usage, in_key);
+      if (has_usage && bad_usage.empty()) bad_usage = bad_usage_figure(*usage, out_key);
+      if (has_usage && bad_usage.empty()) {
         o.tokens_in = (*usage)[in_key].get<std::int64_t>();
         o.tokens_out = (*usage)[out_key].get<std::int64_t>();
         o.cost_usd = (static_cast<double>(o.tokens_in) * call->model->price_in +
-                      static_cast<double>(o.tokens_out) * call->model->price_out) / 1e6;
+                      static_cast<double>(o.tokens_out) * call->model->price_out) /
+                     1e6;
       }
       if (!text) {
-        failed(fmt::format("provider '{}' sent a response orch cannot read (no completion text)", call->provider), false);
-      } else if (!has_usage) {
-        failed(fmt::format("provider '{}' sent no usage figures: the call's spend cannot be charged to the budget",
+        failed(fmt::format("provider '{}' sent a response orch cannot read (no completion text)",
                            call->provider),
+               false);
+      } else if (!has_usage) {
+        failed(fmt::format(
+                   "provider '{}' sent no usage figures: the call's spend cannot be charged to the budget",
+                   call->provider),
+               false);
+      } else if (!bad_usage.empty()) {
+        failed(fmt::format("provider '{}' sent {}: the call's spend cannot be charged to the budget",
+                           call->provider, bad_usage),
                false);
       } else if (text->empty()) {
         failed(fmt::format("model '{}' returned an empty completion", call->model->name), false);

@@ -27,14 +27,36 @@ std::string worker_input_text(const nlohmann::ordered_json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump(2);
 }
 
+// The store folder of an attempt, from where the engine puts its files
+// (<store>/runs/<run>/<step>.<n>.stdout), when it lies inside the workspace (the
+// default .orch/): orch's own writes there (the ledger, other steps' output) are
+// not the worker's progress. Empty when it lies elsewhere or the path has
+// another shape.
+fs::path store_inside(const fs::path& workspace, const fs::path& stdout_path) {
+  const fs::path runs = stdout_path.parent_path().parent_path();
+  if (runs.filename() != "runs") return {};
+  std::error_code ec;
+  const fs::path store = fs::weakly_canonical(runs.parent_path(), ec);
+  const fs::path root = ec ? fs::path() : fs::weakly_canonical(workspace, ec);
+  if (ec || store == root) return {};
+  const fs::path inside = store.lexically_relative(root);
+  if (inside.empty() || *inside.begin() == "..") return {};
+  return store;
+}
+
 // Watches a workspace for changes with inotify; `on_change` runs on each batch.
+// The folder `ignored` (if any), and all under it, is not watched and its
+// creation or removal is no change.
 class WorkspaceWatch {
  public:
-  WorkspaceWatch(EventLoop& loop, const fs::path& root, std::function<void()> on_change)
-      : loop_(loop), on_change_(std::move(on_change)) {
+  WorkspaceWatch(EventLoop& loop, const fs::path& root, fs::path ignored, std::function<void()> on_change)
+      : loop_(loop), ignored_(std::move(ignored)), on_change_(std::move(on_change)) {
     fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (fd_ < 0) return;  // no inotify (limits): output alone measures progress
-    add_tree(root);
+    // Canonical, like `ignored`, so that the paths met on the walk compare with it.
+    std::error_code ec;
+    fs::path canonical_root = fs::weakly_canonical(root, ec);
+    add_tree(ec ? root : canonical_root);
     loop_.watch(fd_, POLLIN, [this](short) { drain(); });
   }
   ~WorkspaceWatch() {
@@ -50,7 +72,7 @@ class WorkspaceWatch {
                                          IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_ONLYDIR;
 
   void add(const fs::path& dir) {
-    if (folders_.size() >= kMaxWatchedFolders) return;
+    if (folders_.size() >= kMaxWatchedFolders || dir == ignored_) return;
     int wd = inotify_add_watch(fd_, dir.c_str(), kMask);
     if (wd >= 0) folders_[wd] = dir;
   }
@@ -63,7 +85,12 @@ class WorkspaceWatch {
     for (; !ec && it != end && folders_.size() < kMaxWatchedFolders && walked < kMaxEntriesWalked;
          it.increment(ec), ++walked) {
       std::error_code type_ec;
-      if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) add(it->path());
+      if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) continue;
+      if (it->path() == ignored_) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      add(it->path());
     }
   }
 
@@ -73,20 +100,25 @@ class WorkspaceWatch {
     for (;;) {
       ssize_t n = ::read(fd_, buffer, sizeof buffer);
       if (n <= 0) break;
-      changed = true;
       for (char* p = buffer; p < buffer + n;) {
         auto* e = reinterpret_cast<inotify_event*>(p);
-        if ((e->mask & IN_CREATE) && (e->mask & IN_ISDIR) && e->len > 0) {
-          auto it = folders_.find(e->wd);
-          if (it != folders_.end()) add(it->second / e->name);
-        }
         p += sizeof(inotify_event) + e->len;
+        auto it = folders_.find(e->wd);
+        if (it == folders_.end() || e->len == 0) {  // the folder itself, or a queue overflow
+          changed = true;
+          continue;
+        }
+        const fs::path path = it->second / e->name;  // e->name is NUL-padded: stops at the NUL
+        if (path == ignored_) continue;
+        changed = true;
+        if ((e->mask & IN_CREATE) && (e->mask & IN_ISDIR)) add(path);
       }
     }
     if (changed) on_change_();
   }
 
   EventLoop& loop_;
+  fs::path ignored_;
   std::function<void()> on_change_;
   int fd_ = -1;
   std::map<int, fs::path> folders_;
@@ -123,6 +155,7 @@ class WorkerAttempt final : public RunningAttempt {
     if (worker_.stall_after) {
       last_progress_ = loop_.clock().now();
       watch_ = std::make_unique<WorkspaceWatch>(loop_, spec.workspace,
+                                                store_inside(spec.workspace, spec.stdout_path),
                                                 [this] { last_progress_ = loop_.clock().now(); });
       arm_stall_timer();
     }

@@ -21,7 +21,9 @@
 //
 // Stall detection (`stall_after`): progress is a byte on stdout or stderr or a
 // change anywhere in the workspace (inotify on its folders, new folders
-// included, up to 8192 folders). A worker that makes no progress for
+// included, up to 8192 folders) but in orch's store folder, when it lies inside
+// the workspace (.orch/: the ledger and other steps' output change there, and
+// are not this worker's progress). A worker that makes no progress for
 // stall_after is killed (SIGTERM to its group, SIGKILL after the grace) and the
 // attempt ends Stalled — not TimedOut: a timeout bounds a busy worker, a stall
 // catches a stuck one early.

@@ -52,11 +52,18 @@ messages) are ignored. A `[[...]]` whose name is not one of these is plain text.
   [[usage: P C]]         Report P prompt/input and C completion/output tokens. Default:
                          P = whitespace-separated words in the text of all messages
                          (and the Anthropic system prompt) as sent, directives
-                         included; C = words in the reply text.
+                         included; C = words in the reply text. P and C are JSON
+                         scalars sent as written: non-negative integers, or, to play
+                         a provider that misbehaves, -50, "5", 2.5, null, ...
+                         (total_tokens is their sum when both are integers, else null).
   [[no-usage]]           Omit the usage object from the response.
   [[status: CODE]]       Answer HTTP CODE (400-599) with the provider's error body...
   [[status: CODE retry-after=S]]
                          ...and a "Retry-After: S" header (S: seconds, as given).
+  [[status: CODE retry-after-date=S]]
+                         ...and a "Retry-After" header holding the HTTP-date S
+                         seconds (an integer; negative: in the past) after the
+                         moment of the answer, e.g. "Wed, 21 Oct 2015 07:28:00 GMT".
                          Error types: OpenAI 429 -> type "requests", code
                          "rate_limit_exceeded"; 5xx -> type "server_error"; other
                          4xx -> "invalid_request_error". Anthropic 401 ->
@@ -65,6 +72,7 @@ messages) are ignored. A `[[...]]` whose name is not one of these is plain text.
                          "invalid_request_error".
   [[fail-times: N status: CODE]]
   [[fail-times: N status: CODE retry-after=S]]
+  [[fail-times: N status: CODE retry-after-date=S]]
                          The first N requests whose last user message carries this
                          exact directive text, per model, fail as [[status: ...]]
                          would; later ones go on as if the directive were absent.
@@ -117,6 +125,7 @@ Python 3 standard library only.
 """
 
 import argparse
+import email.utils
 import http.server
 import ipaddress
 import json
@@ -150,7 +159,7 @@ BARE_DIRECTIVES = frozenset(["empty", "no-usage", "malformed", "truncated"])
 
 # "[[" + a directive-shaped name + optional ":" (arguments follow up to "]]").
 DIRECTIVE_START_RE = re.compile(r"\[\[\s*([a-z]+(?:-[a-z]+)*)\s*(:?)")
-STATUS_ARGS_RE = re.compile(r"^(\d{3})(?:\s+retry-after=([0-9]+(?:\.[0-9]+)?))?$")
+STATUS_ARGS_RE = re.compile(r"^(\d{3})(?:\s+retry-after=([0-9]+(?:\.[0-9]+)?)|\s+retry-after-date=(-?[0-9]+))?$")
 FAIL_TIMES_ARGS_RE = re.compile(r"^(\d+)\s+status:\s*(.*)$", re.S)
 NUMBER_RE = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
 
@@ -227,14 +236,41 @@ def strip_directives(text, directives):
 
 
 def parse_status_args(args, what):
-    """Parses "CODE [retry-after=S]" -> (code, retry_after string or None)."""
+    """Parses "CODE [retry-after=S | retry-after-date=S]" -> (code, retry_after), where
+    retry_after is None, ("seconds", "S") or ("date", S); see retry_after_value()."""
     m = STATUS_ARGS_RE.match(args.strip())
     if not m:
-        raise DirectiveError("%s: expected 'CODE' or 'CODE retry-after=SECONDS', got %r" % (what, args))
+        raise DirectiveError(
+            "%s: expected 'CODE', 'CODE retry-after=SECONDS' or 'CODE retry-after-date=SECONDS', got %r" % (what, args)
+        )
     code = int(m.group(1))
     if not 400 <= code <= 599:
         raise DirectiveError("%s: status must be 400-599, got %d" % (what, code))
-    return code, m.group(2)
+    if m.group(2) is not None:
+        return code, ("seconds", m.group(2))
+    if m.group(3) is not None:
+        return code, ("date", int(m.group(3)))
+    return code, None
+
+
+def retry_after_value(retry_after):
+    """The Retry-After header value, made when answering: delay-seconds as given, or the
+    HTTP-date (IMF-fixdate) that many seconds from now."""
+    kind, value = retry_after
+    if kind == "date":
+        return email.utils.formatdate(time.time() + value, usegmt=True)
+    return value
+
+
+def parse_usage_figure(text):
+    """One [[usage]] figure: a JSON scalar, sent as written."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = []
+    if isinstance(value, (list, dict)):
+        raise DirectiveError("[[usage: P C]]: %r is not an integer (nor another JSON scalar)" % text)
+    return value
 
 
 class Script:
@@ -270,9 +306,9 @@ def build_script(directives):
             script.empty = True
         elif d.name == "usage":
             fields = d.args.split()
-            if len(fields) != 2 or not all(f.isdigit() for f in fields):
-                raise DirectiveError("[[usage: P C]]: expected two non-negative integers, got %r" % d.args)
-            script.usage = (int(fields[0]), int(fields[1]))
+            if len(fields) != 2:
+                raise DirectiveError("[[usage: P C]]: expected two integers, got %r" % d.args)
+            script.usage = (parse_usage_figure(fields[0]), parse_usage_figure(fields[1]))
         elif d.name == "no-usage":
             script.no_usage = True
         elif d.name == "status":
@@ -672,7 +708,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return response
 
     def scripted_failure(self, api, status, retry_after):
-        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        headers = {"Retry-After": retry_after_value(retry_after)} if retry_after is not None else {}
         message = STATUS_MESSAGES.get(status, "fake_llm: scripted status %d" % status)
         return Response(status, self.error_body(api, status, message), headers)
 
@@ -691,10 +727,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             ],
         }
         if usage:
+            integers = all(isinstance(n, int) and not isinstance(n, bool) for n in usage)
             body["usage"] = {
                 "prompt_tokens": usage[0],
                 "completion_tokens": usage[1],
-                "total_tokens": usage[0] + usage[1],
+                "total_tokens": usage[0] + usage[1] if integers else None,
             }
         return Response(200, body)
 

@@ -14,6 +14,7 @@ in tearDown/tearDownClass. Python 3 standard library only.
 Run: python3 tests/fake_llm/server_test.py -v
 """
 
+import email.utils
 import http.client
 import json
 import os
@@ -223,6 +224,11 @@ class OpenAiTest(FakeLlmTestCase):
     def test_usage_directive(self):
         _, _, body = self.openai("count me [[usage: 1234 56]]")
         self.assertEqual(body["usage"], {"prompt_tokens": 1234, "completion_tokens": 56, "total_tokens": 1290})
+        # Figures a misbehaving provider might send go out as written.
+        _, _, body = self.openai("count me [[usage: -50 -3]]")
+        self.assertEqual(body["usage"], {"prompt_tokens": -50, "completion_tokens": -3, "total_tokens": -53})
+        _, _, body = self.openai('count me [[usage: "5" 2.5]]')
+        self.assertEqual(body["usage"], {"prompt_tokens": "5", "completion_tokens": 2.5, "total_tokens": None})
 
     def test_json_directive_is_exact_text(self):
         value = '{"a": [[1, 2]], "b": "x]]y", "c": {"d": null}}'
@@ -277,6 +283,18 @@ class OpenAiTest(FakeLlmTestCase):
         status, headers, body = self.openai("[[status: 429 retry-after=2]]")
         self.assert_openai_error(status, body, 429, "requests", "rate_limit_exceeded")
         self.assertEqual(headers["Retry-After"], "2")
+
+    def test_status_429_with_retry_after_date(self):
+        before = time.time()
+        status, headers, body = self.openai("[[status: 429 retry-after-date=30]]")
+        self.assert_openai_error(status, body, 429, "requests", "rate_limit_exceeded")
+        at = email.utils.parsedate_to_datetime(headers["Retry-After"]).timestamp()
+        self.assertTrue(headers["Retry-After"].endswith(" GMT"), headers["Retry-After"])
+        self.assertGreaterEqual(at, int(before) + 29)
+        self.assertLessEqual(at, time.time() + 30)
+        status, headers, _ = self.openai("[[fail-times: 1 status: 503 retry-after-date=-60]]")
+        self.assertEqual(status, 503)
+        self.assertLess(email.utils.parsedate_to_datetime(headers["Retry-After"]).timestamp(), time.time() - 58)
 
     def test_status_500_and_503(self):
         for code in (500, 503):
@@ -336,6 +354,9 @@ class OpenAiTest(FakeLlmTestCase):
     def test_bad_directives_are_400(self):
         for prompt in (
             "[[usage: many]]",
+            "[[usage: 5 many]]",
+            "[[usage: 5 [1]]]",
+            "[[status: 429 retry-after-date=soon]]",
             "[[status: 200]]",
             "[[status: 429 retry-after=soon]]",
             "[[sleep: forever]]",
