@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 
 namespace orch::cli {
 
@@ -20,14 +21,16 @@ Command add_cancel(CLI::App& app) {
   sub->add_option("RUN_ID", args->run_id, "the run to stop")->required();
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_option("--wait", args->wait, "seconds to wait for the driving process to stop it (default 10)")
-      ->check(CLI::NonNegativeNumber);
+      ->transform(number_at_least(0));
   return [args]() -> int {
     auto store = open_store(args->store, true);
     if (!store) return report_error(store.error());
-    auto status = cancel_run(**store, args->run_id, std::chrono::milliseconds(static_cast<int>(args->wait * 1000)));
+    auto status =
+        cancel_run(**store, args->run_id, std::chrono::milliseconds(static_cast<int>(args->wait * 1000)));
     if (!status) return report_error(status.error());
     if (*status == RunStatus::Running) {
-      std::printf("run %s: cancel requested; the process driving it has not stopped yet\n", args->run_id.c_str());
+      std::printf("run %s: cancel requested; the process driving it has not stopped yet\n",
+                  args->run_id.c_str());
       return kExitFailed;
     }
     std::printf("run %s: %s\n", args->run_id.c_str(), run_status_name(*status));

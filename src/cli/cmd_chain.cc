@@ -1,4 +1,5 @@
-// orch chain --steps JSON|FILE [--max-steps N] [--budget-tokens N] [--budget-cost USD] [--dry-run] [--json] [--approve ID ...] [--approve-medium]
+// orch chain --steps JSON|FILE [--max-steps N] [--budget-tokens N] [--budget-cost USD] [--dry-run] [--json]
+// [--approve ID ...] [--approve-medium]
 //            [--store PATH] [--workspace DIR] [--models FILE] [--registry FILE] [--workers FILE]
 // orch chain --report RUN_ID [--json]
 // A linear chain of tool/worker calls with abort-on-failure (docs/chains.md).
@@ -13,6 +14,7 @@
 #include "cli/approval_prompt.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "cli/progress.h"
 #include "flows/chain.h"
 #include "util/json_text.h"
@@ -67,29 +69,42 @@ int refuse(const ChainArgs& args, const std::string& code, const std::string& me
            const std::vector<std::string>& problems, int exit_code) {
   std::fprintf(stderr, "orch: %s\n", message.c_str());
   for (const auto& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());
-  if (args.json) std::printf("%s\n", json_text(flows::chain_error_report(code, message, limit, problems), 2).c_str());
+  if (args.json)
+    std::printf("%s\n", json_text(flows::chain_error_report(code, message, limit, problems), 2).c_str());
   return exit_code;
 }
 
 int run_chain_command(const ChainArgs& args) {
   auto limit = step_limit(args);
-  if (!limit) return refuse(args, "invalid_chain", limit.error().message, flows::kDefaultChainMaxSteps, {}, kExitInvalid);
+  if (!limit)
+    return refuse(args, "invalid_chain", limit.error().message, flows::kDefaultChainMaxSteps, {},
+                  kExitInvalid);
   auto executors = cli_executors(args.models, args.registry, args.workers);
   if (!executors)
-    return refuse(args, "invalid_chain", executors.error().message, *limit, {}, exit_code_for_error(executors.error()));
+    return refuse(args, "invalid_chain", executors.error().message, *limit, {},
+                  exit_code_for_error(executors.error()));
 
   if (!args.report_run.empty()) {
     auto store = open_store(args.store, true);
-    if (!store) return refuse(args, "orch_error", store.error().message, *limit, {}, exit_code_for_error(store.error()));
+    if (!store)
+      return refuse(args, "orch_error", store.error().message, *limit, {},
+                    exit_code_for_error(store.error()));
     auto report = flows::build_chain_report(**store, args.report_run, **executors);
-    if (!report) return refuse(args, "orch_error", report.error().message, *limit, {}, exit_code_for_error(report.error()));
+    if (!report)
+      return refuse(args, "orch_error", report.error().message, *limit, {},
+                    exit_code_for_error(report.error()));
     return print_report(args, *report);
   }
   if (args.steps.empty())
-    return refuse(args, "invalid_chain", "chain needs --steps JSON|FILE (or --report RUN_ID)", *limit, {}, kExitInvalid);
+    return refuse(args, "invalid_chain", "chain needs --steps JSON|FILE (or --report RUN_ID)", *limit, {},
+                  kExitInvalid);
+  if (auto workspace = check_workspace(args.workspace); !workspace)
+    return refuse(args, "invalid_chain", workspace.error().message, *limit, {}, kExitInvalid);
 
   auto input = flows::read_chain_input(args.steps);
-  if (!input) return refuse(args, input.error().code, input.error().message, *limit, input.error().problems, kExitInvalid);
+  if (!input)
+    return refuse(args, input.error().code, input.error().message, *limit, input.error().problems,
+                  kExitInvalid);
   flows::ChainOptions options;
   options.executors = *executors;
   options.workspace = args.workspace;
@@ -97,7 +112,9 @@ int run_chain_command(const ChainArgs& args) {
   options.budget_tokens = args.budget_tokens;
   options.budget_cost_usd = args.budget_cost;
   auto chain = flows::build_chain(*input, options);
-  if (!chain) return refuse(args, chain.error().code, chain.error().message, *limit, chain.error().problems, kExitInvalid);
+  if (!chain)
+    return refuse(args, chain.error().code, chain.error().message, *limit, chain.error().problems,
+                  kExitInvalid);
 
   if (args.dry_run) {
     flows::DryRunOptions dry;
@@ -108,8 +125,10 @@ int run_chain_command(const ChainArgs& args) {
   }
 
   auto store = open_store(args.store, false);
-  if (!store) return refuse(args, "orch_error", store.error().message, *limit, {}, exit_code_for_error(store.error()));
-  ProgressPrinter progress(!args.json && stderr_is_tty() ? ProgressPrinter::Mode::Live : ProgressPrinter::Mode::Quiet);
+  if (!store)
+    return refuse(args, "orch_error", store.error().message, *limit, {}, exit_code_for_error(store.error()));
+  ProgressPrinter progress(!args.json && stderr_is_tty() ? ProgressPrinter::Mode::Live
+                                                         : ProgressPrinter::Mode::Quiet);
   EngineOptions engine;
   engine.workspace = args.workspace;
   engine.executors = *executors;
@@ -120,13 +139,18 @@ int run_chain_command(const ChainArgs& args) {
   engine.on_progress = [&progress](const ProgressEvent& e) { progress.on_event(e); };
   engine.on_started = [&args, &store](const std::string& id) {
     if (!args.json)
-      std::fprintf(stderr, "orch: chain run %s (store %s)\n", id.c_str(), (*store)->folder().string().c_str());
+      std::fprintf(stderr, "orch: chain run %s (store %s)\n", id.c_str(),
+                   (*store)->folder().string().c_str());
   };
   auto outcome = flows::run_chain(**store, *chain, engine);
   progress.finish();
-  if (!outcome) return refuse(args, "orch_error", outcome.error().message, *limit, {}, exit_code_for_error(outcome.error()));
+  if (!outcome)
+    return refuse(args, "orch_error", outcome.error().message, *limit, {},
+                  exit_code_for_error(outcome.error()));
   auto report = flows::build_chain_report(**store, outcome->run_id, **executors);
-  if (!report) return refuse(args, "orch_error", report.error().message, *limit, {}, exit_code_for_error(report.error()));
+  if (!report)
+    return refuse(args, "orch_error", report.error().message, *limit, {},
+                  exit_code_for_error(report.error()));
   print_report(args, *report);
   return outcome->exit_code();
 }
@@ -136,30 +160,42 @@ int run_chain_command(const ChainArgs& args) {
 Command add_chain(CLI::App& app) {
   auto args = std::make_shared<ChainArgs>();
   CLI::App* sub = app.add_subcommand(
-      "chain", "Run a linear chain of tool or worker calls: each step gets the previous one's output; "
-               "a failure stops the chain (docs/chains.md).");
+      "chain",
+      "Run a linear chain of tool or worker calls: each step gets the previous one's output; "
+      "a failure stops the chain (docs/chains.md).");
   CLI::Option* steps = sub->add_option(
       "--steps", args->steps, "the chain: a JSON array of steps inline, or a JSON/YAML file holding one");
   CLI::Option* report = sub->add_option(
       "--report", args->report_run, "print the chain report of an existing chain run (after `orch resume`)");
   steps->excludes(report);
-  sub->add_option("--max-steps", args->max_steps,
-                  "the most steps a chain may have (default: ORCH_CHAIN_MAX_STEPS, else 5); a longer chain is refused")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--budget-tokens", args->budget_tokens,
-                  "the chain's token budget (failed attempts included); when it runs out no further step starts")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--budget-cost", args->budget_cost, "the chain's cost budget in USD")->check(CLI::NonNegativeNumber);
+  sub->add_option(
+         "--max-steps", args->max_steps,
+         "the most steps a chain may have (default: ORCH_CHAIN_MAX_STEPS, else 5); a longer chain is refused")
+      ->transform(whole_number(1));
+  sub->add_option(
+         "--budget-tokens", args->budget_tokens,
+         "the chain's token budget (failed attempts included); when it runs out no further step starts")
+      ->transform(whole_number(0, std::numeric_limits<std::int64_t>::max()));
+  sub->add_option("--budget-cost", args->budget_cost, "the chain's cost budget in USD")
+      ->transform(number_at_least(0));
   sub->add_flag("--dry-run", args->dry_run,
                 "show each step's executor, risk and exact command; run nothing, write nothing");
-  sub->add_flag("--json", args->json, "print the report (schemas/skill-output.schema.json) instead of the summary");
+  sub->add_flag("--json", args->json,
+                "print the report (schemas/skill-output.schema.json) instead of the summary");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_option("--workspace", args->workspace, "folder steps run in (default: .)");
-  sub->add_option("--models", args->models, "models file for llm steps (default: .orch/models.yaml if present)");
-  sub->add_option("--registry", args->registry, "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
-  sub->add_option("--workers", args->workers, "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
-  sub->add_option("--approve", args->approve,
-                  "approve this step for the risk guard (medium or high risk; repeatable); critical steps never run");
+  sub->add_option("--models", args->models,
+                  "models file for llm steps (default: .orch/models.yaml if present)");
+  sub->add_option("--registry", args->registry,
+                  "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
+  sub->add_option("--workers", args->workers,
+                  "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+  // One step per --approve (repeatable), as for `orch run`.
+  sub->add_option(
+         "--approve", args->approve,
+         "approve this step for the risk guard (medium or high risk; repeatable); critical steps never run")
+      ->allow_extra_args(false)
+      ->option_text("ID");
   sub->add_flag("--approve-medium", args->approve_medium, "approve every medium-risk step");
   return [args]() -> int { return run_chain_command(*args); };
 }

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 
 namespace orch::cli {
 
@@ -24,7 +25,8 @@ Command add_logs(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("logs", "Print the stdout (or stderr) an attempt of a step wrote.");
   sub->add_option("RUN_ID", args->run_id, "the run")->required();
   sub->add_option("STEP", args->step, "the step id")->required();
-  sub->add_option("--attempt", args->attempt, "attempt number (default: the latest)")->check(CLI::PositiveNumber);
+  sub->add_option("--attempt", args->attempt, "attempt number (default: the latest)")
+      ->transform(whole_number(1));
   sub->add_flag("--stderr", args->err, "print stderr instead of stdout");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   return [args]() -> int {
@@ -36,16 +38,17 @@ Command add_logs(CLI::App& app) {
     auto attempts = (*store)->attempts(args->run_id, args->step);
     if (!attempts) return report_error(attempts.error());
     if (attempts->empty())
-      return report_error(Error{ErrorCode::NotFound,
-                                fmt::format("run {} has no attempts of step '{}'", args->run_id, args->step)});
+      return report_error(Error{
+          ErrorCode::NotFound, fmt::format("run {} has no attempts of step '{}'", args->run_id, args->step)});
     const AttemptRecord* chosen = &attempts->back();
     if (args->attempt > 0) {
       chosen = nullptr;
       for (const auto& a : *attempts)
         if (a.number == args->attempt) chosen = &a;
       if (!chosen)
-        return report_error(Error{ErrorCode::NotFound, fmt::format("step '{}' has no attempt {} (it has {})",
-                                                                   args->step, args->attempt, attempts->size())});
+        return report_error(
+            Error{ErrorCode::NotFound, fmt::format("step '{}' has no attempt {} (it has {})", args->step,
+                                                   args->attempt, attempts->size())});
     }
     const std::string& path = args->err ? chosen->stderr_path : chosen->stdout_path;
     if (path.empty()) {  // kept in the ledger row (attempts.stdout_text / stderr_text)

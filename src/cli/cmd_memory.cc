@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "memory/memory.h"
 #include "util/json_text.h"
 #include "util/strings.h"
@@ -197,7 +198,7 @@ Command add_similarity(CLI::App& app) {
       "similarity",
       "Find past requests (lessons, traces) and notes like this text: fuzzy similarity in [0, 1].");
   sub->add_option("TEXT", args->text, "the request to compare")->required();
-  sub->add_option("--limit", args->limit, "the most matches to show (default 5)")->check(CLI::PositiveNumber);
+  sub->add_option("--limit", args->limit, "the most matches to show (default 5)")->transform(whole_number(1));
   sub->add_flag("--json", args->json,
                 "print {query, threshold, matches: [{kind, id, title, path, score, similar}]}");
   add_common(sub, *args);
@@ -216,7 +217,7 @@ Command add_memory(CLI::App& app) {
   CLI::App* search = sub->add_subcommand("search", "Full-text search (BM25) over notes, lessons and traces.");
   search->add_option("TEXT", args->text, "what to look for")->required();
   search->add_option("--limit", args->limit, "the most hits to show (default 10)")
-      ->check(CLI::PositiveNumber);
+      ->transform(whole_number(1));
   args->limit = 10;
   for (CLI::App* s : {harvest, reindex, search}) {
     s->add_flag("--json", args->json, "print the result as JSON");

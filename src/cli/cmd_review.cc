@@ -13,6 +13,7 @@
 #include "cli/approval_prompt.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "flows/review_run.h"
 #include "orch/clock.h"
 #include "util/json_text.h"
@@ -201,7 +202,7 @@ Command add_review(CLI::App& app) {
   sub->add_flag("--json", args->json, "print the review document (schemas/review-report.schema.json)");
   sub->add_option("--spend-cap", args->spend_cap,
                   "with --resume: a new spend cap in tokens (to go past the old one)")
-      ->check(CLI::PositiveNumber);
+      ->transform(whole_number(1, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--store", args->store, "ledger database (default: WORKSPACE/.orch/orch.db)");
   sub->add_option("--workspace", args->workspace,
                   "the folder the artifacts are in (default: .; --resume: the review's own)")

@@ -7,6 +7,7 @@
 #include "cli/approval_prompt.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "cli/plan_input.h"
 #include "cli/progress.h"
 #include "cli/request_plan.h"
@@ -47,9 +48,12 @@ void add_executor_flags(CLI::App* sub, RunArgs& args) {
 }
 
 void add_approval_flags(CLI::App* sub, RunArgs& args) {
+  // One step per --approve, so `--approve build plan.yaml` leaves the PLAN alone.
   sub->add_option(
-      "--approve", args.approve,
-      "approve this step for the risk guard (medium or high risk; repeatable); critical steps never run");
+         "--approve", args.approve,
+         "approve this step for the risk guard (medium or high risk; repeatable); critical steps never run")
+      ->allow_extra_args(false)
+      ->option_text("STEP");
   sub->add_flag("--approve-medium", args.approve_medium, "approve every medium-risk step");
 }
 
@@ -103,7 +107,7 @@ Command add_run(CLI::App& app) {
   plan->excludes(request);
   add_request_plan_flags(*sub, args->planner);
   sub->add_option("-j,--jobs", args->jobs, "steps run at once (default: the plan's concurrency, else #CPUs)")
-      ->check(CLI::PositiveNumber);
+      ->transform(whole_number(1));
   sub->add_flag("--keep-going", args->keep_going,
                 "on a failed step, go on with independent branches (on_failure: continue)");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
@@ -117,6 +121,7 @@ Command add_run(CLI::App& app) {
     if (!executors) return report_error(executors.error());
     if (args->plan.empty() && args->request.empty())
       return report_error(Error{ErrorCode::InvalidInput, "run needs a PLAN file or --request TEXT"});
+    if (auto workspace = check_workspace(args->workspace); !workspace) return report_error(workspace.error());
     if (!args->request.empty()) {
       auto store = open_store(args->store, false);
       if (!store) return report_error(store.error());
@@ -139,7 +144,8 @@ Command add_run(CLI::App& app) {
     (*executors)->warm_up(in.plan);  // before the ledger is opened (or created)
     auto store = open_store(args->store, false);
     if (!store) return report_error(store.error());
-    return drive(*args, **store, *executors, [&in](Engine& engine) { return engine.run(std::move(in.plan), in.text); });
+    return drive(*args, **store, *executors,
+                 [&in](Engine& engine) { return engine.run(std::move(in.plan), in.text); });
   };
 }
 
@@ -149,7 +155,7 @@ Command add_resume(CLI::App& app) {
       "resume", "Continue a run after a crash, kill, interrupt or failure; done steps are never re-run.");
   sub->add_option("RUN_ID", args->run_id, "the run to continue")->required();
   sub->add_option("-j,--jobs", args->jobs, "steps run at once (default: as the run was started)")
-      ->check(CLI::PositiveNumber);
+      ->transform(whole_number(1));
   sub->add_option(
       "--replan", args->replan,
       "continue with an edited plan: done steps whose fingerprint changed re-run, with their descendants");
@@ -165,7 +171,8 @@ Command add_resume(CLI::App& app) {
     if (!store) return report_error(store.error());
     std::optional<std::string> replan;
     if (!args->replan.empty()) replan = args->replan;
-    return drive(*args, **store, *executors, [&](Engine& engine) { return engine.resume(args->run_id, replan); });
+    return drive(*args, **store, *executors,
+                 [&](Engine& engine) { return engine.resume(args->run_id, replan); });
   };
 }
 

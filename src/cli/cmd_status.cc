@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "engine/run_lock.h"
 #include "orch/report.h"
 #include "util/json_text.h"
@@ -21,11 +22,15 @@ struct StatusArgs {
   double interval = 1.0;
 };
 
-bool is_running(const nlohmann::ordered_json& report) { return report["run"]["status"] == "running"; }
+bool is_running(const nlohmann::ordered_json& report) {
+  return report["run"]["status"] == "running";
+}
 
 std::string header(const nlohmann::ordered_json& r) {
   const auto& run = r["run"];
-  std::string driven = run["status"] == "running" ? (run["active"].get<bool>() ? " (active)" : " (no live process: resume it)") : "";
+  std::string driven = run["status"] == "running"
+                           ? (run["active"].get<bool>() ? " (active)" : " (no live process: resume it)")
+                           : "";
   return fmt::format("run {}  {}  plan {}\nstatus {}{}\n", run["id"].get<std::string>(),
                      run["name"].get<std::string>(), run["plan"].get<std::string>(),
                      run["status"].get<std::string>(), driven);
@@ -34,13 +39,14 @@ std::string header(const nlohmann::ordered_json& r) {
 
 Command add_status(CLI::App& app) {
   auto args = std::make_shared<StatusArgs>();
-  CLI::App* sub = app.add_subcommand("status", "Show a run (default: the newest) from the ledger; safe while it runs.");
+  CLI::App* sub =
+      app.add_subcommand("status", "Show a run (default: the newest) from the ledger; safe while it runs.");
   sub->add_option("RUN_ID", args->run_id, "the run to show (default: the newest)");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json)");
   sub->add_flag("--watch", args->watch, "redraw until the run ends");
   sub->add_option("--interval", args->interval, "seconds between redraws with --watch (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->transform(number_above(0));
   return [args]() -> int {
     auto store = open_store(args->store, true);
     if (!store) return report_error(store.error());
@@ -115,7 +121,8 @@ Command add_runs(CLI::App& app) {
       std::printf("%s\n", json_text(list, 2).c_str());
       return kExitSucceeded;
     }
-    std::printf("%-21s  %-16s  %-16s  %-24s  %8s  %s\n", "RUN", "STATUS", "NAME", "STARTED", "ATTEMPTS", "PLAN");
+    std::printf("%-21s  %-16s  %-16s  %-24s  %8s  %s\n", "RUN", "STATUS", "NAME", "STARTED", "ATTEMPTS",
+                "PLAN");
     for (const auto& r : *runs) {
       std::printf("%-21s  %-16s  %-16s  %-24s  %8lld  %s\n", r.id.c_str(), run_status_name(r.status),
                   r.name.substr(0, 16).c_str(), iso_time(r.created_at).c_str(),

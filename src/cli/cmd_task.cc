@@ -222,8 +222,14 @@ Command add_task(CLI::App& app) {
   log->add_option("TRACE", args->trace, "trace id, unique id prefix, or the trace's JSON file")->required();
   log->add_option("--state", args->state, "the state to enter")->required();
   log->add_option("--note", args->note, "what happened");
-  log->add_option("--attest", args->attest, "VERIFY: attest checklist item N (N, N=note, all, all=note)");
-  log->add_option("--refute", args->refute, "VERIFY: refute checklist item N (N=why)");
+  // One item per flag (repeatable), so `--attest 1 TRACE` leaves the TRACE alone.
+  log->add_option("--attest", args->attest,
+                  "VERIFY: attest checklist item N (N, N=note, all, all=note; repeatable)")
+      ->allow_extra_args(false)
+      ->option_text("N[=note]");
+  log->add_option("--refute", args->refute, "VERIFY: refute checklist item N (N=why; repeatable)")
+      ->allow_extra_args(false)
+      ->option_text("N=why");
   add_task_flags(*log, args->flags, true);
   subs[log] = [args] { return run_log(*args); };
 

@@ -24,16 +24,21 @@ struct ValidateArgs {
 
 Command add_validate(CLI::App& app) {
   auto args = std::make_shared<ValidateArgs>();
-  CLI::App* sub = app.add_subcommand("validate", "Check a plan without running it: every problem, with FILE:LINE.");
+  CLI::App* sub =
+      app.add_subcommand("validate", "Check a plan without running it: every problem, with FILE:LINE.");
   sub->add_option("PLAN", args->plan, "plan file (YAML or JSON)")->required();
   sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)");
   sub->add_flag("--json", args->json, "print {valid, steps, errors[]} as JSON");
-  sub->add_option("--models", args->models, "models file for llm steps (default: .orch/models.yaml if present)");
-  sub->add_option("--registry", args->registry, "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
-  sub->add_option("--workers", args->workers, "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+  sub->add_option("--models", args->models,
+                  "models file for llm steps (default: .orch/models.yaml if present)");
+  sub->add_option("--registry", args->registry,
+                  "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
+  sub->add_option("--workers", args->workers,
+                  "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);
     if (!executors) return report_error(executors.error());
+    if (auto workspace = check_workspace(args->workspace); !workspace) return report_error(workspace.error());
     PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
     if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});
     if (args->json) {

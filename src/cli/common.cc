@@ -16,8 +16,10 @@ int exit_code_for_error(const Error& e) {
   switch (e.code) {
     case ErrorCode::InvalidInput:
     case ErrorCode::NotFound:
-    case ErrorCode::Busy: return kExitInvalid;
-    default: return kExitFailed;
+    case ErrorCode::Busy:
+      return kExitInvalid;
+    default:
+      return kExitFailed;
   }
 }
 
@@ -33,14 +35,33 @@ Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_e
   return open_sqlite_store(path);
 }
 
+Expected<void> check_workspace(const std::string& workspace) {
+  std::error_code ec;
+  auto status = std::filesystem::status(workspace, ec);
+  std::string why;
+  if (ec)
+    why = ec.message();
+  else if (!std::filesystem::exists(status))
+    why = "No such file or directory";
+  else if (!std::filesystem::is_directory(status))
+    why = "it is a file, not a folder";
+  if (why.empty()) return {};
+  return fail(ErrorCode::InvalidInput,
+              fmt::format("workspace '{}' is not a usable folder: {}", workspace, why));
+}
+
 Expected<std::string> latest_run_id(Store& store) {
   auto runs = ORCH_TRY(store.list_runs());
   if (runs.empty()) return fail(ErrorCode::NotFound, "the store has no runs yet");
   return runs.front().id;
 }
 
-bool stdout_is_tty() { return isatty(STDOUT_FILENO) == 1; }
-bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
+bool stdout_is_tty() {
+  return isatty(STDOUT_FILENO) == 1;
+}
+bool stderr_is_tty() {
+  return isatty(STDERR_FILENO) == 1;
+}
 
 Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& models_flag,
                                                           const std::string& registry_flag,

@@ -39,6 +39,11 @@ Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& mod
                                                           const std::string& registry_flag = "",
                                                           const std::string& workers_flag = "");
 
+// --workspace must name an existing folder; checked before anything is read or
+// recorded, so `run` and `validate` refuse a bad one alike (InvalidInput:
+// "workspace 'x' is not a usable folder: No such file or directory").
+Expected<void> check_workspace(const std::string& workspace);
+
 // The newest run in the store, for commands whose RUN_ID is optional.
 Expected<std::string> latest_run_id(Store& store);
 

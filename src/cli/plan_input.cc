@@ -1,9 +1,14 @@
 #include "cli/plan_input.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <cstring>
+#include <expected>
+#include <filesystem>
+#include <memory>
 
 #include "orch/engine.h"
 #include "orch/plan_loader.h"
@@ -11,17 +16,40 @@
 
 namespace orch::cli {
 
-PlanInput read_and_validate(const std::string& path, const std::string& workspace, const ExecutorRegistry& executors) {
+namespace {
+
+struct CloseFile {
+  void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+// The whole file, or why it cannot be read ("No such file or directory"). A
+// folder opens and reads as empty on some systems: it is refused by name.
+std::expected<std::string, std::string> read_plan_text(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return std::unexpected("is a folder, not a plan file");
+  std::unique_ptr<std::FILE, CloseFile> file(std::fopen(path.c_str(), "rb"));
+  if (!file) return std::unexpected(fmt::format("cannot read the plan file: {}", std::strerror(errno)));
+  std::string text;
+  char buf[65536];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) text.append(buf, n);
+  if (std::ferror(file.get()) != 0)
+    return std::unexpected(fmt::format("cannot read the plan file: {}", std::strerror(errno)));
+  return text;
+}
+
+}  // namespace
+
+PlanInput read_and_validate(const std::string& path, const std::string& workspace,
+                            const ExecutorRegistry& executors) {
   PlanInput in;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
+  auto text = read_plan_text(path);
+  if (!text) {
     in.readable = false;
-    in.read_error = path + ": cannot read the plan file";
+    in.read_error = fmt::format("{}: {}", path, text.error());
     return in;
   }
-  std::stringstream ss;
-  ss << file.rdbuf();
-  in.text = ss.str();
+  in.text = std::move(*text);
   LoadResult loaded = parse_plan(in.text, path);
   in.plan = std::move(loaded.plan);
   in.problems = std::move(loaded.diagnostics);

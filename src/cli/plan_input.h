@@ -11,13 +11,14 @@ namespace orch::cli {
 
 struct PlanInput {
   Plan plan;
-  std::string text;       // the file as submitted
-  Diagnostics problems;   // parse and validation problems, all of them
-  bool readable = true;   // false when the file could not be read at all
-  std::string read_error;
+  std::string text;        // the file as submitted
+  Diagnostics problems;    // parse and validation problems, all of them
+  bool readable = true;    // false when the file could not be read at all
+  std::string read_error;  // "PATH: is a folder, not a plan file", "PATH: cannot read the plan file: WHY"
 };
 
-PlanInput read_and_validate(const std::string& path, const std::string& workspace, const ExecutorRegistry& executors);
+PlanInput read_and_validate(const std::string& path, const std::string& workspace,
+                            const ExecutorRegistry& executors);
 
 // Prints every problem, one per line, to stderr.
 void print_problems(const Diagnostics& problems);

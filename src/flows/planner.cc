@@ -168,7 +168,13 @@ Expected<CallResult> planning_call(const PlanningPrompt& prompt, const PlannerOp
   RunOutcome outcome = ORCH_TRY(engine.run(c.plan, text));
   r.run_id = outcome.run_id;
   if (outcome.status != RunStatus::Succeeded) {
-    r.failure = fmt::format("the planning call failed (run {}): {}", outcome.run_id, outcome.reason);
+    // The run's reason names the failed step; the step's own reason says why
+    // ("provider 'x' takes its key from $KEY, which is not set").
+    std::string why = outcome.reason;
+    if (auto steps = store.steps(outcome.run_id))
+      for (const auto& s : *steps)
+        if (s.step_id == "plan" && !s.reason.empty()) why = fmt::format("{}: {}", why, s.reason);
+    r.failure = fmt::format("the planning call failed (run {}): {}", outcome.run_id, why);
     return r;
   }
   auto steps = ORCH_TRY(store.steps(outcome.run_id));

@@ -38,8 +38,7 @@ using detail::ReadContext;
 const std::vector<std::string> kPlanKeys{"name", "concurrency", "on_failure", "budget", "defaults", "steps"};
 const std::vector<std::string> kStepKeys{"id",     "goal", "deps",    "executor", "run",         "sh",
                                          "inputs", "env",  "timeout", "attempts", "retry_delay", "max_output",
-                                         "budget", "post", "writes",  "output",
-                                         "risk"};
+                                         "budget", "post", "writes",  "output",   "risk"};
 const std::vector<std::string> kBudgetKeys{"tokens", "cost_usd", "wall", "attempts"};
 const std::vector<std::string> kDefaultsKeys{"attempts", "timeout", "retry_delay", "max_output",
                                              "kill_grace"};
@@ -183,8 +182,9 @@ void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
     if (!v) return;
     step.risk = parse_risk_level(*v);
     if (!step.risk)
-      ctx.error(f.line, fmt::format("'risk' must be low, medium, high or critical, got '{}'{}", quote_for_message(*v),
-                                    did_you_mean(*v, {"low", "medium", "high", "critical"})));
+      ctx.error(f.line,
+                fmt::format("'risk' must be low, medium, high or critical, got '{}'{}", quote_for_message(*v),
+                            did_you_mean(*v, {"low", "medium", "high", "critical"})));
   }
 }
 
@@ -322,7 +322,7 @@ void read_yaml_plan(ReadContext& ctx, std::string_view body, LoadResult& result)
   auto most = static_cast<std::size_t>(std::count(body.begin(), body.end(), '-') +
                                        std::count(body.begin(), body.end(), ',') + 1);
   plan.steps.reserve(std::min(most, body.size() / 8 + 1));
-  auto doc = detail::read_yaml_doc(body, step_reader(ctx, plan));
+  auto doc = detail::read_yaml_doc(body, step_reader(ctx, plan), detail::YamlDocuments::OnlyOne);
   if (!doc) {
     start_over(result);
     result.diagnostics.push_back(Diagnostic{plan.source_path, doc.error().line, "",

@@ -346,32 +346,49 @@ struct Event {
 
 }  // namespace
 
-std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, const ItemSink& sink) {
+std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, const ItemSink& sink,
+                                                      YamlDocuments documents) {
   Parser p;
   if (p.parser.error == YAML_MEMORY_ERROR) return std::unexpected(YamlSyntaxError{0, "out of memory"});
   yaml_parser_set_input_string(&p.parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
   LineMap lines(text);
   TreeBuilder builder(lines, text.size(), sink);
   bool document_read = false;
+  int end_marker_line = 0;  // OnlyOne: the line of the "..." that ended the document
   while (true) {
     Event e;
     if (!yaml_parser_parse(&p.parser, &e.event)) {
       // yaml_parser_parse leaves the event zeroed on failure; deleting it is safe.
-      return std::unexpected(describe_error(p.parser, text, lines));
+      YamlSyntaxError error = describe_error(p.parser, text, lines);
+      // After "...", libyaml (YAML 1.1) wants "---" or the end: whatever it
+      // found instead is text outside the plan's document.
+      if (end_marker_line > 0 && error.line > 0)
+        error.message = fmt::format(
+            "text after the document's end ('...' on line {}): a plan file holds exactly "
+            "one YAML document",
+            end_marker_line);
+      return std::unexpected(std::move(error));
     }
     switch (e.event.type) {
       case YAML_STREAM_END_EVENT:
         return std::move(builder.root());
       case YAML_DOCUMENT_START_EVENT:
         // As yaml-cpp's YAML::Load: the first document is the plan; later ones
-        // are not read.
-        if (document_read) return std::move(builder.root());
+        // are not read, or (OnlyOne) are an error rather than silently ignored.
+        if (document_read && documents == YamlDocuments::First) return std::move(builder.root());
+        if (document_read)
+          return std::unexpected(
+              YamlSyntaxError{lines.line(e.event.start_mark),
+                              "a second YAML document starts here: a plan file holds exactly one"});
         break;
       case YAML_DOCUMENT_END_EVENT:
         // After an implicit end, one more event: text that is neither the end
         // nor a new document ("a: 1\n]") is an error. After "...", YAML 1.2
         // allows a bare document, which libyaml (YAML 1.1) would reject.
-        if (e.event.data.document_end.implicit == 0) return std::move(builder.root());
+        if (e.event.data.document_end.implicit == 0) {
+          if (documents == YamlDocuments::First) return std::move(builder.root());
+          end_marker_line = lines.line(e.event.start_mark);
+        }
         document_read = true;
         break;
       default:

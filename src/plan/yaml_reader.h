@@ -14,9 +14,10 @@
 //  - an alias is a copy of its anchor's node, lines included. An alias with no
 //    complete anchor of its name before it is an error, and aliases may expand
 //    to at most max_alias_nodes(text.size()) nodes in all (no "billion laughs");
-//  - only the first document is read (unless it ends with "...", what follows
-//    must be the end or a new "---"); a text with no document gives a Null
-//    node, line 0.
+//  - with YamlDocuments::First, only the first document is read (unless it ends
+//    with "...", what follows must be the end or a new "---"); with OnlyOne (a
+//    plan file), a second document, or anything but comments after "...", is an
+//    error at its line. A text with no document gives a Null node, line 0.
 // Nesting is limited to kMaxYamlDepth levels. The text must be UTF-8 (or UTF-16
 // with a byte order mark) without control characters other than tab and line
 // breaks, as libyaml requires: anything else is an error with its line.
@@ -49,9 +50,14 @@ struct YamlSyntaxError {
   std::string message;  // "did not find expected key (while parsing a block mapping that starts on line 3)"
 };
 
+// What may follow the first document: later ones, unread (as yaml-cpp's
+// YAML::Load), or nothing (a plan file: a second document would be ignored).
+enum class YamlDocuments { First, OnlyOne };
+
 // Parses the first YAML document of the text; on failure returns where and why
 // (items already given to the sink then belong to a document that turned out to
 // be broken).
-std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, const ItemSink& sink = {});
+std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, const ItemSink& sink = {},
+                                                      YamlDocuments documents = YamlDocuments::First);
 
 }  // namespace orch::detail

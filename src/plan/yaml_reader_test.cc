@@ -294,6 +294,38 @@ TEST(YamlReader, EmptyAndMultipleDocuments) {
   EXPECT_EQ(read_bad("a: 1\n]\n").line, 2) << "text after the document that starts no new one";
 }
 
+// A plan file holds one document: the reader says where a second one starts,
+// or where text follows "...", instead of ignoring it.
+TEST(YamlReader, OnlyOneDocumentRefusesWhatFollowsTheFirst) {
+  auto only_one = [](std::string_view text) { return read_yaml_doc(text, {}, YamlDocuments::OnlyOne); };
+  for (std::string_view text :
+       {"a: 1\n", "---\na: 1\n", "a: 1\n...\n", "a: 1\n...\n# done\n", "---\na: 1\n...\n"})
+    EXPECT_TRUE(only_one(text)) << text;
+  auto second = only_one("a: 1\n---\nb: 2\n");
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().line, 2);
+  EXPECT_EQ(second.error().message, "a second YAML document starts here: a plan file holds exactly one");
+  auto empty_second = only_one("---\na: 1\n---\n");
+  ASSERT_FALSE(empty_second);
+  EXPECT_EQ(empty_second.error().line, 3);
+  auto broken_second = only_one("a: 1\n---\nb: [unclosed\n");
+  ASSERT_FALSE(broken_second);
+  EXPECT_EQ(broken_second.error().line, 2) << "the second document is refused before it is parsed";
+  for (std::string_view text : {"a: 1\n...\nb: 2\n", "a: 1\n...\ngarbage: [\n"}) {
+    auto after_end = only_one(text);
+    ASSERT_FALSE(after_end) << text;
+    EXPECT_EQ(after_end.error().line, 3) << text;
+    EXPECT_EQ(after_end.error().message,
+              "text after the document's end ('...' on line 2): a plan file holds exactly one YAML document");
+  }
+  auto after_second_end = only_one("a: 1\n...\n---\nb: 2\n");
+  ASSERT_FALSE(after_second_end);
+  EXPECT_EQ(after_second_end.error().line, 3);
+  auto no_new_document = only_one("a: 1\n]\n");
+  ASSERT_FALSE(no_new_document);
+  EXPECT_EQ(no_new_document.error().line, 2);
+}
+
 TEST(YamlReader, LinesCountNewlinesOnly) {
   // CRLF is one line break; libyaml's other breaks (NEL, U+2028, a lone CR) are
   // not line breaks in editors, yaml-cpp or the JSON reader.

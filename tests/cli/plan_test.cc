@@ -24,10 +24,11 @@ constexpr const char* kKeyVar = "ORCH_TEST_PLAN_CLI_KEY";
 
 // A models file whose provider is `url` (a closed port when no call is expected).
 void write_models(const TempDir& d, const std::string& url) {
-  write_file(d / "models.yaml", fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: {}, "
-                                            "timeout: 10s}}\nmodels:\n  planner: {{provider: fake, model: plan-test}}\n"
-                                            "default_model: planner\n",
-                                            url, kKeyVar));
+  write_file(d / "models.yaml",
+             fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: {}, "
+                         "timeout: 10s}}\nmodels:\n  planner: {{provider: fake, model: plan-test}}\n"
+                         "default_model: planner\n",
+                         url, kKeyVar));
 }
 
 // A step's result, read from the ledger with the sqlite3 C API.
@@ -62,8 +63,8 @@ TEST(PlanCli, ASingleStepRequestPrintsAValidPlanAndCallsNoModel) {
 TEST(PlanCli, ATemplateMatchWritesTheFileAndSaysSoInJson) {
   TempDir d;
   write_models(d, "http://127.0.0.1:9");
-  auto r = run_orch({"plan", "Fix the failing tests, then run the linter and commit", "--models", "models.yaml",
-                     "--out", "plan.yaml", "--json"},
+  auto r = run_orch({"plan", "Fix the failing tests, then run the linter and commit", "--models",
+                     "models.yaml", "--out", "plan.yaml", "--json"},
                     d.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json out = json::parse(r.out);
@@ -88,17 +89,20 @@ TEST(PlanCli, BadTemplatesAndBadInputExitTwo) {
   write_file(d / ".orch" / "templates" / "fix-failing-tests.yaml",
              "x-template:\n  match: {phrases: [failing tests], keywords: [fix]}\nsteps:\n"
              "  - {id: a, deps: [ghost], executor: builtin:echo, inputs: {text: \"{{request}}\"}}\n");
-  auto invalid = run_orch({"plan", "Fix the failing tests, then run the linter and commit", "--models", "models.yaml"},
-                          d.path());
+  auto invalid = run_orch(
+      {"plan", "Fix the failing tests, then run the linter and commit", "--models", "models.yaml"}, d.path());
   EXPECT_EQ(invalid.exit_code, 2);
-  EXPECT_NE(invalid.err.find(".orch/templates/fix-failing-tests.yaml:4: step 'a'"), std::string::npos) << invalid.err;
+  EXPECT_NE(invalid.err.find(".orch/templates/fix-failing-tests.yaml:4: step 'a'"), std::string::npos)
+      << invalid.err;
 
-  write_file(d / ".orch" / "templates" / "fix-failing-tests.yaml", "x-template:\n  match: {keywords: [a], threshold: 1}\n"
-                                                                    "steps: [{id: a, run: [echo, {{request}}]}]\n");
+  write_file(d / ".orch" / "templates" / "fix-failing-tests.yaml",
+             "x-template:\n  match: {keywords: [a], threshold: 1}\n"
+             "steps: [{id: a, run: [echo, {{request}}]}]\n");
   auto unquoted = run_orch({"plan", "anything", "--models", "models.yaml"}, d.path());
   EXPECT_EQ(unquoted.exit_code, 2);
-  EXPECT_NE(unquoted.err.find("fix-failing-tests.yaml:3: the slot '{{request}}' must be inside a double-quoted"),
-            std::string::npos)
+  EXPECT_NE(
+      unquoted.err.find("fix-failing-tests.yaml:3: the slot '{{request}}' must be inside a double-quoted"),
+      std::string::npos)
       << unquoted.err;
   fs::remove_all(d / ".orch" / "templates");
 
@@ -115,8 +119,9 @@ TEST(PlanCli, AModelPlanIsValidatedAndItsCallRecorded) {
   const std::string plan =
       R"({"steps": [{"id": "one", "executor": "builtin:echo", "inputs": {"text": "1"}}, )"
       R"({"id": "two", "deps": ["one"], "executor": "builtin:echo", "inputs": {"text": "${steps.one.result}2"}}]})";
-  auto r = run_orch({"plan", "For each module, lint it [[json: " + plan + "]]", "--models", "models.yaml", "--json"},
-                    d.path(), {{kKeyVar, server.api_key()}});
+  auto r = run_orch(
+      {"plan", "For each module, lint it [[json: " + plan + "]]", "--models", "models.yaml", "--json"},
+      d.path(), {{kKeyVar, server.api_key()}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json out = json::parse(r.out);
   EXPECT_EQ(out["path"], "model") << out["why"];
@@ -131,6 +136,19 @@ TEST(PlanCli, AModelPlanIsValidatedAndItsCallRecorded) {
   ASSERT_EQ(fallback.exit_code, 0) << fallback.err;
   EXPECT_NE(fallback.err.find("orch plan: fallback:"), std::string::npos) << fallback.err;
   EXPECT_NE(fallback.err.find("the planning call failed"), std::string::npos) << fallback.err;
+}
+
+// docs/planner.md: when the planning call fails, the stderr line says why (the
+// failed step's own reason), not only that step 'plan' failed.
+TEST(PlanCli, AFailedPlanningCallSaysWhyItFailed) {
+  TempDir d;
+  write_models(d, "http://127.0.0.1:9");
+  auto r = run_orch({"plan", "1. list files\n2. count them", "--models", "models.yaml"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_HAS(r.err, "orch plan: fallback:");
+  EXPECT_HAS(r.err, "the planning call failed (run ");
+  EXPECT_HAS(r.err, fmt::format("provider 'fake' takes its key from ${}, which is not set", kKeyVar));
+  EXPECT_HAS(r.out, "id: request");
 }
 
 TEST(PlanCli, RunRequestPlansThenRuns) {

@@ -1,0 +1,164 @@
+// Black-box tests of how the real binary refuses bad input before doing anything:
+// numeric options out of range, repeatable options next to positionals, plan
+// paths that are not plan files, and workspaces that are not folders.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+using orch::testing::run_orch;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+namespace fs = std::filesystem;
+
+// The run id from "orch: run ID (store DIR)" on stderr.
+std::string started_run_id(const std::string& err) {
+  std::smatch m;
+  return std::regex_search(err, m, std::regex("orch: run (\\S+) \\(store")) ? m[1].str() : "";
+}
+
+TEST(CliUsage, NumericOptionsSayWhatIsWrongWithTheValue) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps: [{id: a, sh: \"true\"}]\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{"logs", "RUN", "a", "--attempt", "0"}, "--attempt: must be a whole number of at least 1, not '0'"},
+      {{"logs", "RUN", "a", "--attempt", "abc"},
+       "--attempt: must be a whole number of at least 1; 'abc' is not a number"},
+      {{"run", "p.yaml", "-j", "0"}, "--jobs: must be a whole number of at least 1, not '0'"},
+      {{"run", "p.yaml", "-j", "1.5"}, "--jobs: must be a whole number of at least 1, not '1.5'"},
+      {{"run", "p.yaml", "-j", "99999999999"},
+       "--jobs: must be a whole number of at most 2147483647, not '99999999999'"},
+      {{"resume", "RUN", "-j", "-2"}, "--jobs: must be a whole number of at least 1, not '-2'"},
+      {{"status", "--watch", "--interval", "0"}, "--interval: must be a number greater than 0, not '0'"},
+      {{"status", "--watch", "--interval", "inf"}, "--interval: must be a number greater than 0, not 'inf'"},
+      {{"cancel", "RUN", "--wait", "-1"}, "--wait: must be a number of at least 0, not '-1'"},
+      {{"chain", "--steps", "[]", "--max-steps", "0"},
+       "--max-steps: must be a whole number of at least 1, not '0'"},
+      {{"chain", "--steps", "[]", "--budget-tokens", "-5"},
+       "--budget-tokens: must be a whole number of at least 0, not '-5'"},
+      {{"chain", "--steps", "[]", "--budget-cost", "cheap"},
+       "--budget-cost: must be a number of at least 0; 'cheap' is not a number"},
+      {{"review", "--resume", "R", "--spend-cap", "0"},
+       "--spend-cap: must be a whole number of at least 1, not '0'"},
+      {{"similarity", "x", "--limit", "0"}, "--limit: must be a whole number of at least 1, not '0'"},
+      {{"memory", "search", "x", "--limit", "1e3"},
+       "--limit: must be a whole number of at least 1, not '1e3'"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_orch(c.args, d.path());
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << "\n" << r.err;
+    EXPECT_HAS(r.err, "orch: " + c.message + "\n");
+    for (const char* noise : {"not in range", "Could not convert", "1797693134862315"})
+      EXPECT_EQ(r.err.find(noise), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(d / ".orch")) << "a refused option records nothing";
+
+  // Values in range still pass, as written ("010" is ten, not octal eight).
+  auto ok = run_orch({"run", "p.yaml", "-j", "010", "--json"}, d.path());
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(nlohmann::json::parse(ok.out)["run"]["concurrency"], 10) << ok.out;
+  auto watched = run_orch({"status", "--watch", "--interval", "0.05"}, d.path());
+  EXPECT_EQ(watched.exit_code, 0) << watched.err;
+}
+
+TEST(CliUsage, EachRepeatableFlagTakesOneValueAndLeavesThePositionalsAlone) {
+  TempDir d;
+  write_file(d / "m.yaml", R"(steps:
+  - {id: c, sh: "true"}
+  - {id: d, risk: high, deps: [c], sh: "touch deployed"}
+  - {id: m, risk: medium, deps: [d], sh: "touch migrated"}
+)");
+  auto run = run_orch({"run", "--approve-medium", "--approve", "d", "m.yaml"}, d.path());
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_TRUE(fs::exists(d / "deployed"));
+  EXPECT_TRUE(fs::exists(d / "migrated"));
+
+  // resume: the RUN_ID after --approve is the run, not a second step to approve.
+  write_file(d / "f.yaml", "steps:\n  - {id: a, sh: \"test -f ready\", attempts: 1}\n");
+  auto failed = run_orch({"run", "f.yaml"}, d.path());
+  ASSERT_EQ(failed.exit_code, 1) << failed.err;
+  std::string id = started_run_id(failed.err);
+  ASSERT_FALSE(id.empty()) << failed.err;
+  write_file(d / "ready", "");
+  auto resumed = run_orch({"resume", "--approve", "a", id}, d.path());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+
+  // One value per flag: a second one is an unexpected argument, not an approval.
+  auto two = run_orch({"chain", "--steps", "[]", "--approve", "a", "b"}, d.path());
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_HAS(two.err, "The following argument was not expected: b");
+
+  // task log: the TRACE after --attest is the trace (here an unknown one).
+  auto log = run_orch({"task", "log", "--attest", "1", "no-such-trace", "--state", "VERIFY"}, d.path());
+  EXPECT_EQ(log.exit_code, 2);
+  EXPECT_HAS(log.err, "no trace 'no-such-trace'");
+}
+
+TEST(CliUsage, AFolderOrAMissingFileIsNotAPlan) {
+  TempDir d;
+  fs::create_directories(d / "plans");
+  for (const char* command : {"validate", "run"}) {
+    auto r = run_orch({command, "plans"}, d.path());
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_HAS(r.err, "orch: plans: is a folder, not a plan file\n");
+    EXPECT_EQ(r.err.find("plan has no steps"), std::string::npos) << r.err;
+    auto missing = run_orch({command, "nope.yaml"}, d.path());
+    EXPECT_EQ(missing.exit_code, 2) << command;
+    EXPECT_HAS(missing.err, "orch: nope.yaml: cannot read the plan file: No such file or directory\n");
+  }
+  EXPECT_FALSE(fs::exists(d / ".orch")) << "nothing was recorded";
+}
+
+TEST(CliUsage, APlanFileHoldsOneYamlDocument) {
+  TempDir d;
+  write_file(d / "two.yaml", "steps: [{id: a, sh: \"true\"}]\n---\nsteps: [{id: b, sh: \"false\"}]\n");
+  write_file(d / "after-end.yaml", "steps: [{id: a, sh: \"true\"}]\n...\ngarbage: [\n");
+  auto two = run_orch({"validate", "two.yaml"}, d.path());
+  EXPECT_EQ(two.exit_code, 2) << two.out;
+  EXPECT_HAS(two.err, "two.yaml:2: YAML syntax error: a second YAML document starts here");
+  auto after_end = run_orch({"validate", "after-end.yaml"}, d.path());
+  EXPECT_EQ(after_end.exit_code, 2) << after_end.out;
+  EXPECT_HAS(after_end.err,
+             "after-end.yaml:3: YAML syntax error: text after the document's end ('...' on line 2)");
+  auto run = run_orch({"run", "two.yaml"}, d.path());
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_FALSE(fs::exists(d / ".orch"));
+}
+
+TEST(CliUsage, AnUnusableWorkspaceIsRefusedBeforeAnythingIsRecorded) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps: [{id: a, sh: \"true\"}]\n");
+  const std::string missing = (d / "nonexistent").string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", "p.yaml", "--workspace", "p.yaml"},
+      {"run", "p.yaml", "--workspace", missing},
+      {"run", "--request", "say hi", "--executor", "builtin:echo", "--workspace", "p.yaml"},
+      {"validate", "p.yaml", "--workspace", "p.yaml"},
+      {"validate", "p.yaml", "--workspace", missing},
+      {"chain", "--steps", R"([{"executor": "builtin:echo", "inputs": {"text": "x"}}])", "--workspace",
+       "p.yaml"},
+  };
+  for (const auto& args : commands) {
+    auto r = run_orch(args, d.path());
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args.back() << "\n" << r.out << r.err;
+    const std::string& workspace = args.back();
+    EXPECT_HAS(r.err,
+               "workspace '" + workspace + "' is not a usable folder: " +
+                   (workspace == "p.yaml" ? "it is a file, not a folder" : "No such file or directory"));
+  }
+  EXPECT_FALSE(fs::exists(d / ".orch")) << "no run was recorded";
+}
+
+}  // namespace
+}  // namespace orch
