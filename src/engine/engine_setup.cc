@@ -156,6 +156,14 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   if (!found)
     return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
   run_ = *found;
+  // Nothing is left to do, and going through the motions would rewrite when the
+  // run finished. With --replan, changed steps are what there is to do.
+  if (run_.status == RunStatus::Succeeded && !replan_path)
+    return fail(
+        ErrorCode::InvalidInput,
+        fmt::format("run '{}' already succeeded: nothing to resume (to re-run steps of an edited plan: "
+                    "orch resume {} --replan PLAN)",
+                    run_.id, run_.id));
   lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
   ORCH_TRY(make_usage_folder());
 
@@ -232,12 +240,18 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     changed[i] = r.idx != static_cast<int>(i) || r.goal != step.goal || r.executor != step.executor;
     if (r.status != StepStatus::Done && (r.status != StepStatus::Pending || r.attempts_counted != 0 ||
                                          !r.reason.empty() || r.finished_at != 0)) {
-      if (r.status == StepStatus::Failed || r.status == StepStatus::Skipped ||
-          r.status == StepStatus::Cancelled || r.status == StepStatus::AwaitingApproval)
+      // A step that ended (failed, skipped, cancelled) or was paused gets a fresh
+      // set of attempts. One the dead process left running or waiting for a retry
+      // keeps the attempts it has used: only the interrupted attempt is not
+      // counted, or a kill -9 between retries would grant unlimited retries.
+      const bool fresh = r.status == StepStatus::Failed || r.status == StepStatus::Skipped ||
+                         r.status == StepStatus::Cancelled || r.status == StepStatus::AwaitingApproval;
+      if (fresh) {
         event("step_reset", r.step_id, 0,
               {{"why", "resume"}, {"previous_status", step_status_name(r.status)}});
+        r.attempts_counted = 0;
+      }
       r.status = StepStatus::Pending;
-      r.attempts_counted = 0;
       r.reason.clear();
       r.finished_at = 0;
       changed[i] = true;

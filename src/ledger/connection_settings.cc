@@ -91,6 +91,10 @@ Expected<void> apply_connection_settings(SqliteDb& db, SyncMode sync) {
   // creates it again (two more). Keeping the WAL file and leaving checkpoints to
   // the writers (wal_checkpointer.h) costs nothing in safety: the
   // WAL is part of the database, and a reader opens it like any other.
+  return leave_files_on_close(db);
+}
+
+Expected<void> leave_files_on_close(SqliteDb& db) {
   int persist = 1;
   int rc = sqlite3_file_control(db.handle(), "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
   if (rc != SQLITE_OK) return std::unexpected(db.error("keeping the WAL file", rc));

@@ -40,6 +40,12 @@ inline constexpr int kBusyTimeoutMs = 10000;
 // Sets the busy timeout. Done first, before the file is read at all.
 void set_busy_timeout(SqliteDb& db);
 
+// Makes closing the connection leave the files as they are: no checkpoint, and
+// the WAL kept. Done right after opening, before the file is read: a file orch
+// then refuses (not a ledger, damaged) must not be rewritten by the close, which
+// by default would checkpoint whatever WAL lies next to it into it and delete it.
+Expected<void> leave_files_on_close(SqliteDb& db);
+
 inline constexpr std::uintmax_t kWalShrinkBytes = 256 * 1024;
 
 // When the ledger's -wal file is larger than kWalShrinkBytes and no transaction

@@ -82,6 +82,7 @@ Expected<std::unique_ptr<SqliteStore>> SqliteStore::open(const fs::path& db_path
     ORCH_TRY(create_ledger_file(path, now_ms()));
   auto db = ORCH_TRY(SqliteDb::open(path));
   set_busy_timeout(db);
+  ORCH_TRY(leave_files_on_close(db));
   // Decide what the file is before changing anything in it (even the journal mode).
   const int version = ORCH_TRY(ledger_schema_version(db));
   ORCH_TRY(apply_connection_settings(db, sync));

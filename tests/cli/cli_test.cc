@@ -397,6 +397,74 @@ TEST(Cli, CancelARunWhoseDriverWasKilled) {
   EXPECT_EQ(read_file(d / "notes.txt"), "before\n") << "the interrupted step's writes: were not restored";
 }
 
+// A damaged ledger is refused and left exactly as it was, with its WAL: the
+// refusing process's close used to checkpoint the WAL into the damaged file and
+// delete it, destroying what a repair could have used.
+TEST(Cli, ADamagedLedgerIsRefusedAndLeftUntouched) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: a, run: [\"true\"]}\n");
+  ASSERT_EQ(run_orch({"run", "p.yaml"}, d.path()).exit_code, 0);
+  const fs::path db = d / ".orch/orch.db";
+  const std::string wal = read_file(db.string() + "-wal");
+  ASSERT_GT(wal.size(), 4096u) << "the run left no WAL to test with";
+  fs::resize_file(db, 100);  // its header and nothing else
+  for (const char* command : {"runs", "status"}) {
+    auto r = run_orch({command}, d.path());
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(db.string()), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(fs::file_size(db), 100u);
+  ASSERT_TRUE(fs::exists(db.string() + "-wal"));
+  EXPECT_EQ(read_file(db.string() + "-wal"), wal);
+}
+
+// Resuming a run that already succeeded has nothing to do: refused, and the
+// ledger (when it finished, its events) is left as it was.
+TEST(Cli, ResumingARunThatSucceededIsRefusedAndChangesNothing) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: a, run: [\"true\"]}\n");
+  auto first = run_orch({"run", "p.yaml", "--json"}, d.path());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string id = nlohmann::json::parse(first.out)["run"]["id"];
+  const std::string before = run_orch({"status", id, "--json"}, d.path()).out;
+  auto r = run_orch({"resume", id}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("already succeeded: nothing to resume"), std::string::npos) << r.err;
+  EXPECT_EQ(run_orch({"status", id, "--json"}, d.path()).out, before);
+}
+
+// kill -9 between two attempts of a step: the resumed run keeps the attempts the
+// step has used; only the interrupted one is free. (A resume used to give every
+// unfinished step a fresh set, so kills between retries granted unlimited retries.)
+TEST(Cli, AKillBetweenRetriesDoesNotGiveTheStepMoreAttempts) {
+  TempDir d;
+  // Attempt 1 fails; attempt 2 waits to be killed; every later attempt fails.
+  write_file(d / "p.yaml", R"(defaults: {retry_delay: 10ms}
+steps:
+  - id: s
+    attempts: 2
+    sh: 'echo try >> log.txt; n=$(wc -l < log.txt); if [ $n = 2 ]; then echo $$ > waiting.pid; sleep 60; fi; exit 1'
+)");
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return fs::exists(d / "waiting.pid"); }, 5000));
+  std::string out = read_file(d / "out.txt");
+  std::string id = out.substr(out.find("orch: run ") + 10);
+  id = id.substr(0, id.find(' '));
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  kill(std::stoi(read_file(d / "waiting.pid")), SIGKILL);  // the orphaned attempt 2
+  auto r = run_orch({"resume", id, "--json"}, d.path());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto report = nlohmann::json::parse(r.out);
+  const auto& attempts = report["steps"][0]["attempts"];
+  ASSERT_EQ(attempts.size(), 3u) << attempts.dump();
+  EXPECT_EQ(attempts[0]["status"], "failed");
+  EXPECT_EQ(attempts[1]["status"], "interrupted");
+  EXPECT_EQ(attempts[2]["status"], "failed");
+  // Two counted attempts in all, as `attempts: 2` allows; the log has three lines.
+  EXPECT_EQ(read_file(d / "log.txt"), "try\ntry\ntry\n");
+}
+
 }  // namespace
 }  // namespace orch
 
