@@ -120,6 +120,22 @@ TEST(CliUsage, AFolderOrAMissingFileIsNotAPlan) {
   EXPECT_FALSE(fs::exists(d / ".orch")) << "nothing was recorded";
 }
 
+TEST(CliUsage, AFolderGivenToReplanIsNotAPlan) {
+  TempDir d;
+  fs::create_directories(d / "plans");
+  write_file(d / "p.yaml", "steps:\n  - {id: a, run: [\"false\"], attempts: 1}\n");
+  auto first = run_orch({"run", "p.yaml"}, d.path());
+  ASSERT_EQ(first.exit_code, 1) << first.err;
+  std::string id = first.err.substr(first.err.find("orch: run ") + 10);
+  id = id.substr(0, id.find(' '));
+  auto r = run_orch({"resume", id, "--replan", "plans"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_HAS(r.err, "plans: is a folder, not a plan file");
+  auto missing = run_orch({"resume", id, "--replan", "nope.yaml"}, d.path());
+  EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
+  EXPECT_HAS(missing.err, "nope.yaml: cannot read the plan file: No such file or directory");
+}
+
 TEST(CliUsage, APlanFileHoldsOneYamlDocument) {
   TempDir d;
   write_file(d / "two.yaml", "steps: [{id: a, sh: \"true\"}]\n---\nsteps: [{id: b, sh: \"false\"}]\n");
