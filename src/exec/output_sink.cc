@@ -65,6 +65,7 @@ void OutputSink::finish() {
   if (finished_) return;
   finished_ = true;
   if (masking_) emit(masking_->finish(truncated()));
+  stream_end_ = kept_.size();
   if (truncated()) emit(truncation_marker(cap_, total_ - cap_));
   if (fd_ >= 0) {
     if (::close(fd_) != 0 && error_.empty()) {

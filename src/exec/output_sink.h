@@ -54,6 +54,9 @@ class OutputSink {
   bool truncated() const { return total_ > cap_; }
   // The file's content (after finish(): including the marker); only when kept.
   std::string& kept() { return kept_; }
+  // What the stream itself said of it: kept() without the truncation marker
+  // (the first `cap` bytes when it was cut). The step's result is made of this.
+  std::string kept_stream() const { return kept_.substr(0, stream_end_); }
   // The first problem creating or writing the file ("" when none). Writing stops
   // at the first problem; counting goes on.
   const std::string& error() const { return error_; }
@@ -68,6 +71,7 @@ class OutputSink {
  private:
   void write_to_file(std::string_view bytes);
   void emit(std::string_view bytes);  // to held_ or the file and, when kept, to kept_
+  std::size_t stream_end_ = std::string::npos;  // where the marker starts in kept_
 
   std::filesystem::path path_;
   std::int64_t cap_;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 
 #include "exec/output_sink.h"
 #include "exec/subprocess.h"
+#include "orch/workspace.h"
 
 namespace orch {
 namespace fs = std::filesystem;
@@ -24,14 +26,22 @@ std::string signal_name(int sig) {
   return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
 }
 
-enum class ReadStatus { Ok, Missing, TooLarge, Failed };
+enum class ReadStatus { Ok, Missing, TooLarge, NotAFile, Escapes, Failed };
 
-// Reads at most `cap` bytes of `path`; TooLarge when it holds more.
+// Reads at most `cap` bytes of `path`; TooLarge when it holds more. Only a
+// regular file is read (NotAFile otherwise): O_NONBLOCK, so that a named pipe
+// the step left there cannot block orch in open(); O_NOFOLLOW, since the paths
+// given are resolved already (a symlink now is one swapped in since).
 ReadStatus read_capped(const fs::path& path, std::int64_t cap, std::string& out, int& err) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0) {
     err = errno;
     return err == ENOENT ? ReadStatus::Missing : ReadStatus::Failed;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return ReadStatus::NotAFile;
   }
   char buffer[64 * 1024];
   ReadStatus status = ReadStatus::Ok;
@@ -164,7 +174,9 @@ class ShellAttempt final : public RunningAttempt {
     }
     apply_stop(outcome);
 
-    if (!output_file_) outcome.result = trim_one_newline(std::move(stdout_.kept()));
+    // Output past max_output is cut from the log with a marker; the result is
+    // what the step printed within the cap, never the marker.
+    if (!output_file_) outcome.result = trim_one_newline(stdout_.kept_stream());
     if (outcome.ending == AttemptEnding::Exited) settle_exited(outcome);
     if (secrets_ && output_file_) outcome.result = secrets_->mask(outcome.result);
     report(std::move(outcome));  // last: may destroy *this
@@ -178,9 +190,16 @@ class ShellAttempt final : public RunningAttempt {
       outcome.message = std::move(message);
     };
     if (output_file_) {
-      fs::path path = output_file_->is_absolute() ? *output_file_ : workspace_ / *output_file_;
+      // Resolved now, symlinks included: a link the step made to outside the
+      // workspace is refused, not read.
+      auto resolved = resolve_in_workspace(workspace_, output_file_->string());
+      const fs::path path = resolved ? *resolved : fs::path();
       int err = 0;
-      switch (read_capped(path, max_output_, outcome.result, err)) {
+      switch (!resolved ? ReadStatus::Escapes : read_capped(path, max_output_, outcome.result, err)) {
+        case ReadStatus::Escapes:
+          outcome.result.clear();
+          fail_with(fmt::format("output file: {}", resolved.error().message));
+          break;
         case ReadStatus::Ok:
           break;
         case ReadStatus::Missing:
@@ -193,6 +212,10 @@ class ShellAttempt final : public RunningAttempt {
           outcome.result.clear();
           fail_with(fmt::format("output file '{}' is larger than max_output ({} bytes)", path.string(),
                                 max_output_));
+          break;
+        case ReadStatus::NotAFile:
+          outcome.result.clear();
+          fail_with(fmt::format("output file '{}' is not a regular file", path.string()));
           break;
         case ReadStatus::Failed:
           outcome.result.clear();
@@ -273,6 +296,10 @@ Expected<std::optional<UsageReport>> read_usage_file(const fs::path& path) {
       return std::optional<UsageReport>{};
     case ReadStatus::TooLarge:
       return fail(ErrorCode::InvalidInput, fmt::format("usage file '{}' is over 1 MiB", path.string()));
+    case ReadStatus::NotAFile:
+    case ReadStatus::Escapes:
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("usage file '{}' is not a regular file", path.string()));
     case ReadStatus::Failed:
       return fail(ErrorCode::Io,
                   fmt::format("cannot read usage file '{}': {}", path.string(), std::strerror(err)));

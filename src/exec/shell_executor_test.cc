@@ -171,8 +171,44 @@ TEST(ShellExecutor, HugeOutputIsCappedCountedAndQuick) {
   EXPECT_EQ(file.size(), 1024 * 1024 + marker.size());
   EXPECT_EQ(file.substr(0, 1024 * 1024), std::string(1024 * 1024, '\0'));
   EXPECT_EQ(file.substr(1024 * 1024), marker);
-  EXPECT_EQ(outcome.result, trim_one_newline(file));
+  // The result is what the step printed within the cap; the marker is the log's only.
+  EXPECT_EQ(outcome.result, std::string(1024 * 1024, '\0'));
   EXPECT_EQ(outcome.output_tail.size(), 2048u);
+}
+
+TEST(ShellExecutor, ACutResultHoldsTheStepsBytesNotOrchsMarker) {
+  TempDir dir;
+  auto spec = sh_spec(dir, "printf '0123456789\n'; printf 'abcdefghij\n'");
+  spec.max_output = 10;
+  auto outcome = run_attempt(spec);
+  EXPECT_TRUE(outcome.stdout_truncated);
+  EXPECT_EQ(outcome.result, "0123456789");
+  EXPECT_NE(read_file(dir / ".out/step.1.stdout").find("[orch: output truncated at 10 bytes"),
+            std::string::npos);
+}
+
+TEST(ShellExecutor, AnOutputFileTheStepLinksOutsideTheWorkspaceIsRefusedNotRead) {
+  TempDir dir;
+  write_file(dir / "secret.txt", "outside\n");
+  fs::create_directories(dir / "ws");
+  auto spec = sh_spec(dir, "ln -sf ../secret.txt out.txt; echo hi");
+  spec.workspace = dir / "ws";
+  spec.output_file = "out.txt";
+  auto outcome = run_attempt(spec);
+  EXPECT_EQ(outcome.ending, AttemptEnding::Error);
+  EXPECT_EQ(outcome.result, "");
+  EXPECT_NE(outcome.message.find("outside the workspace"), std::string::npos) << outcome.message;
+}
+
+TEST(ShellExecutor, AnOutputFileThatIsANamedPipeFailsAtOnceInsteadOfHanging) {
+  TempDir dir;
+  auto spec = sh_spec(dir, "mkfifo out.fifo; echo hi");
+  spec.output_file = "out.fifo";
+  auto start = SteadyClock::now();
+  auto outcome = run_attempt(spec, 5s);
+  EXPECT_LT(SteadyClock::now() - start, 3s);
+  EXPECT_EQ(outcome.ending, AttemptEnding::Error);
+  EXPECT_NE(outcome.message.find("is not a regular file"), std::string::npos) << outcome.message;
 }
 
 TEST(ShellExecutor, NonUtf8BytesArePreservedExactly) {
