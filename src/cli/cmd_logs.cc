@@ -1,12 +1,14 @@
 // orch logs RUN_ID STEP [--attempt N] [--stderr]
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/number_option.h"
+#include "util/strings.h"
 
 namespace orch::cli {
 
@@ -37,9 +39,19 @@ Command add_logs(CLI::App& app) {
     if (!*run) return report_error(Error{ErrorCode::NotFound, fmt::format("no run '{}'", args->run_id)});
     auto attempts = (*store)->attempts(args->run_id, args->step);
     if (!attempts) return report_error(attempts.error());
-    if (attempts->empty())
+    if (attempts->empty()) {
+      // A step the run does not have is not the same as one that never ran.
+      auto steps = (*store)->steps(args->run_id);
+      if (!steps) return report_error(steps.error());
+      std::vector<std::string> ids;
+      for (const auto& s : *steps) ids.push_back(s.step_id);
+      if (std::find(ids.begin(), ids.end(), args->step) == ids.end())
+        return report_error(
+            Error{ErrorCode::NotFound, fmt::format("run {} has no step '{}'{}", args->run_id, args->step,
+                                                   did_you_mean(args->step, ids))});
       return report_error(Error{
           ErrorCode::NotFound, fmt::format("run {} has no attempts of step '{}'", args->run_id, args->step)});
+    }
     const AttemptRecord* chosen = &attempts->back();
     if (args->attempt > 0) {
       chosen = nullptr;

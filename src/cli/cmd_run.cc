@@ -73,9 +73,10 @@ int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> e
   options.approve_medium = args.approve_medium;
   options.ask_approval = terminal_approval_prompt();
   options.on_progress = [&progress](const ProgressEvent& e) { progress.on_event(e); };
-  options.on_started = [&args, &store](const std::string& id) {
-    if (!args.json)
-      std::fprintf(stderr, "orch: run %s (store %s)\n", id.c_str(), store.folder().string().c_str());
+  // Also with --json (whose report goes to stdout): a long run's id is needed
+  // before it ends, to watch, cancel or resume it.
+  options.on_started = [&store](const std::string& id) {
+    std::fprintf(stderr, "orch: run %s (store %s)\n", id.c_str(), store.folder().string().c_str());
   };
   options.executors = std::move(executors);
   Engine engine(store, options);

@@ -531,6 +531,8 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
     std::string why = step.risk == RiskLevel::Critical
                           ? "the step is declared risk: critical"
                           : fmt::format("executor '{}' rates it critical", step.executor);
+    if (std::string cause = s.executor->risk_reason(step); !cause.empty() && step.risk != RiskLevel::Critical)
+      why += ": " + cause;
     std::string reason =
         fmt::format("refused by the risk guard: critical risk ({}); critical steps never run", why);
     event("step_refused", step.id, 0, {{"risk", level_name}, {"reason", reason}});

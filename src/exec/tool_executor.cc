@@ -148,6 +148,18 @@ RiskLevel ToolExecutor::risk(const Step& step) const {
   return level;
 }
 
+std::string ToolExecutor::risk_reason(const Step& step) const {
+  const std::string name = tool_name_of(step.executor);
+  const RegisteredTool* tool = registry_->find(name);
+  if (!tool) return fmt::format("tool '{}' is not in the registry", name);
+  if (tool->status == ToolStatus::Pending || tool->status == ToolStatus::Planned)
+    return fmt::format("tool '{}' has status {}: it is not ready to run", name,
+                       tool_status_name(tool->status));
+  if (!tool->safe_for_agents) return fmt::format("tool '{}' is not marked safe_for_agents", name);
+  if (tool->status == ToolStatus::InProgress) return fmt::format("tool '{}' has status in_progress", name);
+  return "";
+}
+
 std::string ToolExecutor::describe(const AttemptSpec& spec) const {
   const std::string name = tool_name_of(spec.executor);
   auto call = tool_invocation(*registry_, name, json(spec.inputs));

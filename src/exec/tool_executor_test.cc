@@ -290,6 +290,19 @@ TEST_F(ToolExecutorTest, RiskIsRaisedByTheRegistryNeverLowered) {
   EXPECT_EQ(without.risk(step("t", {{"command", "good"}})), RiskLevel::Critical);
 }
 
+// What the refusal or the approval question says when the registry raised the risk.
+TEST_F(ToolExecutorTest, TheRiskReasonNamesWhatTheRegistrySays) {
+  auto reason = [&](const std::string& tool) {
+    return executor_->risk_reason(step(tool, {{"command", "go"}}));
+  };
+  EXPECT_EQ(reason("missing"), "tool 'missing' is not in the registry");
+  EXPECT_EQ(reason("later"), "tool 'later' has status pending: it is not ready to run");
+  EXPECT_EQ(reason("idea"), "tool 'idea' has status planned: it is not ready to run");
+  EXPECT_EQ(reason("unsafe"), "tool 'unsafe' is not marked safe_for_agents");
+  EXPECT_EQ(reason("wip"), "tool 'wip' has status in_progress");
+  EXPECT_EQ(reason("t"), "");
+}
+
 TEST(ToolExecutorExample, TheExampleFilestatsToolRuns) {
   auto registry = load_tool_registry(source_dir() / "examples" / "registry.yml");
   ASSERT_TRUE(registry) << registry.error().message;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -532,7 +533,9 @@ Expected<ToolRegistry> parse_tool_registry(const std::string& text, const std::s
 
 Expected<ToolRegistry> load_tool_registry(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) return fail(ErrorCode::NotFound, fmt::format("{}: cannot read the tool registry", file.string()));
+  if (!in)
+    return fail(ErrorCode::NotFound,
+                fmt::format("{}: cannot read the tool registry: {}", file.string(), std::strerror(errno)));
   std::stringstream text;
   text << in.rdbuf();
   fs::path base = file.parent_path();

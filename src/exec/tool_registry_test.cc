@@ -238,7 +238,8 @@ TEST(ToolRegistry, AMissingFileIsNotFound) {
   auto registry = load_tool_registry("/no/such/registry.yml");
   ASSERT_FALSE(registry);
   EXPECT_EQ(registry.error().code, ErrorCode::NotFound);
-  EXPECT_HAS(registry.error().message, "/no/such/registry.yml: cannot read the tool registry");
+  EXPECT_HAS(registry.error().message,
+             "/no/such/registry.yml: cannot read the tool registry: No such file or directory");
 }
 
 // The published schema says no to what the loader says no to (for problems of

@@ -136,6 +136,23 @@ TEST(CliUsage, AFolderGivenToReplanIsNotAPlan) {
   EXPECT_HAS(missing.err, "nope.yaml: cannot read the plan file: No such file or directory");
 }
 
+TEST(CliUsage, LogsOfAStepTheRunDoesNotHaveSaySo) {
+  TempDir d;
+  write_file(d / "p.yaml",
+             "steps:\n  - {id: build, run: [\"true\"]}\n  - {id: after, deps: [build], run: [\"false\"], "
+             "attempts: 1}\n");
+  auto first = run_orch({"run", "p.yaml", "--json"}, d.path());
+  ASSERT_EQ(first.exit_code, 1) << first.err;
+  // --json keeps the run's id line on stderr: the report only comes at the end.
+  EXPECT_HAS(first.err, "orch: run ");
+  const std::string id = nlohmann::json::parse(first.out)["run"]["id"];
+  auto unknown = run_orch({"logs", id, "biuld"}, d.path());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_HAS(unknown.err, "has no step 'biuld' (did you mean 'build'?)");
+  auto ran = run_orch({"logs", id, "build"}, d.path());
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+}
+
 TEST(CliUsage, APlanFileHoldsOneYamlDocument) {
   TempDir d;
   write_file(d / "two.yaml", "steps: [{id: a, sh: \"true\"}]\n---\nsteps: [{id: b, sh: \"false\"}]\n");
