@@ -127,8 +127,8 @@ class Executor {
   // when none). An executor may raise it from what it knows (a registry tool's
   // level; a tool missing from the registry or pending is Critical), never lower it.
   virtual RiskLevel risk(const Step& step) const;
-  // Why risk() rates the step above what it declares, in words for the refusal or
-  // the approval question ("tool 'x' has status pending"); "" when it does not say.
+  // Why risk() rates the step critical when the step does not declare it so, for
+  // the refusal ("tool 'x' has status pending"); "" when it does not say.
   virtual std::string risk_reason(const Step&) const { return ""; }
   // What the risk guard shows a human asked to approve the step: the exact command
   // and its inputs, rendered. Default: the argv, or the inputs as JSON.

@@ -1,4 +1,5 @@
 // orch cancel RUN_ID
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -25,8 +26,9 @@ Command add_cancel(CLI::App& app) {
   return [args]() -> int {
     auto store = open_store(args->store, true);
     if (!store) return report_error(store.error());
-    auto status =
-        cancel_run(**store, args->run_id, std::chrono::milliseconds(static_cast<int>(args->wait * 1000)));
+    auto status = cancel_run(
+        **store, args->run_id,
+        std::chrono::milliseconds(static_cast<std::int64_t>(std::min(args->wait, 86400.0 * 365) * 1000)));
     if (!status) return report_error(status.error());
     if (*status == RunStatus::Running) {
       std::printf("run %s: cancel requested; the process driving it has not stopped yet\n",

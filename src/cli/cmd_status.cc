@@ -1,6 +1,7 @@
 // orch status [RUN_ID] [--json] [--watch]   and   orch runs [--json]
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -72,7 +73,8 @@ Command add_status(CLI::App& app) {
                                                .value_or(RunStatus::Failed))
                            : kExitSucceeded;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(args->interval * 1000)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          static_cast<std::int64_t>(std::clamp(args->interval, 0.01, 86400.0) * 1000)));
       if (!args->json && !stdout_is_tty()) std::printf("\n");
     }
   };

@@ -267,6 +267,19 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     r.goal = rec.goal;
     r.executor = rec.executor;
     rec = std::move(r);
+    // A step that keeps the attempts it used is told, on its next attempt, why
+    // the last counted one failed, as if the run had not stopped in between.
+    if (rec.status == StepStatus::Pending && rec.attempts_counted > 0) {
+      const auto attempts = ORCH_TRY(store_.attempts(run_.id, rec.step_id));
+      for (auto a = attempts.rbegin(); a != attempts.rend(); ++a) {
+        if (!a->counted || a->status == AttemptStatus::Succeeded) continue;
+        StepState& resumed = steps_[i];
+        resumed.previous_failure = a->reason;
+        if (!a->output_tail.empty()) resumed.previous_failure += "\n--- last output ---\n" + a->output_tail;
+        resumed.last_failure_key = a->reason;
+        break;
+      }
+    }
   }
 
   if (replan_path) {
@@ -302,7 +315,10 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       s.rec.status = StepStatus::Pending;
       s.rec.attempts_counted = 0;
       s.rec.result.clear();
+      s.rec.reason.clear();  // e.g. "done over its budget"
       s.rec.finished_at = 0;
+      s.previous_failure.clear();
+      s.last_failure_key.clear();
       changed[static_cast<std::size_t>(i)] = true;
       event("step_reset", s.step->id, 0, {{"why", why}});
     }

@@ -246,13 +246,22 @@ steps:
 )");
   EXPECT_EQ(out.status, RunStatus::Failed);
   StepRecord s = step(out.run_id, "s");
-  EXPECT_NE(s.reason.find("holds orch's store"), std::string::npos) << s.reason;
+  EXPECT_NE(s.reason.find("is or holds orch's store"), std::string::npos) << s.reason;
   EXPECT_FALSE(fs::exists(ws() / "a.txt")) << "the step must not have run";
   std::size_t entries = 0;
   for (auto it = fs::recursive_directory_iterator(ws() / ".orch"); it != fs::recursive_directory_iterator();
        ++it)
     ++entries;
   EXPECT_LT(entries, 20u) << "the snapshot copied the store";
+  // A path inside the store is refused the same way: restoring it would put an
+  // old ledger under the live WAL.
+  RunOutcome inner = run(R"(
+steps:
+  - {id: s, writes: [.orch/orch.db], sh: 'true', attempts: 1}
+)");
+  EXPECT_EQ(inner.status, RunStatus::Failed);
+  EXPECT_NE(step(inner.run_id, "s").reason.find("is or holds orch's store"), std::string::npos)
+      << step(inner.run_id, "s").reason;
 }
 
 TEST_F(EngineTest, ARetryIsToldWhyTheLastAttemptFailed) {

@@ -546,7 +546,7 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
   req.goal = step.goal;
   req.risk = level;
   req.stop_requested = [] { return SignalWatch::pending(); };
-  auto describe = [&](int attempt, const std::string& previous_failure) -> std::string {
+  auto describe = [&](int attempt, const std::string& previous_failure, bool masked) -> std::string {
     auto rendered = render_step(step, result_lookup(), attempt, previous_failure);
     if (!rendered) return "(cannot render the step: " + rendered.error().message + ")";
     AttemptSpec preview;
@@ -557,15 +557,17 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
     preview.argv = std::move(rendered->argv);
     preview.env = std::move(rendered->env);
     preview.inputs = std::move(rendered->inputs);
-    return secrets_->mask(s.executor->describe(preview));
+    std::string text = s.executor->describe(preview);
+    return masked ? secrets_->mask(text) : text;
   };
-  req.command = describe(s.rec.last_attempt + 1, s.previous_failure);
+  req.command = describe(s.rec.last_attempt + 1, s.previous_failure, true);
   // What an approval is bound to: the step's fingerprint and the command the
   // executor would run for it, which for a registry tool comes from the registry,
   // not the step (rendered like the fingerprint, as attempt 0, so a retry does not
-  // change it). Either changing voids an `orch approve`.
+  // change it; unmasked, so the secrets known at the time do not either). Either
+  // changing voids an `orch approve`.
   const std::string fingerprint =
-      fingerprint_of(step_fingerprint(step, result_lookup()).value_or("") + "\n" + describe(0, ""));
+      fingerprint_of(step_fingerprint(step, result_lookup()).value_or("") + "\n" + describe(0, "", false));
 
   std::string by;
   if (options_.approve_steps.contains(step.id)) {
@@ -708,9 +710,9 @@ bool Scheduler::prepare_attempt(int i) {
       }
       // A snapshot of a folder holding the store would copy the ledger into itself
       // (without end), and restoring it would put an old ledger back over the live one.
-      if (!store_folder.empty() && within(store_folder, *p)) {
+      if (!store_folder.empty() && (within(store_folder, *p) || within(*p, store_folder))) {
         s.flight().pending_render_error = fmt::format(
-            "writes '{}': the folder holds orch's store ({}), which a snapshot cannot copy or restore; "
+            "writes '{}': it is or holds orch's store ({}), which a snapshot cannot copy or restore; "
             "list the files or folders the step changes instead",
             w, store_folder.string());
         break;

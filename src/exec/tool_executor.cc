@@ -155,8 +155,10 @@ std::string ToolExecutor::risk_reason(const Step& step) const {
   if (tool->status == ToolStatus::Pending || tool->status == ToolStatus::Planned)
     return fmt::format("tool '{}' has status {}: it is not ready to run", name,
                        tool_status_name(tool->status));
-  if (!tool->safe_for_agents) return fmt::format("tool '{}' is not marked safe_for_agents", name);
-  if (tool->status == ToolStatus::InProgress) return fmt::format("tool '{}' has status in_progress", name);
+  if (tool->risk == RiskLevel::Critical) return fmt::format("the registry rates tool '{}' critical", name);
+  for (const auto& [command_name, command] : tool->commands)
+    if (command.risk == RiskLevel::Critical)
+      return fmt::format("the registry rates tool '{}' {} critical", name, command_name);
   return "";
 }
 

@@ -49,7 +49,7 @@ class ToolExecutor final : public Executor {
   // [exit_zero]; the output contract is checked by the executor itself.
   std::vector<Postcondition> default_post() const override;
   RiskLevel risk(const Step& step) const override;
-  // A missing, pending or planned tool; one in progress; one not safe for agents.
+  // A missing, pending or planned tool, or one (or a sub-command) the registry rates critical.
   std::string risk_reason(const Step& step) const override;
   // The exact argv, shell-quoted, then "inputs: " and the inputs as JSON.
   std::string describe(const AttemptSpec& spec) const override;

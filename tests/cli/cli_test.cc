@@ -443,7 +443,7 @@ TEST(Cli, AKillBetweenRetriesDoesNotGiveTheStepMoreAttempts) {
 steps:
   - id: s
     attempts: 2
-    sh: 'echo try >> log.txt; n=$(wc -l < log.txt); if [ $n = 2 ]; then echo $$ > waiting.pid; sleep 60; fi; exit 1'
+    sh: 'echo "[$(echo "$ORCH_PREVIOUS_FAILURE" | head -n 1)]" >> told.txt; echo try >> log.txt; n=$(wc -l < log.txt); if [ $n = 2 ]; then echo $$ > waiting.pid; sleep 60; fi; exit 1'
 )");
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_TRUE(wait_for([&] { return fs::exists(d / "waiting.pid"); }, 5000));
@@ -463,6 +463,9 @@ steps:
   EXPECT_EQ(attempts[2]["status"], "failed");
   // Two counted attempts in all, as `attempts: 2` allows; the log has three lines.
   EXPECT_EQ(read_file(d / "log.txt"), "try\ntry\ntry\n");
+  // The attempt after the resume is told why attempt 1 failed, as attempt 2 was.
+  EXPECT_EQ(read_file(d / "told.txt"),
+            "[]\n[exit_zero: exited with code 1]\n[exit_zero: exited with code 1]\n");
 }
 
 }  // namespace
