@@ -1,5 +1,5 @@
 // orch chain --steps JSON|FILE [--max-steps N] [--budget-tokens N] [--budget-cost USD] [--dry-run] [--json]
-// [--approve ID ...] [--approve-medium]
+//            [--approve ID]... [--approve-medium]
 //            [--store PATH] [--workspace DIR] [--models FILE] [--registry FILE] [--workers FILE]
 // orch chain --report RUN_ID [--json]
 // A linear chain of tool/worker calls with abort-on-failure (docs/chains.md).
@@ -184,12 +184,7 @@ Command add_chain(CLI::App& app) {
                 "print the report (schemas/skill-output.schema.json) instead of the summary");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_option("--workspace", args->workspace, "folder steps run in (default: .)");
-  sub->add_option("--models", args->models,
-                  "models file for llm steps (default: .orch/models.yaml if present)");
-  sub->add_option("--registry", args->registry,
-                  "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
-  sub->add_option("--workers", args->workers,
-                  "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+  add_executor_file_flags(*sub, args->models, args->registry, args->workers);
   // One step per --approve (repeatable), as for `orch run`.
   sub->add_option(
          "--approve", args->approve,

@@ -37,16 +37,6 @@ struct RunArgs {
   bool approve_medium = false;
 };
 
-// The files the non-shell executors are configured by (run and resume alike).
-void add_executor_flags(CLI::App* sub, RunArgs& args) {
-  sub->add_option("--models", args.models,
-                  "models file for llm steps (default: .orch/models.yaml if present)");
-  sub->add_option("--registry", args.registry,
-                  "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
-  sub->add_option("--workers", args.workers,
-                  "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
-}
-
 void add_approval_flags(CLI::App* sub, RunArgs& args) {
   // One step per --approve, so `--approve build plan.yaml` leaves the PLAN alone.
   sub->add_option(
@@ -115,7 +105,7 @@ Command add_run(CLI::App& app) {
   sub->add_option("--workspace", args->workspace, "folder steps run in (default: .)");
   sub->add_flag("--json", args->json,
                 "print the run report (schemas/run-report.schema.json) instead of progress");
-  add_executor_flags(sub, *args);
+  add_executor_file_flags(*sub, args->models, args->registry, args->workers);
   add_approval_flags(sub, *args);
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);
@@ -163,7 +153,7 @@ Command add_resume(CLI::App& app) {
   sub->add_flag("--keep-going", args->keep_going, "on a failed step, go on with independent branches");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report instead of progress");
-  add_executor_flags(sub, *args);
+  add_executor_file_flags(*sub, args->models, args->registry, args->workers);
   add_approval_flags(sub, *args);
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);

@@ -29,12 +29,7 @@ Command add_validate(CLI::App& app) {
   sub->add_option("PLAN", args->plan, "plan file (YAML or JSON)")->required();
   sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)");
   sub->add_flag("--json", args->json, "print {valid, steps, errors[]} as JSON");
-  sub->add_option("--models", args->models,
-                  "models file for llm steps (default: .orch/models.yaml if present)");
-  sub->add_option("--registry", args->registry,
-                  "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
-  sub->add_option("--workers", args->workers,
-                  "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+  add_executor_file_flags(*sub, args->models, args->registry, args->workers);
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);
     if (!executors) return report_error(executors.error());

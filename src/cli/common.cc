@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 
@@ -61,6 +62,15 @@ bool stdout_is_tty() {
 }
 bool stderr_is_tty() {
   return isatty(STDERR_FILENO) == 1;
+}
+
+void add_executor_file_flags(CLI::App& sub, std::string& models, std::string& registry,
+                             std::string& workers) {
+  sub.add_option("--models", models, "models file for llm steps (default: .orch/models.yaml if present)");
+  sub.add_option("--registry", registry,
+                 "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
+  sub.add_option("--workers", workers,
+                 "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
 }
 
 Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& models_flag,

@@ -9,6 +9,10 @@
 #include "orch/error.h"
 #include "orch/store.h"
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace orch::cli {
 
 constexpr const char* kDefaultStore = ".orch/orch.db";
@@ -31,13 +35,15 @@ constexpr const char* kDefaultWorkers = ".orch/workers.yaml";
 // the models file `models_flag` (--models), else .orch/models.yaml when it
 // exists, else none (an llm step then fails validation saying so); `tool:NAME`
 // with the tool registry `registry_flag` (--registry), else .orch/registry.yml
-// when it exists, else none (docs/tools.md). A models file or registry that
-// `worker:NAME` with the workers file `workers_flag` (--workers), else
-// .orch/workers.yaml when it exists (docs/workers.md). A models file, registry or
-// workers file that cannot be read or is invalid is an InvalidInput/NotFound error.
+// when it exists, else none (docs/tools.md); `worker:NAME` with the workers file `workers_flag` (--workers),
+// else .orch/workers.yaml when it exists (docs/workers.md). A models file, registry or workers file that
+// cannot be read or is invalid is an InvalidInput/NotFound error.
 Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& models_flag,
                                                           const std::string& registry_flag = "",
                                                           const std::string& workers_flag = "");
+
+// The --models, --registry and --workers options whose values cli_executors() takes.
+void add_executor_file_flags(CLI::App& sub, std::string& models, std::string& registry, std::string& workers);
 
 // --workspace must name an existing folder; checked before anything is read or
 // recorded, so `run` and `validate` refuse a bad one alike (InvalidInput:

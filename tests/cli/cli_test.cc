@@ -18,6 +18,7 @@ namespace {
 using orch::testing::CommandResult;
 using orch::testing::read_file;
 using orch::testing::run_command;
+using orch::testing::run_id_in;
 using orch::testing::run_orch;
 using orch::testing::source_dir;
 using orch::testing::TempDir;
@@ -275,8 +276,7 @@ steps:
 
   // Now make the slow steps quick and resume; then kill -9 a second run mid-way.
   std::string out = read_file(d / "out1.txt");
-  std::string id = out.substr(out.find("orch: run ") + 10, 20);
-  id = id.substr(0, id.find(' '));
+  std::string id = run_id_in(out);
   write_file(d / "p2.yaml", R"(concurrency: 2
 steps:
   - {id: quick, sh: 'echo q >> quick.log'}
@@ -294,8 +294,7 @@ steps:
   kill(pid2, SIGKILL);
   wait_exit(pid2);
   std::string out2 = read_file(d / "out2.txt");
-  std::string id2 = out2.substr(out2.find("orch: run ") + 10);
-  id2 = id2.substr(0, id2.find(' '));
+  std::string id2 = run_id_in(out2);
   auto st = run_orch({"status", id2, "--json"}, d.path());
   auto doc = nlohmann::json::parse(st.out);
   EXPECT_EQ(doc["run"]["status"], "running");
@@ -342,8 +341,7 @@ steps:
   ASSERT_TRUE(
       wait_for([&] { return read_file(d / "three.txt").find("orch: run ") != std::string::npos; }, 5000));
   std::string out = read_file(d / "three.txt");
-  std::string id = out.substr(out.find("orch: run ") + 10);
-  id = id.substr(0, id.find(' '));
+  std::string id = run_id_in(out);
   auto again = run_orch({"resume", id}, d.path());
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("already being driven"), std::string::npos) << again.err;
@@ -360,8 +358,7 @@ TEST(Cli, CancelStopsALiveRunFromAnotherProcess) {
   ASSERT_TRUE(
       wait_for([&] { return read_file(d / "out.txt").find("orch: run ") != std::string::npos; }, 5000));
   std::string out = read_file(d / "out.txt");
-  std::string id = out.substr(out.find("orch: run ") + 10);
-  id = id.substr(0, id.find(' '));
+  std::string id = run_id_in(out);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   auto c = run_orch({"cancel", id}, d.path());
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
@@ -381,8 +378,7 @@ TEST(Cli, CancelARunWhoseDriverWasKilled) {
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_TRUE(wait_for([&] { return fs::exists(d / "long.pid"); }, 5000));
   std::string out = read_file(d / "out.txt");
-  std::string id = out.substr(out.find("orch: run ") + 10);
-  id = id.substr(0, id.find(' '));
+  std::string id = run_id_in(out);
   kill(pid, SIGKILL);
   wait_exit(pid);
   pid_t orphan = std::stoi(read_file(d / "long.pid"));
@@ -448,8 +444,7 @@ steps:
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_TRUE(wait_for([&] { return fs::exists(d / "waiting.pid"); }, 5000));
   std::string out = read_file(d / "out.txt");
-  std::string id = out.substr(out.find("orch: run ") + 10);
-  id = id.substr(0, id.find(' '));
+  std::string id = run_id_in(out);
   kill(pid, SIGKILL);
   wait_exit(pid);
   kill(std::stoi(read_file(d / "waiting.pid")), SIGKILL);  // the orphaned attempt 2

@@ -13,6 +13,7 @@
 namespace orch {
 namespace {
 
+using orch::testing::run_id_in;
 using orch::testing::run_orch;
 using orch::testing::TempDir;
 using orch::testing::write_file;
@@ -126,8 +127,7 @@ TEST(CliUsage, AFolderGivenToReplanIsNotAPlan) {
   write_file(d / "p.yaml", "steps:\n  - {id: a, run: [\"false\"], attempts: 1}\n");
   auto first = run_orch({"run", "p.yaml"}, d.path());
   ASSERT_EQ(first.exit_code, 1) << first.err;
-  std::string id = first.err.substr(first.err.find("orch: run ") + 10);
-  id = id.substr(0, id.find(' '));
+  std::string id = run_id_in(first.err);
   auto r = run_orch({"resume", id, "--replan", "plans"}, d.path());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_HAS(r.err, "plans: is a folder, not a plan file");

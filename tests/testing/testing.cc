@@ -187,4 +187,11 @@ bool wait_for(const std::function<bool()>& cond, int ms) {
   return cond();
 }
 
+std::string run_id_in(const std::string& output) {
+  const auto at = output.find("orch: run ");
+  if (at == std::string::npos) return "";
+  const auto start = at + 10;
+  return output.substr(start, output.find(' ', start) - start);
+}
+
 }  // namespace orch::testing

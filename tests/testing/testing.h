@@ -62,6 +62,8 @@ pid_t spawn_orch(const std::vector<std::string>& args, const std::filesystem::pa
 int wait_exit(pid_t pid);
 // True while `pid` runs (a zombie waiting for its reaper does not count).
 bool process_alive(pid_t pid);
+// The RUN_ID of the "orch: run RUN_ID (store DIR)" line in an orch's output; "" when none.
+std::string run_id_in(const std::string& output);
 // Polls `cond` every 20 ms for up to `ms`; its last value.
 bool wait_for(const std::function<bool()>& cond, int ms);
 
