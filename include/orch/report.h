@@ -22,6 +22,15 @@ enum class ReportDetail { Full, Summary };
 Expected<nlohmann::ordered_json> build_run_report(Store& store, const std::string& run_id,
                                                   ReportDetail detail = ReportDetail::Full);
 
+// For a run whose row says running: its spent totals (tokens, cost, counted
+// attempts) summed from its attempts, which are written in every turn, where the
+// run row is rewritten at most every 250 ms and, after a crash, lags behind what
+// the attempts record; and updated_at moved on to the latest attempt time the
+// ledger holds (for a run left orphaned, the last sign of life). `spent_wall_ms`
+// is moved on by the same amount, to `now_ms` for an active run. A finished run's
+// row is final and is left as it is.
+Expected<void> refresh_running_totals(Store& store, RunRecord& run, bool active, std::int64_t now_ms);
+
 // A fixed-width table of the steps of a full report (one row each), then the summary.
 std::string format_report_table(const nlohmann::ordered_json& report);
 

@@ -143,6 +143,7 @@ struct AttemptTotals {
   std::int64_t tokens = 0;  // tokens_in + tokens_out
   double cost_usd = 0;
   std::int64_t counted = 0;  // attempts counted against budgets (not interrupted ones)
+  std::int64_t last_ms = 0;  // the latest start or finish time of any attempt (0: none)
 };
 
 struct EventRecord {

@@ -9,6 +9,7 @@
 #include "cli/common.h"
 #include "cli/number_option.h"
 #include "engine/run_lock.h"
+#include "orch/clock.h"
 #include "orch/report.h"
 #include "util/json_text.h"
 
@@ -98,10 +99,13 @@ Command add_runs(CLI::App& app) {
       RunRecord& r = (*runs)[i];
       if (r.status != RunStatus::Running) continue;
       active[i] = RunLock::is_held((*store)->folder(), r.id);
-      if (active[i]) continue;
-      auto again = (*store)->find_run(r.id);
-      if (!again) return report_error(again.error());
-      if (*again) r = std::move(**again);
+      if (!active[i]) {
+        auto again = (*store)->find_run(r.id);
+        if (!again) return report_error(again.error());
+        if (*again) r = std::move(**again);
+      }
+      if (auto fresh = refresh_running_totals(**store, r, active[i], Clock::system().wall_ms()); !fresh)
+        return report_error(fresh.error());
     }
     if (args->json) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -123,10 +127,14 @@ Command add_runs(CLI::App& app) {
       std::printf("%s\n", json_text(list, 2).c_str());
       return kExitSucceeded;
     }
-    std::printf("%-21s  %-16s  %-16s  %-24s  %8s  %s\n", "RUN", "STATUS", "NAME", "STARTED", "ATTEMPTS",
+    std::printf("%-21s  %-20s  %-16s  %-24s  %8s  %s\n", "RUN", "STATUS", "NAME", "STARTED", "ATTEMPTS",
                 "PLAN");
-    for (const auto& r : *runs) {
-      std::printf("%-21s  %-16s  %-16s  %-24s  %8lld  %s\n", r.id.c_str(), run_status_name(r.status),
+    for (std::size_t i = 0; i < runs->size(); ++i) {
+      const RunRecord& r = (*runs)[i];
+      // A run the ledger says is running but no process drives (its orch was killed).
+      std::string status = run_status_name(r.status);
+      if (r.status == RunStatus::Running && !active[i]) status += " (no process)";
+      std::printf("%-21s  %-20s  %-16s  %-24s  %8lld  %s\n", r.id.c_str(), status.c_str(),
                   r.name.substr(0, 16).c_str(), iso_time(r.created_at).c_str(),
                   static_cast<long long>(r.spent_attempts), r.plan_path.c_str());
     }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 #include <map>
 
@@ -55,6 +56,19 @@ ojson attempt_json(const AttemptRecord& a) {
 
 }  // namespace
 
+Expected<void> refresh_running_totals(Store& store, RunRecord& run, bool active, std::int64_t now_ms) {
+  if (run.status != RunStatus::Running) return {};
+  const AttemptTotals totals = ORCH_TRY(store.attempt_totals(run.id));
+  run.spent_tokens = totals.tokens;
+  run.spent_cost_usd = totals.cost_usd;
+  run.spent_attempts = totals.counted;
+  const std::int64_t latest =
+      active ? std::max(now_ms, run.updated_at) : std::max(totals.last_ms, run.updated_at);
+  run.spent_wall_ms += latest - run.updated_at;
+  run.updated_at = latest;
+  return {};
+}
+
 Expected<ojson> build_run_report(Store& store, const std::string& run_id, ReportDetail detail) {
   // Only a live process holds the run's lock: after kill -9 the run still says
   // running, but nothing drives it until `orch resume`. The lock is looked at
@@ -65,6 +79,9 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   auto found = ORCH_TRY(store.find_run(run_id));
   if (!found)
     return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+  const bool active = found->status == RunStatus::Running && held;
+  const std::int64_t now = Clock::system().wall_ms();
+  ORCH_TRY(refresh_running_totals(store, *found, active, now));
   const RunRecord& run = *found;
   const bool full = detail == ReportDetail::Full;
   // The summary needs only the counts: the steps (and their results) are not read.
@@ -112,9 +129,9 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
     step["result_bytes"] = s.result.size();
     step_list.push_back(std::move(step));
   }
-  const bool active = run.status == RunStatus::Running && held;
-  // A live run's time goes on between ledger writes (a step may run for minutes).
-  std::int64_t end = run.finished_at ? run.finished_at : active ? Clock::system().wall_ms() : run.updated_at;
+  // A live run's time goes on between ledger writes (a step may run for minutes);
+  // an orphaned one's ends at the last thing the ledger recorded of it.
+  std::int64_t end = run.finished_at ? run.finished_at : run.updated_at;
   ojson report = {{"schema", "orch.run-report/1"},
                   {"run",
                    {{"id", run.id},

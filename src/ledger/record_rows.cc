@@ -38,7 +38,7 @@ const char kRequestCancel[] = "UPDATE runs SET cancel_requested = 1 WHERE id = ?
 const char kCancelRequested[] = "SELECT cancel_requested FROM runs WHERE id = ?1";
 const char kAttemptTotals[] =
     "SELECT coalesce(sum(tokens_in + tokens_out), 0), coalesce(sum(cost_usd), 0.0), coalesce(sum(counted), "
-    "0) "
+    "0), coalesce(max(max(started_at, finished_at)), 0) "
     "FROM attempts WHERE run_id = ?1";
 
 void bind_run(Statement& s, const RunRecord& r) {

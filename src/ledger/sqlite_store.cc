@@ -310,7 +310,7 @@ Expected<AttemptTotals> SqliteStore::attempt_totals(const std::string& run_id) {
   auto totals = ORCH_TRY(first_row(
       attempt_totals_sql,
       [](const Statement& row) {
-        return AttemptTotals{row.column_int(0), row.column_real(1), row.column_int(2)};
+        return AttemptTotals{row.column_int(0), row.column_real(1), row.column_int(2), row.column_int(3)};
       },
       [&] { return fmt::format("summing the attempts of run '{}'", run_id); }));
   return totals.value_or(AttemptTotals{});

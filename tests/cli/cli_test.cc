@@ -299,6 +299,24 @@ steps:
   auto doc = nlohmann::json::parse(st.out);
   EXPECT_EQ(doc["run"]["status"], "running");
   EXPECT_FALSE(doc["run"]["active"].get<bool>());
+  // What it spent comes from its attempts (quick, and the two slow ones it left
+  // running), not from the run row the killed process wrote last; its time runs
+  // to the latest attempt the ledger recorded.
+  EXPECT_EQ(doc["budget"]["spent"]["attempts"], 3) << st.out;
+  EXPECT_GE(
+      doc["run"]["elapsed_ms"].get<std::int64_t>(),
+      query_int(db,
+                "select max(a.started_at) - r.created_at from attempts a join runs r on r.id = a.run_id "
+                "where r.id = '" +
+                    id2 + "'"));
+  auto listed = run_orch({"runs"}, d.path());
+  EXPECT_NE(listed.out.find(id2 + "   running (no process)"), std::string::npos) << listed.out;
+  auto listed_json = nlohmann::json::parse(run_orch({"runs", "--json"}, d.path()).out);
+  for (const auto& listed_run : listed_json) {
+    if (listed_run["id"] == id2) {
+      EXPECT_EQ(listed_run["spent_attempts"], 3) << listed_json.dump();
+    }
+  }
   // The step process the killed orch left behind is still running, until resume kills it.
   pid_t orphan = std::stoi(read_file(d / "slow1.pid"));
   EXPECT_TRUE(alive(orphan));
