@@ -47,6 +47,14 @@ void BudgetGuard::settle(const Spend& r, const Spend& actual) {
   spent_.attempts += actual.attempts;
 }
 
+std::optional<std::string> BudgetGuard::overspent() const {
+  if (limits_.tokens && spent_.tokens > *limits_.tokens)
+    return fmt::format("tokens: {} spent of {}", spent_.tokens, *limits_.tokens);
+  if (limits_.cost_usd && spent_.cost_usd > *limits_.cost_usd + 1e-12)
+    return fmt::format("cost: ${:.4f} spent of ${:.4f}", spent_.cost_usd, *limits_.cost_usd);
+  return std::nullopt;
+}
+
 std::optional<std::string> BudgetGuard::exhausted(std::int64_t wall_ms_now) const {
   // A zero spend never exhausts: a budget of 0 tokens still admits steps that cost none.
   if (limits_.tokens && spent_.tokens > 0 && spent_.tokens >= *limits_.tokens)

@@ -38,6 +38,11 @@ class BudgetGuard {
 
   // Non-empty when what was actually spent already reaches a limit.
   std::optional<std::string> exhausted(std::int64_t wall_ms_now) const;
+  // Non-empty when what was actually spent is beyond a tokens or cost limit
+  // ("tokens: 300 spent of 100"): steps that reserved less than they spent (a
+  // step with no budget of its own and an executor that estimates 0 reserves
+  // nothing) ran in parallel past it.
+  std::optional<std::string> overspent() const;
   // Milliseconds of wall budget left (nullopt: unlimited).
   std::optional<std::int64_t> wall_left(std::int64_t wall_ms_now) const;
 

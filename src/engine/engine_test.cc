@@ -213,6 +213,47 @@ steps:
   EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 0);
 }
 
+// Shell steps with no budget of their own reserve nothing, so a parallel wave of
+// them can spend past the plan's budget: the run's reason and an event say so.
+TEST_F(EngineTest, ARunThatEndsOverThePlansBudgetSaysSo) {
+  std::string yaml = "concurrency: 3\nbudget: {tokens: 100}\nsteps:\n";
+  for (const char* id : {"a", "b", "c"})
+    yaml += fmt::format(
+        "  - {{id: {}, sh: 'echo \"{{\\\"tokens_in\\\": 60}}\" > \"$ORCH_USAGE_FILE\"; sleep 0.2'}}\n", id);
+  RunOutcome out = run(yaml);
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_NE(out.reason.find("over the plan's budget: tokens: 180 spent of 100"), std::string::npos) << out.reason;
+  auto over = store_->events_of_kind(out.run_id, "budget_overspent");
+  ASSERT_TRUE(over);
+  EXPECT_EQ(over->size(), 1u);
+}
+
+// A step whose own budget runs out has failed; the plan's budget did not run out,
+// so with --keep-going the run ends failed (exit 1), as it does without it, not
+// budget_exhausted (exit 4, which says the plan's budget ran out).
+TEST_F(EngineTest, AStepsOwnBudgetRunningOutFailsTheRunNotItsBudget) {
+  for (bool keep_going : {false, true}) {
+    EngineOptions o;
+    o.keep_going = keep_going;
+    RunOutcome out = run(R"(
+steps:
+  - id: b
+    attempts: 5
+    budget: {tokens: 10}
+    sh: 'echo "{\"tokens_in\": 10}" > "$ORCH_USAGE_FILE"; exit 1'
+  - {id: c, deps: [b], run: ["true"]}
+  - {id: other, run: ["true"]}
+)",
+                         o);
+    EXPECT_EQ(out.status, RunStatus::Failed) << "keep_going " << keep_going << ": " << out.reason;
+    EXPECT_EQ(out.reason, keep_going ? "1 step failed: b" : "step 'b' failed");
+    StepRecord b = step(out.run_id, "b");
+    EXPECT_EQ(b.status, StepStatus::Failed);
+    EXPECT_NE(b.reason.find("step budget exhausted: tokens 10 spent of 10"), std::string::npos) << b.reason;
+    EXPECT_EQ(step(out.run_id, "c").status, StepStatus::Skipped);
+  }
+}
+
 // Reserved at its declared maximum, a step may still spend more than its own
 // budget; it is done (its work is kept) and the overrun is said.
 TEST_F(EngineTest, AStepThatSucceedsOverItsOwnBudgetIsDoneAndSaysSo) {
@@ -479,6 +520,24 @@ steps:
   EXPECT_EQ(step(out.run_id, "json_result").status, StepStatus::Done);
   EXPECT_EQ(step(out.run_id, "uses_json").status, StepStatus::Done);
   EXPECT_EQ(step(out.run_id, "uses_json").result, "2");
+}
+
+// A shell_zero check gets the result in a file whatever its size, and also in
+// ORCH_RESULT when an environment variable can hold it: a result past Linux's
+// 128 KiB cap on one variable made every check fail with E2BIG.
+TEST_F(EngineTest, ShellZeroGetsTheResultInAFileAndSmallOnesInTheEnvironment) {
+  auto out = run(R"yaml(
+steps:
+  - id: chatty
+    sh: 'seq 1 40000'
+    post: [{shell_zero: 'test "$(tail -n 1 "$ORCH_RESULT_FILE")" = 40000 && test -z "${ORCH_RESULT+set}"'}]
+  - id: quiet
+    sh: 'echo hi'
+    post: [{shell_zero: 'test "$ORCH_RESULT" = hi && test "$(cat "$ORCH_RESULT_FILE")" = hi'}]
+)yaml");
+  EXPECT_EQ(out.status, RunStatus::Succeeded);
+  EXPECT_EQ(step(out.run_id, "chatty").status, StepStatus::Done) << step(out.run_id, "chatty").reason;
+  EXPECT_EQ(step(out.run_id, "quiet").status, StepStatus::Done) << step(out.run_id, "quiet").reason;
 }
 
 TEST_F(EngineTest, TimeoutKillsAndRecordsTimedOut) {

@@ -10,6 +10,7 @@
 #include "engine/attempt_render.h"
 #include "engine/snapshot.h"
 #include "orch/workspace.h"
+#include "util/atomic_file.h"
 #include "util/json_text.h"
 
 namespace orch {
@@ -21,6 +22,8 @@ namespace {
 constexpr std::size_t kTailBytes = 2048;
 constexpr milliseconds kCancelPollInterval{250};
 constexpr milliseconds kShellZeroTimeout{60000};
+// A result longer than this reaches a shell_zero check only in ORCH_RESULT_FILE.
+constexpr std::size_t kResultEnvMax = 64 * 1024;
 // One turn's transaction may settle in-process attempts in up to this many
 // rounds, or for this long, before it commits.
 constexpr int kMaxBatchRounds = 1000;
@@ -488,7 +491,7 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
           fmt::format("step budget exhausted: wall {} ms used of {} ms", s.rec.wall_ms, sb.wall->count());
     if (step_short) {
       it = ready_.erase(it);
-      mark_failed(i, *step_short, true);
+      mark_failed(i, *step_short);
       continue;
     }
     Spend r;
@@ -536,7 +539,7 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
     std::string reason =
         fmt::format("refused by the risk guard: critical risk ({}); critical steps never run", why);
     event("step_refused", step.id, 0, {{"risk", level_name}, {"reason", reason}});
-    mark_failed(i, reason, false);
+    mark_failed(i, reason);
     return Gate::Refused;
   }
   // What a human is asked to approve: the exact command and inputs, rendered.
@@ -859,9 +862,21 @@ void Scheduler::run_checks(int i) {
       spec.stdout_path = attempt_file(s, s.flight().attempt.number, suffix + ".stdout");
       spec.stderr_path = attempt_file(s, s.flight().attempt.number, suffix + ".stderr");
       spec.usage_path.clear();  // a check reports no usage
-      spec.env = {{"ORCH_RUN_ID", run_.id},
-                  {"ORCH_STEP_ID", s.step->id},
-                  {"ORCH_RESULT", s.flight().outcome->result}};
+      // The result reaches the check in a file, and also in ORCH_RESULT when an
+      // environment variable can hold it (Linux caps one at 128 KiB; no NUL).
+      const std::string& result = s.flight().outcome->result;
+      const fs::path result_file = attempt_file(s, s.flight().attempt.number, suffix + ".result");
+      if (auto written = write_file_atomically(result_file, result, Durability::RenameOnly); !written) {
+        CheckResult r{PostKind::ShellZero, false,
+                      fmt::format("shell_zero '{}': {}", p.cmd, written.error().message)};
+        s.flight().checks.push_back(r);
+        finish_attempt(i, AttemptStatus::Failed, r.reason);
+        return;
+      }
+      spec.env = {
+          {"ORCH_RUN_ID", run_.id}, {"ORCH_STEP_ID", s.step->id}, {"ORCH_RESULT_FILE", result_file.string()}};
+      if (result.size() <= kResultEnvMax && result.find('\0') == std::string::npos)
+        spec.env.emplace_back("ORCH_RESULT", result);
       spec.secrets = secrets_;
       spec.timeout = p.timeout.value_or(kShellZeroTimeout);
       spec.kill_grace = plan_.defaults.kill_grace;
@@ -1001,24 +1016,19 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   s.last_failure_key = key;
   std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
   if (step.budget.tokens && step_tokens > 0 && step_tokens >= *step.budget.tokens) {
-    mark_failed(i,
-                fmt::format("step budget exhausted: tokens {} spent of {}; last failure: {}", step_tokens,
-                            *step.budget.tokens, reason),
-                true);
+    mark_failed(i, fmt::format("step budget exhausted: tokens {} spent of {}; last failure: {}", step_tokens,
+                               *step.budget.tokens, reason));
   } else if (step.budget.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *step.budget.cost_usd) {
-    mark_failed(i,
-                fmt::format("step budget exhausted: cost ${:.4f} of ${:.4f}; last failure: {}",
-                            s.rec.cost_usd, *step.budget.cost_usd, reason),
-                true);
+    mark_failed(i, fmt::format("step budget exhausted: cost ${:.4f} of ${:.4f}; last failure: {}",
+                               s.rec.cost_usd, *step.budget.cost_usd, reason));
   } else if (s.rec.attempts_counted >= max_attempts) {
-    mark_failed(i,
-                max_attempts > 1 ? fmt::format("failed after {} attempts: {}", s.rec.attempts_counted, reason)
-                                 : reason,
-                step.budget.attempts && *step.budget.attempts == max_attempts && max_attempts > 1);
+    mark_failed(i, max_attempts > 1
+                       ? fmt::format("failed after {} attempts: {}", s.rec.attempts_counted, reason)
+                       : reason);
   } else if (same_twice) {
-    mark_failed(i, "same failure twice: " + reason, false);
+    mark_failed(i, "same failure twice: " + reason);
   } else if (stop_ != StopKind::None) {
-    mark_failed(i, fmt::format("{} (not retried: {})", reason, stop_reason_), false);
+    mark_failed(i, fmt::format("{} (not retried: {})", reason, stop_reason_));
   } else {
     milliseconds delay = step.retry_delay.value_or(plan_.defaults.retry_delay);
     if (o.transient) delay = transient_backoff(delay, s.rec.attempts_counted, o.retry_after);
@@ -1083,14 +1093,13 @@ void Scheduler::mark_done(int i) {
   report(ProgressEvent::Kind::StepFinished, i);
 }
 
-void Scheduler::mark_failed(int i, const std::string& reason, bool budget) {
+void Scheduler::mark_failed(int i, const std::string& reason) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
   s.rec.status = StepStatus::Failed;
   s.rec.reason = reason;
   s.rec.finished_at = now_ms();
   save_step(s);
   event("step_failed", s.step->id, s.flight().attempt.number, {{"reason", reason}});
-  if (budget) budget_failure_ = true;
   report(ProgressEvent::Kind::StepFinished, i, reason);
   if (run_.keep_going || plan_.on_failure == OnFailure::Continue) {
     skip_descendants(i, fmt::format("dependency '{}' failed", s.step->id));
@@ -1186,7 +1195,7 @@ Expected<RunOutcome> Scheduler::finish_run() {
     std::vector<std::string> waiting;
     for (const auto& s : steps_)
       if (s.in_plan && s.rec.status == StepStatus::AwaitingApproval) waiting.push_back(s.step->id);
-    if (not_done > 0 && failed.empty() && !budget_failure_ && !waiting.empty()) {
+    if (not_done > 0 && failed.empty() && !waiting.empty()) {
       // Paused, not failed: `orch approve` then `orch resume` continues it.
       status = RunStatus::AwaitingApproval;
       std::string names;
@@ -1196,7 +1205,8 @@ Expected<RunOutcome> Scheduler::finish_run() {
           "{} step{} awaiting approval: {}; approve with `orch approve {} STEP`, then `orch resume {}`",
           waiting.size(), waiting.size() == 1 ? "" : "s", names, run_.id, run_.id);
     } else if (not_done > 0) {
-      status = budget_failure_ ? RunStatus::BudgetExhausted : RunStatus::Failed;
+      // A step's own budget running out fails that step, not the run's budget.
+      status = RunStatus::Failed;
       std::string names;
       for (std::size_t k = 0; k < failed.size() && k < 5; ++k) names += (k ? ", " : "") + failed[k];
       if (failed.size() > 5) names += ", ...";
@@ -1204,6 +1214,15 @@ Expected<RunOutcome> Scheduler::finish_run() {
                    ? fmt::format("{} steps not done", not_done)
                    : fmt::format("{} step{} failed: {}", failed.size(), failed.size() == 1 ? "" : "s", names);
     }
+  }
+  // Said whatever the run's status: the budget was a promise the run did not keep.
+  if (auto over = budget_->overspent()) {
+    std::string why = fmt::format(
+        "over the plan's budget: {} (steps with no budget of their own reserve only their executor's "
+        "estimate, 0 for shell steps)",
+        *over);
+    event("budget_overspent", "", 0, {{"reason", why}});
+    reason = reason.empty() ? why : reason + "; " + why;
   }
   run_.status = status;
   run_.reason = reason;

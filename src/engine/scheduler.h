@@ -140,7 +140,7 @@ class Scheduler {
   void run_checks(int i);
   void finish_attempt(int i, AttemptStatus status, const std::string& reason);
   void mark_done(int i);
-  void mark_failed(int i, const std::string& reason, bool budget);
+  void mark_failed(int i, const std::string& reason);
   void skip_descendants(int i, const std::string& reason);
   void schedule_retry(int i, std::chrono::milliseconds delay);
   std::chrono::milliseconds transient_backoff(std::chrono::milliseconds base, int failures,
@@ -182,7 +182,6 @@ class Scheduler {
   int in_flight_ = 0;
   int retries_waiting_ = 0;
   bool in_tx_ = false;
-  bool budget_failure_ = false;
   StopKind stop_ = StopKind::None;
   std::string stop_reason_;
   std::optional<Error> store_error_;

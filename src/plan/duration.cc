@@ -134,8 +134,8 @@ Expected<Millis> duration_or_reason(std::string_view text) {
       unit_ms = *known;
     }
     auto part = scale_decimal(*number, unit_ms);
-    if (!part || __builtin_add_overflow(total, *part, &total))
-      return fail(ErrorCode::InvalidInput, "too large");
+    if (!part || __builtin_add_overflow(total, *part, &total) || total > kMaxDurationMs)
+      return fail(ErrorCode::InvalidInput, "too large (at most 87600h, ten years)");
   }
   return Millis(total);
 }

@@ -14,6 +14,11 @@
 
 namespace orch::detail {
 
+// The longest duration orch accepts: ten years. Timers and budgets add durations
+// to clock readings; a longer one (up to 2^63 ms) would overflow there and fire at
+// once, the opposite of what was asked.
+inline constexpr std::int64_t kMaxDurationMs = 87600LL * 3600 * 1000;
+
 Expected<Millis> duration_or_reason(std::string_view text);
 Expected<std::int64_t> size_or_reason(std::string_view text);
 

@@ -50,10 +50,17 @@ TEST(ParseDuration, MessagesSayWhatIsWrong) {
   EXPECT_NE(parse_duration("").error().message.find("empty duration"), std::string::npos);
   EXPECT_NE(parse_duration("99999999999999999999s").error().message.find("too large"), std::string::npos);
   EXPECT_NE(parse_duration("9999999999999999h").error().message.find("too large"), std::string::npos);
+  // Longer than ten years: accepted, it would overflow a timer and fire at once.
+  EXPECT_EQ(parse_duration("87600h").value(), milliseconds(87600LL * 3600 * 1000));
+  EXPECT_NE(parse_duration("87600h1ms").error().message.find("too large (at most 87600h, ten years)"),
+            std::string::npos);
+  EXPECT_FALSE(parse_duration("9223372036854775807ms").has_value());
 }
 
 TEST(ParseDuration, LargestValues) {
-  EXPECT_TRUE(parse_duration("9223372036854775807ms"));
+  EXPECT_TRUE(parse_duration("315360000000ms"));  // 87600h
+  EXPECT_FALSE(parse_duration("315360000001ms"));
+  EXPECT_FALSE(parse_duration("9223372036854775807ms"));
   EXPECT_FALSE(parse_duration("9223372036854775808ms"));
   EXPECT_FALSE(parse_duration("9223372036854775s1s"));
 }

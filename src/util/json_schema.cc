@@ -17,12 +17,15 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <new>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>
@@ -165,6 +168,124 @@ std::string value_preview(const nlohmann::json& doc, const std::string& pointer)
   }
 }
 
+// How deeply `doc` nests (a scalar is 0, [] and {} are 1), counted without
+// recursion; stops counting past `limit`.
+int nesting_depth(const nlohmann::json& doc, int limit) {
+  int deepest = 0;
+  std::vector<std::pair<const nlohmann::json*, int>> todo{{&doc, 0}};
+  while (!todo.empty()) {
+    auto [value, depth] = todo.back();
+    todo.pop_back();
+    if (!value->is_structured()) continue;
+    deepest = std::max(deepest, depth + 1);
+    if (deepest > limit) return deepest;
+    for (const auto& child : *value) todo.emplace_back(&child, depth + 1);
+  }
+  return deepest;
+}
+
+// A schema that applies itself to the same value again without ever descending
+// into it — {"$ref": "#"}, or a definition reached from itself through $ref,
+// allOf/anyOf/oneOf, not, if/then/else or dependencies — never finishes: valijson
+// recurses until the stack overflows. Returns the loop ("# -> #/definitions/a ->
+// #") of the first such cycle, or "" when there is none. Only local references
+// ("#" and "#/json/pointer") are followed; others are refused elsewhere.
+std::string same_value_cycle(const nlohmann::json& root) {
+  using Pointer = nlohmann::json::json_pointer;
+  // The schemas a schema applies to the very value it is applied to.
+  auto edges = [&](const Pointer& at) {
+    std::vector<Pointer> out;
+    const nlohmann::json* node = nullptr;
+    try {
+      node = &root.at(at);
+    } catch (const nlohmann::json::exception&) {
+      return out;
+    }
+    if (!node->is_object()) return out;
+    if (auto ref = node->find("$ref"); ref != node->end() && ref->is_string()) {
+      const std::string& text = ref->get_ref<const std::string&>();
+      if (text == "#") {
+        out.emplace_back();
+      } else if (text.starts_with("#/")) {
+        try {
+          Pointer target(text.substr(1));
+          if (root.contains(target)) out.push_back(std::move(target));
+        } catch (const nlohmann::json::exception&) {
+        }
+      }
+    }
+    for (const char* key : {"allOf", "anyOf", "oneOf"}) {
+      if (auto list = node->find(key); list != node->end() && list->is_array()) {
+        for (std::size_t i = 0; i < list->size(); ++i) out.push_back(at / key / i);
+      }
+    }
+    for (const char* key : {"not", "if", "then", "else"}) {
+      if (node->contains(key)) out.push_back(at / key);
+    }
+    for (const char* key : {"dependencies", "dependentSchemas"}) {
+      if (auto map = node->find(key); map != node->end() && map->is_object()) {
+        for (const auto& [name, value] : map->items()) {
+          if (value.is_object()) out.push_back(at / key / name);
+        }
+      }
+    }
+    return out;
+  };
+  // Every schema object in the document is a possible start (a definition may
+  // be reached from a $ref anywhere); a depth-first search without recursion.
+  std::vector<Pointer> starts;
+  std::vector<std::pair<const nlohmann::json*, Pointer>> walk{{&root, Pointer()}};
+  while (!walk.empty()) {
+    auto [value, at] = std::move(walk.back());
+    walk.pop_back();
+    if (value->is_object()) {
+      starts.push_back(at);
+      for (const auto& [key, child] : value->items()) {
+        if (child.is_structured() && !is_data_keyword(key)) walk.emplace_back(&child, at / key);
+      }
+    } else if (value->is_array()) {
+      for (std::size_t i = 0; i < value->size(); ++i) walk.emplace_back(&(*value)[i], at / i);
+    }
+  }
+  enum class Mark { Unseen, OnPath, Finished };
+  std::map<std::string, Mark> marks;
+  for (const Pointer& start : starts) {
+    if (marks[start.to_string()] != Mark::Unseen) continue;
+    struct Frame {
+      Pointer at;
+      std::vector<Pointer> next;
+      std::size_t i = 0;
+    };
+    std::vector<Frame> path;
+    marks[start.to_string()] = Mark::OnPath;
+    path.push_back({start, edges(start)});
+    while (!path.empty()) {
+      Frame& top = path.back();
+      if (top.i == top.next.size()) {
+        marks[top.at.to_string()] = Mark::Finished;
+        path.pop_back();
+        continue;
+      }
+      Pointer next = top.next[top.i++];
+      Mark& mark = marks[next.to_string()];
+      if (mark == Mark::Finished) continue;
+      if (mark == Mark::OnPath) {
+        std::string loop;
+        bool in_loop = false;
+        for (const Frame& f : path) {
+          in_loop = in_loop || f.at == next;
+          if (in_loop) loop += "#" + f.at.to_string() + " -> ";
+        }
+        return loop + "#" + next.to_string();
+      }
+      mark = Mark::OnPath;
+      auto next_edges = edges(next);
+      path.push_back({std::move(next), std::move(next_edges)});
+    }
+  }
+  return "";
+}
+
 bool ends_with_json(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
 }
@@ -178,6 +299,13 @@ struct JsonSchema::Impl {
 };
 
 Expected<JsonSchema> JsonSchema::parse(const nlohmann::json& schema_doc) {
+  // Parsing and validating both recurse once per level of the schema.
+  if (nesting_depth(schema_doc, kMaxSchemaDepth) > kMaxSchemaDepth)
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("not a usable JSON Schema: it nests deeper than {} levels", kMaxSchemaDepth));
+  if (std::string loop = same_value_cycle(schema_doc); !loop.empty())
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("not a usable JSON Schema: it applies itself to the same value without end ({})", loop));
   auto impl = std::make_shared<Impl>();
   try {
     nlohmann::json routed = schema_doc;
@@ -232,6 +360,9 @@ Expected<JsonSchema> JsonSchema::load_file(const std::string& path) {
 std::vector<std::string> JsonSchema::validate(const nlohmann::json& doc) const {
   std::vector<std::string> lines;
   if (!impl_) return {"no schema loaded"};
+  // valijson recurses once per level of the value (more through $ref).
+  if (nesting_depth(doc, kMaxValueDepth) > kMaxValueDepth)
+    return {fmt::format("(root): the value nests deeper than {} levels", kMaxValueDepth)};
   try {
     // A Validator caches compiled 'pattern' regexes; one per call keeps
     // validate() safe to call from several threads on one JsonSchema.

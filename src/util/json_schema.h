@@ -12,12 +12,20 @@ namespace orch {
 
 class JsonSchema {
  public:
+  // How deeply a schema, and a value checked against one, may nest: valijson
+  // recurses once per level, and a deeper document would overflow the stack.
+  static constexpr int kMaxSchemaDepth = 500;
+  static constexpr int kMaxValueDepth = 500;
+
   // Parses a schema document (draft 4/6/7 keywords as valijson supports them).
-  // Fails (InvalidInput) with valijson's message when it is not a usable schema.
+  // Fails (InvalidInput) with valijson's message when it is not a usable schema,
+  // when it nests deeper than kMaxSchemaDepth, or when it applies itself to the
+  // same value without end ({"$ref": "#"}).
   static Expected<JsonSchema> parse(const nlohmann::json& schema_doc);
   // Reads a schema from a JSON or YAML file.
   static Expected<JsonSchema> load_file(const std::string& path);
   // Returns one line per violation ("/steps/0/id: value is not a string"); empty = valid.
+  // A value nested deeper than kMaxValueDepth is not checked: one line says so.
   std::vector<std::string> validate(const nlohmann::json& doc) const;
 
  private:

@@ -103,6 +103,50 @@ TEST(JsonSchema, LocalRefs) {
   EXPECT_TRUE(any_contains(lines, "/1: ")) << ::testing::PrintToString(lines);
 }
 
+// A schema that applies itself to the same value without descending into it
+// would recurse until the stack overflows; it is refused when parsed, naming the
+// loop. Recursion that descends (a tree of nodes) is fine.
+TEST(JsonSchema, SchemasThatLoopOnTheSameValueAreRefused) {
+  auto refused = [](const char* text) {
+    auto schema = JsonSchema::parse(json::parse(text));
+    EXPECT_FALSE(schema.has_value()) << text;
+    return schema ? std::string() : schema.error().message;
+  };
+  EXPECT_NE(refused(R"({"$ref": "#"})").find("without end (# -> #)"), std::string::npos);
+  EXPECT_NE(refused(R"({"definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}},
+                        "$ref": "#/definitions/a"})")
+                .find("#/definitions/a -> #/definitions/b -> #/definitions/a"),
+            std::string::npos);
+  refused(R"({"definitions": {"n": {"anyOf": [{"type": "null"}, {"$ref": "#/definitions/n"}]}}})");
+  refused(R"({"not": {"allOf": [{"$ref": "#"}]}})");
+  refused(R"({"if": {"$ref": "#"}})");
+  refused(R"({"dependencies": {"x": {"$ref": "#"}}})");
+
+  auto tree = JsonSchema::parse(json::parse(R"({
+    "definitions": {"node": {"anyOf": [{"type": "null"},
+      {"type": "object", "properties": {"next": {"$ref": "#/definitions/node"}}}]}},
+    "$ref": "#/definitions/node", "items": {"$ref": "#"}})"));
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  EXPECT_TRUE(tree->validate(json::parse(R"({"next": {"next": null}})")).empty());
+  EXPECT_FALSE(tree->validate(json::parse(R"({"next": {"next": 5}})")).empty());
+}
+
+// Parsing and validating recurse once per level: a deeper schema is refused, a
+// deeper value fails with a line that says why, and neither overflows the stack.
+TEST(JsonSchema, DeepSchemasAndValuesAreRefusedNotRecursedInto) {
+  auto nested = [](int levels) { return json::parse(std::string(levels, '[') + std::string(levels, ']')); };
+  auto deep_schema = JsonSchema::parse(json{{"allOf", nested(30000)}});
+  ASSERT_FALSE(deep_schema.has_value());
+  EXPECT_NE(deep_schema.error().message.find("nests deeper than 500 levels"), std::string::npos);
+
+  auto any_depth = JsonSchema::parse(json::parse(R"({"type": "array", "items": {"$ref": "#"}})"));
+  ASSERT_TRUE(any_depth.has_value());
+  EXPECT_TRUE(any_depth->validate(nested(JsonSchema::kMaxValueDepth)).empty());
+  auto lines = any_depth->validate(nested(30000));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "(root): the value nests deeper than 500 levels");
+}
+
 TEST(JsonSchema, BadPatternIsRejectedWhenParsed) {
   auto schema = JsonSchema::parse(json::parse(R"({"type": "string", "pattern": "("})"));
   ASSERT_FALSE(schema);
