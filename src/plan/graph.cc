@@ -153,6 +153,12 @@ bool AncestorQuery::is_ancestor(int ancestor, int step) {
   if (!rank_.empty() && rank(ancestor) >= rank(step)) return false;
   const auto& direct = graph_.deps(step);
   if (std::find(direct.begin(), direct.end(), ancestor) != direct.end()) return true;
+  // At most this many steps' descendants are kept (n bits each).
+  constexpr std::size_t kMaxCachedAncestors = 256;
+  if (auto known = descendants_.find(ancestor); known != descendants_.end())
+    return known->second[static_cast<std::size_t>(step)];
+  if (++asked_[ancestor] >= 2 && descendants_.size() < kMaxCachedAncestors)
+    return descendants_of(ancestor)[static_cast<std::size_t>(step)];
   if (++generation_ == 0) {  // wrapped: old marks could collide with the new generation
     std::fill(visited_.begin(), visited_.end(), 0);
     generation_ = 1;
@@ -173,6 +179,28 @@ bool AncestorQuery::is_ancestor(int ancestor, int step) {
     }
   }
   return false;
+}
+
+const std::vector<bool>& AncestorQuery::descendants_of(int step) {
+  const auto n = static_cast<std::size_t>(graph_.size());
+  if (dependents_.empty()) {
+    dependents_.resize(n);
+    for (int i = 0; i < graph_.size(); ++i)
+      for (int dep : graph_.deps(i)) dependents_[static_cast<std::size_t>(dep)].push_back(i);
+  }
+  std::vector<bool>& below = descendants_[step];
+  below.assign(n, false);
+  std::vector<int> todo{step};
+  while (!todo.empty()) {
+    int node = todo.back();
+    todo.pop_back();
+    for (int next : dependents_[static_cast<std::size_t>(node)]) {
+      if (below[static_cast<std::size_t>(next)]) continue;
+      below[static_cast<std::size_t>(next)] = true;
+      todo.push_back(next);
+    }
+  }
+  return below;
 }
 
 }  // namespace orch::detail

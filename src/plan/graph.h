@@ -52,6 +52,14 @@ class AncestorQuery {
   std::vector<unsigned> visited_;
   unsigned generation_ = 0;
   std::vector<int> stack_;
+  // A step asked about as an ancestor more than once gets its descendants
+  // computed once (a downward walk), so that many steps referring to one distant
+  // ancestor (every step of a chain naming the first) cost one walk, not one
+  // upward search each: quadratic on a 100,000-step chain.
+  std::unordered_map<int, int> asked_;
+  std::unordered_map<int, std::vector<bool>> descendants_;
+  std::vector<std::vector<int>> dependents_;  // built on first need
+  const std::vector<bool>& descendants_of(int step);
 };
 
 }  // namespace orch::detail

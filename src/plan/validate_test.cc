@@ -1,5 +1,6 @@
 #include "orch/validate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -168,6 +169,38 @@ TEST_F(Validate, TopologicalOrderKeepsPlanOrder) {
   EXPECT_FALSE(is_ancestor(r.plan, 3, 0));
   EXPECT_FALSE(is_ancestor(r.plan, 0, 0));
   EXPECT_FALSE(is_ancestor(r.plan, 7, 0));
+}
+
+// Many steps naming one distant ancestor: the answer for each comes from that
+// ancestor's descendants, walked once (it was one upward search per step, which
+// made a 100,000-step chain take half a minute). The answers must stay exact.
+TEST_F(Validate, ManyReferencesToOneDistantStepAreCheckedExactly) {
+  std::string yaml = "steps:\n  - {id: root, sh: x}\n  - {id: side, sh: x}\n";
+  for (int i = 1; i <= 300; ++i)
+    yaml += fmt::format(
+        "  - {{id: c{}, deps: [{}], run: [echo, '${{steps.root.result}}', '${{steps.side.result}}']}}\n", i,
+        i == 1 ? "root" : fmt::format("c{}", i - 1));
+  // A second branch, under `side`: `root` is not its ancestor.
+  for (int i = 1; i <= 50; ++i)
+    yaml += fmt::format(
+        "  - {{id: d{}, deps: [{}], run: [echo, '${{steps.root.result}}', '${{steps.side.result}}']}}\n", i,
+        i == 1 ? "side" : fmt::format("d{}", i - 1));
+  auto d = check(yaml);
+  int not_root = 0;
+  int not_side = 0;
+  for (const auto& x : d) {
+    if (x.find("refers to step 'root', which is not an ancestor") != std::string::npos) {
+      ++not_root;
+      EXPECT_NE(x.find("step 'd"), std::string::npos) << x;
+    }
+    if (x.find("refers to step 'side', which is not an ancestor") != std::string::npos) {
+      ++not_side;
+      EXPECT_NE(x.find("step 'c"), std::string::npos) << x;
+    }
+  }
+  EXPECT_EQ(not_root, 50);
+  EXPECT_EQ(not_side, 300);
+  EXPECT_EQ(d.size(), 350u);
 }
 
 TEST_F(Validate, Placeholders) {
