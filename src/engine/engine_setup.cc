@@ -274,8 +274,9 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       for (auto a = attempts.rbegin(); a != attempts.rend(); ++a) {
         if (!a->counted || a->status == AttemptStatus::Succeeded) continue;
         StepState& resumed = steps_[i];
-        resumed.previous_failure = a->reason;
-        if (!a->output_tail.empty()) resumed.previous_failure += "\n--- last output ---\n" + a->output_tail;
+        resumed.previous_failure = nul_escaped(a->reason);
+        if (!a->output_tail.empty())
+          resumed.previous_failure += "\n--- last output ---\n" + nul_escaped(a->output_tail);
         resumed.last_failure_key = a->reason;
         break;
       }

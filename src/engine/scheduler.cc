@@ -12,6 +12,7 @@
 #include "orch/workspace.h"
 #include "util/atomic_file.h"
 #include "util/json_text.h"
+#include "util/strings.h"
 
 namespace orch {
 
@@ -1004,8 +1005,9 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   }
 
   // Failed or timed out: retry with the reason, or give up.
-  s.previous_failure = reason;
-  if (!a.output_tail.empty()) s.previous_failure += "\n--- last output ---\n" + a.output_tail;
+  // Read by the next attempt from its environment or arguments, which end at a NUL.
+  s.previous_failure = nul_escaped(reason);
+  if (!a.output_tail.empty()) s.previous_failure += "\n--- last output ---\n" + nul_escaped(a.output_tail);
   const Step& step = *s.step;
   int max_attempts = step.attempts.value_or(plan_.defaults.attempts);
   if (step.budget.attempts) max_attempts = std::min(max_attempts, *step.budget.attempts);

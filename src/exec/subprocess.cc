@@ -215,6 +215,21 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
   if (options.argv.empty() || options.argv[0].empty()) {
     return fail(ErrorCode::Spawn, "cannot run a step with an empty command");
   }
+  // A C string ends at its first NUL: the process would get a shorter value than
+  // the step was given, without a word. (A placeholder filled from a result that
+  // holds one, typically.)
+  for (std::size_t i = 0; i < options.argv.size(); ++i) {
+    if (options.argv[i].find('\0') != std::string::npos)
+      return fail(ErrorCode::Spawn,
+                  fmt::format("argument {} holds a NUL byte, which no process argument can carry", i));
+  }
+  for (const auto& [name, value] : options.env) {
+    if (name.find('\0') != std::string::npos || value.find('\0') != std::string::npos)
+      return fail(ErrorCode::Spawn,
+                  fmt::format("environment variable '{}' holds a NUL byte, which no environment variable can "
+                              "carry",
+                              name.substr(0, name.find('\0'))));
+  }
   std::unique_ptr<Subprocess> self(new Subprocess(loop, std::move(handlers)));
   self->program_ = options.argv[0];
   self->env_ = options.env;

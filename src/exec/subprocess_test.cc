@@ -72,6 +72,24 @@ TEST(Subprocess, ReportsExitCodeAndOutput) {
   EXPECT_TRUE(loop.idle());
 }
 
+// A NUL byte would end the argument or variable early, so the process would get
+// less than it was given: nothing is started and the error says which one.
+TEST(Subprocess, ANulByteInAnArgumentOrVariableIsRefused) {
+  EventLoop loop;
+  Child run;
+  auto options = sh("true");
+  options.argv.push_back(std::string("cut\0here", 8));
+  auto refused = run.start(loop, options);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().message, "argument 3 holds a NUL byte, which no process argument can carry");
+  options = sh("true");
+  options.env = {{"FINE", "x"}, {"CUT", std::string("a\0b", 3)}};
+  refused = run.start(loop, options);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("environment variable 'CUT' holds a NUL byte"), std::string::npos);
+  EXPECT_FALSE(run.process);
+}
+
 TEST(Subprocess, ReportsTheSignal) {
   EventLoop loop;
   Child run;

@@ -160,6 +160,18 @@ void check_cycles(const ValidateContext& ctx) {
   }
 }
 
+bool is_set_by_orch(const std::string& name) {
+  static const char* const kNames[] = {"ORCH_RUN_ID",           "ORCH_STEP_ID",    "ORCH_ATTEMPT",
+                                       "ORCH_PREVIOUS_FAILURE", "ORCH_USAGE_FILE", "ORCH_WORKSPACE",
+                                       "ORCH_RESULT",           "ORCH_RESULT_FILE"};
+  for (const char* n : kNames)
+    if (name == n) return true;
+  if (name.starts_with("ORCH_IN_")) return true;
+  // ORCH_P0, ORCH_P1, ...: a placeholder's value in an `sh` script.
+  return name.size() > 6 && name.starts_with("ORCH_P") &&
+         std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 void check_step_limits(const ValidateContext& ctx, const Step& step) {
   if (step.attempts && *step.attempts < 1)
     ctx.step_error(step, "attempts", fmt::format("'attempts' must be at least 1, got {}", *step.attempts));
@@ -181,14 +193,23 @@ void check_step_limits(const ValidateContext& ctx, const Step& step) {
                       "(it is exported as ORCH_IN_{})",
                       quote_for_message(it.key()), quote_for_message(it.key())),
           {"inputs"});
-  for (const auto& [name, value] : step.env)
-    if (!is_identifier(name))
+  for (const auto& [name, value] : step.env) {
+    if (!is_identifier(name)) {
       ctx.step_error(
           step, "env." + name,
           fmt::format("environment variable name '{}' is not valid: use letters, digits and '_', not "
                       "starting with a digit",
                       quote_for_message(name)),
           {"env"});
+    } else if (is_set_by_orch(name)) {
+      // orch sets these for every attempt; a step's own value would either be
+      // overridden without a word or, for ORCH_P<n>, replace a placeholder's value.
+      ctx.step_error(
+          step, "env." + name,
+          fmt::format("environment variable '{}' is set by orch for every attempt; use another name", name),
+          {"env"});
+    }
+  }
 }
 
 void check_executor(const ValidateContext& ctx, const Step& step) {
@@ -260,6 +281,7 @@ Diagnostics validate_plan(const Plan& plan, const ValidateOptions& options) {
     detail::check_placeholders(ctx, step);
     detail::check_postconditions(ctx, step);
     detail::check_step_paths(ctx, step);
+    detail::check_nul_bytes(ctx, step);
     if (options.executor_check) run_executor_check(ctx, step);
   }
   // In file order, so a person can work down the list (plan-level lines first when equal).

@@ -40,5 +40,7 @@ void check_placeholders(const ValidateContext& ctx, const Step& step);
 void check_postconditions(const ValidateContext& ctx, const Step& step);
 // writes, output: inside the workspace.
 void check_step_paths(const ValidateContext& ctx, const Step& step);
+// Strings that reach a process or the file system must not hold a NUL byte.
+void check_nul_bytes(const ValidateContext& ctx, const Step& step);
 
 }  // namespace orch::detail

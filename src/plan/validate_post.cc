@@ -150,9 +150,46 @@ void check_step_paths(const ValidateContext& ctx, const Step& step) {
     if (!resolved)
       ctx.step_error(step, field, fmt::format("'{}': {}", what, resolved.error().message), {what});
   };
-  for (std::size_t i = 0; i < step.writes.size(); ++i)
+  for (std::size_t i = 0; i < step.writes.size(); ++i) {
+    // `writes` names files and folders; a pattern would protect nothing, silently.
+    if (step.writes[i].find_first_of("*?[") != std::string::npos) {
+      ctx.step_error(
+          step, fmt::format("writes.{}", i),
+          fmt::format("'writes': '{}' looks like a pattern; writes takes paths of files and folders (a "
+                      "folder covers everything in it)",
+                      quote_for_message(step.writes[i])),
+          {"writes"});
+      continue;
+    }
     check(step.writes[i], fmt::format("writes.{}", i), "writes");
+  }
   if (step.output) check(*step.output, "output", "output");
+}
+
+void check_nul_bytes(const ValidateContext& ctx, const Step& step) {
+  // What becomes a process argument, an environment variable or a path ends at
+  // its first NUL: the rest would be dropped without a word.
+  auto check = [&](const std::string& text, const std::string& field, const char* key) {
+    if (text.find('\0') != std::string::npos)
+      ctx.step_error(
+          step, field,
+          fmt::format("'{}' holds a NUL byte (\\0), which no argument, environment variable or path can "
+                      "carry",
+                      field),
+          {key});
+  };
+  for (std::size_t i = 0; i < step.run.size(); ++i) check(step.run[i], fmt::format("run[{}]", i), "run");
+  if (step.sh) check(*step.sh, "sh", "sh");
+  for (const auto& [name, value] : step.env) check(value, "env." + name, "env");
+  for (std::size_t i = 0; i < step.writes.size(); ++i)
+    check(step.writes[i], fmt::format("writes[{}]", i), "writes");
+  if (step.output) check(*step.output, "output", "output");
+  for (std::size_t i = 0; i < step.post.size(); ++i) {
+    const Postcondition& p = step.post[i];
+    check(p.path, fmt::format("post[{}].path", i), "post");
+    check(p.cmd, fmt::format("post[{}].cmd", i), "post");
+    check(p.schema_path, fmt::format("post[{}].schema_path", i), "post");
+  }
 }
 
 }  // namespace orch::detail

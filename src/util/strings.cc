@@ -109,4 +109,10 @@ std::string shell_quote(std::string_view s) {
   return out + "'";
 }
 
+std::string nul_escaped(std::string s) {
+  for (std::size_t at = s.find('\0'); at != std::string::npos; at = s.find('\0', at + 2))
+    s.replace(at, 1, "\\0");
+  return s;
+}
+
 }  // namespace orch

@@ -40,4 +40,8 @@ std::string shell_quote(std::string_view s);
 
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 
+// `s` with each NUL byte written as the two characters \0: for text that goes
+// into a process's arguments or environment, which end at a NUL.
+std::string nul_escaped(std::string s);
+
 }  // namespace orch

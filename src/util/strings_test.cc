@@ -76,5 +76,11 @@ TEST(ShellQuote, LeavesSafeWordsBareAndQuotesTheRest) {
   EXPECT_EQ(shell_quote("it's $HOME"), "'it'\\''s $HOME'");
 }
 
+TEST(NulEscaped, WritesEachNulAsBackslashZero) {
+  EXPECT_EQ(nul_escaped(std::string("a\0b\0\0", 5)), "a\\0b\\0\\0");
+  EXPECT_EQ(nul_escaped("plain"), "plain");
+  EXPECT_EQ(nul_escaped(""), "");
+}
+
 }  // namespace
 }  // namespace orch
