@@ -103,6 +103,11 @@ class RunningAttempt {
   // Stops the attempt (process group: SIGTERM, SIGKILL after the grace). The
   // done callback still fires, with ending Cancelled and `reason` as message.
   virtual void cancel(const std::string& reason) = 0;
+  // The process group the attempt's process runs in (its pid: it leads it), or 0
+  // when it runs none (in-process, an HTTP call) or none is running yet. The engine
+  // records it so that a resume after kill -9 can find the group's processes even
+  // when they cleared their environment.
+  virtual int process_group() const { return 0; }
 };
 
 // What a step is expected to spend, reserved from the budgets before dispatch.

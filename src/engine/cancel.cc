@@ -24,7 +24,7 @@ Expected<void> event(Store& store, const std::string& run_id, const std::string&
 
 // Marks a run that no process drives as cancelled, under its lock.
 Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*/) {
-  kill_orphans(run.id);
+  ORCH_TRY(kill_orphans(&store, run.id));
   ORCH_TRY(store.begin());
   ORCH_TRY(event(store, run.id, "cancel_requested", "", 0, {{"by_pid", getpid()}}));
   ORCH_TRY(close_interrupted_attempts(store, run.id, now_ms()));
@@ -59,7 +59,20 @@ Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chr
       run.status != RunStatus::AwaitingApproval)
     return fail(ErrorCode::InvalidInput, fmt::format("run {} already ended: {}", run_id, run_status_name(run.status)));
   auto lock = RunLock::acquire(store.folder(), run_id);
-  if (lock) return cancel_idle_run(store, run, std::move(*lock));
+  if (lock) {
+    // Read again under the lock: the process that drove the run may have
+    // finished it between the read above and the lock, and let the lock go only
+    // after writing its final row.
+    auto now_run = ORCH_TRY(store.find_run(run_id));
+    if (!now_run)
+      return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+    run = *now_run;
+    if (run.status != RunStatus::Running && run.status != RunStatus::Interrupted &&
+        run.status != RunStatus::AwaitingApproval)
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("run {} already ended: {}", run_id, run_status_name(run.status)));
+    return cancel_idle_run(store, run, std::move(*lock));
+  }
   if (lock.error().code != ErrorCode::Busy) return std::unexpected(lock.error());
 
   // A live process drives it: ask, then wait for it to notice.

@@ -153,7 +153,18 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
 
 Expected<void> Scheduler::prepare_resume(const std::string& run_id,
                                          const std::optional<std::string>& replan_path) {
+  // From here a SIGINT/SIGTERM is caught and acted on when the loop starts: one
+  // that came while the interrupted attempts' `writes:` are restored must not
+  // kill orch with the workspace half put back.
+  watch_signals();
   auto found = ORCH_TRY(store_.find_run(run_id));
+  if (!found)
+    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
+  lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_id)));
+  // Read again under the lock: a process that drove the run until a moment ago
+  // wrote its final row before it let the lock go, and the row read before
+  // taking the lock may predate that.
+  found = ORCH_TRY(store_.find_run(run_id));
   if (!found)
     return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
   run_ = *found;
@@ -165,7 +176,6 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
         fmt::format("run '{}' already succeeded: nothing to resume (to re-run steps of an edited plan: "
                     "orch resume {} --replan PLAN)",
                     run_.id, run_.id));
-  lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
   ORCH_TRY(make_usage_folder());
 
   // The plan: the latest version in the ledger, or the replacement.
@@ -218,7 +228,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   if (options_.keep_going) run_.keep_going = true;
 
   // Whatever the previous driver left running dies before anything is restored or re-run.
-  int orphans = kill_orphans(run_.id);
+  int orphans = ORCH_TRY(kill_orphans(&store_, run_.id));
   ORCH_TRY(tx());
   event("run_resumed", "", 0,
         {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});

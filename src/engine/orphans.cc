@@ -5,11 +5,15 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <set>
-#include <filesystem>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/snapshot.h"
 #include "util/json_text.h"
@@ -32,25 +36,98 @@ bool environ_has(pid_t pid, const std::string& entry) {
 }
 }  // namespace
 
-int kill_orphans(const std::string& run_id) {
+namespace {
+// A process group an attempt the ledger has running was started in.
+struct RecordedGroup {
+  pid_t pgid = 0;
+  pid_t sid = 0;
+  std::int64_t not_before_ms = 0;  // the attempt's start, less some slack for clock ticks
+};
+
+struct ProcStat {
+  pid_t pgrp = 0;
+  pid_t session = 0;
+  std::int64_t started_ms = 0;  // since the epoch
+};
+
+// pgrp, session and start time from /proc/PID/stat (fields 5, 6 and 22; the
+// command name in field 2 may hold spaces and parentheses, so fields are counted
+// after its last ')').
+std::optional<ProcStat> proc_stat(pid_t pid, std::int64_t boot_ms, long ticks_per_second) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(close + 1));
+  std::vector<std::string> f;  // f[0] is field 3 (state)
+  for (std::string word; fields >> word && f.size() < 20;) f.push_back(word);
+  if (f.size() < 20) return std::nullopt;
+  ProcStat st;
+  st.pgrp = static_cast<pid_t>(std::atol(f[2].c_str()));
+  st.session = static_cast<pid_t>(std::atol(f[3].c_str()));
+  st.started_ms = boot_ms + std::atoll(f[19].c_str()) * 1000 / ticks_per_second;
+  return st;
+}
+
+std::int64_t boot_time_ms() {
+  std::ifstream in("/proc/stat");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("btime ")) return std::atoll(line.c_str() + 6) * 1000;
+  return 0;
+}
+
+Expected<std::vector<RecordedGroup>> recorded_groups(Store& store, const std::string& run_id) {
+  std::map<std::pair<std::string, int>, std::int64_t> running;  // (step, attempt) -> started_at
+  for (const AttemptRecord& a : ORCH_TRY(store.attempts(run_id)))
+    if (a.status == AttemptStatus::Running) running[{a.step_id, a.number}] = a.started_at;
+  std::vector<RecordedGroup> groups;
+  if (running.empty()) return groups;
+  for (const EventRecord& e : ORCH_TRY(store.events_of_kind(run_id, "attempt_spawned"))) {
+    auto it = running.find({e.step_id, e.attempt});
+    if (it == running.end()) continue;
+    auto data = nlohmann::json::parse(e.data_json, nullptr, false);
+    if (!data.is_object() || !data["pgid"].is_number_integer() || !data["sid"].is_number_integer()) continue;
+    RecordedGroup g;
+    g.pgid = data["pgid"].get<pid_t>();
+    g.sid = data["sid"].get<pid_t>();
+    g.not_before_ms = it->second - 2000;
+    if (g.pgid > 1) groups.push_back(g);
+  }
+  return groups;
+}
+}  // namespace
+
+Expected<int> kill_orphans(Store* store, const std::string& run_id) {
+  const std::vector<RecordedGroup> groups =
+      store != nullptr ? ORCH_TRY(recorded_groups(*store, run_id)) : std::vector<RecordedGroup>{};
   const std::string entry = "ORCH_RUN_ID=" + run_id;
   const pid_t self = getpid();
   const pid_t own_group = getpgrp();
+  const std::int64_t boot_ms = groups.empty() ? 0 : boot_time_ms();
+  const long ticks = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
   DIR* proc = opendir("/proc");
   if (proc == nullptr) return 0;
-  std::set<pid_t> groups;
+  std::set<pid_t> kill_groups;
   int killed = 0;
   while (dirent* d = readdir(proc)) {
     char* end = nullptr;
     long pid = std::strtol(d->d_name, &end, 10);
     if (end == d->d_name || *end != '\0' || pid <= 0 || pid == self) continue;
-    if (!environ_has(static_cast<pid_t>(pid), entry)) continue;
+    bool ours = environ_has(static_cast<pid_t>(pid), entry);
+    if (!ours && !groups.empty() && boot_ms > 0) {
+      if (auto st = proc_stat(static_cast<pid_t>(pid), boot_ms, ticks)) {
+        for (const RecordedGroup& g : groups)
+          ours = ours || (st->pgrp == g.pgid && g.pgid != own_group && st->session == g.sid &&
+                          st->started_ms >= g.not_before_ms);
+      }
+    }
+    if (!ours) continue;
     pid_t group = getpgid(static_cast<pid_t>(pid));
-    if (group > 0 && group != own_group) groups.insert(group);
+    if (group > 0 && group != own_group) kill_groups.insert(group);
     if (kill(static_cast<pid_t>(pid), SIGKILL) == 0) ++killed;
   }
   closedir(proc);
-  for (pid_t g : groups) kill(-g, SIGKILL);
+  for (pid_t g : kill_groups) kill(-g, SIGKILL);
   return killed;
 }
 

@@ -1,10 +1,13 @@
 // engine/orphans.h — killing what a dead orch left running.
 //
 // Step processes run in their own process groups, so kill -9 of orch leaves them
-// running. Before a run is resumed (or cancelled without a live driver), every
-// process whose environment says ORCH_RUN_ID=<run> — the step processes orch
-// started for that run and whatever they started in turn — is killed with its
-// process group, so the re-run never races a half-dead previous attempt.
+// running. Before a run is resumed (or cancelled without a live driver), they are
+// killed, so the re-run never races a half-dead previous attempt. A process is
+// one of them when its environment says ORCH_RUN_ID=<run> (the step processes
+// orch started for that run and whatever they started in turn), or when it is in
+// the process group an attempt the ledger still has running was started in (an
+// `attempt_spawned` event), in the same session, and started after that attempt
+// did: a step that cleared its environment (`env -i ...`) is found that way.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +19,9 @@
 namespace orch {
 
 // Returns how many processes were found and killed. Never kills the caller or its
-// own process group.
-int kill_orphans(const std::string& run_id);
+// own process group. Reads the ledger (the attempts left running and their
+// attempt_spawned events) when `store` is given.
+Expected<int> kill_orphans(Store* store, const std::string& run_id);
 
 // Closes the attempts of `run_id` that a dead driver left `running` (call after
 // kill_orphans, inside the caller's transaction): each becomes interrupted and

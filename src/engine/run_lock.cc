@@ -2,12 +2,16 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace orch {
 
@@ -18,13 +22,31 @@ fs::path lock_path(const fs::path& store_folder, const std::string& run_id) {
   return store_folder / "locks" / (run_id + ".lock");
 }
 
-std::string read_owner(int fd) {
+std::string read_pid(int fd) {
   char buf[32] = {};
   ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  if (n <= 0) return "unknown";
+  if (n <= 0) return "";
   std::string s(buf, static_cast<size_t>(n));
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s.empty() ? "unknown" : s;
+  return s;
+}
+
+bool names_a_live_process(const std::string& pid) {
+  char* end = nullptr;
+  long n = std::strtol(pid.c_str(), &end, 10);
+  return !pid.empty() && *end == '\0' && n > 0 && (kill(static_cast<pid_t>(n), 0) == 0 || errno == EPERM);
+}
+
+// The pid of the process holding the lock, for the message. The holder writes it
+// just after it takes the lock, so a file read at that moment may still be empty
+// or name the previous (dead) holder: read again for a little while.
+std::string read_owner(int fd) {
+  std::string pid = read_pid(fd);
+  for (int tries = 0; tries < 40 && !names_a_live_process(pid); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    pid = read_pid(fd);
+  }
+  return names_a_live_process(pid) ? pid : "unknown";
 }
 }  // namespace
 
@@ -45,9 +67,11 @@ Expected<RunLock> RunLock::acquire(const fs::path& store_folder, const std::stri
                               run_id, owner, run_id));
     return fail(ErrorCode::Io, fmt::format("{}: cannot lock: {}", path.string(), strerror(err)));
   }
+  // Written over the previous holder's pid, then cut to length, so that the file
+  // is never empty in between. The pid is only for messages; the lock is what matters.
   std::string pid = std::to_string(getpid()) + "\n";
-  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {
-    // The pid is only for messages; the lock itself is what matters.
+  if (pwrite(fd, pid.data(), pid.size(), 0) < 0 || ftruncate(fd, static_cast<off_t>(pid.size())) != 0) {
+    // Nothing to do: a message will say "pid unknown".
   }
   return RunLock(fd);
 }

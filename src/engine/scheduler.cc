@@ -32,6 +32,7 @@ constexpr milliseconds kMaxBatchTime{50};
 // The run row (spent totals, updated_at) is rewritten at most this often while
 // the run goes on; the attempts rows are the authority for what was spent.
 constexpr milliseconds kRunRowInterval{250};
+constexpr milliseconds kRunRowIdleInterval{1000};
 
 std::string tail_of(const std::string& s, std::size_t n) {
   return s.size() <= n ? s : s.substr(s.size() - n);
@@ -271,17 +272,23 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
 
 // ---- the loop --------------------------------------------------------------
 
+void Scheduler::watch_signals() {
+  if (!options_.handle_signals || signals_) return;
+  signals_ = std::make_unique<SignalWatch>(loop_, [this](int signo) {
+    request_stop(StopKind::Interrupt, fmt::format("interrupted by signal {}", signo));
+  });
+}
+
 Expected<RunOutcome> Scheduler::run_loop() {
   started_ = clock_.now();
   // Polling the cancel flag, ticks and batching are about responsiveness to
   // people and other processes: real time, whatever the run's clock says.
   last_cancel_poll_ = std::chrono::steady_clock::now();
   last_tick_ = last_cancel_poll_;
-  if (options_.handle_signals) {
-    signals_ = std::make_unique<SignalWatch>(loop_, [this](int signo) {
-      request_stop(StopKind::Interrupt, fmt::format("interrupted by signal {}", signo));
-    });
-  }
+  watch_signals();
+  // A signal caught while the run was being set up (a resume restoring `writes:`)
+  // stops it before anything starts.
+  if (SignalWatch::pending()) loop_.run_once(milliseconds(0));
   if (auto left = budget_->wall_left(0)) {
     wall_timer_ = loop_.add_timer(milliseconds(std::max<std::int64_t>(*left, 0)), [this] {
       wall_timer_ = 0;
@@ -314,7 +321,23 @@ Expected<RunOutcome> Scheduler::run_loop() {
         break;
       loop_.run_once(milliseconds(0));  // delivers the in-process completions
     }
-    if (in_tx_ && std::chrono::steady_clock::now() - last_run_write_ >= kRunRowInterval) {
+    // The process groups of the attempts started after the last commit, for a
+    // resume after kill -9 to find their processes by (see engine/orphans.h).
+    static const int session = static_cast<int>(getsid(0));
+    for (const Spawned& sp : spawned_)
+      event("attempt_spawned", steps_[static_cast<std::size_t>(sp.step)].step->id, sp.attempt,
+            {{"pgid", sp.group}, {"sid", session}});
+    spawned_.clear();
+    // The run row goes with a turn's writes at most every kRunRowInterval, and on
+    // its own every kRunRowIdleInterval while nothing else is written (a long
+    // step): its spent wall time is what a resume after kill -9 continues from.
+    const auto since_run_write = std::chrono::steady_clock::now() - last_run_write_;
+    if (!store_error_ &&
+        ((in_tx_ && since_run_write >= kRunRowInterval) || since_run_write >= kRunRowIdleInterval)) {
+      if (auto t = tx(); !t) {
+        store_error_ = t.error();
+        break;
+      }
       last_run_write_ = std::chrono::steady_clock::now();
       // Read the cancel flag inside the transaction (which holds the write lock) so
       // the run row written below can never overwrite a request that just landed.
@@ -775,6 +798,9 @@ void Scheduler::start_attempt(int i) {
     return;
   }
   s.flight().running = std::move(*started);
+  // (A test executor may hand back no attempt object.)
+  if (int group = s.flight().running ? s.flight().running->process_group() : 0; group > 0)
+    spawned_.push_back({i, s.flight().attempt.number, group});
   report(ProgressEvent::Kind::AttemptStarted, i);
 }
 

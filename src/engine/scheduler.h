@@ -9,7 +9,7 @@
 //      done/failed, skips), then reserve budget and record the attempts about to
 //      start; commit;
 //   3. start those attempts (processes are spawned only after their rows are durable).
-// prepare_new() and prepare_resume() (engine_resume.cc) build the state; run_loop()
+// prepare_new() and prepare_resume() (engine_setup.cc) build the state; run_loop()
 // drives it to the end and writes the final run row.
 #pragma once
 
@@ -104,6 +104,8 @@ class Scheduler {
   Expected<void> prepare_new(Plan plan, const std::string& plan_text);
   Expected<void> prepare_resume(const std::string& run_id, const std::optional<std::string>& replan_path);
   Expected<RunOutcome> run_loop();
+  // Catches SIGINT/SIGTERM/SIGHUP for the loop (when options.handle_signals), once.
+  void watch_signals();
 
   const std::string& run_id() const { return run_.id; }
 
@@ -167,6 +169,14 @@ class Scheduler {
   EventLoop loop_;
   std::optional<RunLock> lock_;
   std::unique_ptr<SignalWatch> signals_;
+  // Attempts started since the last commit whose process group is yet to be
+  // recorded (an attempt_spawned event in the next turn's transaction).
+  struct Spawned {
+    int step = 0;
+    int attempt = 0;
+    int group = 0;
+  };
+  std::vector<Spawned> spawned_;
 
   Plan plan_;
   RunRecord run_;

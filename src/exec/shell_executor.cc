@@ -126,6 +126,7 @@ class ShellAttempt final : public RunningAttempt {
   }
 
   void cancel(const std::string& reason) override { stop(Stop::Cancelled, reason); }
+  int process_group() const override { return process_ ? static_cast<int>(process_->pid()) : 0; }
 
  private:
   enum class Stop { None, TimedOut, Cancelled };

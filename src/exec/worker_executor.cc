@@ -165,6 +165,7 @@ class WorkerAttempt final : public RunningAttempt {
   void cancel(const std::string& reason) override {
     if (process_) process_->cancel(reason);
   }
+  int process_group() const override { return process_ ? process_->process_group() : 0; }
 
  private:
   void arm_stall_timer() {

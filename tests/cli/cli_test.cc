@@ -335,6 +335,56 @@ steps:
   }
 }
 
+// The wall time a run was driven is in its row at most a second late, even while
+// one long step runs and nothing else is written: a resume after kill -9 goes on
+// from it, so a crash does not hand the wall budget back.
+// A step that clears its environment (env -i, for a hermetic build) carries no
+// ORCH_RUN_ID; its process is found through the process group the ledger recorded
+// for its attempt, and killed before the resume re-runs the step.
+TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironment) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo $$ > hermetic.pid; exec sleep 30']}
+)");
+  fs::path db = d / ".orch" / "orch.db";
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "hermetic.pid").size() > 1; }, 10000));
+  // Recorded with the next turn's writes: within a quarter of a second.
+  ASSERT_TRUE(wait_for(
+      [&] { return query_int(db, "select count(*) from events where kind='attempt_spawned'") == 1; }, 5000));
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  pid_t orphan = std::stoi(read_file(d / "hermetic.pid"));
+  ASSERT_TRUE(alive(orphan));
+  write_file(d / "p2.yaml", R"(steps:
+  - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo again']}
+)");
+  auto r = run_orch({"resume", run_id_in(read_file(d / "out.txt")), "--replan", "p2.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000))
+      << "the step process " << orphan << " survived resume";
+  EXPECT_EQ(
+      query_int(db, "select json_extract(data, '$.orphans_killed') from events where kind='run_resumed'"), 1);
+  if (alive(orphan)) kill(orphan, SIGKILL);
+}
+
+TEST(Cli, TheWallTimeDrivenBeforeAKillIsKeptForTheBudget) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(budget: {wall: 60s}
+steps:
+  - {id: long, sh: 'echo $$ > long.pid; sleep 30'}
+)");
+  fs::path db = d / ".orch" / "orch.db";
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return fs::exists(d / "long.pid"); }, 10000));
+  ASSERT_TRUE(wait_for([&] { return query_int(db, "select spent_wall_ms from runs") >= 1000; }, 5000))
+      << "spent_wall_ms " << query_int(db, "select spent_wall_ms from runs");
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  EXPECT_GE(query_int(db, "select spent_wall_ms from runs"), 1000);
+  kill(-std::stoi(read_file(d / "long.pid")), SIGKILL);  // the step's process group
+}
+
 TEST(Cli, TwoRunsShareAStoreAndOneRunCannotBeDrivenTwice) {
   TempDir d;
   write_file(d / "p.yaml", R"(concurrency: 4
