@@ -27,7 +27,14 @@ struct LoadResult {
 // Parses `text`; `file` is used in diagnostics and as Plan::source_path.
 LoadResult parse_plan(std::string_view text, const std::string& file);
 
-// Reads and parses a file. Fails (NotFound/Io) only when the file cannot be read.
+// The text of a plan file, whole (a run keeps it in the ledger as submitted).
+// Refused, with "PATH: " and why: a missing file (NotFound); a folder, a FIFO,
+// a device or a socket (reading one would block or never end), and a file over
+// kMaxPlanFileBytes (InvalidInput); a read error (Io).
+inline constexpr std::int64_t kMaxPlanFileBytes = 256LL * 1024 * 1024;
+Expected<std::string> read_plan_file(const std::string& path);
+
+// Reads (read_plan_file) and parses a file. Fails only when the file cannot be read.
 Expected<LoadResult> load_plan_file(const std::string& path);
 
 // Parses "250ms", "30s", "5m", "1h30m", "2h" (a bare number is seconds).

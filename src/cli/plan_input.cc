@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <expected>
@@ -16,37 +15,13 @@
 
 namespace orch::cli {
 
-namespace {
-
-struct CloseFile {
-  void operator()(std::FILE* file) const { std::fclose(file); }
-};
-
-// The whole file, or why it cannot be read ("No such file or directory"). A
-// folder opens and reads as empty on some systems: it is refused by name.
-std::expected<std::string, std::string> read_plan_text(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return std::unexpected("is a folder, not a plan file");
-  std::unique_ptr<std::FILE, CloseFile> file(std::fopen(path.c_str(), "rb"));
-  if (!file) return std::unexpected(fmt::format("cannot read the plan file: {}", std::strerror(errno)));
-  std::string text;
-  char buf[65536];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) text.append(buf, n);
-  if (std::ferror(file.get()) != 0)
-    return std::unexpected(fmt::format("cannot read the plan file: {}", std::strerror(errno)));
-  return text;
-}
-
-}  // namespace
-
 PlanInput read_and_validate(const std::string& path, const std::string& workspace,
                             const ExecutorRegistry& executors) {
   PlanInput in;
-  auto text = read_plan_text(path);
+  auto text = read_plan_file(path);
   if (!text) {
     in.readable = false;
-    in.read_error = fmt::format("{}: {}", path, text.error());
+    in.read_error = text.error().message;
     return in;
   }
   in.text = std::move(*text);

@@ -183,16 +183,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   std::string text = stored.text;
   std::string path = stored.path;
   if (replan_path) {
-    std::error_code ec;
-    if (fs::is_directory(*replan_path, ec))
-      return fail(ErrorCode::InvalidInput, fmt::format("{}: is a folder, not a plan file", *replan_path));
-    std::ifstream in(*replan_path, std::ios::binary);
-    if (!in)
-      return fail(ErrorCode::NotFound,
-                  fmt::format("{}: cannot read the plan file: {}", *replan_path, std::strerror(errno)));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    text = ORCH_TRY(read_plan_file(*replan_path));
     path = fs::absolute(*replan_path).string();
   }
   // A large plan is parsed on a second thread while this one reads the step rows,

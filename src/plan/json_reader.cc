@@ -58,9 +58,10 @@ class LineCountingStream {
   int line_ = 1;
 };
 
-// RFC 8259 grammar, numbers passed on as written. No kParseValidateEncodingFlag:
-// string bytes are passed through as they are, as before.
-constexpr unsigned kParseFlags = rapidjson::kParseNumbersAsStringsFlag;
+// RFC 8259 grammar, numbers passed on as written, strings checked to be UTF-8
+// (as the YAML reader does: a plan is UTF-8 text, and a bad byte would otherwise
+// be rewritten as U+FFFD in reports without a word).
+constexpr unsigned kParseFlags = rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseValidateEncodingFlag;
 
 // Builds the DocNode tree from RapidJSON's SAX events.
 class TreeBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TreeBuilder> {
@@ -252,6 +253,9 @@ JsonSyntaxError translate(std::string_view text, rapidjson::ParseErrorCode code,
       break;
     case kParseErrorObjectMissName:
       message = fmt::format("expected a key in double quotes, found {}", found_at(text, offset));
+      break;
+    case kParseErrorStringInvalidEncoding:
+      message = "a string holds bytes that are not UTF-8 (a plan must be UTF-8 text)";
       break;
     case kParseErrorObjectMissColon:
       message = fmt::format("expected ':' after the key \"{}\", found {}", last_key ? *last_key : std::string(),

@@ -54,7 +54,10 @@ TEST(JsonReader, StringEscapes) {
   EXPECT_EQ(json_read_ok(R"("")").scalar, "");
   EXPECT_EQ(json_read_ok(R"("123")").scalar, "123");
   EXPECT_TRUE(json_read_ok(R"("123")").quoted) << "a JSON string is never a number";
-  EXPECT_EQ(json_read_ok("\"raw \xff bytes\"").scalar, "raw \xff bytes");
+  // A plan is UTF-8 text, in JSON as in YAML: other bytes are refused, not passed on.
+  EXPECT_EQ(json_read_bad("\"raw \xff bytes\"").message,
+            "a string holds bytes that are not UTF-8 (a plan must be UTF-8 text)");
+  EXPECT_EQ(json_read_ok("\"caf\xC3\xA9\"").scalar, "caf\xC3\xA9");
 }
 
 TEST(JsonReader, Errors) {
@@ -99,7 +102,9 @@ TEST(JsonReader, NulBytesAndSurrogateEscapes) {
   EXPECT_EQ(json_read_bad("{}\0"sv).message, "unexpected text after the JSON value");
   EXPECT_EQ(json_read_bad("\"a\0b\""sv).message, "a control character inside a string must be escaped");
   EXPECT_EQ(json_read_ok(R"("\\udc00")").scalar, "\\udc00") << "an escaped backslash, not an escape";
-  EXPECT_EQ(json_read_ok("\"\xED\xB0\x80\"").scalar, "\xED\xB0\x80") << "raw bytes pass through";
+  EXPECT_EQ(json_read_bad("\"\xED\xB0\x80\"").message,
+            "a string holds bytes that are not UTF-8 (a plan must be UTF-8 text)")
+      << "an encoded surrogate is not UTF-8";
   EXPECT_EQ(json_read_bad(R"({"k\udc00": 1})").message, "a lone \\u surrogate in a string");
 }
 

@@ -12,9 +12,14 @@
 // per item of a list or map that is not on its key's line ("run.2", "deps.0",
 // "inputs.NAME", "env.NAME", "writes.1"), so validation can point at the exact
 // line. (Items on the key's line get none: 100,000-step plans add up.)
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -358,20 +363,49 @@ LoadResult parse_plan(std::string_view text, const std::string& file) {
   return result;
 }
 
-Expected<LoadResult> load_plan_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    return fail(ErrorCode::NotFound, fmt::format("{}: no such file", path));
-  if (std::filesystem::is_directory(path, ec))
-    return fail(ErrorCode::Io, fmt::format("{}: is a directory, not a plan file", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::Io, fmt::format("{}: cannot open for reading", path));
-  // One buffer of the file's size: plans can be tens of megabytes.
+Expected<std::string> read_plan_file(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO with no writer must not block; it is refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    return fail(err == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                fmt::format("{}: cannot read the plan file: {}", path, std::strerror(err)));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0)
+    return fail(ErrorCode::Io, fmt::format("{}: cannot read the plan file: {}", path, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) return fail(ErrorCode::InvalidInput, fmt::format("{}: is a folder, not a plan file", path));
+  if (!S_ISREG(st.st_mode))
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("{}: is not a regular file (a FIFO, device or socket): a plan is read from a file", path));
+  if (st.st_size > kMaxPlanFileBytes)
+    return fail(ErrorCode::InvalidInput, fmt::format("{}: is {} MiB; a plan file may be at most {} MiB", path,
+                                                     st.st_size / (1024 * 1024), kMaxPlanFileBytes / (1024 * 1024)));
   std::string text;
-  auto size = std::filesystem::file_size(path, ec);
-  if (!ec) text.reserve(size);
-  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) return fail(ErrorCode::Io, fmt::format("{}: read error", path));
+  text.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(ErrorCode::Io, fmt::format("{}: cannot read the plan file: {}", path, std::strerror(errno)));
+    }
+    text.append(buf, static_cast<std::size_t>(n));
+    // A file that grows while it is read is held to the same limit.
+    if (static_cast<std::int64_t>(text.size()) > kMaxPlanFileBytes)
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("{}: is over {} MiB; a plan file may be at most that", path, kMaxPlanFileBytes / (1024 * 1024)));
+  }
+  return text;
+}
+
+Expected<LoadResult> load_plan_file(const std::string& path) {
+  std::string text = ORCH_TRY(read_plan_file(path));
   return parse_plan(text, path);
 }
 

@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "orch/plan_loader.h"
 #include "testing/testing.h"
@@ -451,7 +453,30 @@ TEST(LoadPlanFile, ReadsAndReportsMissing) {
   EXPECT_EQ(missing.error().code, ErrorCode::NotFound);
   auto folder = load_plan_file(dir.path().string());
   ASSERT_FALSE(folder);
-  EXPECT_EQ(folder.error().code, ErrorCode::Io);
+  EXPECT_EQ(folder.error().code, ErrorCode::InvalidInput);
+}
+
+// A FIFO would block the reader (or, with a writer, never end) and a device may
+// never end: refused by what they are. A file over the limit is refused by its size
+// (a sparse one here: nothing is read).
+TEST(LoadPlanFile, RefusesWhatIsNotARegularFileOfAPlansSize) {
+  testing::TempDir dir;
+  ASSERT_EQ(mkfifo((dir / "fifo.yaml").c_str(), 0600), 0);
+  auto fifo = read_plan_file((dir / "fifo.yaml").string());
+  ASSERT_FALSE(fifo);
+  EXPECT_EQ(fifo.error().code, ErrorCode::InvalidInput);
+  EXPECT_NE(fifo.error().message.find("fifo.yaml: is not a regular file"), std::string::npos);
+  auto device = read_plan_file("/dev/zero");
+  ASSERT_FALSE(device);
+  EXPECT_NE(device.error().message.find("is not a regular file"), std::string::npos);
+  testing::write_file(dir / "huge.yaml", "");
+  ASSERT_EQ(truncate((dir / "huge.yaml").c_str(), kMaxPlanFileBytes + 1), 0);
+  auto huge = read_plan_file((dir / "huge.yaml").string());
+  ASSERT_FALSE(huge);
+  EXPECT_NE(huge.error().message.find("a plan file may be at most 256 MiB"), std::string::npos);
+  auto folder = read_plan_file(dir.path().string());
+  ASSERT_FALSE(folder);
+  EXPECT_NE(folder.error().message.find("is a folder, not a plan file"), std::string::npos);
 }
 
 TEST(Diagnostic, ToString) {
