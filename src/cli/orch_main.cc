@@ -1,5 +1,7 @@
 #include "cli/orch_main.h"
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdio>
 #include <map>
@@ -31,6 +33,13 @@ docs/routing.md, docs/memory.md, docs/review.md)";
 int orch_main(int argc, char** argv) {
   // A closed stdout (orch status | head) must not kill orch mid-transaction.
   std::signal(SIGPIPE, SIG_IGN);
+  // Each running attempt holds a few files (its pipes, its pidfd): at -j 1000 the
+  // usual soft limit of 1024 would fail attempts that had succeeded. The soft limit
+  // is raised to the hard one (which children then inherit).
+  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &files);
+  }
   CLI::App app{
       "orch — a durable, verifiable orchestrator for AI-agent and tool workflows.\n"
       "Runs a plan of steps through a ledger, checks every step against its postconditions,\n"

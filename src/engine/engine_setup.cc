@@ -176,6 +176,13 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
         fmt::format("run '{}' already succeeded: nothing to resume (to re-run steps of an edited plan: "
                     "orch resume {} --replan PLAN)",
                     run_.id, run_.id));
+  // As `orch run` does for a new run: a workspace that is gone is said before
+  // anything is recorded, not found out by a step's attempt.
+  if (std::error_code ec; !fs::is_directory(run_.workspace, ec))
+    return fail(
+        ErrorCode::InvalidInput,
+        fmt::format("the workspace of run '{}', {}, is not a folder any more: restore it, then resume",
+                    run_.id, run_.workspace));
   ORCH_TRY(make_usage_folder());
 
   // The plan: the latest version in the ledger, or the replacement.

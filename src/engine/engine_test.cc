@@ -927,6 +927,14 @@ TEST_F(EngineTest, ReportIsBuiltFromTheLedger) {
   EXPECT_EQ((*report)["counts"]["done"], 1);
   EXPECT_EQ((*report)["counts"]["failed"], 1);
   EXPECT_EQ((*report)["steps"][1]["attempts"][0]["exit_code"], 1);
+  // A stream with output names its log file, which exists; one that wrote nothing
+  // has no file, and the report names none.
+  const auto& a_out = (*report)["steps"][0]["attempts"][0]["stdout"];
+  EXPECT_TRUE(fs::exists(a_out["path"].get<std::string>())) << a_out.dump();
+  const auto& b_out = (*report)["steps"][1]["attempts"][0]["stdout"];
+  EXPECT_EQ(b_out["bytes"], 0);
+  EXPECT_EQ(b_out["path"], "") << b_out.dump();
+  EXPECT_FALSE(b_out["in_ledger"].get<bool>());
   std::string table = format_report_table(*report);
   EXPECT_NE(table.find("exit_zero"), std::string::npos) << table;
 }

@@ -28,9 +28,13 @@ std::string human_duration(std::int64_t ms) {
 
 namespace {
 
-// `path` "" when the stream is kept in the ledger row (`orch logs` prints it either way).
+// `path` "" when the stream is kept in the ledger row (`orch logs` prints it either
+// way), and when it wrote nothing: its log file is made only for the first byte.
 ojson stream_json(const std::string& path, std::int64_t bytes, bool truncated) {
-  return {{"path", path}, {"in_ledger", path.empty()}, {"bytes", bytes}, {"truncated", truncated}};
+  return {{"path", bytes > 0 ? path : std::string()},
+          {"in_ledger", path.empty()},
+          {"bytes", bytes},
+          {"truncated", truncated}};
 }
 
 ojson attempt_json(const AttemptRecord& a) {

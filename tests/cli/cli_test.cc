@@ -16,6 +16,7 @@ namespace orch {
 namespace {
 
 using orch::testing::CommandResult;
+using orch::testing::orch_binary;
 using orch::testing::read_file;
 using orch::testing::run_command;
 using orch::testing::run_id_in;
@@ -366,6 +367,37 @@ TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironment) {
   EXPECT_EQ(
       query_int(db, "select json_extract(data, '$.orphans_killed') from events where kind='run_resumed'"), 1);
   if (alive(orphan)) kill(orphan, SIGKILL);
+}
+
+// Each running attempt holds a few files; orch raises its soft limit on open
+// files to the hard one, so a high -j under a low soft limit does not fail
+// attempts that succeeded ("Too many open files").
+TEST(Cli, AHighConcurrencyIsNotFailedByALowSoftLimitOnOpenFiles) {
+  TempDir d;
+  std::string plan = "steps:\n";
+  for (int i = 0; i < 40; ++i)
+    plan += "  - {id: s" + std::to_string(i) + ", sh: 'sleep 0.3; echo " + std::to_string(i) + "'}\n";
+  write_file(d / "p.yaml", plan);
+  auto r = run_command({"/bin/sh", "-c", "ulimit -Sn 48 && exec \"$0\" run p.yaml -j 40", orch_binary()},
+                       d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(query_int(d / ".orch" / "orch.db", "select count(*) from steps where status='done'"), 40);
+}
+
+TEST(Cli, AResumeWhoseWorkspaceIsGoneIsRefusedBeforeAnythingIsRecorded) {
+  TempDir d;
+  fs::create_directories(d / "ws");
+  write_file(d / "p.yaml", "steps:\n  - {id: a, sh: 'exit 1', attempts: 1}\n");
+  auto r = run_orch({"run", "p.yaml", "--workspace", "ws"}, d.path());
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  fs::path db = d / ".orch" / "orch.db";
+  const auto events = query_int(db, "select count(*) from events");
+  fs::remove(d / "ws");
+  auto resumed = run_orch({"resume", run_id_in(r.err)}, d.path());
+  EXPECT_EQ(resumed.exit_code, 2);
+  EXPECT_NE(resumed.err.find("is not a folder any more: restore it, then resume"), std::string::npos)
+      << resumed.err;
+  EXPECT_EQ(query_int(db, "select count(*) from events"), events);
 }
 
 TEST(Cli, TheWallTimeDrivenBeforeAKillIsKeptForTheBudget) {
