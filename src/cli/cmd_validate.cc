@@ -36,18 +36,46 @@ Command add_validate(CLI::App& app) {
     if (auto workspace = check_workspace(args->workspace); !workspace) return report_error(workspace.error());
     PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
     if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});
+    // A valid plan may still hold a step the risk guard refuses whatever is
+    // approved (a tool the registry has as pending or planned): it would fail at
+    // run time. Said here as a warning; the plan is valid and may run its other steps.
+    std::vector<Diagnostic> warnings;
+    if (in.problems.empty()) {
+      for (const Step& step : in.plan.steps) {
+        const Executor* executor = (*executors)->find(step.executor);
+        if (executor == nullptr || executor->risk(step) != RiskLevel::Critical) continue;
+        std::string why = step.risk == RiskLevel::Critical
+                              ? std::string("the step is declared risk: critical")
+                              : fmt::format("executor '{}' rates it critical", step.executor);
+        if (std::string cause = executor->risk_reason(step);
+            !cause.empty() && step.risk != RiskLevel::Critical)
+          why += ": " + cause;
+        warnings.push_back(Diagnostic{step.loc.file.empty() ? args->plan : step.loc.file, step.loc.line,
+                                      step.id,
+                                      "warning: the risk guard will refuse this step (" + why + ")"});
+      }
+    }
     if (args->json) {
       nlohmann::ordered_json errors = nlohmann::ordered_json::array();
       for (const auto& d : in.problems)
         errors.push_back({{"file", d.file}, {"line", d.line}, {"step", d.step_id}, {"message", d.message}});
+      nlohmann::ordered_json warned = nlohmann::ordered_json::array();
+      for (const auto& d : warnings)
+        warned.push_back({{"file", d.file}, {"line", d.line}, {"step", d.step_id}, {"message", d.message}});
       nlohmann::ordered_json out = {{"valid", in.problems.empty()},
                                     {"plan", args->plan},
                                     {"steps", in.plan.steps.size()},
-                                    {"errors", errors}};
+                                    {"errors", errors},
+                                    {"warnings", warned}};
       std::printf("%s\n", json_text(out, 2).c_str());
     } else if (in.problems.empty()) {
-      std::printf("%s: ok (%zu step%s)\n", args->plan.c_str(), in.plan.steps.size(),
-                  in.plan.steps.size() == 1 ? "" : "s");
+      print_problems(warnings);
+      std::printf(
+          "%s: ok (%zu step%s)%s\n", args->plan.c_str(), in.plan.steps.size(),
+          in.plan.steps.size() == 1 ? "" : "s",
+          warnings.empty()
+              ? ""
+              : fmt::format(", {} warning{}", warnings.size(), warnings.size() == 1 ? "" : "s").c_str());
     } else {
       print_problems(in.problems);
       std::fprintf(stderr, "%s: %zu problem%s\n", args->plan.c_str(), in.problems.size(),

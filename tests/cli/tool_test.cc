@@ -66,6 +66,41 @@ TEST(CliTool, APlanRunsARegistryToolAndUsesItsJson) {
   EXPECT_EQ(orch::testing::read_file(d / "report.txt"), "lines=3\n");
 }
 
+// A tool the registry has as pending is refused by the risk guard whatever is
+// approved; the plan is still valid (its other steps may run), and `orch
+// validate` warns, naming the step and why, instead of a bare "ok".
+TEST(CliTool, ValidateWarnsOfAStepTheRiskGuardWillRefuse) {
+  TempDir d;
+  write_file(d / "registry.yml", R"(tools:
+  later:
+    command: [/bin/true]
+    status: pending
+    safe_for_agents: true
+    risk: low
+    commands: {go: {output_schema: {}}}
+)");
+  write_file(d / "p.yaml", R"(steps:
+  - {id: fine, sh: echo hi}
+  - id: waits
+    executor: tool:later
+    inputs: {command: go}
+)");
+  auto r = run_orch({"validate", "p.yaml", "--registry", "registry.yml"}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("p.yaml: ok (2 steps), 1 warning"), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.err.find(
+          "p.yaml:3: step 'waits': warning: the risk guard will refuse this step (executor 'tool:later' "
+          "rates it critical: tool 'later' has status pending: it is not ready to run)"),
+      std::string::npos)
+      << r.err;
+  auto json = nlohmann::json::parse(
+      run_orch({"validate", "p.yaml", "--registry", "registry.yml", "--json"}, d.path()).out);
+  EXPECT_TRUE(json["valid"].get<bool>());
+  ASSERT_EQ(json["warnings"].size(), 1u);
+  EXPECT_EQ(json["warnings"][0]["step"], "waits");
+}
+
 TEST(CliTool, TheDefaultRegistryIsDotOrchRegistryYml) {
   TempDir d;
   write_registry(d);
