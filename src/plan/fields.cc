@@ -6,6 +6,9 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "plan/duration.h"
 #include "util/strings.h"
@@ -15,6 +18,27 @@ namespace orch::detail {
 
 void ReadContext::error(int line, std::string message) const {
   out->push_back(Diagnostic{file, line, step_id, std::move(message)});
+}
+
+void check_duplicate_keys(const ReadContext& ctx, const DocNode& node) {
+  std::vector<const DocNode*> todo{&node};
+  while (!todo.empty()) {
+    const DocNode* n = todo.back();
+    todo.pop_back();
+    if (n->is_sequence()) {
+      for (const DocNode& item : n->items) todo.push_back(&item);
+    } else if (n->is_map()) {
+      std::map<std::string, int> seen;
+      for (const DocEntry& e : n->entries) {
+        if (e.key.is_scalar()) {
+          if (auto [first, fresh] = seen.emplace(e.key.scalar, e.key.line); !fresh)
+            ctx.error(e.key.line,
+                      fmt::format("duplicate key '{}' (first at line {})", e.key.scalar, first->second));
+        }
+        todo.push_back(&e.value);
+      }
+    }
+  }
 }
 
 std::string describe(const DocNode& node) {

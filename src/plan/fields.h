@@ -31,6 +31,11 @@ struct ReadContext {
 // "a list", "a mapping", "nothing", or the scalar quoted: "'three'".
 std::string describe(const DocNode& node);
 
+// Reports every mapping inside `node` (itself included) that repeats a key, as
+// "duplicate key 'k' (first at line N)": converted to JSON, the later value would be
+// dropped without a word. For values kept as data (inputs, inline schemas).
+void check_duplicate_keys(const ReadContext& ctx, const DocNode& node);
+
 // One key of a mapping as seen by for_each_field.
 struct Field {
   std::string key;

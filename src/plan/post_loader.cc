@@ -53,13 +53,15 @@ void read_fields(const ReadContext& ctx, const DocNode& map, const std::vector<s
     if (f.key == "kind") {
       if (auto v = read_string(ctx, f, "kind")) *kind_out = *v;
     } else if (f.key == "schema") {
-      if (f.value.is_map() ||
-          (f.value.is_scalar() && !f.value.quoted && (f.value.scalar == "true" || f.value.scalar == "false")))
+      if (f.value.is_map() || (f.value.is_scalar() && !f.value.quoted &&
+                               (f.value.scalar == "true" || f.value.scalar == "false"))) {
+        check_duplicate_keys(ctx, f.value);
         post.schema = to_json(f.value);
-      else
+      } else {
         ctx.error(f.line, fmt::format("'schema' must be an inline JSON Schema (a mapping), got {}; use "
                                       "'schema_path' for a file",
                                       describe(f.value)));
+      }
     } else if (f.key == "timeout") {
       post.timeout = read_duration(ctx, f, "timeout");
     } else {
@@ -90,6 +92,7 @@ std::optional<Postcondition> read_shorthand(const ReadContext& ctx, PostKind kin
   if (value.is_null()) return post;
   if (value.is_map()) {
     if (kind == PostKind::ResultJson && !all_keys_are_fields(value)) {
+      check_duplicate_keys(ctx, value);
       post.schema = to_json(value);
       return post;
     }
