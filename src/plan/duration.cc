@@ -152,7 +152,7 @@ Expected<std::int64_t> size_or_reason(std::string_view text) {
   std::string_view unit = trim(text.substr(pos));
   auto bytes = size_unit_bytes(std::string(unit));
   if (!bytes)
-    return fail(ErrorCode::InvalidInput, fmt::format("unknown unit '{}' (use B, KB, MB, GB, KiB, MiB or GiB)",
+    return fail(ErrorCode::InvalidInput, fmt::format("unknown unit '{}' (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)",
                                                      quote_for_message(unit, 20)));
   auto total = scale_decimal(*number, *bytes);
   if (!total) return fail(ErrorCode::InvalidInput, "too large");

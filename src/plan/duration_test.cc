@@ -86,7 +86,7 @@ TEST(ParseSize, RejectsGarbage) {
     EXPECT_FALSE(s) << "'" << bad << "' parsed as " << s.value_or(0);
   }
   EXPECT_EQ(parse_size("12XB").error().message,
-            "bad size '12XB': unknown unit 'XB' (use B, KB, MB, GB, KiB, MiB or GiB)");
+            "bad size '12XB': unknown unit 'XB' (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)");
   EXPECT_EQ(parse_size("-1").error().message, "bad size '-1': a size cannot be negative");
 }
 

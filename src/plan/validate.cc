@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 #include "plan/validate_context.h"
@@ -64,6 +65,19 @@ bool is_valid_id(std::string_view id) {
 
 constexpr std::size_t kMaxIdLength = 128;  // ids become parts of file names
 
+// "result" or "json" when the id has it as a dot-separated part ("a.json", "x.result.b").
+std::optional<std::string> placeholder_word_in_id(std::string_view id) {
+  std::size_t start = 0;
+  while (start <= id.size()) {
+    std::size_t end = id.find('.', start);
+    if (end == std::string_view::npos) end = id.size();
+    std::string_view part = id.substr(start, end - start);
+    if (part == "result" || part == "json") return std::string(part);
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
 bool default_executor_known(const std::string& name) {
   return name == "shell" || name == "builtin:echo" || name == "builtin:json";
 }
@@ -117,6 +131,11 @@ void check_ids(const ValidateContext& ctx) {
                       quote_for_message(step.id)));
     else if (step.id.size() > kMaxIdLength)
       ctx.step_error(step, "id", fmt::format("step id is longer than {} characters", kMaxIdLength));
+    else if (auto part = placeholder_word_in_id(step.id))
+      ctx.step_error(step, "id",
+                     fmt::format("step id '{}' has a part '{}': a placeholder could not name it (in "
+                                 "${{steps.ID.{}...}} the first '.{}' ends the id); rename it",
+                                 step.id, *part, *part, *part));
     // The graph maps each id to its first step.
     auto first = ctx.graph.index_of(step.id);
     if (first && *first != ctx.position(step)) {

@@ -297,7 +297,7 @@ TEST_F(Validate, RunAndSh) {
   - {id: noprog, run: ["", a]}
   - {id: blank, sh: "  "}
   - {id: echo, executor: "builtin:echo", run: [x], inputs: {text: t}}
-  - {id: json, executor: "builtin:json", sh: x}
+  - {id: tojson, executor: "builtin:json", sh: x}
 )");
   EXPECT_TRUE(has(d, "p.yaml:2: step 'neither': a shell step needs 'run' (an argv list) or 'sh'"));
   EXPECT_TRUE(has(d, "p.yaml:3: step 'both': has both 'run' and 'sh': give one"));
@@ -306,7 +306,7 @@ TEST_F(Validate, RunAndSh) {
   EXPECT_TRUE(has(d, "p.yaml:6: step 'blank': 'sh' is empty"));
   EXPECT_TRUE(has(
       d, "p.yaml:7: step 'echo': 'run' is only for shell steps (this step's executor is 'builtin:echo')"));
-  EXPECT_TRUE(has(d, "p.yaml:8: step 'json': 'sh' is only for shell steps"));
+  EXPECT_TRUE(has(d, "p.yaml:8: step 'tojson': 'sh' is only for shell steps"));
   EXPECT_EQ(d.size(), 7u) << ::testing::PrintToString(d);
 }
 
