@@ -114,13 +114,18 @@ Command add_run(CLI::App& app) {
       return report_error(Error{ErrorCode::InvalidInput, "run needs a PLAN file or --request TEXT"});
     if (auto workspace = check_workspace(args->workspace); !workspace) return report_error(workspace.error());
     if (!args->request.empty()) {
-      auto store = open_store(args->store, false);
-      if (!store) return report_error(store.error());
-      auto planned = plan_from_cli(
-          args->request, args->planner, *executors, args->workspace,
-          [&store]() -> Expected<Store*> { return store->get(); }, false);
+      // The ledger is opened (or created) only when something is recorded: a
+      // planning call, or the run. A request refused before either leaves no store.
+      std::unique_ptr<Store> store;
+      auto get_store = [&]() -> Expected<Store*> {
+        if (!store) store = ORCH_TRY(open_store(args->store, false));
+        return store.get();
+      };
+      auto planned = plan_from_cli(args->request, args->planner, *executors, args->workspace, get_store, false);
       if (!planned) return report_error(planned.error());
-      return drive(*args, **store, *executors, [&planned](Engine& engine) {
+      auto opened = get_store();
+      if (!opened) return report_error(opened.error());
+      return drive(*args, **opened, *executors, [&planned](Engine& engine) {
         return engine.run(std::move(planned->plan), planned->text);
       });
     }

@@ -60,6 +60,16 @@ TEST(PlanCli, ASingleStepRequestPrintsAValidPlanAndCallsNoModel) {
   EXPECT_EQ(v.exit_code, 0) << v.err << v.out;
 }
 
+// Refused before any planning call or run: nothing is recorded, so no ledger is
+// made either (an empty .orch/orch.db had been left behind).
+TEST(PlanCli, ARunRequestRefusedUpFrontLeavesNoStore) {
+  TempDir d;
+  auto r = run_orch({"run", "--request", "say hello"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no models are configured"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / ".orch")) << "a refused request made a store";
+}
+
 TEST(PlanCli, ATemplateMatchWritesTheFileAndSaysSoInJson) {
   TempDir d;
   write_models(d, "http://127.0.0.1:9");
