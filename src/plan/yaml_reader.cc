@@ -24,6 +24,23 @@ std::string_view view(const yaml_char_t* s) {
   return s ? std::string_view(reinterpret_cast<const char*>(s)) : std::string_view();
 }
 
+// The tags a plan may use: they name the kinds of value a plan holds. Any other
+// (!!binary, !!timestamp, !custom) would be read as plain text without a word.
+// A null is empty when its text is a null's; `!!null x` is refused below.
+bool is_plan_tag(std::string_view tag, bool scalar) {
+  constexpr std::string_view kCore = "tag:yaml.org,2002:";
+  if (tag.empty() || tag == "!") return true;
+  if (!tag.starts_with(kCore)) return false;
+  std::string_view name = tag.substr(kCore.size());
+  if (!scalar) return name == "seq" || name == "map";
+  return name == "str" || name == "int" || name == "float" || name == "bool" || name == "null";
+}
+
+std::string shown_tag(std::string_view tag) {
+  constexpr std::string_view kCore = "tag:yaml.org,2002:";
+  return tag.starts_with(kCore) ? "!!" + std::string(tag.substr(kCore.size())) : std::string(tag);
+}
+
 // yaml-cpp's null: a plain, untagged scalar with one of these texts.
 bool is_null_text(std::string_view s) {
   return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
@@ -108,8 +125,12 @@ class TreeBuilder {
       case YAML_SCALAR_EVENT:
         return on_scalar(event);
       case YAML_SEQUENCE_START_EVENT:
+        if (!is_plan_tag(view(event.data.sequence_start.tag), false))
+          return fail(event.start_mark, unsupported_tag(view(event.data.sequence_start.tag)));
         return start_container(event, DocNode::Type::Sequence, view(event.data.sequence_start.anchor));
       case YAML_MAPPING_START_EVENT:
+        if (!is_plan_tag(view(event.data.mapping_start.tag), false))
+          return fail(event.start_mark, unsupported_tag(view(event.data.mapping_start.tag)));
         return start_container(event, DocNode::Type::Map, view(event.data.mapping_start.anchor));
       case YAML_SEQUENCE_END_EVENT:
       case YAML_MAPPING_END_EVENT: {
@@ -136,12 +157,25 @@ class TreeBuilder {
     bool at_key = true;                  // Map: the next node is a key
   };
 
+  static std::string unsupported_tag(std::string_view tag) {
+    return fmt::format(
+        "YAML tag '{}' is not supported: a plan holds strings, numbers, booleans, null, lists "
+        "and mappings (!!str, !!int, !!float, !!bool, !!null, !!seq, !!map)",
+        shown_tag(tag));
+  }
+
   bool on_scalar(const yaml_event_t& event) {
     const auto& s = event.data.scalar;
-    DocNode& node = begin_value(event.start_mark);
     std::string_view tag = view(s.tag);
+    if (!is_plan_tag(tag, true)) return fail(event.start_mark, unsupported_tag(tag));
+    if (tag == "tag:yaml.org,2002:null" &&
+        !is_null_text(std::string_view(reinterpret_cast<const char*>(s.value), s.length)))
+      return fail(event.start_mark, "a !!null value must be empty, ~ or null");
+    DocNode& node = begin_value(event.start_mark);
     node.type = DocNode::Type::Scalar;
-    if (s.tag != nullptr) {
+    if (tag == "tag:yaml.org,2002:null") {
+      node.type = DocNode::Type::Null;
+    } else if (s.tag != nullptr) {
       // yaml-cpp's rule: "!" (libyaml's tag for a bare !) and !!str are strings.
       node.quoted = tag == "!" || tag == kStrTag;
     } else if (s.style != YAML_PLAIN_SCALAR_STYLE) {
