@@ -321,12 +321,16 @@ Expected<RunOutcome> Scheduler::run_loop() {
         break;
       loop_.run_once(milliseconds(0));  // delivers the in-process completions
     }
-    // The process groups of the attempts started after the last commit, for a
-    // resume after kill -9 to find their processes by (see engine/orphans.h).
+    // The process groups of the attempts started after the last commit and still
+    // running, for a resume after kill -9 to find their processes by (see
+    // engine/orphans.h). One that has ended needs none: its group was killed when
+    // its process exited, before it was settled.
     static const int session = static_cast<int>(getsid(0));
-    for (const Spawned& sp : spawned_)
-      event("attempt_spawned", steps_[static_cast<std::size_t>(sp.step)].step->id, sp.attempt,
-            {{"pgid", sp.group}, {"sid", session}});
+    for (const Spawned& sp : spawned_) {
+      StepState& s = steps_[static_cast<std::size_t>(sp.step)];
+      if (!s.in_flight || !s.has_flight() || s.flight().attempt.number != sp.attempt) continue;
+      event("attempt_spawned", s.step->id, sp.attempt, {{"pgid", sp.group}, {"sid", session}});
+    }
     spawned_.clear();
     // The run row goes with a turn's writes at most every kRunRowInterval, and on
     // its own every kRunRowIdleInterval while nothing else is written (a long
