@@ -28,9 +28,10 @@ struct LoadResult {
 LoadResult parse_plan(std::string_view text, const std::string& file);
 
 // The text of a plan file, whole (a run keeps it in the ledger as submitted).
-// Refused, with "PATH: " and why: a missing file (NotFound); a folder, a FIFO,
-// a device or a socket (reading one would block or never end), and a file over
-// kMaxPlanFileBytes (InvalidInput); a read error (Io).
+// Refused, with "PATH: " and why: a missing file (NotFound); a folder, a socket,
+// and more than kMaxPlanFileBytes (InvalidInput: a stream that never ends, such
+// as /dev/zero, stops there); a read error (Io). A FIFO is read until its writer
+// closes it (`orch validate <(gen)`); one with no writer reads as empty.
 inline constexpr std::int64_t kMaxPlanFileBytes = 256LL * 1024 * 1024;
 Expected<std::string> read_plan_file(const std::string& path);
 

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <map>
@@ -35,9 +36,12 @@ int orch_main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   // Each running attempt holds a few files (its pipes, its pidfd): at -j 1000 the
   // usual soft limit of 1024 would fail attempts that had succeeded. The soft limit
-  // is raised to the hard one (which children then inherit).
-  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-    files.rlim_cur = files.rlim_max;
+  // is raised toward the hard one, to at most 65536: children inherit it, and some
+  // programs close every descriptor up to the limit (a hard limit may be millions).
+  constexpr rlim_t kOpenFiles = 65536;
+  if (rlimit files{};
+      getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < std::min(files.rlim_max, kOpenFiles)) {
+    files.rlim_cur = std::min(files.rlim_max, kOpenFiles);
     (void)setrlimit(RLIMIT_NOFILE, &files);
   }
   CLI::App app{

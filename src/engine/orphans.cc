@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -42,7 +43,38 @@ struct RecordedGroup {
   pid_t pgid = 0;
   pid_t sid = 0;
   std::int64_t not_before_ms = 0;  // the attempt's start, less some slack for clock ticks
+  std::string leader_start;        // the leader's start time in clock ticks after boot
 };
+
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::string boot_id() {
+  return read_line("/proc/sys/kernel/random/boot_id");
+}
+
+// The inode of this process's pid namespace: pids recorded in another one name
+// other processes here.
+std::string pid_namespace() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? std::to_string(st.st_ino) : std::string();
+}
+
+// Field 22 of /proc/PID/stat, as text; "" when there is no such process.
+std::string start_ticks(pid_t pid) {
+  std::string text = read_line("/proc/" + std::to_string(pid) + "/stat");
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return "";
+  std::istringstream fields(text.substr(close + 1));
+  std::string word;
+  for (int field = 3; fields >> word; ++field)
+    if (field == 22) return word;
+  return "";
+}
 
 struct ProcStat {
   pid_t pgrp = 0;
@@ -82,20 +114,41 @@ Expected<std::vector<RecordedGroup>> recorded_groups(Store& store, const std::st
     if (a.status == AttemptStatus::Running) running[{a.step_id, a.number}] = a.started_at;
   std::vector<RecordedGroup> groups;
   if (running.empty()) return groups;
+  const std::string boot = boot_id();
+  const std::string namespace_id = pid_namespace();
   for (const EventRecord& e : ORCH_TRY(store.events_of_kind(run_id, "attempt_spawned"))) {
     auto it = running.find({e.step_id, e.attempt});
     if (it == running.end()) continue;
     auto data = nlohmann::json::parse(e.data_json, nullptr, false);
     if (!data.is_object() || !data["pgid"].is_number_integer() || !data["sid"].is_number_integer()) continue;
+    // A group recorded before a reboot, or in another pid namespace (a container
+    // sharing the store), is not the group of that number here.
+    if (boot.empty() || data.value("boot", "") != boot || data.value("pidns", "") != namespace_id) continue;
     RecordedGroup g;
     g.pgid = data["pgid"].get<pid_t>();
     g.sid = data["sid"].get<pid_t>();
     g.not_before_ms = it->second - 2000;
-    if (g.pgid > 1) groups.push_back(g);
+    g.leader_start = data.value("leader_start", "");
+    if (g.pgid <= 1 || g.leader_start.empty()) continue;
+    // A process with the group's number that started at another time is a new
+    // process that reused the number (its group, if any, is not the attempt's).
+    if (std::string now = start_ticks(g.pgid); !now.empty() && now != g.leader_start) continue;
+    groups.push_back(g);
   }
   return groups;
 }
 }  // namespace
+
+nlohmann::json process_group_record(int pgid) {
+  static const int session = static_cast<int>(getsid(0));
+  static const std::string boot = boot_id();
+  static const std::string namespace_id = pid_namespace();
+  return {{"pgid", pgid},
+          {"sid", session},
+          {"boot", boot},
+          {"pidns", namespace_id},
+          {"leader_start", start_ticks(static_cast<pid_t>(pgid))}};
+}
 
 Expected<int> kill_orphans(Store* store, const std::string& run_id) {
   const std::vector<RecordedGroup> groups =

@@ -11,12 +11,19 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "orch/error.h"
 #include "orch/store.h"
 
 namespace orch {
+
+// The data of an attempt_spawned event for the process group `pgid` (led by the
+// attempt's process, alive when this is called): the group, orch's session, and
+// what tells that group from a later one with the same number — the machine's
+// boot, the pid namespace, and the leader's start time.
+nlohmann::json process_group_record(int pgid);
 
 // Returns how many processes were found and killed. Never kills the caller or its
 // own process group. Reads the ledger (the attempts left running and their

@@ -29,9 +29,11 @@ std::string human_duration(std::int64_t ms) {
 namespace {
 
 // `path` "" when the stream is kept in the ledger row (`orch logs` prints it either
-// way), and when it wrote nothing: its log file is made only for the first byte.
-ojson stream_json(const std::string& path, std::int64_t bytes, bool truncated) {
-  return {{"path", bytes > 0 ? path : std::string()},
+// way), and when a finished attempt's stream wrote nothing: its log file is made
+// only for the first byte. (A running attempt's byte count is written when it
+// ends: its path is given, the file may be there already.)
+ojson stream_json(const std::string& path, std::int64_t bytes, bool truncated, bool finished) {
+  return {{"path", bytes > 0 || !finished ? path : std::string()},
           {"in_ledger", path.empty()},
           {"bytes", bytes},
           {"truncated", truncated}};
@@ -54,8 +56,10 @@ ojson attempt_json(const AttemptRecord& a) {
           {"duration_ms", a.duration_ms},
           {"started_at", iso_time(a.started_at)},
           {"finished_at", iso_time(a.finished_at)},
-          {"stdout", stream_json(a.stdout_path, a.stdout_bytes, a.stdout_truncated)},
-          {"stderr", stream_json(a.stderr_path, a.stderr_bytes, a.stderr_truncated)}};
+          {"stdout", stream_json(a.stdout_path, a.stdout_bytes, a.stdout_truncated,
+                                 a.status != AttemptStatus::Running)},
+          {"stderr", stream_json(a.stderr_path, a.stderr_bytes, a.stderr_truncated,
+                                 a.status != AttemptStatus::Running)}};
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "engine/attempt_render.h"
+#include "engine/orphans.h"
 #include "engine/snapshot.h"
 #include "orch/workspace.h"
 #include "util/atomic_file.h"
@@ -272,6 +273,15 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
 
 // ---- the loop --------------------------------------------------------------
 
+void Scheduler::flush_spawned() {
+  for (const Spawned& sp : spawned_) {
+    StepState& s = steps_[static_cast<std::size_t>(sp.step)];
+    if (!s.in_flight || !s.has_flight() || s.flight().attempt.number != sp.attempt) continue;
+    event("attempt_spawned", s.step->id, sp.attempt, process_group_record(sp.group));
+  }
+  spawned_.clear();
+}
+
 void Scheduler::watch_signals() {
   if (!options_.handle_signals || signals_) return;
   signals_ = std::make_unique<SignalWatch>(loop_, [this](int signo) {
@@ -325,23 +335,21 @@ Expected<RunOutcome> Scheduler::run_loop() {
     // running, for a resume after kill -9 to find their processes by (see
     // engine/orphans.h). One that has ended needs none: its group was killed when
     // its process exited, before it was settled.
-    static const int session = static_cast<int>(getsid(0));
-    for (const Spawned& sp : spawned_) {
-      StepState& s = steps_[static_cast<std::size_t>(sp.step)];
-      if (!s.in_flight || !s.has_flight() || s.flight().attempt.number != sp.attempt) continue;
-      event("attempt_spawned", s.step->id, sp.attempt, {{"pgid", sp.group}, {"sid", session}});
-    }
-    spawned_.clear();
+    flush_spawned();
     // The run row goes with a turn's writes at most every kRunRowInterval, and on
     // its own every kRunRowIdleInterval while nothing else is written (a long
     // step): its spent wall time is what a resume after kill -9 continues from.
     const auto since_run_write = std::chrono::steady_clock::now() - last_run_write_;
-    if (!store_error_ &&
-        ((in_tx_ && since_run_write >= kRunRowInterval) || since_run_write >= kRunRowIdleInterval)) {
-      if (auto t = tx(); !t) {
-        store_error_ = t.error();
-        break;
-      }
+    bool write_run_row =
+        !store_error_ && ((in_tx_ && since_run_write >= kRunRowInterval) || since_run_write >= kRunRowIdleInterval);
+    // On its own the row is a heartbeat: if the ledger is busy (another process
+    // holds its write lock past the busy timeout), it is written next time; the
+    // run goes on.
+    if (write_run_row && !in_tx_ && !tx()) {
+      write_run_row = false;
+      last_run_write_ = std::chrono::steady_clock::now();
+    }
+    if (write_run_row) {
       last_run_write_ = std::chrono::steady_clock::now();
       // Read the cancel flag inside the transaction (which holds the write lock) so
       // the run row written below can never overwrite a request that just landed.
@@ -369,6 +377,15 @@ Expected<RunOutcome> Scheduler::run_loop() {
     report(ProgressEvent::Kind::Committed);
     for (int i : to_start) start_attempt(i);
     if (!asks_.empty()) {
+      // The groups of what was just started are recorded before a human is asked:
+      // a kill -9 during a question of minutes must not lose them.
+      if (!spawned_.empty()) {
+        flush_spawned();
+        if (auto c = commit(); !c) {
+          store_error_ = c.error();
+          break;
+        }
+      }
       ask_pending_questions();  // outside the transaction: a human may take minutes
       // Deliver what came meanwhile (a Ctrl-C that cut the question short) before
       // the next turn, which would otherwise queue the same question again.
@@ -906,8 +923,10 @@ void Scheduler::run_checks(int i) {
       }
       spec.env = {
           {"ORCH_RUN_ID", run_.id}, {"ORCH_STEP_ID", s.step->id}, {"ORCH_RESULT_FILE", result_file.string()}};
-      if (result.size() <= kResultEnvMax && result.find('\0') == std::string::npos)
-        spec.env.emplace_back("ORCH_RESULT", result);
+      // Always set (empty when it cannot hold the result), so that an ORCH_RESULT
+      // in orch's own environment never reaches the check as if it were the result.
+      const bool fits = result.size() <= kResultEnvMax && result.find('\0') == std::string::npos;
+      spec.env.emplace_back("ORCH_RESULT", fits ? result : std::string());
       spec.secrets = secrets_;
       spec.timeout = p.timeout.value_or(kShellZeroTimeout);
       spec.kill_grace = plan_.defaults.kill_grace;

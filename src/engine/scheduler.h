@@ -106,6 +106,8 @@ class Scheduler {
   Expected<RunOutcome> run_loop();
   // Catches SIGINT/SIGTERM/SIGHUP for the loop (when options.handle_signals), once.
   void watch_signals();
+  // Records (attempt_spawned events) the process groups in spawned_ of attempts still running.
+  void flush_spawned();
 
   const std::string& run_id() const { return run_.id; }
 

@@ -365,7 +365,9 @@ LoadResult parse_plan(std::string_view text, const std::string& file) {
 }
 
 Expected<std::string> read_plan_file(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO with no writer must not block; it is refused below.
+  // O_NONBLOCK: opening a FIFO with no writer must not block (reading one then
+  // finds the end at once). Reads block again below: `orch validate <(gen)` waits
+  // for its writer.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -380,14 +382,14 @@ Expected<std::string> read_plan_file(const std::string& path) {
   if (::fstat(fd, &st) != 0)
     return fail(ErrorCode::Io, fmt::format("{}: cannot read the plan file: {}", path, std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) return fail(ErrorCode::InvalidInput, fmt::format("{}: is a folder, not a plan file", path));
-  if (!S_ISREG(st.st_mode))
+  if (S_ISSOCK(st.st_mode))
+    return fail(ErrorCode::InvalidInput, fmt::format("{}: is a socket, not a plan file", path));
+  if (S_ISREG(st.st_mode) && st.st_size > kMaxPlanFileBytes)
     return fail(ErrorCode::InvalidInput,
-                fmt::format("{}: is not a regular file (a FIFO, device or socket): a plan is read from a file", path));
-  if (st.st_size > kMaxPlanFileBytes)
-    return fail(ErrorCode::InvalidInput, fmt::format("{}: is {} MiB; a plan file may be at most {} MiB", path,
-                                                     st.st_size / (1024 * 1024), kMaxPlanFileBytes / (1024 * 1024)));
+                fmt::format("{}: is over {} MiB; a plan file may be at most that", path, kMaxPlanFileBytes / (1024 * 1024)));
+  if (int flags = ::fcntl(fd, F_GETFL); flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   std::string text;
-  text.reserve(static_cast<std::size_t>(st.st_size));
+  if (S_ISREG(st.st_mode)) text.reserve(static_cast<std::size_t>(st.st_size));
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -397,7 +399,8 @@ Expected<std::string> read_plan_file(const std::string& path) {
       return fail(ErrorCode::Io, fmt::format("{}: cannot read the plan file: {}", path, std::strerror(errno)));
     }
     text.append(buf, static_cast<std::size_t>(n));
-    // A file that grows while it is read is held to the same limit.
+    // A stream that does not end (/dev/zero), or a file that grows while it is
+    // read, is held to the same limit.
     if (static_cast<std::int64_t>(text.size()) > kMaxPlanFileBytes)
       return fail(ErrorCode::InvalidInput,
                   fmt::format("{}: is over {} MiB; a plan file may be at most that", path, kMaxPlanFileBytes / (1024 * 1024)));

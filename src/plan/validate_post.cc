@@ -152,7 +152,8 @@ void check_step_paths(const ValidateContext& ctx, const Step& step) {
   };
   for (std::size_t i = 0; i < step.writes.size(); ++i) {
     // `writes` names files and folders; a pattern would protect nothing, silently.
-    if (step.writes[i].find_first_of("*?[") != std::string::npos) {
+    // ('[' is left alone: routes such as app/[id]/page.tsx are real names.)
+    if (step.writes[i].find_first_of("*?") != std::string::npos) {
       ctx.step_error(
           step, fmt::format("writes.{}", i),
           fmt::format("'writes': '{}' looks like a pattern; writes takes paths of files and folders (a "

@@ -184,55 +184,24 @@ int nesting_depth(const nlohmann::json& doc, int limit) {
   return deepest;
 }
 
-// A schema that applies itself to the same value again without ever descending
-// into it — {"$ref": "#"}, or a definition reached from itself through $ref,
-// allOf/anyOf/oneOf, not, if/then/else or dependencies — never finishes: valijson
-// recurses until the stack overflows. Returns the loop ("# -> #/definitions/a ->
-// #") of the first such cycle, or "" when there is none. Only local references
-// ("#" and "#/json/pointer") are followed; others are refused elsewhere.
-std::string same_value_cycle(const nlohmann::json& root) {
+// What parsing and validating a schema would recurse through, looked at first
+// without recursion. A schema that applies itself to the same value again without
+// ever descending into it — {"$ref": "#"}, or a definition reached from itself
+// through $ref, allOf/anyOf/oneOf, not, if/then/else or dependencies — never
+// finishes: valijson recurses until the stack overflows. So does a long enough
+// chain of such subschemas, once per level of the value.
+struct SchemaShape {
+  std::string problem;  // why the schema is refused; "" when it is not
+  int chain = 1;        // the most subschemas applied to one value, one after another
+};
+
+SchemaShape schema_shape(const nlohmann::json& root) {
   using Pointer = nlohmann::json::json_pointer;
-  // The schemas a schema applies to the very value it is applied to.
-  auto edges = [&](const Pointer& at) {
-    std::vector<Pointer> out;
-    const nlohmann::json* node = nullptr;
-    try {
-      node = &root.at(at);
-    } catch (const nlohmann::json::exception&) {
-      return out;
-    }
-    if (!node->is_object()) return out;
-    if (auto ref = node->find("$ref"); ref != node->end() && ref->is_string()) {
-      const std::string& text = ref->get_ref<const std::string&>();
-      if (text == "#") {
-        out.emplace_back();
-      } else if (text.starts_with("#/")) {
-        try {
-          Pointer target(text.substr(1));
-          if (root.contains(target)) out.push_back(std::move(target));
-        } catch (const nlohmann::json::exception&) {
-        }
-      }
-    }
-    for (const char* key : {"allOf", "anyOf", "oneOf"}) {
-      if (auto list = node->find(key); list != node->end() && list->is_array()) {
-        for (std::size_t i = 0; i < list->size(); ++i) out.push_back(at / key / i);
-      }
-    }
-    for (const char* key : {"not", "if", "then", "else"}) {
-      if (node->contains(key)) out.push_back(at / key);
-    }
-    for (const char* key : {"dependencies", "dependentSchemas"}) {
-      if (auto map = node->find(key); map != node->end() && map->is_object()) {
-        for (const auto& [name, value] : map->items()) {
-          if (value.is_object()) out.push_back(at / key / name);
-        }
-      }
-    }
-    return out;
-  };
-  // Every schema object in the document is a possible start (a definition may
-  // be reached from a $ref anywhere); a depth-first search without recursion.
+  SchemaShape shape;
+  // Every schema object in the document (a definition may be reached from a $ref
+  // anywhere), and every $ref checked: only a JSON pointer into this same schema,
+  // written plainly, is followed. valijson would also follow other spellings of
+  // the same place ("#/", "%61", an id's URI) that the cycle search below would not.
   std::vector<Pointer> starts;
   std::vector<std::pair<const nlohmann::json*, Pointer>> walk{{&root, Pointer()}};
   while (!walk.empty()) {
@@ -240,6 +209,25 @@ std::string same_value_cycle(const nlohmann::json& root) {
     walk.pop_back();
     if (value->is_object()) {
       starts.push_back(at);
+      if (auto ref = value->find("$ref"); ref != value->end()) {
+        const std::string text = ref->is_string() ? ref->get<std::string>() : ref->dump();
+        bool usable = ref->is_string() && (text == "#" || (text.starts_with("#/") && !text.ends_with("/") &&
+                                                           text.find('%') == std::string::npos));
+        if (usable && text != "#") {
+          try {
+            usable = root.contains(Pointer(text.substr(1)));
+          } catch (const nlohmann::json::exception&) {
+            usable = false;
+          }
+        }
+        if (!usable) {
+          shape.problem = fmt::format(
+              "$ref '{}' at #{}: only a reference to a part of this same schema is supported ('#', or "
+              "'#/definitions/NAME' naming a part that exists)",
+              text, at.to_string());
+          return shape;
+        }
+      }
       for (const auto& [key, child] : value->items()) {
         if (child.is_structured() && !is_data_keyword(key)) walk.emplace_back(&child, at / key);
       }
@@ -247,8 +235,35 @@ std::string same_value_cycle(const nlohmann::json& root) {
       for (std::size_t i = 0; i < value->size(); ++i) walk.emplace_back(&(*value)[i], at / i);
     }
   }
+  // The schemas a schema applies to the very value it is applied to.
+  auto edges = [&](const Pointer& at) {
+    std::vector<Pointer> out;
+    const nlohmann::json& node = root.at(at);
+    if (!node.is_object()) return out;
+    if (auto ref = node.find("$ref"); ref != node.end())
+      out.push_back(ref->get<std::string>() == "#" ? Pointer() : Pointer(ref->get<std::string>().substr(1)));
+    for (const char* key : {"allOf", "anyOf", "oneOf"}) {
+      if (auto list = node.find(key); list != node.end() && list->is_array()) {
+        for (std::size_t i = 0; i < list->size(); ++i) out.push_back(at / key / i);
+      }
+    }
+    for (const char* key : {"not", "if", "then", "else"}) {
+      if (node.contains(key)) out.push_back(at / key);
+    }
+    for (const char* key : {"dependencies", "dependentSchemas"}) {
+      if (auto map = node.find(key); map != node.end() && map->is_object()) {
+        for (const auto& [name, value] : map->items()) {
+          if (value.is_object()) out.push_back(at / key / name);
+        }
+      }
+    }
+    return out;
+  };
+  // A depth-first search without recursion: a cycle is refused, naming it; on an
+  // acyclic graph, the longest chain below each node is known when it finishes.
   enum class Mark { Unseen, OnPath, Finished };
   std::map<std::string, Mark> marks;
+  std::map<std::string, int> longest;
   for (const Pointer& start : starts) {
     if (marks[start.to_string()] != Mark::Unseen) continue;
     struct Frame {
@@ -262,7 +277,12 @@ std::string same_value_cycle(const nlohmann::json& root) {
     while (!path.empty()) {
       Frame& top = path.back();
       if (top.i == top.next.size()) {
-        marks[top.at.to_string()] = Mark::Finished;
+        int below = 0;
+        for (const Pointer& n : top.next) below = std::max(below, longest[n.to_string()]);
+        const std::string key = top.at.to_string();
+        longest[key] = below + 1;
+        shape.chain = std::max(shape.chain, below + 1);
+        marks[key] = Mark::Finished;
         path.pop_back();
         continue;
       }
@@ -276,14 +296,15 @@ std::string same_value_cycle(const nlohmann::json& root) {
           in_loop = in_loop || f.at == next;
           if (in_loop) loop += "#" + f.at.to_string() + " -> ";
         }
-        return loop + "#" + next.to_string();
+        shape.problem = fmt::format("it applies itself to the same value without end ({}#{})", loop, next.to_string());
+        return shape;
       }
       mark = Mark::OnPath;
       auto next_edges = edges(next);
       path.push_back({std::move(next), std::move(next_edges)});
     }
   }
-  return "";
+  return shape;
 }
 
 bool ends_with_json(const std::string& path) {
@@ -296,6 +317,7 @@ bool ends_with_json(const std::string& path) {
 // it was parsed from. Validation only reads it, so one Impl is shared by copies.
 struct JsonSchema::Impl {
   valijson::Schema schema;
+  int chain = 1;  // SchemaShape::chain
 };
 
 Expected<JsonSchema> JsonSchema::parse(const nlohmann::json& schema_doc) {
@@ -303,10 +325,16 @@ Expected<JsonSchema> JsonSchema::parse(const nlohmann::json& schema_doc) {
   if (nesting_depth(schema_doc, kMaxSchemaDepth) > kMaxSchemaDepth)
     return fail(ErrorCode::InvalidInput,
                 fmt::format("not a usable JSON Schema: it nests deeper than {} levels", kMaxSchemaDepth));
-  if (std::string loop = same_value_cycle(schema_doc); !loop.empty())
+  const SchemaShape shape = schema_shape(schema_doc);
+  if (!shape.problem.empty())
+    return fail(ErrorCode::InvalidInput, fmt::format("not a usable JSON Schema: {}", shape.problem));
+  if (shape.chain > kMaxSchemaChain)
     return fail(ErrorCode::InvalidInput,
-                fmt::format("not a usable JSON Schema: it applies itself to the same value without end ({})", loop));
+                fmt::format("not a usable JSON Schema: it applies {} subschemas to one value, one inside the other "
+                            "($ref, allOf, anyOf, oneOf, not, if/then/else); at most {}",
+                            shape.chain, kMaxSchemaChain));
   auto impl = std::make_shared<Impl>();
+  impl->chain = shape.chain;
   try {
     nlohmann::json routed = schema_doc;
     route_patterns_to_pcre2(routed);
@@ -360,9 +388,15 @@ Expected<JsonSchema> JsonSchema::load_file(const std::string& path) {
 std::vector<std::string> JsonSchema::validate(const nlohmann::json& doc) const {
   std::vector<std::string> lines;
   if (!impl_) return {"no schema loaded"};
-  // valijson recurses once per level of the value (more through $ref).
-  if (nesting_depth(doc, kMaxValueDepth) > kMaxValueDepth)
+  // valijson recurses once per level of the value and, at each, once per
+  // subschema of the longest chain applied to it: the product is what is bounded.
+  const int depth = nesting_depth(doc, kMaxValueDepth);
+  if (depth > kMaxValueDepth)
     return {fmt::format("(root): the value nests deeper than {} levels", kMaxValueDepth)};
+  if (static_cast<long>(depth) * impl_->chain > kMaxRecursion)
+    return {fmt::format("(root): the value nests {} levels deep and the schema applies up to {} subschemas at "
+                        "each: more than orch checks ({} in all)",
+                        depth, impl_->chain, kMaxRecursion)};
   try {
     // A Validator caches compiled 'pattern' regexes; one per call keeps
     // validate() safe to call from several threads on one JsonSchema.

@@ -121,6 +121,17 @@ TEST(JsonSchema, SchemasThatLoopOnTheSameValueAreRefused) {
   refused(R"({"not": {"allOf": [{"$ref": "#"}]}})");
   refused(R"({"if": {"$ref": "#"}})");
   refused(R"({"dependencies": {"x": {"$ref": "#"}}})");
+  // Other spellings valijson would follow to the same place are not followed:
+  // only a plain pointer to a part that exists is a usable $ref.
+  for (const char* other : {R"({"$ref": "#/"})",
+                            R"({"definitions": {"a": {"$ref": "#/definitions/a/"}}, "$ref": "#/definitions/a"})",
+                            R"({"definitions": {"a": {"$ref": "#/definitions/%61"}}, "$ref": "#/definitions/a"})",
+                            R"({"id": "http://x/s.json", "allOf": [{"$ref": "http://x/s.json#"}]})",
+                            R"({"$ref": "#/definitions/missing"})", R"({"$ref": "other.json"})",
+                            R"({"$ref": 5})"}) {
+    EXPECT_NE(refused(other).find("only a reference to a part of this same schema is supported"), std::string::npos)
+        << other;
+  }
 
   auto tree = JsonSchema::parse(json::parse(R"({
     "definitions": {"node": {"anyOf": [{"type": "null"},
@@ -145,6 +156,27 @@ TEST(JsonSchema, DeepSchemasAndValuesAreRefusedNotRecursedInto) {
   auto lines = any_depth->validate(nested(30000));
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0], "(root): the value nests deeper than 500 levels");
+
+  // valijson recurses through the chain of subschemas applied to one value at
+  // every level: a long chain times a deep value is refused too, and a chain past
+  // the limit makes the schema unusable.
+  auto chain_of = [](int links) {
+    json defs = json::object();
+    for (int i = 0; i < links; ++i)
+      defs["n" + std::to_string(i)] =
+          i + 1 < links ? json{{"allOf", json::array({json{{"$ref", "#/definitions/n" + std::to_string(i + 1)}}})}}
+                        : json{{"items", json{{"$ref", "#/definitions/n0"}}}};
+    return json{{"definitions", defs}, {"$ref", "#/definitions/n0"}};
+  };
+  auto long_chain = JsonSchema::parse(chain_of(240));
+  ASSERT_TRUE(long_chain.has_value()) << long_chain.error().message;
+  auto deep_lines = long_chain->validate(nested(480));
+  ASSERT_EQ(deep_lines.size(), 1u);
+  EXPECT_NE(deep_lines[0].find("the schema applies up to"), std::string::npos) << deep_lines[0];
+  EXPECT_TRUE(long_chain->validate(nested(10)).empty());
+  auto too_long = JsonSchema::parse(chain_of(600));
+  ASSERT_FALSE(too_long.has_value());
+  EXPECT_NE(too_long.error().message.find("subschemas to one value"), std::string::npos) << too_long.error().message;
 }
 
 TEST(JsonSchema, BadPatternIsRejectedWhenParsed) {

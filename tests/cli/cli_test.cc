@@ -336,9 +336,6 @@ steps:
   }
 }
 
-// The wall time a run was driven is in its row at most a second late, even while
-// one long step runs and nothing else is written: a resume after kill -9 goes on
-// from it, so a crash does not hand the wall budget back.
 // A step that clears its environment (env -i, for a hermetic build) carries no
 // ORCH_RUN_ID; its process is found through the process group the ledger recorded
 // for its attempt, and killed before the resume re-runs the step.
@@ -400,6 +397,9 @@ TEST(Cli, AResumeWhoseWorkspaceIsGoneIsRefusedBeforeAnythingIsRecorded) {
   EXPECT_EQ(query_int(db, "select count(*) from events"), events);
 }
 
+// The wall time a run was driven is in its row at most a second late, even while
+// one long step runs and nothing else is written: a resume after kill -9 goes on
+// from it, so a crash does not hand the wall budget back.
 TEST(Cli, TheWallTimeDrivenBeforeAKillIsKeptForTheBudget) {
   TempDir d;
   write_file(d / "p.yaml", R"(budget: {wall: 60s}

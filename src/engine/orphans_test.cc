@@ -1,0 +1,99 @@
+// kill_orphans by recorded process group: it kills the group an attempt still
+// running was started in, and leaves alone a group whose number was taken by
+// another process since (a different leader start time, boot or pid namespace).
+#include "engine/orphans.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "ledger/ledger_test_support.h"
+#include "orch/clock.h"
+#include "orch/store.h"
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+namespace lt = ledger_test;
+
+// A child in a process group of its own (as a step's is), in this session; it
+// clears its environment, so only the recorded group can find it.
+pid_t start_group_leader() {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    execle("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr), static_cast<char* const*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);  // as the child does: whichever runs first
+  return pid;
+}
+
+bool gone(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+class OrphansTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto opened = open_sqlite_store(dir_ / "orch.db");
+    ASSERT_TRUE(opened) << opened.error().message;
+    store_ = std::move(*opened);
+    ASSERT_TRUE(store_->begin());
+    ASSERT_TRUE(store_->insert_run(lt::sample_run("r1")));
+    ASSERT_TRUE(store_->upsert_step(lt::sample_step("r1", "a", 0)));
+    AttemptRecord a = lt::started_attempt("r1", "a", 1);
+    a.started_at = Clock::system().wall_ms() - 1000;  // before the leader started
+    ASSERT_TRUE(store_->insert_attempt(a));
+    ASSERT_TRUE(store_->commit());
+  }
+
+  void record(const nlohmann::json& data) {
+    ASSERT_TRUE(store_->begin());
+    EventRecord e{0, "r1", Clock::system().wall_ms(), "attempt_spawned", "a", 1, data.dump()};
+    ASSERT_TRUE(store_->append_event(e));
+    ASSERT_TRUE(store_->commit());
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(OrphansTest, TheRecordedGroupOfARunningAttemptIsKilled) {
+  pid_t leader = start_group_leader();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // exec'd, in its group
+  record(process_group_record(leader));
+  auto killed = kill_orphans(store_.get(), "r1");
+  ASSERT_TRUE(killed) << killed.error().message;
+  EXPECT_EQ(*killed, 1);
+  EXPECT_TRUE(gone(leader));
+}
+
+TEST_F(OrphansTest, AGroupWhoseNumberWasTakenSinceIsLeftAlone) {
+  pid_t leader = start_group_leader();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  nlohmann::json data = process_group_record(leader);
+  for (const char* what : {"leader_start", "boot", "pidns"}) {
+    nlohmann::json other = data;
+    other[what] = "1";  // recorded for another process, another boot, another namespace
+    record(other);
+    auto killed = kill_orphans(store_.get(), "r1");
+    ASSERT_TRUE(killed) << killed.error().message;
+    EXPECT_EQ(*killed, 0) << what;
+    EXPECT_EQ(kill(leader, 0), 0) << "killed a process the record did not name (" << what << ")";
+  }
+  kill(leader, SIGKILL);
+  EXPECT_TRUE(gone(leader));
+}
+
+}  // namespace
+}  // namespace orch
