@@ -43,8 +43,11 @@ struct RecordedGroup {
   pid_t pgid = 0;
   pid_t sid = 0;
   std::int64_t not_before_ms = 0;  // the attempt's start, less some slack for clock ticks
-  std::string leader_start;        // the leader's start time in clock ticks after boot
 };
+
+// How far a process's start time read from /proc (boot time in whole seconds plus
+// clock ticks) may be from the wall-clock time orch took when it started it.
+constexpr std::int64_t kStartSlackMs = 2000;
 
 std::string read_line(const std::string& path) {
   std::ifstream in(path);
@@ -62,18 +65,6 @@ std::string boot_id() {
 std::string pid_namespace() {
   struct stat st {};
   return ::stat("/proc/self/ns/pid", &st) == 0 ? std::to_string(st.st_ino) : std::string();
-}
-
-// Field 22 of /proc/PID/stat, as text; "" when there is no such process.
-std::string start_ticks(pid_t pid) {
-  std::string text = read_line("/proc/" + std::to_string(pid) + "/stat");
-  auto close = text.rfind(')');
-  if (close == std::string::npos) return "";
-  std::istringstream fields(text.substr(close + 1));
-  std::string word;
-  for (int field = 3; fields >> word; ++field)
-    if (field == 22) return word;
-  return "";
 }
 
 struct ProcStat {
@@ -116,6 +107,8 @@ Expected<std::vector<RecordedGroup>> recorded_groups(Store& store, const std::st
   if (running.empty()) return groups;
   const std::string boot = boot_id();
   const std::string namespace_id = pid_namespace();
+  const std::int64_t boot_ms = boot_time_ms();
+  const long ticks = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
   for (const EventRecord& e : ORCH_TRY(store.events_of_kind(run_id, "attempt_spawned"))) {
     auto it = running.find({e.step_id, e.attempt});
     if (it == running.end()) continue;
@@ -127,27 +120,27 @@ Expected<std::vector<RecordedGroup>> recorded_groups(Store& store, const std::st
     RecordedGroup g;
     g.pgid = data["pgid"].get<pid_t>();
     g.sid = data["sid"].get<pid_t>();
-    g.not_before_ms = it->second - 2000;
-    g.leader_start = data.value("leader_start", "");
-    if (g.pgid <= 1 || g.leader_start.empty()) continue;
-    // A process with the group's number that started at another time is a new
-    // process that reused the number (its group, if any, is not the attempt's).
-    if (std::string now = start_ticks(g.pgid); !now.empty() && now != g.leader_start) continue;
+    g.not_before_ms = it->second - kStartSlackMs;
+    const std::int64_t spawned_ms = data.value("spawned_ms", std::int64_t{0});
+    if (g.pgid <= 1 || spawned_ms <= 0) continue;
+    // A process with the group's number that started at another time than the
+    // attempt's process is a new one that took the number: its group, if it leads
+    // one, is not the attempt's.
+    if (auto leader = proc_stat(g.pgid, boot_ms, ticks);
+        leader && std::llabs(leader->started_ms - spawned_ms) > kStartSlackMs)
+      continue;
     groups.push_back(g);
   }
   return groups;
 }
 }  // namespace
 
-nlohmann::json process_group_record(int pgid) {
+nlohmann::json process_group_record(int pgid, std::int64_t spawned_ms) {
   static const int session = static_cast<int>(getsid(0));
   static const std::string boot = boot_id();
   static const std::string namespace_id = pid_namespace();
-  return {{"pgid", pgid},
-          {"sid", session},
-          {"boot", boot},
-          {"pidns", namespace_id},
-          {"leader_start", start_ticks(static_cast<pid_t>(pgid))}};
+  return {
+      {"pgid", pgid}, {"sid", session}, {"boot", boot}, {"pidns", namespace_id}, {"spawned_ms", spawned_ms}};
 }
 
 Expected<int> kill_orphans(Store* store, const std::string& run_id) {

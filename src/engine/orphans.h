@@ -19,11 +19,11 @@
 
 namespace orch {
 
-// The data of an attempt_spawned event for the process group `pgid` (led by the
-// attempt's process, alive when this is called): the group, orch's session, and
-// what tells that group from a later one with the same number — the machine's
-// boot, the pid namespace, and the leader's start time.
-nlohmann::json process_group_record(int pgid);
+// The data of an attempt_spawned event for the process group `pgid`, led by the
+// attempt's process, started at `spawned_ms` (wall clock): the group, orch's
+// session, and what tells that group from a later one with the same number — the
+// machine's boot, the pid namespace, and when its leader started.
+nlohmann::json process_group_record(int pgid, std::int64_t spawned_ms);
 
 // Returns how many processes were found and killed. Never kills the caller or its
 // own process group. Reads the ledger (the attempts left running and their

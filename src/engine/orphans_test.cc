@@ -69,9 +69,10 @@ class OrphansTest : public ::testing::Test {
 };
 
 TEST_F(OrphansTest, TheRecordedGroupOfARunningAttemptIsKilled) {
+  const std::int64_t spawned = Clock::system().wall_ms();
   pid_t leader = start_group_leader();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // exec'd, in its group
-  record(process_group_record(leader));
+  record(process_group_record(leader, spawned));
   auto killed = kill_orphans(store_.get(), "r1");
   ASSERT_TRUE(killed) << killed.error().message;
   EXPECT_EQ(*killed, 1);
@@ -79,12 +80,15 @@ TEST_F(OrphansTest, TheRecordedGroupOfARunningAttemptIsKilled) {
 }
 
 TEST_F(OrphansTest, AGroupWhoseNumberWasTakenSinceIsLeftAlone) {
+  const std::int64_t spawned = Clock::system().wall_ms();
   pid_t leader = start_group_leader();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  nlohmann::json data = process_group_record(leader);
-  for (const char* what : {"leader_start", "boot", "pidns"}) {
+  const nlohmann::json data = process_group_record(leader, spawned);
+  for (const char* what : {"spawned_ms", "boot", "pidns"}) {
     nlohmann::json other = data;
-    other[what] = "1";  // recorded for another process, another boot, another namespace
+    // Recorded for a process started an hour earlier, in another boot, in another namespace.
+    other[what] =
+        std::string(what) == "spawned_ms" ? nlohmann::json(spawned - 3600 * 1000) : nlohmann::json("1");
     record(other);
     auto killed = kill_orphans(store_.get(), "r1");
     ASSERT_TRUE(killed) << killed.error().message;

@@ -277,7 +277,7 @@ void Scheduler::flush_spawned() {
   for (const Spawned& sp : spawned_) {
     StepState& s = steps_[static_cast<std::size_t>(sp.step)];
     if (!s.in_flight || !s.has_flight() || s.flight().attempt.number != sp.attempt) continue;
-    event("attempt_spawned", s.step->id, sp.attempt, process_group_record(sp.group));
+    event("attempt_spawned", s.step->id, sp.attempt, process_group_record(sp.group, sp.spawned_ms));
   }
   spawned_.clear();
 }
@@ -821,7 +821,7 @@ void Scheduler::start_attempt(int i) {
   s.flight().running = std::move(*started);
   // (A test executor may hand back no attempt object.)
   if (int group = s.flight().running ? s.flight().running->process_group() : 0; group > 0)
-    spawned_.push_back({i, s.flight().attempt.number, group});
+    spawned_.push_back({i, s.flight().attempt.number, group, Clock::system().wall_ms()});
   report(ProgressEvent::Kind::AttemptStarted, i);
 }
 

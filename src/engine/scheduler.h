@@ -177,6 +177,7 @@ class Scheduler {
     int step = 0;
     int attempt = 0;
     int group = 0;
+    std::int64_t spawned_ms = 0;  // wall clock
   };
   std::vector<Spawned> spawned_;
 
