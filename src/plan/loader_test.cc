@@ -441,6 +441,26 @@ TEST(ParsePlan, Anchors) {
   EXPECT_EQ(r.plan.steps[1].env.at("A"), "b");
 }
 
+// `result_json: {}` is the empty inline schema (any JSON), `true`/`false` the
+// boolean schemas, as JSON Schema has them and the plan schema allows; a string
+// is a schema_path, even "true" quoted.
+TEST(ParsePlan, ResultJsonShorthandTakesTheEmptyAndBooleanSchemas) {
+  auto r = parse_plan(R"(steps:
+  - id: a
+    sh: x
+    post: [{result_json: {}}, {result_json: true}, {result_json: false}, {result_json: "true"}]
+)",
+                      "p.yaml");
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].to_string();
+  const auto& post = r.plan.steps[0].post;
+  ASSERT_EQ(post.size(), 4u);
+  EXPECT_EQ(post[0].schema, nlohmann::json::object());
+  EXPECT_EQ(post[1].schema, nlohmann::json(true));
+  EXPECT_EQ(post[2].schema, nlohmann::json(false));
+  EXPECT_FALSE(post[3].schema.has_value());
+  EXPECT_EQ(post[3].schema_path, "true");
+}
+
 TEST(LoadPlanFile, ReadsAndReportsMissing) {
   testing::TempDir dir;
   testing::write_file(dir / "p.yaml", "steps:\n  - id: a\n    sh: echo\n");

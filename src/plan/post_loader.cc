@@ -90,12 +90,16 @@ std::optional<Postcondition> read_shorthand(const ReadContext& ctx, PostKind kin
   post.kind = kind;
   const char* name = post_kind_name(kind);
   if (value.is_null()) return post;
+  // `result_json: {}` is the empty schema (any JSON), and `result_json: true` /
+  // `false` the boolean ones, as JSON Schema has them; a string is a schema_path.
+  if (kind == PostKind::ResultJson &&
+      ((value.is_map() && (value.entries.empty() || !all_keys_are_fields(value))) ||
+       (value.is_scalar() && !value.quoted && (value.scalar == "true" || value.scalar == "false")))) {
+    check_duplicate_keys(ctx, value);
+    post.schema = to_json(value);
+    return post;
+  }
   if (value.is_map()) {
-    if (kind == PostKind::ResultJson && !all_keys_are_fields(value)) {
-      check_duplicate_keys(ctx, value);
-      post.schema = to_json(value);
-      return post;
-    }
     std::size_t errors = ctx.out->size();
     std::string ignored_kind;
     read_fields(ctx, value, field_names(), post, &ignored_kind);
