@@ -202,7 +202,18 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   auto parsing = std::async(launch, [&text, &name] { return parse_plan(text, name); });
   auto rows_read = store_.steps(run_.id);
   LoadResult loaded = parsing.get();
-  if (!loaded.diagnostics.empty()) return fail(ErrorCode::InvalidInput, diagnostics_text(loaded.diagnostics));
+  // The stored plan was valid when the run started; an orch that checks more may
+  // refuse it now. Say what to do then: resume with a corrected copy.
+  auto invalid = [&](const Diagnostics& problems) {
+    std::string listed = diagnostics_text(problems);
+    if (!replan_path)
+      listed = fmt::format(
+          "the plan stored with run {} does not validate any more:\n{}\nresume it with a corrected "
+          "copy: orch resume {} --replan PLAN",
+          run_.id, listed, run_.id);
+    return fail(ErrorCode::InvalidInput, listed);
+  };
+  if (!loaded.diagnostics.empty()) return invalid(loaded.diagnostics);
   if (!rows_read) return std::unexpected(rows_read.error());
   std::vector<StepRecord> rows = std::move(*rows_read);
   loaded.plan.source_path = path;
@@ -210,8 +221,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   const ValidateOptions checks = validate_options_for(run_.workspace, path, *executors_);
   auto validating = std::async(launch, [this, &checks] { return validate_plan(plan_, checks); });
   auto state = index_plan_state();  // reads plan_ only, as the validation does
-  if (Diagnostics problems = validating.get(); !problems.empty())
-    return fail(ErrorCode::InvalidInput, diagnostics_text(problems));
+  if (Diagnostics problems = validating.get(); !problems.empty()) return invalid(problems);
   ORCH_TRY(state);
   executors_->warm_up(plan_);
 

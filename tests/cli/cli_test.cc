@@ -400,6 +400,32 @@ TEST(Cli, AResumeWhoseWorkspaceIsGoneIsRefusedBeforeAnythingIsRecorded) {
 // The wall time a run was driven is in its row at most a second late, even while
 // one long step runs and nothing else is written: a resume after kill -9 goes on
 // from it, so a crash does not hand the wall budget back.
+// A plan stored by an orch that checked less (here: a plan version written into
+// the ledger by hand) is refused on resume with what to do about it.
+TEST(Cli, AStoredPlanThatNoLongerValidatesSaysToResumeWithReplan) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: a, sh: 'exit 1', attempts: 1}\n");
+  auto r = run_orch({"run", "p.yaml"}, d.path());
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const std::string id = run_id_in(r.err);
+  fs::path db = d / ".orch" / "orch.db";
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  const std::string insert = "insert into plans values ('" + id +
+                             "', 2, 'p.yaml', 'steps:\n  - {id: a, sh: x, env: {ORCH_P0: y}}\n', 0); "
+                             "update runs set plan_version = 2";
+  EXPECT_EQ(sqlite3_exec(h, insert.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
+  sqlite3_close(h);
+  auto resumed = run_orch({"resume", id}, d.path());
+  EXPECT_EQ(resumed.exit_code, 2);
+  EXPECT_NE(resumed.err.find("the plan stored with run " + id + " does not validate any more"),
+            std::string::npos)
+      << resumed.err;
+  EXPECT_NE(resumed.err.find("orch resume " + id + " --replan PLAN"), std::string::npos) << resumed.err;
+  write_file(d / "fixed.yaml", "steps:\n  - {id: a, sh: 'exit 0'}\n");
+  EXPECT_EQ(run_orch({"resume", id, "--replan", "fixed.yaml"}, d.path()).exit_code, 0);
+}
+
 TEST(Cli, TheWallTimeDrivenBeforeAKillIsKeptForTheBudget) {
   TempDir d;
   write_file(d / "p.yaml", R"(budget: {wall: 60s}
