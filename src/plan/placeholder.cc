@@ -97,6 +97,11 @@ Expected<Segment> parse_steps_form(const std::vector<std::string>& parts, std::s
 
 // Parses the text between "${" and "}" (`inner`); `source` is the whole "${...}".
 Expected<Segment> parse_placeholder(std::string_view inner, std::string_view source) {
+  // `${ steps.a.result }`: a placeholder has no spaces; suggest it without them.
+  if (std::string_view bare = trim(inner); bare.size() != inner.size() && !bare.empty()) {
+    const std::string without = fmt::format("${{{}}}", bare);
+    if (parse_placeholder(bare, without)) return std::unexpected(unknown(source, suggest(without)));
+  }
   std::vector<std::string> parts = split_dots(inner);
   const std::string& head = parts[0];
   if (head == "steps") return parse_steps_form(parts, source);

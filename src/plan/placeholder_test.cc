@@ -51,6 +51,12 @@ TEST(ParseTemplate, StepResult) {
   EXPECT_TRUE(t.has_placeholders());
 }
 
+TEST(ParseTemplate, SpacesInsideAPlaceholderGetTheSuggestionWithout) {
+  auto t = parse_template("x ${ steps.a.result } y");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().message, "unknown placeholder '${ steps.a.result }' (did you mean '${steps.a.result}'?)");
+}
+
 TEST(ParseTemplate, StepIdsMayContainDots) {
   Template t = parse_template_ok("${steps.build.v2.result}");
   ASSERT_EQ(t.segments.size(), 1u);
