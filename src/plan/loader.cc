@@ -371,6 +371,9 @@ Expected<std::string> read_plan_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
+    // A socket cannot be opened at all (ENXIO): say what it is.
+    if (struct stat st{}; err == ENXIO && ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+      return fail(ErrorCode::InvalidInput, fmt::format("{}: is a socket, not a plan file", path));
     return fail(err == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
                 fmt::format("{}: cannot read the plan file: {}", path, std::strerror(err)));
   }

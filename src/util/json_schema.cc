@@ -191,8 +191,9 @@ int nesting_depth(const nlohmann::json& doc, int limit) {
 // finishes: valijson recurses until the stack overflows. So does a long enough
 // chain of such subschemas, once per level of the value.
 struct SchemaShape {
-  std::string problem;  // why the schema is refused; "" when it is not
-  int chain = 1;        // the most subschemas applied to one value, one after another
+  std::string problem;       // why the schema is refused; "" when it is not
+  int chain = 1;             // the most subschemas applied to one value, one after another
+  std::int64_t applied = 1;  // the most subschema applications to one value, repeats counted
 };
 
 SchemaShape schema_shape(const nlohmann::json& root) {
@@ -203,10 +204,25 @@ SchemaShape schema_shape(const nlohmann::json& root) {
   // written plainly, is followed. valijson would also follow other spellings of
   // the same place ("#/", "%61", an id's URI) that the cycle search below would not.
   std::vector<Pointer> starts;
-  std::vector<std::pair<const nlohmann::json*, Pointer>> walk{{&root, Pointer()}};
+  // What a place in the document holds: a schema (or a list of schemas), or a
+  // map from names to schemas (properties, definitions, ...), whose keys are
+  // names — "type", "$ref" — not keywords.
+  enum class Holds { Schema, NamedSchemas };
+  struct Place {
+    const nlohmann::json* value;
+    Pointer at;
+    Holds holds;
+  };
+  std::vector<Place> walk{{&root, Pointer(), Holds::Schema}};
   while (!walk.empty()) {
-    auto [value, at] = std::move(walk.back());
+    auto [value, at, holds] = std::move(walk.back());
     walk.pop_back();
+    if (holds == Holds::NamedSchemas) {
+      for (const auto& [name, child] : value->items()) {
+        if (child.is_structured()) walk.push_back({&child, at / name, Holds::Schema});
+      }
+      continue;
+    }
     if (value->is_object()) {
       starts.push_back(at);
       if (auto ref = value->find("$ref"); ref != value->end()) {
@@ -229,19 +245,36 @@ SchemaShape schema_shape(const nlohmann::json& root) {
         }
       }
       for (const auto& [key, child] : value->items()) {
-        if (child.is_structured() && !is_data_keyword(key)) walk.emplace_back(&child, at / key);
+        if (!child.is_structured() || is_data_keyword(key)) continue;
+        walk.push_back(
+            {&child, at / key,
+             is_schema_map_keyword(key) && child.is_object() ? Holds::NamedSchemas : Holds::Schema});
       }
     } else if (value->is_array()) {
-      for (std::size_t i = 0; i < value->size(); ++i) walk.emplace_back(&(*value)[i], at / i);
+      for (std::size_t i = 0; i < value->size(); ++i) walk.push_back({&(*value)[i], at / i, Holds::Schema});
     }
   }
   // The schemas a schema applies to the very value it is applied to.
+  // Only schema objects are asked, and every $ref in one was checked above: a
+  // string naming a part that exists. (Defensive all the same: nothing throws.)
   auto edges = [&](const Pointer& at) {
     std::vector<Pointer> out;
-    const nlohmann::json& node = root.at(at);
+    const nlohmann::json* found = nullptr;
+    try {
+      found = &root.at(at);
+    } catch (const nlohmann::json::exception&) {
+      return out;
+    }
+    const nlohmann::json& node = *found;
     if (!node.is_object()) return out;
-    if (auto ref = node.find("$ref"); ref != node.end())
-      out.push_back(ref->get<std::string>() == "#" ? Pointer() : Pointer(ref->get<std::string>().substr(1)));
+    if (auto ref = node.find("$ref"); ref != node.end() && ref->is_string()) {
+      const std::string& text = ref->get_ref<const std::string&>();
+      try {
+        Pointer target = text == "#" ? Pointer() : Pointer(text.substr(1));
+        if (root.contains(target)) out.push_back(std::move(target));
+      } catch (const nlohmann::json::exception&) {
+      }
+    }
     for (const char* key : {"allOf", "anyOf", "oneOf"}) {
       if (auto list = node.find(key); list != node.end() && list->is_array()) {
         for (std::size_t i = 0; i < list->size(); ++i) out.push_back(at / key / i);
@@ -264,6 +297,11 @@ SchemaShape schema_shape(const nlohmann::json& root) {
   enum class Mark { Unseen, OnPath, Finished };
   std::map<std::string, Mark> marks;
   std::map<std::string, int> longest;
+  // How many subschemas a node applies to its value, counting each path through
+  // allOf/anyOf/oneOf/$ref: two alternatives that both lead on to the same next
+  // ones double it at every link (capped, so the sum cannot overflow).
+  constexpr std::int64_t kCap = std::int64_t{1} << 40;
+  std::map<std::string, std::int64_t> applied;
   for (const Pointer& start : starts) {
     if (marks[start.to_string()] != Mark::Unseen) continue;
     struct Frame {
@@ -278,10 +316,16 @@ SchemaShape schema_shape(const nlohmann::json& root) {
       Frame& top = path.back();
       if (top.i == top.next.size()) {
         int below = 0;
-        for (const Pointer& n : top.next) below = std::max(below, longest[n.to_string()]);
+        std::int64_t under = 1;
+        for (const Pointer& n : top.next) {
+          below = std::max(below, longest[n.to_string()]);
+          under = std::min(kCap, under + applied[n.to_string()]);
+        }
         const std::string key = top.at.to_string();
         longest[key] = below + 1;
+        applied[key] = under;
         shape.chain = std::max(shape.chain, below + 1);
+        shape.applied = std::max(shape.applied, under);
         marks[key] = Mark::Finished;
         path.pop_back();
         continue;
@@ -333,6 +377,14 @@ Expected<JsonSchema> JsonSchema::parse(const nlohmann::json& schema_doc) {
                 fmt::format("not a usable JSON Schema: it applies {} subschemas to one value, one inside the other "
                             "($ref, allOf, anyOf, oneOf, not, if/then/else); at most {}",
                             shape.chain, kMaxSchemaChain));
+  if (shape.applied > kMaxApplied)
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("not a usable JSON Schema: it applies {} subschemas to one value, counting each "
+                            "way through allOf, anyOf, oneOf and $ref (alternatives that lead on to the same "
+                            "ones multiply); at most {}",
+                            shape.applied >= (std::int64_t{1} << 40) ? std::string("over a trillion")
+                                                                     : std::to_string(shape.applied),
+                            kMaxApplied));
   auto impl = std::make_shared<Impl>();
   impl->chain = shape.chain;
   try {

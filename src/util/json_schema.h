@@ -20,6 +20,10 @@ class JsonSchema {
   // that chain times the value's depth: valijson recurses through both.
   static constexpr int kMaxSchemaChain = 500;
   static constexpr long kMaxRecursion = 10000;
+  // The most subschema applications to one value, each way through allOf, anyOf,
+  // oneOf and $ref counted: alternatives that lead on to the same subschemas
+  // multiply, and valijson tries every way (and collects an error for each).
+  static constexpr long kMaxApplied = 10000;
 
   // Parses a schema document (draft 4/6/7 keywords as valijson supports them).
   // Fails (InvalidInput) with valijson's message when it is not a usable schema,

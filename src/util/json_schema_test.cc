@@ -133,6 +133,34 @@ TEST(JsonSchema, SchemasThatLoopOnTheSameValueAreRefused) {
         << other;
   }
 
+  // Under properties and definitions, keys are names, whatever they are called:
+  // a loop under a property named like a keyword is found too.
+  for (const char* name : {"type", "id", "default", "required", "enum", "const", "examples", "$ref"}) {
+    json looping = {{"properties", {{name, {{"$ref", "#/properties/" + std::string(name)}}}}}};
+    EXPECT_NE(refused(looping.dump().c_str()).find("without end"), std::string::npos) << name;
+    json remote = {{"definitions", {{name, {{"$ref", "common.json#/Type"}}}}}};
+    EXPECT_NE(refused(remote.dump().c_str()).find("only a reference to a part of this same schema"),
+              std::string::npos)
+        << name;
+  }
+  // ... and a property named "$ref" is a property, not a reference.
+  auto named_ref = JsonSchema::parse(json::parse(R"({"properties": {"$ref": {"type": "string"}}})"));
+  ASSERT_TRUE(named_ref.has_value()) << named_ref.error().message;
+  EXPECT_FALSE(named_ref->validate(json::parse(R"({"$ref": 5})")).empty());
+
+  // Alternatives that lead on to the same subschemas multiply: 2^40 ways to try
+  // on one value. Refused before valijson tries them all (it took minutes and
+  // tens of GB).
+  json defs = json::object();
+  for (int i = 0; i < 40; ++i) {
+    std::string next = "#/definitions/n" + std::to_string(i + 1);
+    defs["n" + std::to_string(i)] = {{"oneOf", json::array({{{"$ref", next}}, {{"$ref", next}}})}};
+  }
+  defs["n40"] = {{"type", "string"}};
+  EXPECT_NE(refused(json{{"definitions", defs}, {"$ref", "#/definitions/n0"}}.dump().c_str())
+                .find("counting each way through allOf, anyOf, oneOf and $ref"),
+            std::string::npos);
+
   auto tree = JsonSchema::parse(json::parse(R"({
     "definitions": {"node": {"anyOf": [{"type": "null"},
       {"type": "object", "properties": {"next": {"$ref": "#/definitions/node"}}}]}},
