@@ -89,6 +89,14 @@ TEST_F(PlanSchema, InlineExamples) {
   EXPECT_FALSE(check("steps: [{id: a, sh: x, timeout: 1y}]").empty());
   EXPECT_FALSE(check("steps: [{id: a, sh: x, post: [{kind: exit_zero, bogus: 1}]}]").empty());
   EXPECT_FALSE(check("steps: [{sh: x}]").empty()) << "a step needs an id";
+  // The full form takes the fields its kind uses, as orch does: no more, no fewer.
+  EXPECT_TRUE(check("steps: [{id: a, sh: x, post: [{kind: shell_zero, cmd: x, timeout: 1s}]}]").empty());
+  EXPECT_TRUE(check("steps: [{id: a, sh: x, post: [{kind: file_contains, path: a, text: b, x-why: c}]}]").empty());
+  EXPECT_FALSE(check("steps: [{id: a, sh: x, post: [{kind: exit_zero, text: x}]}]").empty());
+  EXPECT_FALSE(check("steps: [{id: a, sh: x, post: [{kind: result_contains, text: a, path: b}]}]").empty());
+  EXPECT_FALSE(check("steps: [{id: a, sh: x, post: [{kind: file_contains, path: a}]}]").empty());
+  EXPECT_FALSE(check("steps: [{id: a, sh: x, post: [{kind: result_json}]}]").empty());
+  EXPECT_FALSE(check("steps: [{id: a, sh: x, post: [{kind: result_json, schema: {}, schema_path: s}]}]").empty());
 }
 
 }  // namespace
