@@ -114,7 +114,11 @@ std::optional<std::int64_t> read_int(const ReadContext& ctx, const Field& f, con
     ctx.error(value_line(f), fmt::format("'{}' is out of range: {}", name, describe(f.value)));
     return std::nullopt;
   }
-  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+  // `2.0` is the integer 2, as JSON Schema (and so the plan schema) has it.
+  std::string_view rest(end, static_cast<std::size_t>(digits.data() + digits.size() - end));
+  const bool whole_fraction =
+      !rest.empty() && rest[0] == '.' && rest.find_first_not_of('0', 1) == std::string_view::npos;
+  if (digits.empty() || ec != std::errc() || (!rest.empty() && !whole_fraction)) {
     ctx.error(value_line(f), fmt::format("'{}' must be an integer, got {}", name, describe(f.value)));
     return std::nullopt;
   }

@@ -461,6 +461,19 @@ TEST(ParsePlan, ResultJsonShorthandTakesTheEmptyAndBooleanSchemas) {
   EXPECT_EQ(post[3].schema_path, "true");
 }
 
+// `2.0` is the integer 2 (JSON Schema, and so the plan schema, says so); `1.5` is not.
+TEST(ParsePlan, AnIntegerMayBeWrittenWithAZeroFraction) {
+  auto r = parse_plan(
+      "concurrency: 2.0\ndefaults: {attempts: 3.00}\nsteps:\n  - {id: a, sh: x, attempts: 2.}\n", "p.yaml");
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].to_string();
+  EXPECT_EQ(r.plan.concurrency, 2);
+  EXPECT_EQ(r.plan.defaults.attempts, 3);
+  EXPECT_EQ(r.plan.steps[0].attempts, 2);
+  auto bad = parse_plan("steps:\n  - {id: a, sh: x, attempts: 1.5}\n", "p.yaml");
+  ASSERT_EQ(bad.diagnostics.size(), 1u);
+  EXPECT_EQ(bad.diagnostics[0].message, "'attempts' must be an integer, got '1.5'");
+}
+
 TEST(LoadPlanFile, ReadsAndReportsMissing) {
   testing::TempDir dir;
   testing::write_file(dir / "p.yaml", "steps:\n  - id: a\n    sh: echo\n");
