@@ -5,8 +5,9 @@
 #                [--no-hyperfine] [--only N[,N...]]
 #
 #   1. N independent `true` commands at -j2 (N = 5000): the raw posix_spawn loop
-#      (bench/spawn_loop.cc), `make -j2`, `ninja -j2` and `orch run` with a fresh
-#      store and workspace; wall seconds and the ratio of each to the raw loop.
+#      (bench/spawn_loop.cc), the same loop with orch's spawn mechanics
+#      (`spawn_loop --orch-mechanics`), `make -j2`, `ninja -j2` and `orch run` with
+#      a fresh store and workspace; wall seconds and the ratio of each to the raw loop.
 #   2. A chain of builtin:echo steps (1000), each depending on the previous, as a
 #      YAML and as a JSON plan: orch's per-step overhead in µs (the wall time of
 #      `orch run` / steps), and the marginal cost of a step (less a 1-step chain).
@@ -190,6 +191,14 @@ ratio_line() {  # ratio_line LABEL SECONDS [TARGET]
     note "$(printf '%-28s %9.3f s   %sx' "$label" "$secs" "$ratio")"
   fi
 }
+# The same loop starting and ending each child the way orch's shell executor does
+# (pipes, process group, /dev/null, cwd, signal dispositions, pidfd, group kill):
+# between it and orch is orch's own work (the ledger, checks, bookkeeping).
+if secs=$(measure mechanics "" "$(q "$spawn_loop") --orch-mechanics $(q "$flat") $n 2 true"); then
+  ratio_line "spawn loop, orch mechanics" "$secs"
+else
+  note "spawn loop with orch's mechanics: FAILED"; failures=$((failures + 1))
+fi
 if secs=$(measure make "" "make -s -j2 -C $(q "$flat")"); then
   ratio_line "make -j2" "$secs"
 else

@@ -1,28 +1,44 @@
 // bench/spawn_loop.cc — the baseline for the 5000-step benchmark.
 //
 //   spawn_loop N J CMD [ARG...]
+//   spawn_loop --orch-mechanics DIR N J CMD [ARG...]
 //
 // Runs CMD N times with posix_spawnp, keeping at most J children running at
 // once (reaping with waitpid), and prints the elapsed wall time in seconds.
 // This is the least any orchestrator can do to run N processes J at a time; orch
 // (and make, ninja) are compared against it in bench/run.sh. No orch code is used.
 // Exits 1 if any child could not be spawned or did not exit 0.
+//
+// --orch-mechanics DIR starts and ends each child the way orch's shell executor
+// does (src/exec/subprocess.cc), written again here: stdout and stderr to pipes
+// read until end of file, stdin from /dev/null, cwd DIR, its own process group,
+// no blocked signals and default dispositions for the signals orch resets, a
+// pidfd watched with poll(2), and the group killed once the child has exited.
+// What it adds to the plain loop is what those mechanics cost; what orch adds to
+// it is orch's own work (its ledger, checks and bookkeeping).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
+#include <vector>
 
 extern char** environ;
 
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: spawn_loop N J CMD [ARG...]\n");
+  std::fprintf(stderr, "usage: spawn_loop [--orch-mechanics DIR] N J CMD [ARG...]\n");
   return 2;
 }
 
@@ -32,17 +48,8 @@ bool parse_count(const char* text, long& out) {
   return end != text && *end == '\0' && out > 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  long total = 0;
-  long jobs = 0;
-  if (argc < 4 || !parse_count(argv[1], total) || !parse_count(argv[2], jobs)) {
-    return usage();
-  }
-  char** command = argv + 3;
-
-  const auto start = std::chrono::steady_clock::now();
+// The plain loop: posix_spawnp with nothing else, waitpid for any child.
+long plain_loop(long total, long jobs, char** command) {
   long started = 0;
   long running = 0;
   long failures = 0;
@@ -65,14 +72,159 @@ int main(int argc, char** argv) {
     const pid_t done = waitpid(-1, &status, 0);
     if (done < 0) {
       std::perror("spawn_loop: waitpid");
-      return 1;
+      return -1;
     }
     --running;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       ++failures;
     }
   }
+  return failures;
+}
+
+struct Child {
+  pid_t pid = -1;
+  int out = -1;    // read end of the stdout pipe, -1 once at end of file
+  int err = -1;    // read end of the stderr pipe, -1 once at end of file
+  int pidfd = -1;  // readable once the child has exited
+  bool exited = false;
+};
+
+void drain(int& fd) {
+  std::array<char, 65536> buffer{};
+  for (;;) {
+    const ssize_t n = read(fd, buffer.data(), buffer.size());
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) {
+      close(fd);
+      fd = -1;
+    }
+    return;  // end of file, or EAGAIN: nothing more for now
+  }
+}
+
+// Starts CMD as orch's shell executor does; false (with a message) if it could not.
+bool start_like_orch(Child& child, const char* dir, char** command) {
+  int out_pipe[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+    std::perror("spawn_loop: pipe2");
+    return false;
+  }
+  fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+  fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  posix_spawn_file_actions_addchdir_np(&actions, dir);
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t mask;
+  sigemptyset(&mask);
+  posix_spawnattr_setsigmask(&attr, &mask);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ,
+                  SIGUSR1, SIGUSR2, SIGALRM}) {
+    sigaddset(&defaults, sig);
+  }
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+
+  const int rc = posix_spawnp(&child.pid, command[0], &actions, &attr, command, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (rc != 0) {
+    std::fprintf(stderr, "spawn_loop: cannot spawn %s: %s\n", command[0], std::strerror(rc));
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    return false;
+  }
+  child.out = out_pipe[0];
+  child.err = err_pipe[0];
+  child.pidfd = static_cast<int>(syscall(SYS_pidfd_open, child.pid, 0));
+  if (child.pidfd < 0) {
+    std::perror("spawn_loop: pidfd_open");
+    return false;
+  }
+  return true;
+}
+
+long orch_mechanics_loop(const char* dir, long total, long jobs, char** command) {
+  long started = 0;
+  long failures = 0;
+  std::vector<Child> running;
+  std::vector<pollfd> fds;
+  while (started < total || !running.empty()) {
+    while (started < total && static_cast<long>(running.size()) < jobs) {
+      ++started;
+      Child child;
+      if (!start_like_orch(child, dir, command)) return -1;
+      running.push_back(child);
+    }
+    fds.clear();
+    for (const Child& c : running) {
+      for (int fd : {c.out, c.err, c.exited ? -1 : c.pidfd}) {
+        if (fd >= 0) fds.push_back(pollfd{fd, POLLIN, 0});
+      }
+    }
+    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+      std::perror("spawn_loop: poll");
+      return -1;
+    }
+    for (std::size_t i = 0; i < running.size();) {
+      Child& c = running[i];
+      if (c.out >= 0) drain(c.out);
+      if (c.err >= 0) drain(c.err);
+      if (!c.exited) {
+        pollfd p{c.pidfd, POLLIN, 0};
+        c.exited = poll(&p, 1, 0) == 1;
+      }
+      if (!c.exited || c.out >= 0 || c.err >= 0) {
+        ++i;
+        continue;
+      }
+      kill(-c.pid, SIGKILL);  // whatever the child left in its group
+      int status = 0;
+      while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      close(c.pidfd);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  return failures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int first = 1;
+  const char* orch_dir = nullptr;
+  if (argc > 2 && std::strcmp(argv[1], "--orch-mechanics") == 0) {
+    orch_dir = argv[2];
+    first = 3;
+  }
+  long total = 0;
+  long jobs = 0;
+  if (argc < first + 3 || !parse_count(argv[first], total) || !parse_count(argv[first + 1], jobs)) {
+    return usage();
+  }
+  char** command = argv + first + 2;
+
+  const auto start = std::chrono::steady_clock::now();
+  const long failures =
+      orch_dir ? orch_mechanics_loop(orch_dir, total, jobs, command) : plain_loop(total, jobs, command);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  if (failures < 0) return 1;
   std::printf("%.3f\n", elapsed.count());
   if (failures > 0) {
     std::fprintf(stderr, "spawn_loop: %ld of %ld commands failed\n", failures, total);
