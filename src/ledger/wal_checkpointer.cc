@@ -1,5 +1,8 @@
 #include "ledger/wal_checkpointer.h"
 
+#include <pthread.h>
+
+#include <csignal>
 #include <optional>
 #include <system_error>
 #include <utility>
@@ -53,9 +56,19 @@ void WalCheckpointer::on_commit(sqlite3* db, const char* schema, int frames) {
 void WalCheckpointer::request() {
   if (no_thread_ || stopping_ || busy_.exchange(true)) return;  // stopping_: only this thread writes it
   if (!thread_.joinable()) {
+    // The thread blocks every signal (it inherits the mask it is started with):
+    // signals are the main thread's business, and a child's SIGCHLD queued while
+    // posix_spawn has the main thread's signals blocked would otherwise wake
+    // this thread, once per step.
+    sigset_t all;
+    sigset_t previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &previous);
     try {
       thread_ = std::thread([this] { run(); });
+      pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     } catch (const std::system_error&) {
+      pthread_sigmask(SIG_SETMASK, &previous, nullptr);
       no_thread_ = true;  // the foreground checkpoints still bound the WAL
       busy_.store(false);
       return;

@@ -4,9 +4,13 @@
 #include "ledger/wal_checkpointer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -123,6 +127,53 @@ TEST(WalCheckpointer, AShortLivedWriterStartsNoThreadAndItsWalIsKeptSmall) {
     EXPECT_EQ(store->checkpointer().completed(), 0);
   }
   EXPECT_EQ(count_ckpt_events(db), 8);
+}
+
+// The mask of thread `tid` of this process, from /proc/self/task/TID/status.
+std::uint64_t blocked_signals_of(const std::string& tid) {
+  std::ifstream status("/proc/self/task/" + tid + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigBlk:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+  }
+  ADD_FAILURE() << "no SigBlk line for thread " << tid;
+  return 0;
+}
+
+bool blocks(std::uint64_t mask, int sig) {
+  return (mask >> (sig - 1)) & 1U;
+}
+
+// Signals are the main thread's: the checkpoint thread blocks them all, so a
+// child's SIGCHLD or a Ctrl-C never wakes it, and the caller's mask is unchanged.
+TEST(WalCheckpointer, TheThreadBlocksEverySignalAndLeavesTheCallersMaskAlone) {
+  testing::TempDir dir;
+  const fs::path db = dir / "orch.db";
+  auto store = open_ckpt_store(db);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->insert_run(lt::sample_run("r1")));
+  const std::string self = std::to_string(::gettid());
+  const std::uint64_t before = blocked_signals_of(self);
+  ASSERT_FALSE(blocks(before, SIGCHLD)) << "the test runner blocks SIGCHLD itself";
+  for (int batch = 0; batch < 100 && !store->checkpointer().started(); ++batch) {
+    commit_ckpt_events(*store, batch);  // the WAL grows until the thread is asked for
+  }
+  ASSERT_TRUE(store->checkpointer().started());
+  EXPECT_EQ(blocked_signals_of(self), before);
+
+  int others = 0;
+  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+    const std::string tid = task.path().filename().string();
+    if (tid == self) continue;
+    const std::uint64_t mask = blocked_signals_of(tid);
+    // gtest may run no other thread; any thread here besides the checkpointer is
+    // one this test did not start, so all of them are checked.
+    ++others;
+    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1, SIGALRM}) {
+      EXPECT_TRUE(blocks(mask, sig)) << "thread " << tid << " does not block signal " << sig;
+    }
+  }
+  EXPECT_EQ(others, 1) << "the checkpoint thread is the only other thread";
 }
 
 }  // namespace
