@@ -277,7 +277,11 @@ void Scheduler::flush_spawned() {
   for (const Spawned& sp : spawned_) {
     StepState& s = steps_[static_cast<std::size_t>(sp.step)];
     if (!s.in_flight || !s.has_flight() || s.flight().attempt.number != sp.attempt) continue;
-    event("attempt_spawned", s.step->id, sp.attempt, process_group_record(sp.group, sp.spawned_ms));
+    // A process that has ended needs no record: its group was killed when it exited.
+    if (sp.check ? !s.flight().check_running : !s.flight().running) continue;
+    nlohmann::json data = process_group_record(sp.group, sp.spawned_ms);
+    if (sp.check) data["process"] = "check";
+    event("attempt_spawned", s.step->id, sp.attempt, data);
   }
   spawned_.clear();
 }
@@ -948,6 +952,10 @@ void Scheduler::run_checks(int i) {
         return;
       }
       s.flight().check_running = std::move(*started);
+      // Recorded like the attempt's own group, so that a resume after kill -9
+      // kills a check left running even if it cleared its environment.
+      if (int group = s.flight().check_running->process_group(); group > 0)
+        spawned_.push_back({i, s.flight().attempt.number, group, Clock::system().wall_ms(), true});
       return;  // continues when CheckDone arrives
     }
     CheckResult r = evaluate_post(p, ctx);

@@ -178,6 +178,7 @@ class Scheduler {
     int attempt = 0;
     int group = 0;
     std::int64_t spawned_ms = 0;  // wall clock
+    bool check = false;           // the group of a shell_zero check, not of the attempt's own process
   };
   std::vector<Spawned> spawned_;
 

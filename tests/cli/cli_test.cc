@@ -366,6 +366,45 @@ TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironment) {
   if (alive(orphan)) kill(orphan, SIGKILL);
 }
 
+// A shell_zero check is a process too: its group is recorded like the attempt's,
+// so a check that cleared its environment is killed by the resume as well.
+TEST(Cli, AResumeKillsACheckLeftRunningThatClearedItsEnvironment) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - id: checked
+    run: ["true"]
+    post:
+      - {shell_zero: "exec env -i /bin/sh -c 'echo $$ > check.pid; exec sleep 30'"}
+)");
+  fs::path db = d / ".orch" / "orch.db";
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "check.pid").size() > 1; }, 10000));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return query_int(db,
+                         "select count(*) from events where kind='attempt_spawned' and "
+                         "json_extract(data, '$.process') = 'check'") == 1;
+      },
+      5000));
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  pid_t orphan = std::stoi(read_file(d / "check.pid"));
+  ASSERT_TRUE(alive(orphan));
+  write_file(d / "p2.yaml", R"(steps:
+  - id: checked
+    run: ["true"]
+    post:
+      - {shell_zero: "true"}
+)");
+  auto r = run_orch({"resume", run_id_in(read_file(d / "out.txt")), "--replan", "p2.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000))
+      << "the check process " << orphan << " survived resume";
+  EXPECT_EQ(
+      query_int(db, "select json_extract(data, '$.orphans_killed') from events where kind='run_resumed'"), 1);
+  if (alive(orphan)) kill(orphan, SIGKILL);
+}
+
 // Each running attempt holds a few files; orch raises its soft limit on open
 // files to the hard one, so a high -j under a low soft limit does not fail
 // attempts that succeeded ("Too many open files").
