@@ -32,6 +32,15 @@ std::unique_ptr<SqliteStore> open_ckpt_store(const fs::path& db) {
   return store ? std::move(*store) : nullptr;
 }
 
+// A store with run "r1" in it, for the events the tests write.
+std::unique_ptr<SqliteStore> open_ckpt_store_with_run(const fs::path& db) {
+  auto store = open_ckpt_store(db);
+  if (store) {
+    EXPECT_TRUE(store->insert_run(lt::sample_run("r1")));
+  }
+  return store;
+}
+
 std::uintmax_t ckpt_file_size(const fs::path& path) {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
@@ -66,9 +75,8 @@ TEST(WalCheckpointer, AWriterThatPausesIsCheckpointedByTheThreadAndItsWalStaysSm
   constexpr int kBatches = 120;  // ~1200 frames in all: past the foreground threshold
   std::uintmax_t largest_wal = 0;
   {
-    auto store = open_ckpt_store(db);
+    auto store = open_ckpt_store_with_run(db);
     ASSERT_TRUE(store);
-    ASSERT_TRUE(store->insert_run(lt::sample_run("r1")));
     const auto db_size_before = ckpt_file_size(db);
     for (int batch = 0; batch < kBatches; ++batch) {
       commit_ckpt_events(*store, batch);
@@ -99,9 +107,8 @@ TEST(WalCheckpointer, AWriterThatNeverPausesCheckpointsItselfAndItsWalStaysBound
   constexpr int kBatches = 300;  // ~3000 frames: three times the foreground threshold
   std::uintmax_t largest_wal = 0;
   {
-    auto store = open_ckpt_store(db);
+    auto store = open_ckpt_store_with_run(db);
     ASSERT_TRUE(store);
-    ASSERT_TRUE(store->insert_run(lt::sample_run("r1")));
     for (int batch = 0; batch < kBatches; ++batch) {
       commit_ckpt_events(*store, batch);
       largest_wal = std::max(largest_wal, ckpt_file_size(wal));
@@ -119,9 +126,8 @@ TEST(WalCheckpointer, AShortLivedWriterStartsNoThreadAndItsWalIsKeptSmall) {
   testing::TempDir dir;
   const fs::path db = dir / "orch.db";
   {
-    auto store = open_ckpt_store(db);
+    auto store = open_ckpt_store_with_run(db);
     ASSERT_TRUE(store);
-    ASSERT_TRUE(store->insert_run(lt::sample_run("r1")));
     commit_ckpt_events(*store, 0);
     EXPECT_FALSE(store->checkpointer().started());
     EXPECT_EQ(store->checkpointer().completed(), 0);
@@ -149,9 +155,8 @@ bool blocks(std::uint64_t mask, int sig) {
 TEST(WalCheckpointer, TheThreadBlocksEverySignalAndLeavesTheCallersMaskAlone) {
   testing::TempDir dir;
   const fs::path db = dir / "orch.db";
-  auto store = open_ckpt_store(db);
+  auto store = open_ckpt_store_with_run(db);
   ASSERT_TRUE(store);
-  ASSERT_TRUE(store->insert_run(lt::sample_run("r1")));
   const std::string self = std::to_string(::gettid());
   const std::uint64_t before = blocked_signals_of(self);
   ASSERT_FALSE(blocks(before, SIGCHLD)) << "the test runner blocks SIGCHLD itself";
