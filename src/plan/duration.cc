@@ -10,12 +10,14 @@
 #include <array>
 #include <cctype>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "orch/plan_loader.h"
 #include "util/strings.h"
+#include "util/yaml_json.h"
 
 namespace orch {
 
@@ -98,12 +100,22 @@ std::optional<std::uint64_t> size_unit_bytes(std::string unit) {
   return std::nullopt;
 }
 
-}  // namespace
+// A number in a notation of YAML 1.2 or JSON other than plain decimals (+5, 1e3,
+// 0x10, 0o17, -0), as a count of `unit`s rounded down; nullopt if `text` is not
+// one, or is negative and not zero. Plain decimals are read exactly, above.
+std::optional<Expected<std::int64_t>> other_number_notation(std::string_view text, double unit,
+                                                            std::int64_t max) {
+  const nlohmann::json number = plain_yaml_scalar(std::string(text));
+  if (!number.is_number()) return std::nullopt;
+  const double value = number.get<double>();
+  if (!std::isfinite(value) || value < 0) return std::nullopt;
+  const double scaled = std::floor(value * unit);
+  if (scaled >= 0x1p63 || scaled > static_cast<double>(max))
+    return Expected<std::int64_t>(fail(ErrorCode::InvalidInput, ""));
+  return Expected<std::int64_t>(static_cast<std::int64_t>(scaled));
+}
 
-namespace detail {
-
-Expected<Millis> duration_or_reason(std::string_view text) {
-  text = trim(text);
+Expected<Millis> exact_duration(std::string_view text) {
   if (text.empty()) return fail(ErrorCode::InvalidInput, "empty duration (write e.g. 30s, 5m, 1h30m)");
   if (text[0] == '-') return fail(ErrorCode::InvalidInput, "a duration cannot be negative");
   std::size_t pos = 0;
@@ -134,14 +146,13 @@ Expected<Millis> duration_or_reason(std::string_view text) {
       unit_ms = *known;
     }
     auto part = scale_decimal(*number, unit_ms);
-    if (!part || __builtin_add_overflow(total, *part, &total) || total > kMaxDurationMs)
+    if (!part || __builtin_add_overflow(total, *part, &total) || total > detail::kMaxDurationMs)
       return fail(ErrorCode::InvalidInput, "too large (at most 87600h, ten years)");
   }
   return Millis(total);
 }
 
-Expected<std::int64_t> size_or_reason(std::string_view text) {
-  text = trim(text);
+Expected<std::int64_t> exact_size(std::string_view text) {
   if (text.empty()) return fail(ErrorCode::InvalidInput, "empty size (write e.g. 512, 64KiB, 16MiB)");
   if (text[0] == '-') return fail(ErrorCode::InvalidInput, "a size cannot be negative");
   std::size_t pos = 0;
@@ -157,6 +168,30 @@ Expected<std::int64_t> size_or_reason(std::string_view text) {
   auto total = scale_decimal(*number, *bytes);
   if (!total) return fail(ErrorCode::InvalidInput, "too large");
   return *total;
+}
+
+}  // namespace
+
+namespace detail {
+
+Expected<Millis> duration_or_reason(std::string_view text) {
+  auto value = exact_duration(trim(text));
+  if (value) return value;
+  if (auto other = other_number_notation(trim(text), 1000.0, detail::kMaxDurationMs)) {
+    if (!*other) return fail(ErrorCode::InvalidInput, "too large (at most 87600h, ten years)");
+    return Millis(**other);
+  }
+  return value;
+}
+
+Expected<std::int64_t> size_or_reason(std::string_view text) {
+  auto value = exact_size(trim(text));
+  if (value) return value;
+  if (auto other = other_number_notation(trim(text), 1.0, INT64_MAX)) {
+    if (!*other) return fail(ErrorCode::InvalidInput, "too large");
+    return **other;
+  }
+  return value;
 }
 
 }  // namespace detail

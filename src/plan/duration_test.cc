@@ -26,6 +26,31 @@ TEST(ParseDuration, BareNumberIsSeconds) {
   EXPECT_EQ(parse_duration(" 7 ").value(), seconds(7));
 }
 
+// A bare number in another notation of YAML 1.2 or JSON is seconds too.
+TEST(ParseDuration, BareNumbersInOtherNotations) {
+  EXPECT_EQ(parse_duration("+5").value(), seconds(5));
+  EXPECT_EQ(parse_duration("1e3").value(), seconds(1000));
+  EXPECT_EQ(parse_duration("1E-3").value(), milliseconds(1));
+  EXPECT_EQ(parse_duration("0x10").value(), seconds(16));
+  EXPECT_EQ(parse_duration("0o17").value(), seconds(15));
+  EXPECT_EQ(parse_duration("-0").value(), seconds(0));
+  EXPECT_EQ(parse_duration("-0.0").value(), seconds(0));
+  EXPECT_EQ(parse_duration("-5").error().message, "bad duration '-5': a duration cannot be negative");
+  EXPECT_EQ(parse_duration("1e12").error().message,
+            "bad duration '1e12': too large (at most 87600h, ten years)");
+  EXPECT_FALSE(parse_duration(".inf"));
+  EXPECT_FALSE(parse_duration("+5s"));
+}
+
+TEST(ParseSize, BareNumbersInOtherNotations) {
+  EXPECT_EQ(parse_size("+5").value(), 5);
+  EXPECT_EQ(parse_size("1e3").value(), 1000);
+  EXPECT_EQ(parse_size("0x10").value(), 16);
+  EXPECT_EQ(parse_size("2.5e0").value(), 2);  // rounded down, as 2.5 is
+  EXPECT_EQ(parse_size("1e30").error().message, "bad size '1e30': too large");
+  EXPECT_FALSE(parse_size("-1e3"));
+}
+
 TEST(ParseDuration, Fractions) {
   EXPECT_EQ(parse_duration("1.5s").value(), milliseconds(1500));
   EXPECT_EQ(parse_duration("0.25").value(), milliseconds(250));
@@ -81,7 +106,7 @@ TEST(ParseSize, Units) {
 }
 
 TEST(ParseSize, RejectsGarbage) {
-  for (const char* bad : {"", "MiB", "12XB", "-1", "1e3", "ten", "1 2", "0x10", "5M"}) {
+  for (const char* bad : {"", "MiB", "12XB", "-1", "1e3B", "ten", "1 2", "0x10KiB", "5M"}) {
     auto s = parse_size(bad);
     EXPECT_FALSE(s) << "'" << bad << "' parsed as " << s.value_or(0);
   }

@@ -119,6 +119,18 @@ std::optional<std::int64_t> read_int(const ReadContext& ctx, const Field& f, con
   const bool whole_fraction =
       !rest.empty() && rest[0] == '.' && rest.find_first_not_of('0', 1) == std::string_view::npos;
   if (digits.empty() || ec != std::errc() || (!rest.empty() && !whole_fraction)) {
+    // Another notation YAML 1.2 or JSON has for a number (1e3, 0x10, 0o17, 10e-1):
+    // an integer if its value is one.
+    const nlohmann::json number = plain_yaml_scalar(std::string(text));
+    if (number.is_number_integer() && !number.is_number_unsigned()) return number.get<std::int64_t>();
+    if (number.is_number_unsigned() || (number.is_number_float() && std::isfinite(number.get<double>()) &&
+                                        std::trunc(number.get<double>()) == number.get<double>() &&
+                                        std::fabs(number.get<double>()) >= 0x1p63)) {
+      ctx.error(value_line(f), fmt::format("'{}' is out of range: {}", name, describe(f.value)));
+      return std::nullopt;
+    }
+    if (number.is_number_float() && std::trunc(number.get<double>()) == number.get<double>())
+      return static_cast<std::int64_t>(number.get<double>());
     ctx.error(value_line(f), fmt::format("'{}' must be an integer, got {}", name, describe(f.value)));
     return std::nullopt;
   }

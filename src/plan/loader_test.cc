@@ -459,6 +459,16 @@ TEST(ParsePlan, ResultJsonShorthandTakesTheEmptyAndBooleanSchemas) {
   EXPECT_EQ(post[2].schema, nlohmann::json(false));
   EXPECT_FALSE(post[3].schema.has_value());
   EXPECT_EQ(post[3].schema_path, "true");
+  // YAML 1.2 reads True, FALSE, ... as booleans too (an editor's plan schema does).
+  auto spelled = parse_plan(R"(steps:
+  - id: a
+    sh: x
+    post: [{result_json: True}, {kind: result_json, schema: FALSE}]
+)",
+                            "p.yaml");
+  ASSERT_TRUE(spelled.diagnostics.empty()) << spelled.diagnostics[0].to_string();
+  EXPECT_EQ(spelled.plan.steps[0].post[0].schema, nlohmann::json(true));
+  EXPECT_EQ(spelled.plan.steps[0].post[1].schema, nlohmann::json(false));
 }
 
 // `2.0` is the integer 2 (JSON Schema, and so the plan schema, says so); `1.5` is not.
@@ -472,6 +482,33 @@ TEST(ParsePlan, AnIntegerMayBeWrittenWithAZeroFraction) {
   auto bad = parse_plan("steps:\n  - {id: a, sh: x, attempts: 1.5}\n", "p.yaml");
   ASSERT_EQ(bad.diagnostics.size(), 1u);
   EXPECT_EQ(bad.diagnostics[0].message, "'attempts' must be an integer, got '1.5'");
+}
+
+// Any notation YAML 1.2 or JSON has for a number is read as that number: 1e3,
+// 0x10 and 0o17 in YAML, 10e-1 in JSON. An integer field takes it if its value is one.
+TEST(ParsePlan, NumbersInOtherNotationsAreReadAsTheirValues) {
+  auto r = parse_plan(
+      "concurrency: 0x4\ndefaults: {attempts: 0o3, timeout: 1e1, max_output: 1e3}\nsteps:\n"
+      "  - {id: a, sh: x, attempts: 1e0, retry_delay: +2, max_output: 0x10}\n",
+      "p.yaml");
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].to_string();
+  EXPECT_EQ(r.plan.concurrency, 4);
+  EXPECT_EQ(r.plan.defaults.attempts, 3);
+  EXPECT_EQ(r.plan.defaults.timeout, Millis(10000));
+  EXPECT_EQ(r.plan.steps[0].attempts, 1);
+  EXPECT_EQ(r.plan.steps[0].retry_delay, Millis(2000));
+  EXPECT_EQ(r.plan.steps[0].max_output, 16);
+  auto json =
+      parse_plan(R"({"concurrency": 2e0, "steps": [{"id": "a", "sh": "x", "attempts": 10e-1}]})", "p.json");
+  ASSERT_TRUE(json.diagnostics.empty()) << json.diagnostics[0].to_string();
+  EXPECT_EQ(json.plan.concurrency, 2);
+  EXPECT_EQ(json.plan.steps[0].attempts, 1);
+  auto bad =
+      parse_plan("steps:\n  - {id: a, sh: x, attempts: 1e30, timeout: 1e12, max_output: 2.5e0}\n", "p.yaml");
+  ASSERT_EQ(bad.diagnostics.size(), 2u);
+  EXPECT_EQ(bad.diagnostics[0].message, "'attempts' is out of range: '1e30'");
+  EXPECT_EQ(bad.diagnostics[1].message,
+            "bad duration '1e12' for 'timeout': too large (at most 87600h, ten years)");
 }
 
 TEST(LoadPlanFile, ReadsAndReportsMissing) {

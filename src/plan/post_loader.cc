@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "util/strings.h"
+#include "util/yaml_json.h"
 
 namespace orch::detail {
 
@@ -46,6 +47,11 @@ std::string Postcondition::*main_field(PostKind kind) {
   }
 }
 
+// `true`, `False`, `TRUE`, ...: a boolean as YAML 1.2 reads an unquoted scalar.
+bool is_plain_boolean(const DocNode& node) {
+  return node.is_scalar() && !node.quoted && plain_yaml_scalar(node.scalar).is_boolean();
+}
+
 // Fills `post` from the fields of `map` (every allowed key but `kind`, unless given).
 void read_fields(const ReadContext& ctx, const DocNode& map, const std::vector<std::string>& allowed,
                  Postcondition& post, std::string* kind_out) {
@@ -53,8 +59,7 @@ void read_fields(const ReadContext& ctx, const DocNode& map, const std::vector<s
     if (f.key == "kind") {
       if (auto v = read_string(ctx, f, "kind")) *kind_out = *v;
     } else if (f.key == "schema") {
-      if (f.value.is_map() || (f.value.is_scalar() && !f.value.quoted &&
-                               (f.value.scalar == "true" || f.value.scalar == "false"))) {
+      if (f.value.is_map() || is_plain_boolean(f.value)) {
         check_duplicate_keys(ctx, f.value);
         post.schema = to_json(f.value);
       } else {
@@ -94,7 +99,7 @@ std::optional<Postcondition> read_shorthand(const ReadContext& ctx, PostKind kin
   // `false` the boolean ones, as JSON Schema has them; a string is a schema_path.
   if (kind == PostKind::ResultJson &&
       ((value.is_map() && (value.entries.empty() || !all_keys_are_fields(value))) ||
-       (value.is_scalar() && !value.quoted && (value.scalar == "true" || value.scalar == "false")))) {
+       is_plain_boolean(value))) {
     check_duplicate_keys(ctx, value);
     post.schema = to_json(value);
     return post;
