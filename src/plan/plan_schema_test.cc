@@ -5,6 +5,9 @@
 
 #include <filesystem>
 
+#include "orch/plan_loader.h"
+#include "orch/validate.h"
+#include "testing/testing.h"
 #include "util/json_schema.h"
 #include "util/yaml_json.h"
 
@@ -97,6 +100,165 @@ TEST_F(PlanSchema, InlineExamples) {
   EXPECT_FALSE(check("steps: [{id: a, sh: x, post: [{kind: file_contains, path: a}]}]").empty());
   EXPECT_FALSE(check("steps: [{id: a, sh: x, post: [{kind: result_json}]}]").empty());
   EXPECT_FALSE(check("steps: [{id: a, sh: x, post: [{kind: result_json, schema: {}, schema_path: s}]}]").empty());
+}
+
+// Editors check plans with the schema, orch with its loader and validator: on
+// each of these (one field, one form at a time) both say the same. Checks a
+// schema cannot make (graph, placeholders, files, regexes) are left out, and so
+// are an executor's own checks (builtin:echo's `text`), which the registry adds.
+TEST_F(PlanSchema, AgreesWithOrchFieldByField) {
+  testing::TempDir ws;
+  ValidateOptions options;
+  options.workspace = ws.path();
+  options.plan_dir = ws.path();
+  auto orch_accepts = [&](const std::string& text, const std::string& name) {
+    LoadResult r = parse_plan(text, name);
+    return r.diagnostics.empty() && validate_plan(r.plan, options).empty();
+  };
+  auto step = [](const std::string& fields) { return "steps:\n  - {id: a, " + fields + "}\n"; };
+  const std::vector<std::string> yaml_cases = {
+      // strings that YAML gives as numbers or booleans
+      "name: 5\n" + step("sh: x"),
+      step("sh: x, goal: 5"),
+      step("sh: 5"),
+      step("sh: true"),
+      "steps:\n  - {id: 1, sh: x}\n",
+      step("sh: x, output: 5"),
+      step("sh: x, writes: [5]"),
+      // step ids
+      "steps:\n  - {id: a.json, sh: x}\n",
+      "steps:\n  - {id: result, sh: x}\n",
+      "steps:\n  - {id: a.results, sh: x}\n",
+      "steps:\n  - {id: -a, sh: x}\n",
+      "steps:\n  - {id: b, sh: x}\n  - {id: a, sh: x, deps: ['']}\n",
+      // integers
+      step("sh: x, attempts: 3"),
+      step("sh: x, attempts: '3'"),
+      step("sh: x, attempts: 2.0"),
+      step("sh: x, attempts: 1e3"),
+      step("sh: x, attempts: 0x3"),
+      step("sh: x, attempts: 1.5"),
+      step("sh: x, attempts: 0"),
+      step("sh: x, attempts: '0'"),
+      step("sh: x, attempts: 2147483648"),
+      "concurrency: 2\n" + step("sh: x"),
+      "concurrency: 0\n" + step("sh: x"),
+      "budget: {tokens: 0}\n" + step("sh: x"),
+      "budget: {tokens: -1}\n" + step("sh: x"),
+      "budget: {tokens: '100'}\n" + step("sh: x"),
+      "budget: {cost_usd: '5'}\n" + step("sh: x"),
+      "budget: {cost_usd: -1}\n" + step("sh: x"),
+      "budget: {cost_usd: .inf}\n" + step("sh: x"),
+      // durations
+      step("sh: x, timeout: 30"),
+      step("sh: x, timeout: 1h30m"),
+      step("sh: x, timeout: 0"),
+      step("sh: x, timeout: 0s"),
+      step("sh: x, timeout: '0.0s'"),
+      step("sh: x, timeout: 00s"),
+      step("sh: x, timeout: 0.0001"),
+      step("sh: x, timeout: 1e3"),
+      step("sh: x, timeout: +5"),
+      step("sh: x, timeout: 0x10"),
+      step("sh: x, timeout: 5x"),
+      step("sh: x, timeout: -5"),
+      step("sh: x, timeout: 315360001"),
+      step("sh: x, retry_delay: 0"),
+      step("sh: x, retry_delay: '-0'"),
+      // sizes
+      step("sh: x, max_output: 16MiB"),
+      step("sh: x, max_output: 1.5"),
+      step("sh: x, max_output: 0.5"),
+      step("sh: x, max_output: '0'"),
+      step("sh: x, max_output: 0KiB"),
+      step("sh: x, max_output: 1e3"),
+      step("sh: x, max_output: 5M"),
+      // commands, executors
+      "steps:\n  - {id: a}\n",
+      step("run: [a], sh: b"),
+      step("run: ['']"),
+      step("run: ['', a]"),
+      step("executor: builtin:json, run: [a]"),
+      step("executor: builtin:echo, sh: x"),
+      step("executor: builtin:echo, inputs: {text: t}"),
+      step("executor: shell, inputs: {text: t}"),
+      step("sh: ' '"),
+      // env, writes, paths
+      step("sh: x, env: {A: 1}"),
+      step("sh: x, env: {ORCH_P0: b}"),
+      step("sh: x, env: {ORCH_IN_X: b}"),
+      step("sh: x, env: {ORCH_RESULT: b}"),
+      step("sh: x, env: {ORCH_SYNC: b}"),
+      step("sh: x, env: {1A: b}"),
+      step("sh: x, writes: '*.txt'"),
+      step("sh: x, writes: ['a?']"),
+      step("sh: x, writes: /etc/passwd"),
+      step("sh: x, writes: ../x"),
+      step("sh: x, output: /etc/passwd"),
+      step("sh: x, output: ''"),
+      // postconditions
+      step("sh: x, post: [exit_zero, result_nonempty, none]"),
+      step("sh: x, post: [result_contains]"),
+      step("sh: x, post: [shell_zero]"),
+      step("sh: x, post: [{exit_zero: {}}]"),
+      step("sh: x, post: [{result_contains: ok}]"),
+      step("sh: x, post: [{result_contains: ''}]"),
+      step("sh: x, post: [{result_contains: 5}]"),
+      step("sh: x, post: [{result_contains: {}}]"),
+      step("sh: x, post: [{result_contains: {path: a}}]"),
+      step("sh: x, post: [{result_contains: {text: a, x-n: 1}}]"),
+      step("sh: x, post: [{file_contains: {path: a}}]"),
+      step("sh: x, post: [{file_contains: {path: a, text: b}}]"),
+      step("sh: x, post: [{file_exists: {}}]"),
+      step("sh: x, post: [{shell_zero: {timeout: 5s}}]"),
+      step("sh: x, post: [{shell_zero: {cmd: x, timeout: 5s}}]"),
+      step("sh: x, post: [{shell_zero: ' '}]"),
+      step("sh: x, post: [{result_json: {}}]"),
+      step("sh: x, post: [{result_json: True}]"),
+      step("sh: x, post: [{result_json: {type: object}}]"),
+      step("sh: x, post: [{result_json: {text: a}}]"),
+      step("sh: x, post: [{result_json: {schema: {}}}]"),
+      step("sh: x, post: [{result_json: {schema_path: ''}}]"),
+      step("sh: x, post: [{kind: exit_zero, text: ''}]"),
+      step("sh: x, post: [{kind: exit_zero, text: a}]"),
+      step("sh: x, post: [{kind: result_contains, text: ''}]"),
+      step("sh: x, post: [{kind: shell_zero, cmd: x, timeout: 0s}]"),
+      step("sh: x, post: [{kind: result_json, schema: {}, schema_path: ''}]"),
+      step("sh: x, post: [{kind: result_json, schema: {}, schema_path: s}]"),
+  };
+  for (const auto& text : yaml_cases) {
+    SCOPED_TRACE(text);
+    const bool orch = orch_accepts(text, "p.yaml");
+    const auto found = violations(yaml_to_json(YAML::Load(text)));
+    EXPECT_EQ(orch, found.empty()) << (orch ? "orch accepts, the schema says: " +
+                                                  (found.empty() ? "" : found[0])
+                                            : std::string("orch refuses, the schema accepts"));
+  }
+  const std::vector<std::string> stepspec_cases = {
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "deps": null, "executor": "shell", "postcondition": null}])",
+      R"([{"goal": 5, "inputs": {"cmd": "true", "n": 5}}])",
+      R"([{"goal": "g"}])",
+      R"([{"goal": "g", "inputs": {"cmd": " "}}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true", "my-x": "a"}}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "x-note": 1}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "postcondition": {"kind": "", "path": "", "text": "", "cmd": ""}}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "postcondition": {"kind": null}}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "postcondition": {"path": "x"}}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "postcondition": {"kind": "bogus"}}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "postcondition": {"kind": "result_contains", "text": "a", "path": ""}}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "postcondition": {"kind": "result_contains", "path": "b"}}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "postcondition": {"kind": "exit_zero", "bogus": 1}}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "idx": "0"}])",
+      R"([{"goal": "g", "inputs": {"cmd": "true"}, "deps": [1e0]}, {"goal": "h", "inputs": {"cmd": "true"}}])",
+  };
+  for (const auto& text : stepspec_cases) {
+    SCOPED_TRACE(text);
+    const bool orch = orch_accepts(text, "p.json");
+    const auto found = violations(nlohmann::json::parse(text));
+    EXPECT_EQ(orch, found.empty()) << (orch ? "orch accepts, the schema says: " +
+                                                  (found.empty() ? "" : found[0])
+                                            : std::string("orch refuses, the schema accepts"));
+  }
 }
 
 }  // namespace

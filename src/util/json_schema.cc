@@ -18,6 +18,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -437,7 +438,46 @@ Expected<JsonSchema> JsonSchema::load_file(const std::string& path) {
   return schema;
 }
 
+namespace {
+
+bool is_integral_float(const nlohmann::json& value) {
+  if (!value.is_number_float()) return false;
+  const double v = value.get<double>();
+  return std::isfinite(v) && std::trunc(v) == v && std::fabs(v) < 0x1p63;
+}
+
+bool has_integral_float(const nlohmann::json& value) {
+  if (is_integral_float(value)) return true;
+  if (!value.is_structured()) return false;
+  for (const auto& item : value)
+    if (has_integral_float(item)) return true;
+  return false;
+}
+
+// JSON Schema (from draft 6) counts a number without a fractional part as an
+// integer: 2.0 and 1e3 are integers. valijson goes by how the number was
+// written, so those become integers before it sees them.
+void integral_floats_to_integers(nlohmann::json& value) {
+  if (is_integral_float(value)) {
+    value = static_cast<std::int64_t>(value.get<double>());
+    return;
+  }
+  if (!value.is_structured()) return;
+  for (auto& item : value) integral_floats_to_integers(item);
+}
+
+}  // namespace
+
 std::vector<std::string> JsonSchema::validate(const nlohmann::json& doc) const {
+  if (has_integral_float(doc)) {
+    nlohmann::json normalized = doc;
+    integral_floats_to_integers(normalized);
+    return validate_as_is(normalized);
+  }
+  return validate_as_is(doc);
+}
+
+std::vector<std::string> JsonSchema::validate_as_is(const nlohmann::json& doc) const {
   std::vector<std::string> lines;
   if (!impl_) return {"no schema loaded"};
   // valijson recurses once per level of the value and, at each, once per

@@ -37,9 +37,12 @@ class JsonSchema {
   // Returns one line per violation ("/steps/0/id: value is not a string"); empty = valid.
   // A value nested deeper than kMaxValueDepth, or whose depth times the schema's
   // longest chain passes kMaxRecursion, is not checked: one line says so.
+  // A number without a fractional part (2.0, 1e3) is an integer, as JSON Schema
+  // has it from draft 6 on.
   std::vector<std::string> validate(const nlohmann::json& doc) const;
 
  private:
+  std::vector<std::string> validate_as_is(const nlohmann::json& doc) const;
   struct Impl;
   std::shared_ptr<const Impl> impl_;
 };

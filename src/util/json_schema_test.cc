@@ -40,6 +40,19 @@ TEST(JsonSchema, ValidDocumentHasNoViolations) {
   EXPECT_TRUE(schema->validate(json::parse(R"({"steps": [{"id": "a", "n": 2}]})")).empty());
 }
 
+// From draft 6 on, a number without a fractional part is an integer however it
+// is written: 2.0 and 1e3 pass "integer" (and a model's `{"n": 3.0}` a result_json check).
+TEST(JsonSchema, ANumberWithoutAFractionIsAnInteger) {
+  auto schema = JsonSchema::parse(kPlanish);
+  ASSERT_TRUE(schema);
+  EXPECT_TRUE(
+      schema->validate(json::parse(R"({"steps": [{"id": "a", "n": 2.0}, {"id": "b", "n": 1e3}]})")).empty());
+  auto fraction = schema->validate(json::parse(R"({"steps": [{"id": "a", "n": 2.5}]})"));
+  EXPECT_TRUE(any_contains(fraction, "/steps/0/n: ")) << ::testing::PrintToString(fraction);
+  auto below = schema->validate(json::parse(R"({"steps": [{"id": "a", "n": 0.0}]})"));
+  EXPECT_TRUE(any_contains(below, "/steps/0/n: ")) << ::testing::PrintToString(below);
+}
+
 TEST(JsonSchema, ViolationsCarryJsonPointers) {
   auto schema = JsonSchema::parse(kPlanish);
   ASSERT_TRUE(schema);
