@@ -22,6 +22,11 @@ Expected<void> event(Store& store, const std::string& run_id, const std::string&
   return {};
 }
 
+bool is_final(RunStatus status) {
+  return status != RunStatus::Running && status != RunStatus::Interrupted &&
+         status != RunStatus::AwaitingApproval;
+}
+
 // Marks a run that no process drives as cancelled, under its lock.
 Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*/) {
   ORCH_TRY(kill_orphans(&store, run.id));
@@ -83,7 +88,12 @@ Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chr
   auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
     auto now_run = ORCH_TRY(store.find_run(run_id));
-    if (now_run && now_run->status != RunStatus::Running) return now_run->status;
+    // Ended, or not running and no longer driven. A row that says interrupted
+    // (or awaiting approval) while a process holds the lock is one a resume
+    // that is starting has yet to rewrite: it will act on the request.
+    if (now_run && now_run->status != RunStatus::Running &&
+        (is_final(now_run->status) || !RunLock::is_held(store.folder(), run_id)))
+      return now_run->status;
     if (std::chrono::steady_clock::now() >= deadline) return RunStatus::Running;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

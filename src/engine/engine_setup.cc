@@ -168,6 +168,9 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   if (!found)
     return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
   run_ = *found;
+  // A cancel asked of the process that drove the run before (it died before it
+  // could act on it) is not one for this resume; one that lands from now on is.
+  const bool earlier_cancel = run_.cancel_requested;
   // Nothing is left to do, and going through the motions would rewrite when the
   // run finished. With --replan, changed steps are what there is to do.
   if (run_.status == RunStatus::Succeeded && !replan_path)
@@ -238,6 +241,10 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // Whatever the previous driver left running dies before anything is restored or re-run.
   int orphans = ORCH_TRY(kill_orphans(&store_, run_.id));
   ORCH_TRY(tx());
+  // Inside the transaction, which holds the ledger's write lock: a cancel that
+  // came after this process took the run's lock (`orch cancel` saw it held) is
+  // kept in the row written below, and the loop's first turn acts on it.
+  if (!earlier_cancel) run_.cancel_requested = ORCH_TRY(store_.cancel_requested(run_.id));
   event("run_resumed", "", 0,
         {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <functional>
 #include <thread>
 
 #include "engine/run_lock.h"
@@ -654,12 +655,103 @@ TEST_F(EngineTest, ASecondDriverOfTheSameRunIsRefused) {
   EXPECT_NE(again.error().message.find("already being driven"), std::string::npos);
 }
 
+// While a process holds the run's lock, a row that says interrupted is one a
+// starting resume has yet to rewrite: `orch cancel` waits for that driver to end
+// the run, instead of taking the stale row for its answer.
+TEST_F(EngineTest, ACancelWaitsForTheDriverThatHoldsTheLockNotTheRowItHasYetToWrite) {
+  auto out = run("steps:\n  - {id: a, run: [\"false\"]}\n");
+  RunRecord row = **store_->find_run(out.run_id);
+  row.status = RunStatus::Interrupted;  // as a run stopped by Ctrl-C is, before its resume writes
+  ASSERT_TRUE(store_->update_run(row));
+  auto lock = RunLock::acquire(store_->folder(), out.run_id);  // the resume, setting up
+  ASSERT_TRUE(lock);
+  const auto began = std::chrono::steady_clock::now();
+  auto answer = cancel_run(*store_, out.run_id, std::chrono::milliseconds(300));
+  ASSERT_TRUE(answer) << answer.error().message;
+  EXPECT_EQ(*answer, RunStatus::Running) << "answered from the row the driver had not written yet";
+  EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::milliseconds(300));
+  EXPECT_TRUE(*store_->cancel_requested(out.run_id));
+}
+
+// Forwards to a real store and counts the calls the batching claims to save.
+class CountingStore final : public Store {
+ public:
+  explicit CountingStore(Store& inner) : inner_(inner) {}
+  int commits = 0;
+  int step_writes = 0;
+  int attempts_inserted = 0;
+  int attempts_finished = 0;
+
+  std::function<void()> before_begin;  // runs before every begin()
+
+  const fs::path& folder() const override { return inner_.folder(); }
+  Expected<void> begin() override {
+    if (before_begin) before_begin();
+    return inner_.begin();
+  }
+  Expected<void> commit() override {
+    ++commits;
+    return inner_.commit();
+  }
+  Expected<void> rollback() override { return inner_.rollback(); }
+  Expected<void> insert_run(const RunRecord& r) override { return inner_.insert_run(r); }
+  Expected<void> update_run(const RunRecord& r) override { return inner_.update_run(r); }
+  Expected<void> insert_plan_version(const PlanVersion& p) override { return inner_.insert_plan_version(p); }
+  Expected<void> upsert_step(const StepRecord& s) override {
+    ++step_writes;
+    return inner_.upsert_step(s);
+  }
+  Expected<void> insert_attempt(const AttemptRecord& a) override {
+    ++attempts_inserted;
+    return inner_.insert_attempt(a);
+  }
+  Expected<void> finish_attempt(const AttemptRecord& a) override {
+    ++attempts_finished;
+    return inner_.finish_attempt(a);
+  }
+  Expected<std::int64_t> append_event(const EventRecord& e) override { return inner_.append_event(e); }
+  Expected<void> request_cancel(const std::string& id) override { return inner_.request_cancel(id); }
+  Expected<std::optional<RunRecord>> find_run(const std::string& id) override { return inner_.find_run(id); }
+  Expected<std::vector<RunRecord>> list_runs() override { return inner_.list_runs(); }
+  Expected<PlanVersion> latest_plan(const std::string& id) override { return inner_.latest_plan(id); }
+  Expected<std::vector<StepRecord>> steps(const std::string& id) override { return inner_.steps(id); }
+  Expected<std::vector<AttemptRecord>> attempts(const std::string& id, const std::string& step) override {
+    return inner_.attempts(id, step);
+  }
+  Expected<std::vector<EventRecord>> events(const std::string& id, std::int64_t after, int limit) override {
+    return inner_.events(id, after, limit);
+  }
+  Expected<std::vector<EventRecord>> events_of_kind(const std::string& id, const std::string& kind) override {
+    return inner_.events_of_kind(id, kind);
+  }
+  Expected<bool> cancel_requested(const std::string& id) override { return inner_.cancel_requested(id); }
+  Expected<AttemptTotals> attempt_totals(const std::string& id) override { return inner_.attempt_totals(id); }
+
+ private:
+  Store& inner_;
+};
+
 // A cancel read in the turn that records an attempt (with the run row, inside
 // that turn's transaction) keeps the attempt's process from being started.
+// (The request lands after the turn's first look for one, as the turn begins its
+// transaction; one that is there before the loop starts is seen before anything
+// is recorded.)
 TEST_F(EngineTest, ACancelReadInTheTurnThatRecordsAnAttemptKeepsItsProcessFromStarting) {
+  Plan plan = load("steps:\n  - {id: a, run: [touch, marker]}\n");
+  CountingStore hooked(*store_);
+  std::string armed;  // the run id, once the loop is about to start
   EngineOptions o;
-  o.on_started = [this](const std::string& run_id) { ASSERT_TRUE(store_->request_cancel(run_id)); };
-  auto out = run("steps:\n  - {id: a, run: [touch, marker]}\n", o);
+  o.workspace = ws();
+  o.on_started = [&](const std::string& run_id) { armed = run_id; };
+  hooked.before_begin = [&] {
+    if (armed.empty()) return;
+    ASSERT_TRUE(store_->request_cancel(armed));
+    armed.clear();
+  };
+  Engine engine(hooked, o);
+  auto run_out = engine.run(plan, text_);
+  ASSERT_TRUE(run_out) << run_out.error().message;
+  const RunOutcome& out = *run_out;
   EXPECT_EQ(out.status, RunStatus::Cancelled) << out.reason;
   EXPECT_FALSE(fs::exists(ws() / "marker")) << "the process ran";
   auto a = attempts(out.run_id, "a");
@@ -720,59 +812,6 @@ steps:
   EXPECT_EQ(j["n"], 3);
   EXPECT_EQ(j["tags"][1], "orch");
 }
-
-// Forwards to a real store and counts the calls the batching claims to save.
-class CountingStore final : public Store {
- public:
-  explicit CountingStore(Store& inner) : inner_(inner) {}
-  int commits = 0;
-  int step_writes = 0;
-  int attempts_inserted = 0;
-  int attempts_finished = 0;
-
-  const fs::path& folder() const override { return inner_.folder(); }
-  Expected<void> begin() override { return inner_.begin(); }
-  Expected<void> commit() override {
-    ++commits;
-    return inner_.commit();
-  }
-  Expected<void> rollback() override { return inner_.rollback(); }
-  Expected<void> insert_run(const RunRecord& r) override { return inner_.insert_run(r); }
-  Expected<void> update_run(const RunRecord& r) override { return inner_.update_run(r); }
-  Expected<void> insert_plan_version(const PlanVersion& p) override { return inner_.insert_plan_version(p); }
-  Expected<void> upsert_step(const StepRecord& s) override {
-    ++step_writes;
-    return inner_.upsert_step(s);
-  }
-  Expected<void> insert_attempt(const AttemptRecord& a) override {
-    ++attempts_inserted;
-    return inner_.insert_attempt(a);
-  }
-  Expected<void> finish_attempt(const AttemptRecord& a) override {
-    ++attempts_finished;
-    return inner_.finish_attempt(a);
-  }
-  Expected<std::int64_t> append_event(const EventRecord& e) override { return inner_.append_event(e); }
-  Expected<void> request_cancel(const std::string& id) override { return inner_.request_cancel(id); }
-  Expected<std::optional<RunRecord>> find_run(const std::string& id) override { return inner_.find_run(id); }
-  Expected<std::vector<RunRecord>> list_runs() override { return inner_.list_runs(); }
-  Expected<PlanVersion> latest_plan(const std::string& id) override { return inner_.latest_plan(id); }
-  Expected<std::vector<StepRecord>> steps(const std::string& id) override { return inner_.steps(id); }
-  Expected<std::vector<AttemptRecord>> attempts(const std::string& id, const std::string& step) override {
-    return inner_.attempts(id, step);
-  }
-  Expected<std::vector<EventRecord>> events(const std::string& id, std::int64_t after, int limit) override {
-    return inner_.events(id, after, limit);
-  }
-  Expected<std::vector<EventRecord>> events_of_kind(const std::string& id, const std::string& kind) override {
-    return inner_.events_of_kind(id, kind);
-  }
-  Expected<bool> cancel_requested(const std::string& id) override { return inner_.cancel_requested(id); }
-  Expected<AttemptTotals> attempt_totals(const std::string& id) override { return inner_.attempt_totals(id); }
-
- private:
-  Store& inner_;
-};
 
 // In-process steps start and settle inside one turn's transaction: a chain of
 // builtins costs a handful of commits, and each step row is written once per
@@ -1004,6 +1043,30 @@ steps:
   EXPECT_EQ(again->warm_ups, 1);
   EXPECT_EQ(again->starts, 0);  // a and b are done; only c re-runs
   EXPECT_EQ(unused->warm_ups, 0);
+}
+
+// `orch cancel` of a run a resume has just locked (it sees a live driver and asks)
+// is acted on by that resume, not overwritten by the run row it writes as it sets up.
+TEST_F(EngineTest, ACancelThatLandsWhileAResumeSetsUpIsActedOn) {
+  auto first = run("steps:\n  - {id: a, sh: 'echo ran >> ran.log; exit 1', attempts: 1}\n");
+  ASSERT_EQ(first.status, RunStatus::Failed);
+  CountingStore hooked(*store_);
+  bool asked = false;
+  hooked.before_begin = [&] {
+    if (asked) return;
+    asked = true;  // the resume holds the run's lock and writes nothing yet
+    auto other = open_sqlite_store(dir_ / "store" / "orch.db");
+    ASSERT_TRUE(other) << other.error().message;
+    ASSERT_TRUE((*other)->begin());
+    ASSERT_TRUE((*other)->request_cancel(first.run_id));
+    ASSERT_TRUE((*other)->commit());
+  };
+  Engine engine(hooked, EngineOptions{});
+  auto out = engine.resume(first.run_id, std::nullopt);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_TRUE(asked);
+  EXPECT_EQ(out->status, RunStatus::Cancelled) << out->reason;
+  EXPECT_EQ(read_file(ws() / "ran.log"), "ran\n") << "the step ran again after the cancel";
 }
 
 }  // namespace

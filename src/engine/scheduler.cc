@@ -297,8 +297,10 @@ Expected<RunOutcome> Scheduler::run_loop() {
   started_ = clock_.now();
   // Polling the cancel flag, ticks and batching are about responsiveness to
   // people and other processes: real time, whatever the run's clock says.
-  last_cancel_poll_ = std::chrono::steady_clock::now();
-  last_tick_ = last_cancel_poll_;
+  last_tick_ = std::chrono::steady_clock::now();
+  // The first turn looks for a cancel request before it starts anything (one may
+  // have come while a resume was setting up).
+  last_cancel_poll_ = last_tick_ - kCancelPollInterval;
   watch_signals();
   // A signal caught while the run was being set up (a resume restoring `writes:`)
   // stops it before anything starts.
