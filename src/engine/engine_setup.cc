@@ -160,6 +160,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   auto found = ORCH_TRY(store_.find_run(run_id));
   if (!found)
     return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
+  const RunStatus status_before_lock = found->status;
   lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_id)));
   // Read again under the lock: a process that drove the run until a moment ago
   // wrote its final row before it let the lock go, and the row read before
@@ -168,6 +169,13 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   if (!found)
     return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
   run_ = *found;
+  // `orch cancel` took the lock first and cancelled it: the cancel, which came
+  // while this resume was starting, wins. Resuming a cancelled run stays possible.
+  if (run_.status == RunStatus::Cancelled && status_before_lock != RunStatus::Cancelled)
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("run '{}' was cancelled while this resume was starting (orch cancel); to go on "
+                            "anyway: orch resume {}",
+                            run_.id, run_.id));
   // A cancel asked of the process that drove the run before (it died before it
   // could act on it) is not one for this resume; one that lands from now on is.
   const bool earlier_cancel = run_.cancel_requested;

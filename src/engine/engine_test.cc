@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <thread>
+#include <utility>
 
 #include "engine/run_lock.h"
 #include "orch/clock.h"
@@ -682,7 +683,8 @@ class CountingStore final : public Store {
   int attempts_inserted = 0;
   int attempts_finished = 0;
 
-  std::function<void()> before_begin;  // runs before every begin()
+  std::function<void()> before_begin;    // runs before every begin()
+  std::function<void()> after_find_run;  // runs once, after the next find_run()
 
   const fs::path& folder() const override { return inner_.folder(); }
   Expected<void> begin() override {
@@ -711,7 +713,11 @@ class CountingStore final : public Store {
   }
   Expected<std::int64_t> append_event(const EventRecord& e) override { return inner_.append_event(e); }
   Expected<void> request_cancel(const std::string& id) override { return inner_.request_cancel(id); }
-  Expected<std::optional<RunRecord>> find_run(const std::string& id) override { return inner_.find_run(id); }
+  Expected<std::optional<RunRecord>> find_run(const std::string& id) override {
+    auto found = inner_.find_run(id);
+    if (after_find_run) std::exchange(after_find_run, nullptr)();  // once
+    return found;
+  }
   Expected<std::vector<RunRecord>> list_runs() override { return inner_.list_runs(); }
   Expected<PlanVersion> latest_plan(const std::string& id) override { return inner_.latest_plan(id); }
   Expected<std::vector<StepRecord>> steps(const std::string& id) override { return inner_.steps(id); }
@@ -1043,6 +1049,38 @@ steps:
   EXPECT_EQ(again->warm_ups, 1);
   EXPECT_EQ(again->starts, 0);  // a and b are done; only c re-runs
   EXPECT_EQ(unused->warm_ups, 0);
+}
+
+// `orch cancel` that takes the run's lock while a resume is starting (the resume
+// has read the run, not yet locked it) cancels it, and the resume then refuses
+// rather than undo the cancel.
+TEST_F(EngineTest, AResumeThatLosesTheLockToACancelRefusesToUndoIt) {
+  auto first = run("steps:\n  - {id: a, sh: 'echo ran >> ran.log; exit 1', attempts: 1}\n");
+  ASSERT_EQ(first.status, RunStatus::Failed);
+  RunRecord row = **store_->find_run(first.run_id);
+  row.status = RunStatus::Interrupted;  // as a run stopped by Ctrl-C is: cancel takes those
+  ASSERT_TRUE(store_->update_run(row));
+  CountingStore hooked(*store_);
+  hooked.after_find_run = [&] {
+    auto other = open_sqlite_store(dir_ / "store" / "orch.db");
+    ASSERT_TRUE(other) << other.error().message;
+    auto cancelled = cancel_run(**other, first.run_id, std::chrono::milliseconds(0));
+    ASSERT_TRUE(cancelled) << cancelled.error().message;
+    EXPECT_EQ(*cancelled, RunStatus::Cancelled);
+  };
+  {
+    Engine engine(hooked, EngineOptions{});  // lets the run's lock go when it ends
+    auto out = engine.resume(first.run_id, std::nullopt);
+    ASSERT_FALSE(out);
+    EXPECT_NE(out.error().message.find("was cancelled while this resume was starting"), std::string::npos)
+        << out.error().message;
+  }
+  EXPECT_EQ((*store_->find_run(first.run_id))->status, RunStatus::Cancelled);
+  EXPECT_EQ(read_file(ws() / "ran.log"), "ran\n");
+  // Asked again, on purpose, it goes on.
+  auto again = resume(first.run_id);
+  EXPECT_EQ(again.status, RunStatus::Failed);
+  EXPECT_EQ(read_file(ws() / "ran.log"), "ran\nran\n");
 }
 
 // `orch cancel` of a run a resume has just locked (it sees a live driver and asks)
