@@ -21,6 +21,7 @@ enum class ErrorCode {
   Store,         // the ledger could not be read or written
   Spawn,         // a process could not be started
   Internal,      // a broken invariant inside orch: a bug
+  Interrupted,   // stopped by SIGINT/SIGTERM/SIGHUP, what was recorded kept (exit 130)
 };
 
 struct Error {

@@ -142,7 +142,9 @@ int run_chain_command(const ChainArgs& args) {
       std::fprintf(stderr, "orch: chain run %s (store %s)\n", id.c_str(),
                    (*store)->folder().string().c_str());
   };
+  catch_stop_signals();
   auto outcome = flows::run_chain(**store, *chain, engine);
+  run_has_ended();
   progress.finish();
   if (!outcome)
     return refuse(args, "orch_error", outcome.error().message, *limit, {},

@@ -70,7 +70,9 @@ int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> e
   };
   options.executors = std::move(executors);
   Engine engine(store, options);
+  catch_stop_signals();  // and the engine's own handler while it drives the run
   auto outcome = start(engine);
+  run_has_ended();  // the report is printed whatever comes
   progress.finish();
   if (!outcome) return report_error(outcome.error());
   // In Lines mode the per-step lines were printed as steps finished: end with the summary.

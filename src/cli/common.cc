@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "exec/llm_executor.h"
@@ -19,6 +22,8 @@ int exit_code_for_error(const Error& e) {
     case ErrorCode::NotFound:
     case ErrorCode::Busy:
       return kExitInvalid;
+    case ErrorCode::Interrupted:
+      return kExitInterrupted;
     default:
       return kExitFailed;
   }
@@ -46,9 +51,32 @@ Expected<void> check_workspace(const std::string& workspace) {
     why = "No such file or directory";
   else if (!std::filesystem::is_directory(status))
     why = "it is a file, not a folder";
+  else if (access(workspace.c_str(), R_OK | W_OK | X_OK) != 0)
+    why = fmt::format("{} (steps run in it, and read and write there)", std::strerror(errno));
   if (why.empty()) return {};
   return fail(ErrorCode::InvalidInput,
               fmt::format("workspace '{}' is not a usable folder: {}", workspace, why));
+}
+
+namespace {
+volatile std::sig_atomic_t g_run_ended = 0;
+
+void on_stop_signal(int) {
+  if (g_run_ended == 0) _exit(130);
+}
+}  // namespace
+
+void catch_stop_signals() {
+  g_run_ended = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+void run_has_ended() {
+  g_run_ended = 1;
 }
 
 Expected<std::string> latest_run_id(Store& store) {

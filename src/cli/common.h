@@ -50,6 +50,15 @@ void add_executor_file_flags(CLI::App& sub, std::string& models, std::string& re
 // "workspace 'x' is not a usable folder: No such file or directory").
 Expected<void> check_workspace(const std::string& workspace);
 
+// Stop signals (SIGINT, SIGTERM, SIGHUP) around a run, for the moments the
+// engine does not handle them itself (it does while it drives the run, and puts
+// this handler back after). Until run_has_ended(), one ends orch at once with exit
+// 130; after it, they are dropped, so that a second Ctrl-C (or a `timeout` that
+// signals twice) while the report is printed neither loses it nor changes the
+// exit code.
+void catch_stop_signals();
+void run_has_ended();
+
 // The newest run in the store, for commands whose RUN_ID is optional.
 Expected<std::string> latest_run_id(Store& store);
 

@@ -1,10 +1,14 @@
 #include "cli/orch_main.h"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string_view>
 
@@ -29,6 +33,21 @@ Exit codes:
 Documentation: docs/cli.md, docs/plan-format.md, docs/store.md, docs/models.md,
 docs/workers.md, docs/tools.md, docs/planner.md, docs/chains.md, docs/task.md,
 docs/routing.md, docs/memory.md, docs/review.md)";
+// Output that could not be written (a full disk, a closed file) is an error, not
+// a silent success. A reader that stopped reading (`orch runs | head`) is not one
+// to complain about: orch says nothing and keeps its exit code.
+int with_output_checked(int code) {
+  errno = 0;
+  const bool flush_failed = std::fflush(stdout) != 0;
+  const int flush_errno = errno;
+  if (!flush_failed && std::ferror(stdout) == 0) return code;
+  struct stat out {};
+  if (flush_errno == EPIPE || (fstat(STDOUT_FILENO, &out) == 0 && S_ISFIFO(out.st_mode))) return code;
+  std::fprintf(stderr, "orch: cannot write the output: %s\n",
+               flush_failed && flush_errno != 0 ? std::strerror(flush_errno) : "write error");
+  return code == 0 ? 1 : code;
+}
+
 }  // namespace
 
 int orch_main(int argc, char** argv) {
@@ -109,7 +128,7 @@ int orch_main(int argc, char** argv) {
     return kExitInvalid;
   }
   for (auto& [sub, command] : commands)
-    if (sub->parsed()) return command();
+    if (sub->parsed()) return with_output_checked(command());
   return kExitInvalid;
 }
 

@@ -29,6 +29,7 @@ Expected<flows::PlannedRequest> plan_from_cli(const std::string& request, const 
   options.templates = &templates;
   options.model = args.model;
   options.single_step_executor = args.executor;
+  options.handle_signals = true;
   auto planned = ORCH_TRY(flows::plan_request(request, options));
   if (!quiet) std::fprintf(stderr, "orch plan: %s\n", planned.summary().c_str());
   return planned;

@@ -164,9 +164,16 @@ Expected<CallResult> planning_call(const PlanningPrompt& prompt, const PlannerOp
   EngineOptions engine_options;
   engine_options.workspace = o.workspace;
   engine_options.executors = o.executors;
+  engine_options.handle_signals = o.handle_signals;
   Engine engine(store, engine_options);
   RunOutcome outcome = ORCH_TRY(engine.run(c.plan, text));
   r.run_id = outcome.run_id;
+  // Not a failed call to fall back from: the person asked orch to stop.
+  if (outcome.status == RunStatus::Interrupted)
+    return fail(ErrorCode::Interrupted,
+                fmt::format("interrupted: the planning call (run {}) was stopped; nothing "
+                            "was planned",
+                            outcome.run_id));
   if (outcome.status != RunStatus::Succeeded) {
     // The run's reason names the failed step; the step's own reason says why
     // ("provider 'x' takes its key from $KEY, which is not set").

@@ -50,6 +50,9 @@ struct PlannerOptions {
   // llm/llm:X/worker:X get inputs.prompt, builtin:echo inputs.text, shell the
   // request as its `sh` script; any other executor inputs.prompt.
   std::string single_step_executor;
+  // Stop signals during a planning call stop it (the call's run is recorded
+  // interrupted) and plan_request fails with ErrorCode::Interrupted.
+  bool handle_signals = false;
 };
 
 struct PlannedRequest {

@@ -11,6 +11,8 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::Store: return "store";
     case ErrorCode::Spawn: return "spawn";
     case ErrorCode::Internal: return "internal";
+    case ErrorCode::Interrupted:
+      return "interrupted";
   }
   return "internal";
 }

@@ -405,6 +405,41 @@ TEST(Cli, AResumeKillsACheckLeftRunningThatClearedItsEnvironment) {
   if (alive(orphan)) kill(orphan, SIGKILL);
 }
 
+// A burst of SIGTERMs (a `timeout` that signals orch and then its group, an
+// impatient Ctrl-C) stops the run once: exit 130 and the report, never killed by
+// a later signal while the report is printed.
+TEST(Cli, ABurstOfSignalsEndsTheRunOnceWithItsReport) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: long, sh: 'echo started > started; exec sleep 30'}\n");
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    fs::remove(d / "started");
+    pid_t pid = spawn_orch({"run", "p.yaml", "--json"}, d.path(), d / "out.txt");
+    ASSERT_TRUE(wait_for([&] { return fs::exists(d / "started"); }, 10000));
+    for (int i = 0; i < 300 && testing::process_alive(pid); ++i) {
+      kill(pid, SIGTERM);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(wait_exit(pid), 130);
+    const std::string out = read_file(d / "out.txt");
+    EXPECT_NE(out.find("\"status\": \"interrupted\""), std::string::npos) << out;
+  }
+}
+
+// Output that cannot be written is an error, not a silent success.
+TEST(Cli, OutputThatCannotBeWrittenIsAnError) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: a, sh: 'echo hi'}\n");
+  ASSERT_EQ(run_orch({"run", "p.yaml"}, d.path()).exit_code, 0);
+  auto r = run_command({"/bin/sh", "-c", "exec \"$0\" runs > /dev/full", orch_binary()}, d.path());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("orch: cannot write the output: No space left on device"), std::string::npos) << r.err;
+  // A reader that stops reading is not an error to report.
+  auto piped = run_command(
+      {"/bin/sh", "-c", "\"$0\" runs | true; echo \"rc=${PIPESTATUS:-x}\"", orch_binary()}, d.path());
+  EXPECT_EQ(piped.err.find("cannot write"), std::string::npos) << piped.err;
+}
+
 // Each running attempt holds a few files; orch raises its soft limit on open
 // files to the hard one, so a high -j under a low soft limit does not fail
 // attempts that succeeded ("Too many open files").

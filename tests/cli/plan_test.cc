@@ -1,8 +1,13 @@
 // Black-box tests of `orch plan` and `orch run --request` (docs/planner.md).
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -159,6 +164,37 @@ TEST(PlanCli, AFailedPlanningCallSaysWhyItFailed) {
   EXPECT_HAS(r.err, "the planning call failed (run ");
   EXPECT_HAS(r.err, fmt::format("provider 'fake' takes its key from ${}, which is not set", kKeyVar));
   EXPECT_HAS(r.out, "id: request");
+}
+
+// Ctrl-C during a planning call stops it like a run: exit 130, the call's run
+// recorded interrupted (not left "running"), and no fallback plan printed.
+TEST(PlanCli, AnInterruptDuringAPlanningCallStopsIt) {
+  // A provider that takes the connection and never answers.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  TempDir d;
+  write_models(d, fmt::format("http://127.0.0.1:{}", ntohs(addr.sin_port)));
+  ::setenv(kKeyVar, "sk-never-used-123456", 1);
+  pid_t pid = spawn_orch({"plan", "1. list files\n2. count them", "--models", "models.yaml"}, d.path(),
+                         d / "out.txt");
+  const fs::path db = d / ".orch" / "orch.db";
+  ASSERT_TRUE(
+      wait_for([&] { return fs::exists(db) && query_int(db, "select count(*) from attempts") == 1; }, 10000));
+  ::kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid), 130);
+  ::unsetenv(kKeyVar);
+  ::close(listener);
+  const std::string out = read_file(d / "out.txt");
+  EXPECT_HAS(out, "interrupted: the planning call (run ");
+  EXPECT_EQ(out.find("fallback"), std::string::npos) << out;
+  EXPECT_EQ(query_int(db, "select count(*) from runs where status = 'interrupted'"), 1) << out;
 }
 
 TEST(PlanCli, RunRequestPlansThenRuns) {
