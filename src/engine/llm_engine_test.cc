@@ -191,6 +191,33 @@ steps:
   EXPECT_GE((*tries)[2].started_at - (*tries)[1].finished_at, 30'000);
 }
 
+// A Retry-After longer than the back-off's ceiling (a daily quota, a broken
+// proxy) is not waited for in silence: the step fails at once, saying what the
+// provider asked for. Five minutes is still waited for.
+TEST_F(LlmEngineTest, ARetryAfterLongerThanOrchWaitsFailsTheStepSayingSo) {
+  ManualClock clock;
+  auto out = run(R"(
+on_failure: continue
+steps:
+  - id: quota
+    executor: llm
+    attempts: 3
+    inputs: {prompt: "[[fail-times: 1 status: 429 retry-after=999999]] [[reply: never]]"}
+  - id: minutes
+    executor: llm
+    attempts: 3
+    inputs: {prompt: "[[fail-times: 1 status: 429 retry-after=300]] [[reply: waited]]"}
+)",
+                 &clock);
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto quota = step(out.run_id, "quota");
+  EXPECT_EQ(quota.status, StepStatus::Failed);
+  EXPECT_NE(quota.reason.find("the provider asked to retry after 277h46m"), std::string::npos) << quota.reason;
+  EXPECT_NE(quota.reason.find("longer than orch waits (5m00s)"), std::string::npos) << quota.reason;
+  EXPECT_EQ(store_->attempts(out.run_id, "quota")->size(), 1u);
+  EXPECT_EQ(step(out.run_id, "minutes").result, "waited");
+}
+
 // Retry-After may be an HTTP-date: the retry waits until then (the fake dates
 // it 30 s after its answer, in whole seconds), and not at all for a date in the
 // past (the usual back-off of 1-1.25 s still applies).

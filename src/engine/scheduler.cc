@@ -10,6 +10,7 @@
 #include "engine/attempt_render.h"
 #include "engine/orphans.h"
 #include "engine/snapshot.h"
+#include "orch/report.h"
 #include "orch/workspace.h"
 #include "util/atomic_file.h"
 #include "util/json_text.h"
@@ -23,6 +24,8 @@ using std::chrono::milliseconds;
 namespace {
 constexpr std::size_t kTailBytes = 2048;
 constexpr milliseconds kCancelPollInterval{250};
+// The longest Retry-After a transient failure is retried after: the back-off's own ceiling.
+constexpr milliseconds kMaxRetryAfter{300'000};
 constexpr milliseconds kShellZeroTimeout{60000};
 // A result longer than this reaches a shell_zero check only in ORCH_RESULT_FILE.
 constexpr std::size_t kResultEnvMax = 64 * 1024;
@@ -1090,6 +1093,13 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
     mark_failed(i, "same failure twice: " + reason);
   } else if (stop_ != StopKind::None) {
     mark_failed(i, fmt::format("{} (not retried: {})", reason, stop_reason_));
+  } else if (o.transient && o.retry_after && *o.retry_after > kMaxRetryAfter) {
+    // A provider that asks for hours (a daily quota) is not waited for in
+    // silence: the step fails, saying so, and a resume tries again when it is time.
+    mark_failed(
+        i,
+        fmt::format("{} (the provider asked to retry after {}, longer than orch waits ({}): not retried)",
+                    reason, human_duration(o.retry_after->count()), human_duration(kMaxRetryAfter.count())));
   } else {
     milliseconds delay = step.retry_delay.value_or(plan_.defaults.retry_delay);
     if (o.transient) delay = transient_backoff(delay, s.rec.attempts_counted, o.retry_after);
