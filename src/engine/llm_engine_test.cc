@@ -218,6 +218,48 @@ steps:
   EXPECT_EQ(step(out.run_id, "minutes").result, "waited");
 }
 
+// A completion cut off at max_tokens, withheld by a filter or refused is not an
+// answer: each fails its attempt, saying why, instead of passing for one.
+TEST_F(LlmEngineTest, ACutOffFilteredOrRefusedCompletionIsNotASuccess) {
+  auto out = run(R"(
+on_failure: continue
+steps:
+  - {id: cut, executor: llm, attempts: 1, inputs: {prompt: "[[reply: The answer is]] [[stop: length]]"}}
+  - {id: cut_claude, executor: "llm:claude", attempts: 1,
+     inputs: {prompt: "[[reply: The answer is]] [[stop: max_tokens]]"}}
+  - {id: filtered, executor: llm, attempts: 1, inputs: {prompt: "[[reply: x]] [[stop: content_filter]]"}}
+  - {id: refused, executor: llm, attempts: 1, inputs: {prompt: "[[refusal: I cannot help with that]]"}}
+  - {id: fine, executor: llm, attempts: 1, inputs: {prompt: "[[reply: whole]]"}}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(
+      step(out.run_id, "cut").reason,
+      "model 'fast' stopped at its max_tokens (64): the completion is cut off (finish_reason 'length')");
+  EXPECT_EQ(
+      step(out.run_id, "cut_claude").reason,
+      "model 'claude' stopped at its max_tokens (64): the completion is cut off (stop_reason 'max_tokens')");
+  EXPECT_EQ(step(out.run_id, "filtered").reason,
+            "the provider withheld model 'fast''s completion (finish_reason 'content_filter')");
+  EXPECT_EQ(step(out.run_id, "refused").reason, "model 'fast' refused: I cannot help with that");
+  EXPECT_EQ(step(out.run_id, "fine").status, StepStatus::Done);
+  EXPECT_EQ(step(out.run_id, "fine").result, "whole");
+}
+
+// max_output caps an llm step's result as it does a shell step's: the first
+// max_output bytes, and the attempt says it was cut.
+TEST_F(LlmEngineTest, MaxOutputCutsTheResultAndSaysSo) {
+  auto out = run(R"(
+steps:
+  - {id: long, executor: llm, max_output: 8, inputs: {prompt: "[[reply: 0123456789abcdef]]"}}
+)");
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(step(out.run_id, "long").result, "01234567");
+  auto tries = *store_->attempts(out.run_id, "long");
+  ASSERT_EQ(tries.size(), 1u);
+  EXPECT_TRUE(tries[0].stdout_truncated);
+  EXPECT_EQ(tries[0].stdout_bytes, 16);
+}
+
 // Retry-After may be an HTTP-date: the retry waits until then (the fake dates
 // it 30 s after its answer, in whole seconds), and not at all for a date in the
 // past (the usual back-off of 1-1.25 s still applies).

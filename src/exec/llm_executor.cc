@@ -318,13 +318,20 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
       json doc = json::parse(r.body, nullptr, false);
       std::optional<std::string> text;
       const json* usage = nullptr;
+      std::string stop;     // why the model stopped: finish_reason / stop_reason
+      std::string refusal;  // an OpenAI model's refusal, in place of content
       if (doc.is_object() && call->api == LlmApi::OpenAi) {
         if (doc.contains("choices") && doc["choices"].is_array() && !doc["choices"].empty()) {
-          const json& message = doc["choices"][0].value("message", json::object());
+          const json& choice = doc["choices"][0];
+          const json& message = choice.is_object() ? choice.value("message", json::object()) : json::object();
           if (message.contains("content") && message["content"].is_string())
             text = message["content"].get<std::string>();
           else if (message.contains("content") && message["content"].is_null())
             text = "";
+          if (message.contains("refusal") && message["refusal"].is_string())
+            refusal = message["refusal"].get<std::string>();
+          if (choice.is_object() && choice.contains("finish_reason") && choice["finish_reason"].is_string())
+            stop = choice["finish_reason"].get<std::string>();
         }
         if (doc.contains("usage") && doc["usage"].is_object()) usage = &doc["usage"];
       } else if (doc.is_object()) {
@@ -335,6 +342,8 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
                 block["text"].is_string())
               *text += block["text"].get<std::string>();
         }
+        if (doc.contains("stop_reason") && doc["stop_reason"].is_string())
+          stop = doc["stop_reason"].get<std::string>();
         if (doc.contains("usage") && doc["usage"].is_object()) usage = &doc["usage"];
       }
       const char* in_key = call->api == LlmApi::OpenAi ? "prompt_tokens" : "input_tokens";
@@ -363,12 +372,31 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
         failed(fmt::format("provider '{}' sent {}: the call's spend cannot be charged to the budget",
                            call->provider, bad_usage),
                false);
+      } else if (!refusal.empty()) {
+        failed(fmt::format("model '{}' refused: {}", call->model->name, refusal), false);
+      } else if (stop == "length" || stop == "max_tokens") {
+        // A completion cut off at max_tokens is not an answer: it does not pass
+        // for one (raising max_tokens in the models file is the way on).
+        failed(fmt::format("model '{}' stopped at its max_tokens ({}): the completion is cut off ({} '{}')",
+                           call->model->name, call->model->max_tokens,
+                           call->api == LlmApi::OpenAi ? "finish_reason" : "stop_reason", stop),
+               false);
+        out.append(*text);
+      } else if (stop == "content_filter" || stop == "refusal") {
+        failed(fmt::format("the provider withheld model '{}''s completion ({} '{}')", call->model->name,
+                           call->api == LlmApi::OpenAi ? "finish_reason" : "stop_reason", stop),
+               false);
+        out.append(*text);
       } else if (text->empty()) {
         failed(fmt::format("model '{}' returned an empty completion", call->model->name), false);
       } else {
         o.ending = AttemptEnding::Exited;
         o.exit_code = 0;
-        o.result = *text;
+        // As for a shell step: the result is the first max_output bytes (the
+        // ledger row and the log say the rest was cut).
+        o.result = spec.max_output > 0 && static_cast<std::int64_t>(text->size()) > spec.max_output
+                       ? text->substr(0, static_cast<std::size_t>(spec.max_output))
+                       : *text;
         out.append(*text);
       }
     }
@@ -376,6 +404,8 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
     err.finish();
     o.stdout_bytes = out.total_bytes();
     o.stderr_bytes = err.total_bytes();
+    o.stdout_truncated = out.truncated();
+    o.stderr_truncated = err.truncated();
     if (out.held()) o.stdout_text = out.held_text();
     if (err.held()) o.stderr_text = err.held_text();
     if (o.ending != AttemptEnding::Exited && spec.secrets) o.message = spec.secrets->mask(o.message);

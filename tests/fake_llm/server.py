@@ -57,6 +57,10 @@ messages) are ignored. A `[[...]]` whose name is not one of these is plain text.
                          a provider that misbehaves, -50, "5", 2.5, null, ...
                          (total_tokens is their sum when both are integers, else null).
   [[no-usage]]           Omit the usage object from the response.
+  [[stop: REASON]]       The completion's finish_reason (OpenAI) / stop_reason
+                         (Anthropic) is REASON (e.g. length, max_tokens,
+                         content_filter) instead of stop / end_turn.
+  [[refusal: TEXT]]      (OpenAI) content null and the message's refusal TEXT.
   [[status: CODE]]       Answer HTTP CODE (400-599) with the provider's error body...
   [[status: CODE retry-after=S]]
                          ...and a "Retry-After: S" header (S: seconds, as given).
@@ -152,7 +156,8 @@ MALFORMED_BODY = (
 )
 
 KNOWN_DIRECTIVES = frozenset(
-    ["reply", "json", "empty", "usage", "no-usage", "status", "fail-times", "malformed", "truncated", "sleep"]
+    ["reply", "json", "empty", "usage", "no-usage", "status", "fail-times", "malformed", "truncated", "sleep",
+     "stop", "refusal"]
 )
 # Directives that take no arguments.
 BARE_DIRECTIVES = frozenset(["empty", "no-usage", "malformed", "truncated"])
@@ -286,6 +291,8 @@ class Script:
         self.malformed = False
         self.truncated = False
         self.sleep = 0.0
+        self.stop = None  # finish_reason / stop_reason; None: "stop" / "end_turn"
+        self.refusal = None  # OpenAI: content null and this refusal text
 
 
 def build_script(directives):
@@ -323,6 +330,12 @@ def build_script(directives):
             script.malformed = True
         elif d.name == "truncated":
             script.truncated = True
+        elif d.name == "stop":
+            if not re.match(r"^[a-z_]+$", d.args):
+                raise DirectiveError("[[stop: REASON]]: expected a reason such as length, got %r" % d.args)
+            script.stop = d.args
+        elif d.name == "refusal":
+            script.refusal = d.args
         elif d.name == "sleep":
             if not NUMBER_RE.match(d.args) or float(d.args) > MAX_SLEEP_SECONDS:
                 raise DirectiveError("[[sleep: SECONDS]]: expected 0-%g, got %r" % (MAX_SLEEP_SECONDS, d.args))
@@ -701,9 +714,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             completion_tokens = word_count(text)
         usage = None if script.no_usage else (prompt_tokens, completion_tokens)
         if api == "anthropic":
-            response = self.anthropic_reply(parsed["model"], text, script.empty, usage)
+            response = self.anthropic_reply(parsed["model"], text, script.empty, usage, script.stop)
         else:
-            response = self.openai_reply(parsed["model"], text, usage)
+            response = self.openai_reply(parsed["model"], text, usage, script.stop, script.refusal)
         response.truncated = script.truncated
         return response
 
@@ -712,7 +725,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         message = STATUS_MESSAGES.get(status, "fake_llm: scripted status %d" % status)
         return Response(status, self.error_body(api, status, message), headers)
 
-    def openai_reply(self, model, text, usage):
+    def openai_reply(self, model, text, usage, stop=None, refusal=None):
         body = {
             "id": "chatcmpl-fake%06d" % self.state.take_seq(),
             "object": "chat.completion",
@@ -721,11 +734,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": None if refusal is not None else text},
+                    "finish_reason": stop or "stop",
                 }
             ],
         }
+        if refusal is not None:
+            body["choices"][0]["message"]["refusal"] = refusal
         if usage:
             integers = all(isinstance(n, int) and not isinstance(n, bool) for n in usage)
             body["usage"] = {
@@ -735,14 +750,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             }
         return Response(200, body)
 
-    def anthropic_reply(self, model, text, empty, usage):
+    def anthropic_reply(self, model, text, empty, usage, stop=None):
         body = {
             "id": "msg_fake%06d" % self.state.take_seq(),
             "type": "message",
             "role": "assistant",
             "model": model,
             "content": [] if empty else [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
+            "stop_reason": stop or "end_turn",
             "stop_sequence": None,
         }
         if usage:
