@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "cli/commands.h"
@@ -68,8 +71,27 @@ Command add_logs(CLI::App& app) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       return kExitSucceeded;
     }
+    // Paths are recorded absolute; a project moved with its store keeps its logs
+    // in the store's runs/RUN/ folder, where they are looked for next.
+    const std::filesystem::path moved =
+        (*store)->folder() / "runs" / args->run_id / std::filesystem::path(path).filename();
     std::ifstream in(path, std::ios::binary);
-    if (!in) return kExitSucceeded;  // the stream wrote nothing, so no file was made
+    int open_errno = errno;
+    if (!in) {
+      in.open(moved, std::ios::binary);
+      if (!in && errno != ENOENT) open_errno = errno;
+    }
+    if (!in) {
+      const std::int64_t recorded = args->err ? chosen->stderr_bytes : chosen->stdout_bytes;
+      // No file and nothing recorded: the stream wrote nothing, so no file was made.
+      if (open_errno == ENOENT && (recorded == 0 || chosen->status == AttemptStatus::Running))
+        return kExitSucceeded;
+      return report_error(
+          Error{ErrorCode::Io,
+                fmt::format("cannot read the {} of attempt {} of step '{}' ({} bytes recorded): {}: {}",
+                            args->err ? "stderr" : "stdout", chosen->number, args->step, recorded, path,
+                            std::strerror(open_errno))});
+    }
     char buf[65536];
     while (in.read(buf, sizeof buf) || in.gcount() > 0) {
       std::fwrite(buf, 1, static_cast<std::size_t>(in.gcount()), stdout);

@@ -426,6 +426,30 @@ TEST(Cli, ABurstOfSignalsEndsTheRunOnceWithItsReport) {
   }
 }
 
+// `orch logs` finds the logs of a project moved with its store, and says so,
+// naming the file, when a log the ledger recorded bytes for is gone.
+TEST(Cli, LogsFollowAMovedProjectAndSayWhenALogIsGone) {
+  TempDir d;
+  fs::create_directories(d / "before");
+  write_file(d / "before" / "p.yaml",
+             "steps:\n  - {id: a, sh: 'echo out; echo err >&2; exit 1', attempts: 1}\n");
+  auto r = run_orch({"run", "p.yaml"}, d / "before");
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const std::string id = run_id_in(r.err);
+  fs::rename(d / "before", d / "after");
+  auto out = run_orch({"logs", id, "a"}, d / "after");
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(out.out, "out\n");
+  EXPECT_EQ(run_orch({"logs", id, "a", "--stderr"}, d / "after").out, "err\n");
+  fs::remove(d / "after" / ".orch" / "runs" / id / "a.1.stdout");
+  auto gone = run_orch({"logs", id, "a"}, d / "after");
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_NE(gone.err.find("cannot read the stdout of attempt 1 of step 'a' (4 bytes recorded): "),
+            std::string::npos)
+      << gone.err;
+  EXPECT_NE(gone.err.find("a.1.stdout: No such file or directory"), std::string::npos) << gone.err;
+}
+
 // Output that cannot be written is an error, not a silent success.
 TEST(Cli, OutputThatCannotBeWrittenIsAnError) {
   TempDir d;
