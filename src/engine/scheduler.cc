@@ -1203,6 +1203,11 @@ void Scheduler::skip_descendants(int i, const std::string& reason) {
 
 Expected<RunOutcome> Scheduler::finish_run() {
   if (wall_timer_) loop_.cancel_timer(wall_timer_);
+  // Stopped by a person: what the steps started outside their process groups
+  // (`setsid cmd &`, a daemon) goes too, found by the ORCH_RUN_ID it inherited.
+  // Their groups were killed with each attempt; a run that ends by itself leaves
+  // such processes be.
+  if (stop_ == StopKind::Interrupt || stop_ == StopKind::Cancel) (void)kill_orphans(nullptr, run_.id);
   for (auto& s : steps_) {
     if (s.retry_timer) {
       loop_.cancel_timer(s.retry_timer);

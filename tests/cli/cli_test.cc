@@ -450,6 +450,23 @@ TEST(Cli, LogsFollowAMovedProjectAndSayWhenALogIsGone) {
   EXPECT_NE(gone.err.find("a.1.stdout: No such file or directory"), std::string::npos) << gone.err;
 }
 
+// Ctrl-C stops what the steps started outside their process groups (setsid, a
+// daemon) as well: they carry the run's ORCH_RUN_ID.
+TEST(Cli, AnInterruptAlsoStopsWhatAStepStartedInASessionOfItsOwn) {
+  TempDir d;
+  write_file(d / "p.yaml",
+             "steps:\n  - {id: a, sh: 'setsid sleep 300 & echo $! > daemon.pid; exec sleep 300'}\n");
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "daemon.pid").size() > 1; }, 10000));
+  const pid_t daemon = std::stoi(read_file(d / "daemon.pid"));
+  ASSERT_TRUE(wait_for([&] { return getsid(daemon) == daemon; }, 5000)) << "setsid did not take effect";
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid), 130);
+  EXPECT_TRUE(wait_for([&] { return !testing::process_alive(daemon); }, 3000))
+      << "the step's setsid process " << daemon << " outlived the interrupt";
+  if (testing::process_alive(daemon)) kill(daemon, SIGKILL);
+}
+
 // Output that cannot be written is an error, not a silent success.
 TEST(Cli, OutputThatCannotBeWrittenIsAnError) {
   TempDir d;
