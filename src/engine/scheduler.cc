@@ -2,9 +2,11 @@
 #include "engine/scheduler.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "engine/attempt_render.h"
@@ -109,8 +111,22 @@ std::int64_t Scheduler::wall_ms_now() const {
 }
 
 int Scheduler::effective_concurrency() const {
-  return std::max(1, run_.concurrency);
+  return std::max(1, std::min(run_.concurrency, open_files_cap_));
 }
+
+namespace {
+// A running attempt holds up to 6 descriptors in orch (its pipes, its pidfd,
+// its log files); the ledger, the event loop and the rest keep 64.
+constexpr int kFdsPerAttempt = 6;
+constexpr int kFdsReserved = 64;
+
+int open_files_cap() {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) return INT_MAX;
+  const auto usable = static_cast<long long>(files.rlim_cur) - kFdsReserved;
+  return static_cast<int>(std::clamp<long long>(usable / kFdsPerAttempt, 1, INT_MAX));
+}
+}  // namespace
 
 fs::path Scheduler::usage_folder() const {
   return store_.folder() / "runs" / run_.id / "usage";
@@ -317,6 +333,19 @@ Expected<RunOutcome> Scheduler::run_loop() {
     });
   }
   index_ready();
+  // More steps at once than the open-files limit can hold would fail attempts
+  // ("Too many open files") that would have succeeded: the run goes as wide as it
+  // can, and says so.
+  open_files_cap_ = open_files_cap();
+  if (run_.concurrency > open_files_cap_) {
+    ORCH_TRY(tx());
+    rlimit files{};
+    getrlimit(RLIMIT_NOFILE, &files);
+    event("concurrency_capped", "", 0,
+          {{"requested", run_.concurrency},
+           {"used", open_files_cap_},
+           {"open_files_limit", static_cast<long long>(files.rlim_cur)}});
+  }
   // Approvals recorded by `orch approve` (for a resume of a paused run).
   for (const EventRecord& e : ORCH_TRY(store_.events_of_kind(run_.id, "step_approved"))) {
     auto data = nlohmann::json::parse(e.data_json, nullptr, false);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <climits>
 #include <deque>
 #include <map>
 #include <memory>
@@ -116,6 +117,7 @@ class Scheduler {
   Expected<void> load_plan_state(Plan plan);
   Expected<void> index_plan_state();  // steps_ and index_of_ from plan_
   void index_ready();
+  // The run's -j, within what the open-files limit can hold (open_files_cap_).
   int effective_concurrency() const;
 
   // Ledger writes, grouped per loop turn.
@@ -181,6 +183,7 @@ class Scheduler {
     bool check = false;           // the group of a shell_zero check, not of the attempt's own process
   };
   std::vector<Spawned> spawned_;
+  int open_files_cap_ = INT_MAX;  // set when the loop starts
 
   Plan plan_;
   RunRecord run_;

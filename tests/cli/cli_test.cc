@@ -496,6 +496,23 @@ TEST(Cli, AHighConcurrencyIsNotFailedByALowSoftLimitOnOpenFiles) {
   EXPECT_EQ(query_int(d / ".orch" / "orch.db", "select count(*) from steps where status='done'"), 40);
 }
 
+// Under a hard limit too low for the -j asked for, the run goes as wide as the
+// limit allows and says so (a concurrency_capped event), instead of failing steps
+// with "Too many open files".
+TEST(Cli, AConcurrencyTheOpenFilesLimitCannotHoldIsCappedNotFailed) {
+  TempDir d;
+  std::string plan = "steps:\n";
+  for (int i = 0; i < 60; ++i) plan += "  - {id: s" + std::to_string(i) + ", sh: 'sleep 0.2'}\n";
+  write_file(d / "p.yaml", plan);
+  auto r = run_command({"/bin/sh", "-c", "ulimit -n 100 && exec \"$0\" run p.yaml -j 60", orch_binary()},
+                       d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path db = d / ".orch" / "orch.db";
+  EXPECT_EQ(query_int(db, "select count(*) from steps where status='done'"), 60);
+  EXPECT_EQ(query_int(db, "select json_extract(data, '$.used') from events where kind='concurrency_capped'"),
+            6);
+}
+
 TEST(Cli, AResumeWhoseWorkspaceIsGoneIsRefusedBeforeAnythingIsRecorded) {
   TempDir d;
   fs::create_directories(d / "ws");
