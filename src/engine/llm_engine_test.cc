@@ -301,6 +301,25 @@ TEST_F(LlmEngineTest, AMissingKeyOrUnauthorizedKeyFailsWithoutRetrying) {
       << "a 401 is not transient: same failure twice stops it";
 }
 
+// A 200 that is not a completion says what it was instead; a 408 (the provider
+// gave up waiting) is retried like a 429.
+TEST_F(LlmEngineTest, AnUnreadableAnswerSaysWhatCameAndA408IsRetried) {
+  ManualClock clock;
+  auto out = run(R"(
+on_failure: continue
+steps:
+  - {id: garbled, executor: llm, attempts: 1, inputs: {prompt: "[[malformed]]"}}
+  - {id: slow, executor: llm, attempts: 3, inputs: {prompt: "[[fail-times: 1 status: 408]] [[reply: second time]]"}}
+)",
+                 &clock);
+  const std::string garbled = step(out.run_id, "garbled").reason;
+  EXPECT_NE(garbled.find("sent a response orch cannot read (no completion text): a body that is not JSON "
+                         "(application/json): "),
+            std::string::npos)
+      << garbled;
+  EXPECT_EQ(step(out.run_id, "slow").result, "second time");
+}
+
 // A provider's concurrency caps its calls in flight, whatever -j allows.
 TEST_F(LlmEngineTest, AProvidersConcurrencyCapsItsCallsInFlight) {
   std::string yaml = "concurrency: 8\nsteps:\n";

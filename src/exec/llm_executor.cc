@@ -310,6 +310,18 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
                          provider_message(r.body)),
              true);
       o.retry_after = r.retry_after();
+    } else if (r.status == 408) {  // Request Timeout: the provider gave up waiting; try again
+      failed(fmt::format("provider '{}' answered HTTP 408: {}", call->provider, provider_message(r.body)),
+             true);
+    } else if (r.status >= 300 && r.status < 400) {
+      const auto location = r.header("location");
+      failed(
+          fmt::format("provider '{}' answered HTTP {}, a redirect{}: orch does not follow redirects (check "
+                      "the provider's base_url)",
+                      call->provider, r.status,
+                      location && !location->empty() ? fmt::format(" to {}", quote_for_message(*location))
+                                                     : std::string()),
+          false);
     } else if (r.status != 200) {
       failed(fmt::format("provider '{}' answered HTTP {}: {}", call->provider, r.status,
                          provider_message(r.body)),
@@ -360,8 +372,19 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
                      1e6;
       }
       if (!text) {
-        failed(fmt::format("provider '{}' sent a response orch cannot read (no completion text)",
-                           call->provider),
+        // Say what came instead: a provider's error in a 200, or not JSON at all.
+        const auto type = r.header("content-type");
+        std::string what;
+        if (doc.is_object() && doc.contains("error"))
+          what = "an error: " + provider_message(r.body);
+        else if (doc.is_discarded())
+          what = fmt::format("a body that is not JSON{}: {}",
+                             type && !type->empty() ? fmt::format(" ({})", *type) : std::string(),
+                             quote_for_message(r.body.substr(0, 200), 200));
+        else
+          what = "JSON without a completion";
+        failed(fmt::format("provider '{}' sent a response orch cannot read (no completion text): {}",
+                           call->provider, what),
                false);
       } else if (!has_usage) {
         failed(fmt::format(
