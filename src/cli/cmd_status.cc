@@ -46,9 +46,11 @@ Command add_status(CLI::App& app) {
   sub->add_option("RUN_ID", args->run_id, "the run to show (default: the newest)");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json)");
-  sub->add_flag("--watch", args->watch, "redraw until the run ends");
+  CLI::Option* watch =
+      sub->add_flag("--watch", args->watch, "redraw until the run ends (with --json: one report per line)");
   sub->add_option("--interval", args->interval, "seconds between redraws with --watch (default 1)")
-      ->transform(number_above(0));
+      ->transform(number_above(0))
+      ->needs(watch);
   return [args]() -> int {
     auto store = open_store(args->store, true);
     if (!store) return report_error(store.error());
@@ -63,7 +65,8 @@ Command add_status(CLI::App& app) {
       if (!report) return report_error(report.error());
       // A run marked running whose lock no process holds was orphaned by a crash.
       if (args->json) {
-        std::printf("%s\n", json_text(*report, 2).c_str());
+        // Watched, a stream of reports: JSON Lines, one compact report a line.
+        std::printf("%s\n", json_text(*report, args->watch ? -1 : 2).c_str());
       } else {
         if (args->watch && stdout_is_tty()) std::printf("\033[H\033[2J");
         std::printf("%s%s", header(*report).c_str(), format_report_table(*report).c_str());

@@ -28,7 +28,7 @@ Command add_validate(CLI::App& app) {
       app.add_subcommand("validate", "Check a plan without running it: every problem, with FILE:LINE.");
   sub->add_option("PLAN", args->plan, "plan file (YAML or JSON)")->required();
   sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)");
-  sub->add_flag("--json", args->json, "print {valid, steps, errors[]} as JSON");
+  sub->add_flag("--json", args->json, "print {valid, plan, steps, errors[], warnings[]} as JSON");
   add_executor_file_flags(*sub, args->models, args->registry, args->workers);
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);

@@ -35,6 +35,12 @@ int report_error(const Error& e) {
 }
 
 Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_exist) {
+  if (path.empty())
+    return fail(ErrorCode::InvalidInput, "--store is empty: give the ledger's file (e.g. .orch/orch.db)");
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("--store {} is a folder: give the ledger's file in it (e.g. {}/orch.db)", path,
+                            std::filesystem::path(path).string()));
   if (must_exist && !std::filesystem::exists(path))
     return fail(ErrorCode::NotFound,
                 fmt::format("no orch store at {} (run `orch run PLAN` first, or pass --store PATH)", path));

@@ -132,7 +132,14 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
     step["tokens_in"] = s.tokens_in;
     step["tokens_out"] = s.tokens_out;
     step["cost_usd"] = s.cost_usd;
-    step["duration_ms"] = s.wall_ms;
+    // A step running now has run for as long as its running attempt, on top.
+    std::int64_t duration = s.wall_ms;
+    if (active && s.status == StepStatus::Running && !by_step[s.step_id].empty()) {
+      const AttemptRecord& last = *by_step[s.step_id].back();
+      if (last.status == AttemptStatus::Running && last.started_at > 0)
+        duration += std::max<std::int64_t>(0, now - last.started_at);
+    }
+    step["duration_ms"] = duration;
     step["fingerprint"] = s.fingerprint;
     step["result_bytes"] = s.result.size();
     step_list.push_back(std::move(step));

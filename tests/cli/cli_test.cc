@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "testing/testing.h"
@@ -465,6 +466,34 @@ TEST(Cli, AnInterruptAlsoStopsWhatAStepStartedInASessionOfItsOwn) {
   EXPECT_TRUE(wait_for([&] { return !testing::process_alive(daemon); }, 3000))
       << "the step's setsid process " << daemon << " outlived the interrupt";
   if (testing::process_alive(daemon)) kill(daemon, SIGKILL);
+}
+
+// Small things a user meets: --interval needs --watch; a folder or nothing given
+// as --store is exit 2 saying what to give; a watched --json is JSON Lines; a
+// running step's TIME counts its running attempt.
+TEST(Cli, StatusAndStoreFlagsSayWhatIsWrongAndWatchJsonIsJsonLines) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: long, sh: 'touch started; sleep 1.5'}\n");
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return fs::exists(d / "started"); }, 10000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  auto live = nlohmann::json::parse(run_orch({"status", "--json"}, d.path()).out);
+  EXPECT_GE(live["steps"][0]["duration_ms"].get<std::int64_t>(), 500) << live["steps"][0].dump();
+  auto watched = run_orch({"status", "--watch", "--json", "--interval", "0.2"}, d.path());
+  EXPECT_EQ(watched.exit_code, 0) << watched.err;
+  EXPECT_EQ(wait_exit(pid), 0);
+  std::istringstream lines(watched.out);
+  int documents = 0;
+  for (std::string line; std::getline(lines, line); ++documents)
+    EXPECT_TRUE(nlohmann::json::accept(line)) << line;
+  EXPECT_GE(documents, 2) << watched.out;
+  auto interval = run_orch({"status", "--interval", "1"}, d.path());
+  EXPECT_EQ(interval.exit_code, 2);
+  EXPECT_NE(interval.err.find("--interval requires --watch"), std::string::npos) << interval.err;
+  auto folder = run_orch({"runs", "--store", d.path().string()}, d.path());
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_NE(folder.err.find("is a folder: give the ledger's file in it"), std::string::npos) << folder.err;
+  EXPECT_EQ(run_orch({"runs", "--store", ""}, d.path()).exit_code, 2);
 }
 
 // Output that cannot be written is an error, not a silent success.
