@@ -13,7 +13,8 @@
 // does (src/exec/subprocess.cc), written again here: stdout and stderr to pipes
 // read until end of file, stdin from /dev/null, cwd DIR, its own process group,
 // no blocked signals and default dispositions for the signals orch resets, a
-// pidfd watched with poll(2), and the group killed once the child has exited.
+// pidfd watched with poll(2), and the group killed once the child has exited
+// (then the pipes are read to their end).
 // What it adds to the plain loop is what those mechanics cost; what orch adds to
 // it is orch's own work (its ledger, checks and bookkeeping).
 #include <fcntl.h>
@@ -110,6 +111,8 @@ bool start_like_orch(Child& child, const char* dir, char** command) {
   int err_pipe[2] = {-1, -1};
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
     std::perror("spawn_loop: pipe2");
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
+      if (fd >= 0) close(fd);
     return false;
   }
   fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
@@ -187,12 +190,14 @@ long orch_mechanics_loop(const char* dir, long total, long jobs, char** command)
       if (!c.exited) {
         pollfd p{c.pidfd, POLLIN, 0};
         c.exited = poll(&p, 1, 0) == 1;
+        // As orch does: once the child has exited, whatever it left in its group
+        // (holding the pipes open, say) is killed, and the pipes drain to their end.
+        if (c.exited) kill(-c.pid, SIGKILL);
       }
       if (!c.exited || c.out >= 0 || c.err >= 0) {
         ++i;
         continue;
       }
-      kill(-c.pid, SIGKILL);  // whatever the child left in its group
       int status = 0;
       while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
       }

@@ -1,12 +1,13 @@
 // orch logs RUN_ID STEP [--attempt N] [--stderr]
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -75,27 +76,41 @@ Command add_logs(CLI::App& app) {
     // in the store's runs/RUN/ folder, where they are looked for next.
     const std::filesystem::path moved =
         (*store)->folder() / "runs" / args->run_id / std::filesystem::path(path).filename();
-    std::ifstream in(path, std::ios::binary);
-    int open_errno = errno;
-    if (!in) {
-      in.open(moved, std::ios::binary);
-      if (!in && errno != ENOENT) open_errno = errno;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int path_errno = fd < 0 ? errno : 0;
+    int moved_errno = 0;
+    if (fd < 0 && moved != std::filesystem::path(path)) {
+      fd = ::open(moved.c_str(), O_RDONLY | O_CLOEXEC);
+      moved_errno = fd < 0 ? errno : 0;
     }
-    if (!in) {
+    if (fd < 0) {
       const std::int64_t recorded = args->err ? chosen->stderr_bytes : chosen->stdout_bytes;
       // No file and nothing recorded: the stream wrote nothing, so no file was made.
-      if (open_errno == ENOENT && (recorded == 0 || chosen->status == AttemptStatus::Running))
+      if (path_errno == ENOENT && (moved_errno == 0 || moved_errno == ENOENT) &&
+          (recorded == 0 || chosen->status == AttemptStatus::Running))
         return kExitSucceeded;
+      std::string where = fmt::format("{}: {}", path, std::strerror(path_errno));
+      if (moved_errno != 0) where += fmt::format("; {}: {}", moved.string(), std::strerror(moved_errno));
       return report_error(
           Error{ErrorCode::Io,
-                fmt::format("cannot read the {} of attempt {} of step '{}' ({} bytes recorded): {}: {}",
-                            args->err ? "stderr" : "stdout", chosen->number, args->step, recorded, path,
-                            std::strerror(open_errno))});
+                fmt::format("cannot read the {} of attempt {} of step '{}' ({} bytes "
+                            "recorded): {}",
+                            args->err ? "stderr" : "stdout", chosen->number, args->step, recorded, where)});
     }
     char buf[65536];
-    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-      std::fwrite(buf, 1, static_cast<std::size_t>(in.gcount()), stdout);
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int read_errno = errno;
+        ::close(fd);
+        return report_error(
+            Error{ErrorCode::Io, fmt::format("reading {}: {}", path, std::strerror(read_errno))});
+      }
+      if (n == 0) break;
+      std::fwrite(buf, 1, static_cast<std::size_t>(n), stdout);
     }
+    ::close(fd);
     return kExitSucceeded;
   };
 }

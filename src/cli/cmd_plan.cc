@@ -67,7 +67,9 @@ Command add_plan(CLI::App& app) {
       store = ORCH_TRY(open_store(args->store, false));
       return store.get();
     };
+    catch_stop_signals();  // and the planning call's engine while it runs
     auto planned = plan_from_cli(args->request, args->planner, *executors, args->workspace, open, args->json);
+    run_has_ended();  // the plan is printed whatever comes
     if (!planned) return report_error(planned.error());
     if (!args->out.empty()) {
       std::ofstream file(args->out, std::ios::binary | std::ios::trunc);

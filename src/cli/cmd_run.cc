@@ -123,6 +123,7 @@ Command add_run(CLI::App& app) {
         if (!store) store = ORCH_TRY(open_store(args->store, false));
         return store.get();
       };
+      catch_stop_signals();
       auto planned = plan_from_cli(args->request, args->planner, *executors, args->workspace, get_store, false);
       if (!planned) return report_error(planned.error());
       auto opened = get_store();

@@ -57,8 +57,8 @@ Expected<void> check_workspace(const std::string& workspace) {
     why = "No such file or directory";
   else if (!std::filesystem::is_directory(status))
     why = "it is a file, not a folder";
-  else if (access(workspace.c_str(), R_OK | W_OK | X_OK) != 0)
-    why = fmt::format("{} (steps run in it, and read and write there)", std::strerror(errno));
+  else if (access(workspace.c_str(), X_OK) != 0)  // read-only is fine: steps may only read
+    why = fmt::format("{} (steps run in it: it must be a folder one can enter)", std::strerror(errno));
   if (why.empty()) return {};
   return fail(ErrorCode::InvalidInput,
               fmt::format("workspace '{}' is not a usable folder: {}", workspace, why));
@@ -67,8 +67,14 @@ Expected<void> check_workspace(const std::string& workspace) {
 namespace {
 volatile std::sig_atomic_t g_run_ended = 0;
 
-void on_stop_signal(int) {
-  if (g_run_ended == 0) _exit(130);
+void on_stop_signal(int sig) {
+  if (g_run_ended != 0) return;
+  // Before the run: as if orch had no handler (a shell loop sees the signal).
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  raise(sig);
 }
 }  // namespace
 

@@ -52,8 +52,8 @@ Expected<void> check_workspace(const std::string& workspace);
 
 // Stop signals (SIGINT, SIGTERM, SIGHUP) around a run, for the moments the
 // engine does not handle them itself (it does while it drives the run, and puts
-// this handler back after). Until run_has_ended(), one ends orch at once with exit
-// 130; after it, they are dropped, so that a second Ctrl-C (or a `timeout` that
+// this handler back after). Until run_has_ended(), one ends orch at once, as the
+// signal's default action does; after it, they are dropped, so that a second Ctrl-C (or a `timeout` that
 // signals twice) while the report is printed neither loses it nor changes the
 // exit code.
 void catch_stop_signals();

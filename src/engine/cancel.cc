@@ -88,12 +88,20 @@ Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chr
   auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
     auto now_run = ORCH_TRY(store.find_run(run_id));
-    // Ended, or not running and no longer driven. A row that says interrupted
-    // (or awaiting approval) while a process holds the lock is one a resume
-    // that is starting has yet to rewrite: it will act on the request.
-    if (now_run && now_run->status != RunStatus::Running &&
-        (is_final(now_run->status) || !RunLock::is_held(store.folder(), run_id)))
-      return now_run->status;
+    // A row that says interrupted (or awaiting approval) while a process holds
+    // the lock is one a resume that is starting has yet to rewrite: it will act
+    // on the request. If that process lets the lock go without driving the run
+    // (its resume failed), the request is carried out here.
+    if (now_run && is_final(now_run->status)) return now_run->status;
+    if (now_run) {  // no process holds the lock any more, and the run has not ended: do it here
+      if (auto idle = RunLock::acquire(store.folder(), run_id)) {
+        auto again = ORCH_TRY(store.find_run(run_id));
+        if (!again)
+          return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+        if (is_final(again->status)) return again->status;
+        return cancel_idle_run(store, *again, std::move(*idle));
+      }
+    }
     if (std::chrono::steady_clock::now() >= deadline) return RunStatus::Running;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

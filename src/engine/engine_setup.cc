@@ -177,8 +177,18 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
                             "anyway: orch resume {}",
                             run_.id, run_.id));
   // A cancel asked of the process that drove the run before (it died before it
-  // could act on it) is not one for this resume; one that lands from now on is.
-  const bool earlier_cancel = run_.cancel_requested;
+  // could act on it) is not one for this resume: it is cleared now, so that one
+  // that lands from now on (while the plan is read and checked) is seen below.
+  if (run_.cancel_requested) {
+    run_.cancel_requested = false;
+    ORCH_TRY(store_.begin());
+    auto cleared = store_.update_run(run_);
+    if (!cleared) {
+      (void)store_.rollback();
+      return std::unexpected(cleared.error());
+    }
+    ORCH_TRY(store_.commit());
+  }
   // Nothing is left to do, and going through the motions would rewrite when the
   // run finished. With --replan, changed steps are what there is to do.
   if (run_.status == RunStatus::Succeeded && !replan_path)
@@ -252,7 +262,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // Inside the transaction, which holds the ledger's write lock: a cancel that
   // came after this process took the run's lock (`orch cancel` saw it held) is
   // kept in the row written below, and the loop's first turn acts on it.
-  if (!earlier_cancel) run_.cancel_requested = ORCH_TRY(store_.cancel_requested(run_.id));
+  run_.cancel_requested = ORCH_TRY(store_.cancel_requested(run_.id));
   event("run_resumed", "", 0,
         {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});
 

@@ -1051,6 +1051,50 @@ steps:
   EXPECT_EQ(unused->warm_ups, 0);
 }
 
+// A cancel left over from a driver that died before acting on it does not stop a
+// resume, but a new one that lands while the resume reads and checks the plan does.
+TEST_F(EngineTest, ANewCancelIsSeenByAResumeEvenWhenAnOldOneWasLeftSet) {
+  auto first = run("steps:\n  - {id: a, sh: 'echo ran >> ran.log; exit 1', attempts: 1}\n");
+  RunRecord row = **store_->find_run(first.run_id);
+  row.status = RunStatus::Interrupted;
+  row.cancel_requested = true;  // asked of a driver that died first
+  ASSERT_TRUE(store_->update_run(row));
+  CountingStore hooked(*store_);
+  int begins = 0;
+  hooked.before_begin = [&] {
+    if (++begins != 2) return;  // after the resume cleared the old request, before it writes
+    auto other = open_sqlite_store(dir_ / "store" / "orch.db");
+    ASSERT_TRUE(other) << other.error().message;
+    ASSERT_TRUE((*other)->request_cancel(first.run_id));
+  };
+  Engine engine(hooked, EngineOptions{});
+  auto out = engine.resume(first.run_id, std::nullopt);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->status, RunStatus::Cancelled) << out->reason;
+  EXPECT_EQ(read_file(ws() / "ran.log"), "ran\n");
+}
+
+// A cancel waiting on a starting resume that lets the lock go without driving
+// the run (its resume failed) cancels the run itself.
+TEST_F(EngineTest, ACancelWhoseDriverLetsGoWithoutDrivingCancelsTheRunItself) {
+  auto out = run("steps:\n  - {id: a, run: [\"false\"]}\n");
+  RunRecord row = **store_->find_run(out.run_id);
+  row.status = RunStatus::Interrupted;
+  ASSERT_TRUE(store_->update_run(row));
+  std::optional<RunLock> lock(*RunLock::acquire(store_->folder(), out.run_id));
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    lock.reset();  // the resume gave up
+  });
+  auto other = open_sqlite_store(dir_ / "store" / "orch.db");
+  ASSERT_TRUE(other) << other.error().message;
+  auto answer = cancel_run(**other, out.run_id, std::chrono::milliseconds(3000));
+  release.join();
+  ASSERT_TRUE(answer) << answer.error().message;
+  EXPECT_EQ(*answer, RunStatus::Cancelled);
+  EXPECT_EQ((*store_->find_run(out.run_id))->status, RunStatus::Cancelled);
+}
+
 // `orch cancel` that takes the run's lock while a resume is starting (the resume
 // has read the run, not yet locked it) cancels it, and the resume then refuses
 // rather than undo the cancel.

@@ -469,19 +469,10 @@ void integral_floats_to_integers(nlohmann::json& value) {
 }  // namespace
 
 std::vector<std::string> JsonSchema::validate(const nlohmann::json& doc) const {
-  if (has_integral_float(doc)) {
-    nlohmann::json normalized = doc;
-    integral_floats_to_integers(normalized);
-    return validate_as_is(normalized);
-  }
-  return validate_as_is(doc);
-}
-
-std::vector<std::string> JsonSchema::validate_as_is(const nlohmann::json& doc) const {
-  std::vector<std::string> lines;
   if (!impl_) return {"no schema loaded"};
   // valijson recurses once per level of the value and, at each, once per
   // subschema of the longest chain applied to it: the product is what is bounded.
+  // Measured without recursion, before anything here recurses into the value.
   const int depth = nesting_depth(doc, kMaxValueDepth);
   if (depth > kMaxValueDepth)
     return {fmt::format("(root): the value nests deeper than {} levels", kMaxValueDepth)};
@@ -489,6 +480,16 @@ std::vector<std::string> JsonSchema::validate_as_is(const nlohmann::json& doc) c
     return {fmt::format("(root): the value nests {} levels deep and the schema applies up to {} subschemas at "
                         "each: more than orch checks ({} in all)",
                         depth, impl_->chain, kMaxRecursion)};
+  if (has_integral_float(doc)) {
+    nlohmann::json normalized = doc;
+    integral_floats_to_integers(normalized);
+    return validate_shallow(normalized);
+  }
+  return validate_shallow(doc);
+}
+
+std::vector<std::string> JsonSchema::validate_shallow(const nlohmann::json& doc) const {
+  std::vector<std::string> lines;
   try {
     // A Validator caches compiled 'pattern' regexes; one per call keeps
     // validate() safe to call from several threads on one JsonSchema.

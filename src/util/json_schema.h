@@ -42,7 +42,8 @@ class JsonSchema {
   std::vector<std::string> validate(const nlohmann::json& doc) const;
 
  private:
-  std::vector<std::string> validate_as_is(const nlohmann::json& doc) const;
+  // validate() once the value's depth is known to be within bounds.
+  std::vector<std::string> validate_shallow(const nlohmann::json& doc) const;
   struct Impl;
   std::shared_ptr<const Impl> impl_;
 };

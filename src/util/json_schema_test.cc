@@ -197,6 +197,13 @@ TEST(JsonSchema, DeepSchemasAndValuesAreRefusedNotRecursedInto) {
   auto lines = any_depth->validate(nested(30000));
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0], "(root): the value nests deeper than 500 levels");
+  // Nor does the look for integral floats (2.0) that comes before valijson: a
+  // result 400,000 levels deep with a float at the bottom is refused the same way.
+  const int levels = 400000;
+  auto float_at_the_bottom = json::parse(std::string(levels, '[') + "1.0" + std::string(levels, ']'));
+  auto deep_float = any_depth->validate(float_at_the_bottom);
+  ASSERT_EQ(deep_float.size(), 1u);
+  EXPECT_EQ(deep_float[0], "(root): the value nests deeper than 500 levels");
 
   // valijson recurses through the chain of subschemas applied to one value at
   // every level: a long chain times a deep value is refused too, and a chain past
