@@ -337,6 +337,17 @@ steps:
   }
 }
 
+// Resumes the run whose id is in d/out.txt with d/p2.yaml, and expects the one
+// process `orphan` its killed driver left behind to be killed by the resume.
+void expect_resume_kills(const TempDir& d, const fs::path& db, pid_t orphan, const std::string& what) {
+  auto r = run_orch({"resume", run_id_in(read_file(d / "out.txt")), "--replan", "p2.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000)) << what << " " << orphan << " survived resume";
+  EXPECT_EQ(
+      query_int(db, "select json_extract(data, '$.orphans_killed') from events where kind='run_resumed'"), 1);
+  if (alive(orphan)) kill(orphan, SIGKILL);
+}
+
 // A step that clears its environment (env -i, for a hermetic build) carries no
 // ORCH_RUN_ID; its process is found through the process group the ledger recorded
 // for its attempt, and killed before the resume re-runs the step.
@@ -358,13 +369,7 @@ TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironment) {
   write_file(d / "p2.yaml", R"(steps:
   - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo again']}
 )");
-  auto r = run_orch({"resume", run_id_in(read_file(d / "out.txt")), "--replan", "p2.yaml"}, d.path());
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000))
-      << "the step process " << orphan << " survived resume";
-  EXPECT_EQ(
-      query_int(db, "select json_extract(data, '$.orphans_killed') from events where kind='run_resumed'"), 1);
-  if (alive(orphan)) kill(orphan, SIGKILL);
+  expect_resume_kills(d, db, orphan, "the step process");
 }
 
 // A shell_zero check is a process too: its group is recorded like the attempt's,
@@ -397,13 +402,7 @@ TEST(Cli, AResumeKillsACheckLeftRunningThatClearedItsEnvironment) {
     post:
       - {shell_zero: "true"}
 )");
-  auto r = run_orch({"resume", run_id_in(read_file(d / "out.txt")), "--replan", "p2.yaml"}, d.path());
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000))
-      << "the check process " << orphan << " survived resume";
-  EXPECT_EQ(
-      query_int(db, "select json_extract(data, '$.orphans_killed') from events where kind='run_resumed'"), 1);
-  if (alive(orphan)) kill(orphan, SIGKILL);
+  expect_resume_kills(d, db, orphan, "the check process");
 }
 
 // A burst of SIGTERMs (a `timeout` that signals orch and then its group, an
