@@ -47,11 +47,13 @@ providers:
   an: {{api: anthropic, base_url: "{0}/v1", api_key_env: {1}}}
   narrow: {{api: openai, base_url: "{0}/v1", api_key_env: {1}, concurrency: 2}}
   hasty: {{api: openai, base_url: "{0}/v1", api_key_env: {1}, timeout: 1s}}
+  tiny: {{api: openai, base_url: "{0}/v1", api_key_env: {1}, max_response: 200}}
 models:
   fast: {{provider: oa, model: gpt-test, max_tokens: 64, price_in: 1.0, price_out: 2.0}}
   claude: {{provider: an, model: claude-test, max_tokens: 64, price_in: 3.0, price_out: 15.0}}
   capped: {{provider: narrow, model: gpt-test, max_tokens: 64}}
   hasty: {{provider: hasty, model: gpt-test, max_tokens: 64}}
+  tiny: {{provider: tiny, model: gpt-test, max_tokens: 64}}
 default_model: fast
 )",
                                                  server_->url(), kKeyVar),
@@ -507,7 +509,39 @@ steps:
       << "two 1 s timeouts and one back-off, not the server's 30 s";
   auto hang = *store_->attempts(out.run_id, "hang");
   ASSERT_EQ(hang.size(), 2u);
-  for (const auto& a : hang) EXPECT_NE(a.reason.find("timed out after 1"), std::string::npos) << a.reason;
+  for (const auto& a : hang) {
+    EXPECT_EQ(a.status, AttemptStatus::TimedOut) << "a call cut at its timeout is timed_out, as a shell step";
+    EXPECT_NE(a.reason.find("timed out after 1"), std::string::npos) << a.reason;
+  }
+}
+
+// A response over the provider's max_response would come again if asked again:
+// not transient, so the same failure twice stops the step. It is refused on its
+// Content-Length before the body is read, and as it comes when it has none
+// (chunked); a body that cannot be decoded (broken gzip) is no better the
+// second time either.
+TEST_F(LlmEngineTest, AnOversizedOrUndecodableResponseIsNotRetriedAsTransient) {
+  auto out = run(R"(
+on_failure: continue
+steps:
+  - {id: announced, executor: "llm:tiny", attempts: 4, inputs: {prompt: "[[reply: a reply longer than two hundred bytes once it is wrapped in a completion]]"}}
+  - {id: chunked, executor: "llm:tiny", attempts: 4, inputs: {prompt: "[[chunked]] [[reply: a reply longer than two hundred bytes once it is wrapped in a completion]]"}}
+  - {id: gzip, executor: llm, attempts: 4, inputs: {prompt: "[[bad-gzip]]"}}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto announced = *store_->attempts(out.run_id, "announced");
+  ASSERT_EQ(announced.size(), 2u) << "stopped by the same failure twice, not retried to the fourth attempt";
+  EXPECT_NE(announced[0].reason.find("announces a body larger than 200 bytes"), std::string::npos)
+      << announced[0].reason;
+  auto chunked = *store_->attempts(out.run_id, "chunked");
+  ASSERT_EQ(chunked.size(), 2u);
+  EXPECT_NE(chunked[0].reason.find("the response is larger than 200 bytes"), std::string::npos)
+      << chunked[0].reason;
+  auto gzip = *store_->attempts(out.run_id, "gzip");
+  ASSERT_EQ(gzip.size(), 2u);
+  EXPECT_NE(gzip[0].reason.find("could not be decoded"), std::string::npos) << gzip[0].reason;
+  for (const auto* tries : {&announced, &chunked, &gzip})
+    for (const auto& a : *tries) EXPECT_EQ(a.status, AttemptStatus::Failed);
 }
 
 }  // namespace

@@ -105,6 +105,25 @@ class ConfigChecker {
     return *d;
   }
 
+  // A size: "64MiB", "512k", "1000000" (as parse_size reads them), above 0.
+  std::optional<std::int64_t> size(const nlohmann::json& object, const std::string& field,
+                                   const std::string& key) {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return std::nullopt;
+    Expected<std::int64_t> n =
+        std::unexpected(Error{ErrorCode::InvalidInput, "must be a size such as 64MiB"});
+    if (it->is_number_integer() || it->is_number_unsigned()) {
+      n = it->get<std::int64_t>();
+    } else if (it->is_string()) {
+      n = parse_size(it->get<std::string>());
+    }
+    if (!n || *n <= 0) {
+      problem(config_field(field, key), n ? "must be larger than 0" : n.error().message);
+      return std::nullopt;
+    }
+    return *n;
+  }
+
  private:
   std::string file_;
   std::vector<std::string> problems_;

@@ -236,7 +236,16 @@ struct HttpClient::Impl {
       r.body.clear();
       r.timed_out = result == CURLE_OPERATION_TIMEDOUT;
       if (t.too_large) {
+        r.permanent = true;
         r.error = fmt::format("the response is larger than {} bytes", t.request.max_response_bytes);
+      } else if (result == CURLE_FILESIZE_EXCEEDED) {  // refused on its Content-Length, before its body
+        r.permanent = true;
+        r.error = fmt::format("the response announces a body larger than {} bytes (its Content-Length)",
+                              t.request.max_response_bytes);
+      } else if (result == CURLE_BAD_CONTENT_ENCODING) {
+        r.permanent = true;
+        r.error = fmt::format("the response body could not be decoded ({})",
+                              t.error_buffer[0] != '\0' ? t.error_buffer : api->easy_strerror(result));
       } else if (r.timed_out) {
         r.error = fmt::format("timed out after {} ms ({})", r.elapsed.count(),
                               t.error_buffer[0] != '\0' ? t.error_buffer : api->easy_strerror(result));
@@ -285,6 +294,9 @@ struct HttpClient::Impl {
     CURL* e = t->easy;
     const HttpRequest& q = t->request;
     api->easy_setopt(e, CURLOPT_URL, q.url.c_str());
+    // A body whose Content-Length is over the cap is refused before it is read;
+    // one without (chunked, or as decoded) is held to it in on_body.
+    api->easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(q.max_response_bytes));
     api->easy_setopt(e, CURLOPT_PRIVATE, t.get());
     api->easy_setopt(e, CURLOPT_ERRORBUFFER, t->error_buffer);
     api->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);

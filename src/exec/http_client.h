@@ -49,6 +49,10 @@ struct HttpResponse {
   std::string body;
   std::string error;  // why there is no response: "Connection refused", "timed out after 5000 ms", ...
   bool timed_out = false;
+  // The exchange cannot succeed by being tried again as it is: the response is
+  // larger than max_response_bytes (by its Content-Length or as it came), or its
+  // body could not be decoded (a broken gzip stream).
+  bool permanent = false;
   std::chrono::milliseconds elapsed{0};
 
   // The first header of this name (case-insensitive), if any.

@@ -227,6 +227,7 @@ TEST_F(HttpClientTest, ASlowServerTimesOut) {
   EXPECT_LT(std::chrono::steady_clock::now() - began, 3s);
   EXPECT_EQ(got->status, 0);
   EXPECT_TRUE(got->timed_out);
+  EXPECT_FALSE(got->permanent) << "a timeout may pass next time";
   EXPECT_NE(got->error.find("timed out"), std::string::npos) << got->error;
 }
 
@@ -240,6 +241,7 @@ TEST_F(HttpClientTest, AResponseOverTheCapIsRefused) {
   client.start(r, [&](HttpResponse response) { got = std::move(response); });
   ASSERT_TRUE(run_until(loop, [&] { return got.has_value(); }));
   EXPECT_EQ(got->status, 0);
+  EXPECT_TRUE(got->permanent);
   EXPECT_NE(got->error.find("larger than 1000 bytes"), std::string::npos) << got->error;
 }
 

@@ -238,6 +238,7 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
   call->api = provider->api;
   HttpRequest& r = call->request;
   r.connect_timeout = provider->connect_timeout;
+  r.max_response_bytes = provider->max_response;
   r.timeout = provider->timeout;
   if (spec.timeout) r.timeout = std::min(r.timeout, *spec.timeout);
   r.headers.emplace_back("Content-Type", "application/json");
@@ -304,7 +305,10 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
       if (!r.body.empty()) err.append(r.body);
     };
     if (r.status == 0) {
-      failed(fmt::format("call to provider '{}' failed: {}", call->provider, r.error), true);
+      // A dropped connection or a timeout may go through next time; a response
+      // too large for the cap, or one that cannot be decoded, would come again.
+      failed(fmt::format("call to provider '{}' failed: {}", call->provider, r.error), !r.permanent);
+      if (r.timed_out) o.ending = AttemptEnding::TimedOut;
     } else if (r.status == 429 || r.status >= 500) {
       failed(fmt::format("provider '{}' answered HTTP {}: {}", call->provider, r.status,
                          provider_message(r.body)),

@@ -64,7 +64,9 @@ Expected<LlmCatalog> parse_llm_catalog(const std::string& text, const std::strin
       check.problem(field, "must be a mapping");
       continue;
     }
-    check.only_keys(p, field, {"api", "base_url", "api_key_env", "concurrency", "timeout", "connect_timeout"});
+    check.only_keys(
+        p, field,
+        {"api", "base_url", "api_key_env", "concurrency", "timeout", "connect_timeout", "max_response"});
     LlmProvider provider;
     provider.name = name;
     if (auto api = check.string(p, field, "api", true)) {
@@ -91,6 +93,7 @@ Expected<LlmCatalog> parse_llm_catalog(const std::string& text, const std::strin
     if (auto n = check.number(p, field, "concurrency", 1)) provider.concurrency = static_cast<int>(*n);
     if (auto d = check.duration(p, field, "timeout")) provider.timeout = *d;
     if (auto d = check.duration(p, field, "connect_timeout")) provider.connect_timeout = *d;
+    if (auto n = check.size(p, field, "max_response")) provider.max_response = *n;
     catalog.providers[name] = provider;
   }
 

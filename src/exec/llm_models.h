@@ -42,6 +42,7 @@ struct LlmProvider {
   int concurrency = 4;
   std::chrono::milliseconds timeout{600'000};
   std::chrono::milliseconds connect_timeout{10'000};
+  std::int64_t max_response = 64 * 1024 * 1024;  // bytes of one response body, as decoded
 };
 
 struct LlmModel {

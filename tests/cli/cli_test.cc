@@ -773,7 +773,8 @@ TEST(CliModels, AModelsFileWithProblemsIsRefusedWithEveryProblem) {
   TempDir d;
   write_file(d / "p.yaml", "steps:\n  - {id: ask, executor: llm, inputs: {prompt: hi}}\n");
   write_file(d / "models.yaml", R"(providers:
-  local: {api: openai, base_url: "http://127.0.0.1:9/v1", api_key_env: "not a name"}
+  local: {api: openai, base_url: "http://127.0.0.1:9/v1", api_key_env: "not a name", max_response: 12parsecs}
+  other: {api: openai, base_url: "http://127.0.0.1:9/v1", max_response: 0}
 models:
   fast: {provider: loca, model: m, max_tokens: 0}
 default_model: fats
@@ -784,6 +785,8 @@ default_model: fats
        {"models.yaml: providers.local.api_key_env: must be the NAME of an environment variable",
         "models.yaml: models.fast.provider: no provider 'loca' (did you mean 'local'?)",
         "models.yaml: models.fast.max_tokens: must be a number >= 1",
+        "models.yaml: providers.local.max_response: ",
+        "models.yaml: providers.other.max_response: must be larger than 0",
         "models.yaml: default_model: no model 'fats' (did you mean 'fast'?)"})
     EXPECT_NE(r.err.find(fragment), std::string::npos) << fragment << "\n" << r.err;
   EXPECT_FALSE(std::filesystem::exists(d / ".orch" / "orch.db")) << "nothing may be recorded";

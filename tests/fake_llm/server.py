@@ -86,12 +86,16 @@ messages) are ignored. A `[[...]]` whose name is not one of these is plain text.
   [[truncated]]          200 whose Content-Length announces a whole, valid completion but
                          whose connection is closed halfway through the body (a dropped
                          connection, as a client sees it: a transport error).
+  [[chunked]]            Send the answer with chunked transfer coding: no Content-Length,
+                         so a client learns its size only as it reads it.
+  [[bad-gzip]]           200 with "Content-Encoding: gzip" whose body is not gzip (a
+                         client that decodes it fails: a broken stream).
   [[sleep: SECONDS]]     Wait SECONDS (a number, at most 600) before answering, whatever
                          the answer. Requests are served on their own threads, so a
                          sleeping request does not hold up others. For timeout tests.
 
 Precedence: sleep happens first; then status; then a fail-times that still has
-failures left; then malformed; then truncated (applied to the 200 built below); otherwise a 200 built from reply/json/empty and
+failures left; then malformed; then bad-gzip; then truncated and chunked (applied to the 200 built below); otherwise a 200 built from reply/json/empty and
 usage/no-usage. At most one of reply/json/empty, and each directive at most once; a
 directive with bad arguments (or a conflict) gets a 400 invalid_request_error whose
 message starts with "fake_llm:", so a mistyped test shows up at once.
@@ -157,10 +161,10 @@ MALFORMED_BODY = (
 
 KNOWN_DIRECTIVES = frozenset(
     ["reply", "json", "empty", "usage", "no-usage", "status", "fail-times", "malformed", "truncated", "sleep",
-     "stop", "refusal"]
+     "stop", "refusal", "chunked", "bad-gzip"]
 )
 # Directives that take no arguments.
-BARE_DIRECTIVES = frozenset(["empty", "no-usage", "malformed", "truncated"])
+BARE_DIRECTIVES = frozenset(["empty", "no-usage", "malformed", "truncated", "chunked", "bad-gzip"])
 
 # "[[" + a directive-shaped name + optional ":" (arguments follow up to "]]").
 DIRECTIVE_START_RE = re.compile(r"\[\[\s*([a-z]+(?:-[a-z]+)*)\s*(:?)")
@@ -290,6 +294,8 @@ class Script:
         self.fail_times = None  # (directive text, n, code, retry_after)
         self.malformed = False
         self.truncated = False
+        self.chunked = False
+        self.bad_gzip = False
         self.sleep = 0.0
         self.stop = None  # finish_reason / stop_reason; None: "stop" / "end_turn"
         self.refusal = None  # OpenAI: content null and this refusal text
@@ -330,6 +336,10 @@ def build_script(directives):
             script.malformed = True
         elif d.name == "truncated":
             script.truncated = True
+        elif d.name == "chunked":
+            script.chunked = True
+        elif d.name == "bad-gzip":
+            script.bad_gzip = True
         elif d.name == "stop":
             if not re.match(r"^[a-z_]+$", d.args):
                 raise DirectiveError("[[stop: REASON]]: expected a reason such as length, got %r" % d.args)
@@ -468,6 +478,7 @@ class Response:
         self.body = body  # dict/list (sent as JSON) or bytes (sent as is)
         self.headers = headers or {}
         self.truncated = False  # send half the body, then close the connection
+        self.chunked = False  # Transfer-Encoding: chunked instead of Content-Length
 
 
 # --- Request handling ------------------------------------------------------------
@@ -696,6 +707,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.scripted_failure(api, code, retry_after)
         if script.malformed:
             return Response(200, MALFORMED_BODY)
+        if script.bad_gzip:
+            # gzip's magic bytes, then nothing a decoder can read.
+            return Response(200, b"\x1f\x8b\x08\x00" + b"not a deflate stream" * 4, {"Content-Encoding": "gzip"})
 
         # 4. A completion.
         if script.empty:
@@ -718,6 +732,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             response = self.openai_reply(parsed["model"], text, usage, script.stop, script.refusal)
         response.truncated = script.truncated
+        response.chunked = script.chunked
         return response
 
     def scripted_failure(self, api, status, retry_after):
@@ -772,10 +787,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             self.send_response(response.status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            if response.chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(len(data)))
             for name, value in response.headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            if response.chunked:
+                for at in range(0, len(data), 64):
+                    piece = data[at : at + 64]
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                return
             if response.truncated:
                 self.wfile.write(data[: len(data) // 2])
                 self.wfile.flush()

@@ -15,6 +15,7 @@ Run: python3 tests/fake_llm/server_test.py -v
 """
 
 import email.utils
+import gzip
 import http.client
 import json
 import os
@@ -276,6 +277,37 @@ class OpenAiTest(FakeLlmTestCase):
                 response.read()
             self.assertGreater(len(cm.exception.partial), 0)
             self.assertLess(len(cm.exception.partial), announced)
+        finally:
+            conn.close()
+
+    def test_chunked_sends_no_content_length(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=TIMEOUT)
+        try:
+            conn.request("POST", "/v1/chat/completions",
+                         json.dumps({"model": "m", "messages": [{"role": "user", "content": "[[chunked]] hi"}]}),
+                         {"Authorization": "Bearer " + API_KEY, "Content-Type": "application/json"})
+            response = conn.getresponse()
+            self.assertEqual(response.status, 200)
+            self.assertIsNone(response.getheader("Content-Length"))
+            self.assertEqual(response.getheader("Transfer-Encoding"), "chunked")
+            body = json.loads(response.read())
+            self.assertEqual(body["choices"][0]["message"]["content"], "echo: hi")
+        finally:
+            conn.close()
+
+    def test_bad_gzip_is_not_a_gzip_stream(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=TIMEOUT)
+        try:
+            conn.request("POST", "/v1/chat/completions",
+                         json.dumps({"model": "m", "messages": [{"role": "user", "content": "[[bad-gzip]]"}]}),
+                         {"Authorization": "Bearer " + API_KEY, "Content-Type": "application/json"})
+            response = conn.getresponse()
+            self.assertEqual(response.status, 200)
+            self.assertEqual(response.getheader("Content-Encoding"), "gzip")
+            raw = response.read()
+            self.assertEqual(raw[:2], b"\x1f\x8b")
+            with self.assertRaises(Exception):
+                gzip.decompress(raw)
         finally:
             conn.close()
 
