@@ -147,6 +147,11 @@ class Executor {
   // spawn processes, call services or touch files keep the default: they start
   // only after the attempt is durable.
   virtual bool in_process() const { return false; }
+  // How many file descriptors one running attempt holds open in orch's process,
+  // at most: the engine keeps the attempts in flight within the open-files limit
+  // by this count. The default fits a spawned process (its two pipes, its pidfd,
+  // its log files); builtins hold none, an HTTP call its connection.
+  virtual int open_files_per_attempt() const { return 6; }
   // The environment variables whose values the executor sends as credentials (an
   // llm provider's api_key_env). The engine masks their values wherever it masks
   // secrets, whatever the variables are called: a name need not look secret

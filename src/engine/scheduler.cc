@@ -110,23 +110,34 @@ std::int64_t Scheduler::wall_ms_now() const {
   return std::chrono::duration_cast<milliseconds>(clock_.now() - started_).count();
 }
 
-int Scheduler::effective_concurrency() const {
-  return std::max(1, std::min(run_.concurrency, open_files_cap_));
-}
-
 namespace {
-// A running attempt holds up to 6 descriptors in orch (its pipes, its pidfd,
-// its log files); the ledger, the event loop and the rest keep 64.
-constexpr int kFdsPerAttempt = 6;
-constexpr int kFdsReserved = 64;
+// Descriptors kept for the ledger, the event loop, libcurl's idle connections
+// and the rest; the attempts in flight share what the open-files limit leaves.
+constexpr long long kFdsReserved = 64;
 
-int open_files_cap() {
+long long open_files_usable() {
   rlimit files{};
-  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) return INT_MAX;
-  const auto usable = static_cast<long long>(files.rlim_cur) - kFdsReserved;
-  return static_cast<int>(std::clamp<long long>(usable / kFdsPerAttempt, 1, INT_MAX));
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) return LLONG_MAX;
+  return static_cast<long long>(files.rlim_cur) - kFdsReserved;
 }
 }  // namespace
+
+bool Scheduler::open_files_allow(int i) {
+  const int need = steps_[static_cast<std::size_t>(i)].executor->open_files_per_attempt();
+  // One attempt at a time always goes: a limit that cannot hold even that shows
+  // up as the attempt's own "Too many open files", not as a run that never ends.
+  if (need <= open_files_free_ || in_flight_ == 0) return true;
+  if (!open_files_capped_) {
+    open_files_capped_ = true;
+    rlimit files{};
+    getrlimit(RLIMIT_NOFILE, &files);
+    event("concurrency_capped", "", 0,
+          {{"requested", run_.concurrency},
+           {"used", in_flight_},
+           {"open_files_limit", static_cast<long long>(files.rlim_cur)}});
+  }
+  return false;
+}
 
 fs::path Scheduler::usage_folder() const {
   return store_.folder() / "runs" / run_.id / "usage";
@@ -333,19 +344,10 @@ Expected<RunOutcome> Scheduler::run_loop() {
     });
   }
   index_ready();
-  // More steps at once than the open-files limit can hold would fail attempts
-  // ("Too many open files") that would have succeeded: the run goes as wide as it
-  // can, and says so.
-  open_files_cap_ = open_files_cap();
-  if (run_.concurrency > open_files_cap_) {
-    ORCH_TRY(tx());
-    rlimit files{};
-    getrlimit(RLIMIT_NOFILE, &files);
-    event("concurrency_capped", "", 0,
-          {{"requested", run_.concurrency},
-           {"used", open_files_cap_},
-           {"open_files_limit", static_cast<long long>(files.rlim_cur)}});
-  }
+  // More attempts at once than the open-files limit can hold would fail
+  // ("Too many open files") where they would have succeeded: the run goes as wide
+  // as it can (open_files_allow), and says so.
+  open_files_free_ = open_files_usable();
   // Approvals recorded by `orch approve` (for a resume of a paused run).
   for (const EventRecord& e : ORCH_TRY(store_.events_of_kind(run_.id, "step_approved"))) {
     auto data = nlohmann::json::parse(e.data_json, nullptr, false);
@@ -543,10 +545,13 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
   int started_inline = 0;
   if (stop_ != StopKind::None) return 0;
   std::optional<std::string> blocked;
-  int limit = effective_concurrency();
-  for (auto it = ready_.begin(); it != ready_.end() && in_flight_ < limit && stop_ == StopKind::None;) {
+  for (auto it = ready_.begin();
+       it != ready_.end() && in_flight_ < run_.concurrency && stop_ == StopKind::None;) {
     int i = *it;
     StepState& s = steps_[static_cast<std::size_t>(i)];
+    // In order: a step held back for descriptors holds back those after it, so
+    // a stream of cheaper ones cannot keep it waiting for ever.
+    if (!open_files_allow(i)) break;
     if (!s.cleared) {
       Gate gate = risk_gate(i);
       if (gate == Gate::Ask) {
@@ -822,6 +827,8 @@ bool Scheduler::prepare_attempt(int i) {
   event("attempt_started", step.id, number);
   s.in_flight = true;
   ++in_flight_;
+  s.flight().open_files = s.executor->open_files_per_attempt();
+  open_files_free_ -= s.flight().open_files;
   return true;
 }
 
@@ -1058,6 +1065,7 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   if (a.counted) ++s.rec.attempts_counted;
   s.in_flight = false;
   --in_flight_;
+  open_files_free_ += std::exchange(s.flight().open_files, 0);
 
   if (status != AttemptStatus::Succeeded && !a.snapshot_dir.empty()) {
     if (auto r = restore_snapshot(a.snapshot_dir); !r) {

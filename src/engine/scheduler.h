@@ -55,6 +55,7 @@ struct Flight {
   // when the attempt ends in the transaction that started it (a builtin), else
   // as running when that transaction commits (before any process is spawned).
   bool row_unwritten = false;
+  int open_files = 0;  // what the attempt counts against Scheduler::open_files_free_
 };
 
 struct StepState {
@@ -117,8 +118,9 @@ class Scheduler {
   Expected<void> load_plan_state(Plan plan);
   Expected<void> index_plan_state();  // steps_ and index_of_ from plan_
   void index_ready();
-  // The run's -j, within what the open-files limit can hold (open_files_cap_).
-  int effective_concurrency() const;
+  // Whether step i's attempt may start now within the open-files limit (see
+  // open_files_free_); records concurrency_capped the first time one may not.
+  bool open_files_allow(int i);
 
   // Ledger writes, grouped per loop turn.
   Expected<void> tx();
@@ -183,7 +185,11 @@ class Scheduler {
     bool check = false;           // the group of a shell_zero check, not of the attempt's own process
   };
   std::vector<Spawned> spawned_;
-  int open_files_cap_ = INT_MAX;  // set when the loop starts
+  // Descriptors the attempts in flight may still open, by their executors'
+  // open_files_per_attempt(): the open-files limit less a reserve for the ledger,
+  // the event loop and the rest. Set when the loop starts.
+  long long open_files_free_ = LLONG_MAX;
+  bool open_files_capped_ = false;  // concurrency_capped recorded
 
   Plan plan_;
   RunRecord run_;

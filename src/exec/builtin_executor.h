@@ -30,6 +30,7 @@ class BuiltinExecutor final : public Executor {
   void check_step(const Step& step, Diagnostics& out) const override;
   std::vector<Postcondition> default_post() const override { return {}; }
   bool in_process() const override { return true; }
+  int open_files_per_attempt() const override { return 0; }
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                   DoneCallback done) override;
 

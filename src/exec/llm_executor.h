@@ -63,6 +63,9 @@ class LlmExecutor final : public Executor {
   // Loads libcurl (dlopen of ~30 libraries and curl_global_init: 15-20 ms) on a
   // second thread, so the first wave of calls does not wait for it.
   void warm_up() override;
+  // Its connection, and while the host name is resolved, libcurl's resolver's
+  // socket pair. (Idle pooled connections are within the engine's reserve.)
+  int open_files_per_attempt() const override { return 3; }
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                   DoneCallback done) override;
 

@@ -221,6 +221,43 @@ TEST(PlanCli, RunRequestPlansThenRuns) {
 // An llm step's completion is kept in its attempt's ledger row, not in a file
 // of its own; `orch logs` prints it all the same, and the run report says where
 // each stream is.
+// The open-files limit caps what is in flight by what each attempt holds: an
+// llm call its connection (3 counted), not a spawned process's 6. Under a limit
+// of 100 (36 left after orch's reserve), 10 calls run at once without a cap;
+// with -j 10 for shell steps the run would be capped at 6.
+TEST(LlmCli, LlmCallsAreCappedByTheirOwnDescriptorsNotAProcesss) {
+  FakeLlmServer server("sk-llm-cli-123456");
+  ASSERT_TRUE(server.started());
+  TempDir d;
+  write_file(d / "models.yaml",
+             fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: {}, "
+                         "concurrency: 10}}\nmodels:\n  m: {{provider: fake, model: m}}\ndefault_model: m\n",
+                         server.url(), kKeyVar));
+  std::string plan = "steps:\n";
+  for (int i = 0; i < 10; ++i)
+    plan += fmt::format("  - {{id: ask{}, executor: llm, inputs: {{prompt: \"[[sleep: 0.5]] hi\"}}}}\n", i);
+  write_file(d / "p.yaml", plan);
+  auto r = run_command(
+      {"/bin/sh", "-c", "ulimit -n 100 && exec \"$0\" run p.yaml -j 10 --models models.yaml", orch_binary()},
+      d.path(), {{kKeyVar, server.api_key()}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path db = d / ".orch" / "orch.db";
+  EXPECT_EQ(query_int(db, "select count(*) from events where kind = 'concurrency_capped'"), 0);
+  EXPECT_LT(query_int(db, "select max(started_at) from attempts"),
+            query_int(db, "select min(finished_at) from attempts"))
+      << "all ten calls were in flight at once";
+
+  // Shell steps under the same limit are capped at 6, and the run says so.
+  std::string shell = "steps:\n";
+  for (int i = 0; i < 10; ++i) shell += fmt::format("  - {{id: s{}, sh: 'sleep 0.3'}}\n", i);
+  write_file(d / "s.yaml", shell);
+  auto s = run_command({"/bin/sh", "-c", "ulimit -n 100 && exec \"$0\" run s.yaml -j 10", orch_binary()},
+                       d.path());
+  ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
+  EXPECT_EQ(
+      query_int(db, "select json_extract(data, '$.used') from events where kind = 'concurrency_capped'"), 6);
+}
+
 TEST(LlmCli, ACompletionIsInTheLedgerAndLogsPrintsIt) {
   FakeLlmServer server("sk-llm-cli-123456");
   ASSERT_TRUE(server.started());
