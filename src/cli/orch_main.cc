@@ -1,5 +1,6 @@
 #include "cli/orch_main.h"
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <regex>
+#include <string>
 #include <string_view>
 
 #include "cli/commands.h"
@@ -46,6 +49,65 @@ int with_output_checked(int code) {
   std::fprintf(stderr, "orch: cannot write the output: %s\n",
                flush_failed && flush_errno != 0 ? std::strerror(flush_errno) : "write error");
   return code == 0 ? 1 : code;
+}
+
+// The command a usage error is about: "orch", "orch run", "orch task log".
+std::string command_path(CLI::App& app) {
+  std::string path = app.get_name();
+  CLI::App* at = &app;
+  for (;;) {
+    auto parsed = at->get_subcommands([](CLI::App* sub) { return sub->parsed(); });
+    if (parsed.empty()) return path;
+    at = parsed.front();
+    path += " " + at->get_name();
+  }
+}
+
+CLI::App& deepest_parsed(CLI::App& app) {
+  auto parsed = app.get_subcommands([](CLI::App* sub) { return sub->parsed(); });
+  return parsed.empty() ? app : deepest_parsed(*parsed.front());
+}
+
+// CLI11's messages, said the way orch says the rest: lower case, naming the
+// option and what it wants ("--store: 1 required TEXT missing" -> "--store needs
+// a value"; "A subcommand is required" -> the commands to choose from).
+std::string usage_message(const CLI::ParseError& e, CLI::App& app) {
+  const std::string what = e.what();
+  std::smatch m;
+  if (what == "A subcommand is required") {
+    std::string names;
+    for (const CLI::App* sub : deepest_parsed(app).get_subcommands({}))
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    return (&deepest_parsed(app) == &app ? "a command is required: " : "a subcommand is required: ") + names;
+  }
+  static const std::regex kNotExpected("^The following arguments? (?:was|were) not expected: (.*)$");
+  static const std::regex kValueMissing("^(\\S+): \\d+ required \\S+ missing$");
+  static const std::regex kAtMost("^(\\S+): At Most (\\d+) required but received (\\d+)$");
+  static const std::regex kAtLeast("^(\\S+): At least (\\d+) required but received (\\d+)$");
+  static const std::regex kExactly("^Expected (exactly|at least) (\\d+) arguments to (\\S+), got (\\d+)$");
+  static const std::regex kExcludes("^(\\S+) excludes (\\S+)$");
+  if (std::regex_match(what, m, kNotExpected)) {
+    // CLI11 lists them last first; its own record of them is in order.
+    std::vector<std::string> extras = deepest_parsed(app).remaining();
+    if (extras.empty()) extras = {m[1].str()};
+    std::string list;
+    for (const std::string& a : extras)
+      list += (list.empty() ? "" : " ") + (a.find_first_of(" \t") == std::string::npos ? a : "'" + a + "'");
+    return fmt::format("unexpected argument{}: {}", extras.size() == 1 ? "" : "s", list);
+  }
+  if (std::regex_match(what, m, kValueMissing)) return m[1].str() + " needs a value";
+  if (std::regex_match(what, m, kAtMost))
+    return fmt::format("{} takes at most {} value{}, not {}", m[1].str(), m[2].str(), m[2] == "1" ? "" : "s",
+                       m[3].str());
+  if (std::regex_match(what, m, kAtLeast))
+    return fmt::format("{} takes at least {} value{}, not {}", m[1].str(), m[2].str(), m[2] == "1" ? "" : "s",
+                       m[3].str());
+  if (std::regex_match(what, m, kExactly))
+    return fmt::format("{} takes {} {} value{}, not {}", m[3].str(), m[1].str(), m[2].str(),
+                       m[2] == "1" ? "" : "s", m[4].str());
+  if (std::regex_match(what, m, kExcludes))
+    return fmt::format("{} and {} cannot be given together", m[1].str(), m[2].str());
+  return what;
 }
 
 }  // namespace
@@ -124,7 +186,9 @@ int orch_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "orch: %s\nRun `orch --help` (or `orch COMMAND --help`) for usage.\n", e.what());
+    const std::string command = command_path(app);
+    std::fprintf(stderr, "orch: %s\nRun `%s --help` for usage.\n", usage_message(e, app).c_str(),
+                 command.c_str());
     return kExitInvalid;
   }
   for (auto& [sub, command] : commands)

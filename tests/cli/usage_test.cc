@@ -98,12 +98,42 @@ TEST(CliUsage, EachRepeatableFlagTakesOneValueAndLeavesThePositionalsAlone) {
   // One value per flag: a second one is an unexpected argument, not an approval.
   auto two = run_orch({"chain", "--steps", "[]", "--approve", "a", "b"}, d.path());
   EXPECT_EQ(two.exit_code, 2);
-  EXPECT_HAS(two.err, "The following argument was not expected: b");
+  EXPECT_HAS(two.err, "orch: unexpected argument: b\nRun `orch chain --help` for usage.\n");
 
   // task log: the TRACE after --attest is the trace (here an unknown one).
   auto log = run_orch({"task", "log", "--attest", "1", "no-such-trace", "--state", "VERIFY"}, d.path());
   EXPECT_EQ(log.exit_code, 2);
   EXPECT_HAS(log.err, "no trace 'no-such-trace'");
+}
+
+// Usage errors are said in orch's words (not CLI11's "A subcommand is required"
+// or "--store: 1 required TEXT missing") and point at the command's own help.
+TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
+  TempDir d;
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{},
+       "orch: a command is required: validate, run, resume, status, runs, logs, cancel, plan, approve, "
+       "chain, task, route, budget-check, similarity, memory, review\nRun `orch --help` for usage.\n"},
+      {{"task"},
+       "orch: a subcommand is required: plan, log, close, show, list, gc, run\n"
+       "Run `orch task --help` for usage.\n"},
+      {{"run", "--store"}, "orch: --store needs a value\nRun `orch run --help` for usage.\n"},
+      {{"run", "p.yaml", "--request", "x"},
+       "orch: PLAN and --request cannot be given together\nRun `orch run --help` for usage.\n"},
+      {{"run", "a.yaml", "b.yaml"}, "orch: unexpected argument: b.yaml\nRun `orch run --help` for usage.\n"},
+      {{"runs", "x", "y"}, "orch: unexpected arguments: x y\nRun `orch runs --help` for usage.\n"},
+      {{"logs"}, "orch: RUN_ID is required\nRun `orch logs --help` for usage.\n"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_orch(c.args, d.path());
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err, c.message);
+  }
+  EXPECT_FALSE(fs::exists(d / ".orch")) << "a usage error records nothing";
 }
 
 TEST(CliUsage, AFolderOrAMissingFileIsNotAPlan) {
