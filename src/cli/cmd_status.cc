@@ -12,6 +12,7 @@
 #include "orch/clock.h"
 #include "orch/report.h"
 #include "util/json_text.h"
+#include "util/strings.h"
 
 namespace orch::cli {
 
@@ -34,8 +35,8 @@ std::string header(const nlohmann::ordered_json& r) {
                            ? (run["active"].get<bool>() ? " (active)" : " (no live process: resume it)")
                            : "";
   return fmt::format("run {}  {}  plan {}\nstatus {}{}\n", run["id"].get<std::string>(),
-                     run["name"].get<std::string>(), run["plan"].get<std::string>(),
-                     run["status"].get<std::string>(), driven);
+                     terminal_text(run["name"].get<std::string>()),
+                     terminal_text(run["plan"].get<std::string>()), run["status"].get<std::string>(), driven);
 }
 }  // namespace
 
@@ -138,8 +139,8 @@ Command add_runs(CLI::App& app) {
       std::string status = run_status_name(r.status);
       if (r.status == RunStatus::Running && !active[i]) status += " (no process)";
       std::printf("%-21s  %-20s  %-16s  %-24s  %8lld  %s\n", r.id.c_str(), status.c_str(),
-                  r.name.substr(0, 16).c_str(), iso_time(r.created_at).c_str(),
-                  static_cast<long long>(r.spent_attempts), r.plan_path.c_str());
+                  terminal_text(r.name).substr(0, 16).c_str(), iso_time(r.created_at).c_str(),
+                  static_cast<long long>(r.spent_attempts), terminal_text(r.plan_path).c_str());
     }
     return kExitSucceeded;
   };

@@ -1,12 +1,14 @@
 #include "cli/common.h"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -97,11 +99,24 @@ Expected<std::string> latest_run_id(Store& store) {
   return runs.front().id;
 }
 
+namespace {
+bool smart_terminal(int fd) {
+  if (isatty(fd) != 1) return false;
+  const char* term = std::getenv("TERM");
+  return term != nullptr && *term != '\0' && std::string_view(term) != "dumb";
+}
+}  // namespace
+
 bool stdout_is_tty() {
-  return isatty(STDOUT_FILENO) == 1;
+  return smart_terminal(STDOUT_FILENO);
 }
 bool stderr_is_tty() {
-  return isatty(STDERR_FILENO) == 1;
+  return smart_terminal(STDERR_FILENO);
+}
+int stderr_columns() {
+  winsize size{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &size) != 0) return 0;
+  return size.ws_col;
 }
 
 void add_executor_file_flags(CLI::App& sub, std::string& models, std::string& registry,

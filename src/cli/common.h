@@ -62,7 +62,12 @@ void run_has_ended();
 // The newest run in the store, for commands whose RUN_ID is optional.
 Expected<std::string> latest_run_id(Store& store);
 
+// Whether stdout / stderr is a terminal that can redraw in place: a TTY whose
+// TERM is set and not "dumb" (an editor's shell buffer, `env -i`). Elsewhere
+// orch prints plain lines.
 bool stdout_is_tty();
 bool stderr_is_tty();
+// The terminal's width on stderr in columns, or 0 when it cannot be told.
+int stderr_columns();
 
 }  // namespace orch::cli

@@ -4,15 +4,18 @@
 
 #include <cstdio>
 
+#include "cli/common.h"
 #include "orch/report.h"
+#include "util/strings.h"
 
 namespace orch::cli {
 
 ProgressPrinter::ProgressPrinter(Mode mode) : mode_(mode), start_(std::chrono::steady_clock::now()) {}
 
 namespace {
+// A reason's first line, safe for the terminal (a reason may quote a plan or a process).
 std::string first_line(const std::string& s) {
-  return s.substr(0, s.find('\n'));
+  return terminal_text(s.substr(0, s.find('\n')));
 }
 }  // namespace
 
@@ -21,6 +24,10 @@ void ProgressPrinter::draw(const ProgressEvent& e) {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_);
   std::string line = fmt::format("[{}/{}] {} running, {} failed, {} skipped  {}  tokens {}", e.done, e.total,
                                  e.running, e.failed, e.skipped, human_duration(elapsed.count()), e.tokens);
+  // A line as wide as the terminal would wrap, and the next redraw would start
+  // on the wrapped part: kept one column short (it is ASCII: a byte a column).
+  if (const int columns = stderr_columns(); columns > 1 && line.size() >= static_cast<std::size_t>(columns))
+    line.resize(static_cast<std::size_t>(columns - 1));
   std::fprintf(stderr, "\r\033[K%s", line.c_str());
   std::fflush(stderr);
   drawn_ = true;

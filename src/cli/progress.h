@@ -1,6 +1,7 @@
 // cli/progress.h — what `orch run` and `orch resume` print while a run goes.
 //
-// On a terminal (stderr is a TTY): one live progress line, redrawn in place
+// On a terminal that can redraw (stderr is a TTY, TERM set and not dumb): one
+// live progress line, redrawn in place and cut to the terminal's width
 // (done/running/failed/total, elapsed, tokens), with failed steps printed above it.
 // Otherwise: one plain line per finished step on stdout, nothing redrawn.
 #pragma once

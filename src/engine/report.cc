@@ -9,6 +9,7 @@
 #include "engine/run_lock.h"
 #include "orch/clock.h"
 #include "util/iso_time.h"
+#include "util/strings.h"
 
 namespace orch {
 
@@ -185,6 +186,7 @@ std::string format_report_table(const ojson& report) {
     std::string reason = s["reason"].get<std::string>();
     if (auto nl = reason.find('\n'); nl != std::string::npos) reason = reason.substr(0, nl);
     if (reason.size() > 100) reason = reason.substr(0, 97) + "...";
+    reason = terminal_text(reason);
     std::int64_t tokens = s["tokens_in"].get<std::int64_t>() + s["tokens_out"].get<std::int64_t>();
     out += fmt::format("{:<{}}  {:<9}  {:>3}  {:>8}  {:>8}  {}\n", s["id"].get<std::string>(), id_w,
                        s["status"].get<std::string>(), s["attempts"].size(),
@@ -206,7 +208,7 @@ std::string format_report_summary(const ojson& report) {
   if (int waiting = c.value("awaiting_approval", 0); waiting > 0)
     out += fmt::format(", {} awaiting approval", waiting);
   std::string reason = run["reason"].get<std::string>();
-  if (!reason.empty()) out += "\n  " + reason;
+  if (!reason.empty()) out += "\n  " + terminal_text(reason);
   out += "\n";
   return out;
 }

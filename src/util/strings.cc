@@ -66,22 +66,31 @@ std::string_view trim(std::string_view s) {
 }
 
 std::string quote_for_message(std::string_view s, std::size_t max_len) {
+  const bool cut = s.size() > max_len;
+  std::string out = terminal_text(cut ? s.substr(0, max_len) : s);
+  if (cut) out += "...";
+  return out;
+}
+
+std::string terminal_text(std::string_view s) {
   std::string out;
-  bool cut = s.size() > max_len;
-  if (cut) s = s.substr(0, max_len);
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const auto u = static_cast<unsigned char>(c);
     if (c == '\n') {
       out += "\\n";
     } else if (c == '\t') {
       out += "\\t";
     } else if (u < 0x20 || u == 0x7f) {
       out += fmt::format("\\x{:02x}", u);
+    } else if (u == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[++i]));
     } else {
       out += c;
     }
   }
-  if (cut) out += "...";
   return out;
 }
 

@@ -34,6 +34,12 @@ std::string_view trim(std::string_view s);
 // ("..." appended), for quoting user text inside one-line messages.
 std::string quote_for_message(std::string_view s, std::size_t max_len = 60);
 
+// `s` safe to print to a terminal: C0 controls and DEL escaped as in
+// quote_for_message, and the C1 controls (U+0080-U+009F, which some terminals
+// obey as escapes) as \u00NN. For text a plan or a process wrote that orch shows
+// in its tables and lines: a run's name, a reason, a path.
+std::string terminal_text(std::string_view s);
+
 // `s` as one word for /bin/sh, for showing a command a human may copy: left bare
 // when it holds only safe characters, else in single quotes (' written as '\'').
 std::string shell_quote(std::string_view s);

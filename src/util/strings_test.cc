@@ -60,6 +60,20 @@ TEST(QuoteForMessage, EscapesAndCuts) {
   EXPECT_EQ(quote_for_message("a\nb\tc"), "a\\nb\\tc");
   EXPECT_EQ(quote_for_message(std::string("\x01", 1)), "\\x01");
   EXPECT_EQ(quote_for_message("abcdef", 3), "abc...");
+  EXPECT_EQ(quote_for_message("\x1b[31mred\xc2\x9b", 60), "\\x1b[31mred\\u009b");
+}
+
+TEST(Strings, TerminalTextEscapesEveryControlAndKeepsTheRest) {
+  EXPECT_EQ(terminal_text("evil\x1b[2J\x07\x7f"), "evil\\x1b[2J\\x07\\x7f");
+  EXPECT_EQ(terminal_text("a\nb\tc\rd"), "a\\nb\\tc\\x0dd");
+  // C1 controls (CSI as U+009B), which some terminals obey, are escaped; other
+  // UTF-8 (é, U+00A0, emoji) passes as is.
+  EXPECT_EQ(terminal_text("x\xc2\x9b"
+                          "2Jy"),
+            "x\\u009b2Jy");
+  EXPECT_EQ(terminal_text("caf\xc3\xa9 \xc2\xa0 \xf0\x9f\x99\x82"), "caf\xc3\xa9 \xc2\xa0 \xf0\x9f\x99\x82");
+  EXPECT_EQ(terminal_text(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(terminal_text("\xc2"), "\xc2") << "a lone lead byte at the end is left as it is";
 }
 
 TEST(Join, Separator) {

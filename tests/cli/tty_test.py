@@ -31,6 +31,7 @@ import pty
 import re
 import select
 import signal
+import struct
 import subprocess
 import tempfile
 import termios
@@ -119,13 +120,21 @@ class OrchTestCase(unittest.TestCase):
             f.write(text)
         return path
 
-    def spawn(self, args, stdout="pty", stderr="pty", stdin=None):
+    def spawn(self, args, stdout="pty", stderr="pty", stdin=None, term="xterm", columns=None):
         """Starts orch ARGS. stdout/stderr/stdin: "pty" (a shared pseudo-terminal), "pipe", or a
-        file object (stdin default: /dev/null). Returns (popen, master_fd or None)."""
+        file object (stdin default: /dev/null). term: $TERM (None: unset). columns: the
+        pseudo-terminal's width. Returns (popen, master_fd or None)."""
         master = slave = None
         if "pty" in (stdout, stderr, stdin):
             master, slave = pty.openpty()
             self.fds.append(master)
+            if columns is not None:
+                fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        env = child_env()
+        if term is None:
+            env.pop("TERM", None)
+        else:
+            env["TERM"] = term
 
         def target(kind):
             if kind == "pty":
@@ -140,7 +149,7 @@ class OrchTestCase(unittest.TestCase):
             stdout=target(stdout),
             stderr=target(stderr),
             cwd=self.dir,
-            env=child_env(),
+            env=env,
             start_new_session=True,  # own process group: tearDown can kill it all
             close_fds=True,
             # A terminal on stdin becomes the controlling terminal (so /dev/tty opens).
@@ -333,6 +342,37 @@ class LiveProgress(OrchTestCase):
         self.assertRegex(lines[6], r"^run %s succeeded: 6 done, 0 failed, 0 skipped, 0 cancelled of 6 in \S+; "
                                    r"tokens 0, cost \$0\.0000$" % re.escape(run_id))
         self.assertIsNone(TABLE_HEADER_RE.search(out), "no table in Lines mode (only the summary): %r" % out)
+
+    def test_a_dumb_terminal_gets_plain_lines(self):
+        # TERM=dumb (an editor's shell buffer) or no TERM at all: a terminal that cannot
+        # redraw in place gets the plain per-step lines, never an escape sequence.
+        plan = self.write_plan("plan.yaml", PARALLEL_PLAN)
+        for term in ("dumb", None):
+            p, master = self.spawn(["run", plan, "-j", "2", "--store", self.store, "--workspace", self.workspace],
+                                   term=term)
+            rc, out, _, _ = self.collect(p, master)
+            self.assertEqual(rc, 0, out)
+            self.assertNotIn(ESC, out, "TERM=%s: %r" % (term, out))
+            self.assertNotIn("\r\x1b", out)
+            self.assertEqual(len(re.findall(r"done      s\d  \(attempt 1, \S+\)\r\n", out)), 6, out)
+
+    def test_the_live_line_fits_a_narrow_terminal(self):
+        # A line as wide as the terminal would wrap, and each redraw would leave a line
+        # behind: every draw is cut one column short of the width.
+        plan = self.write_plan("plan.yaml", PARALLEL_PLAN)
+        p, master = self.spawn(["run", plan, "-j", "2", "--store", self.store, "--workspace", self.workspace],
+                               columns=30)
+        rc, out, _, _ = self.collect(p, master)
+        self.assertEqual(rc, 0, out)
+        _, started = self.started_line(out)
+        table_at = TABLE_HEADER_RE.search(out)
+        self.assertIsNotNone(table_at, out)
+        live = out[started.end():table_at.start()]
+        draws = [d for d in live.split(ERASE) if d]
+        self.assertGreaterEqual(len(draws), 2, live)
+        for d in draws:
+            self.assertLessEqual(len(d), 29, "a draw wider than the terminal: %r" % live)
+            self.assertTrue(d.startswith("[") and "running" in d, d)
 
     def test_steps_ended_by_an_abort_get_their_line_too(self):
         # 'r' waits to retry when 'bad' aborts the run: it ends failed ("not retried")

@@ -223,5 +223,30 @@ TEST(CliUsage, AnUnusableWorkspaceIsRefusedBeforeAnythingIsRecorded) {
   EXPECT_FALSE(fs::exists(d / ".orch")) << "no run was recorded";
 }
 
+// Text a plan or a process wrote (a run's name, a check's command in a reason)
+// reaches the terminal with its control characters escaped: an ESC in a plan
+// cannot clear the screen or recolour what orch prints.
+TEST(CliUsage, ControlCharactersInPlanTextAreEscapedInTablesAndLines) {
+  TempDir d;
+  write_file(d / "p.yaml",
+             "name: \"evil\\e[2J\\a\"\non_failure: continue\nsteps:\n"
+             "  - {id: a, sh: \"true\", attempts: 1, post: [{shell_zero: \"printf '\\e]0;x\\a'; exit 1\"}]}\n");
+  auto run = run_orch({"run", "p.yaml"}, d.path());
+  ASSERT_EQ(run.exit_code, 1) << run.err;
+  auto status = run_orch({"status"}, d.path());
+  auto runs = run_orch({"runs"}, d.path());
+  for (const auto* r : {&run, &status, &runs}) {
+    const std::string all = r->out + r->err;
+    EXPECT_EQ(all.find('\x1b'), std::string::npos) << all;
+    EXPECT_EQ(all.find('\a'), std::string::npos) << all;
+  }
+  EXPECT_NE(status.out.find("evil\\x1b[2J\\x07"), std::string::npos) << status.out;
+  EXPECT_NE(runs.out.find("evil\\x1b[2J\\x0"), std::string::npos) << runs.out;
+  EXPECT_NE(run.out.find("shell_zero 'printf '\\x1b]0;x\\x07"), std::string::npos) << run.out;
+  // The JSON report keeps the text as it is (JSON escapes it itself).
+  auto json = run_orch({"status", "--json"}, d.path());
+  EXPECT_EQ(nlohmann::json::parse(json.out)["run"]["name"], "evil\x1b[2J\a");
+}
+
 }  // namespace
 }  // namespace orch
