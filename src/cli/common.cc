@@ -43,9 +43,27 @@ Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_e
     return fail(ErrorCode::InvalidInput,
                 fmt::format("--store {} is a folder: give the ledger's file in it (e.g. {}/orch.db)", path,
                             std::filesystem::path(path).string()));
-  if (must_exist && !std::filesystem::exists(path))
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    return fail(
+        ErrorCode::InvalidInput,
+        fmt::format("--store {} is not a regular file: give the ledger's file (e.g. .orch/orch.db)", path));
+  if (must_exist && !std::filesystem::exists(status))
     return fail(ErrorCode::NotFound,
                 fmt::format("no orch store at {} (run `orch run PLAN` first, or pass --store PATH)", path));
+  // A new ledger's own folder is made (.orch), but not a tree of them: a mistyped
+  // path is refused, not built.
+  if (!std::filesystem::exists(status)) {
+    const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    const std::filesystem::path above = folder.parent_path();
+    if (!folder.empty() && !above.empty() && !std::filesystem::exists(folder, ec) &&
+        !std::filesystem::is_directory(above, ec))
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("--store {}: the folder {} does not exist (orch makes the ledger's own folder, "
+                              "not the ones above it)",
+                              path, above.string()));
+  }
   return open_sqlite_store(path);
 }
 

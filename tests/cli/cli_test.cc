@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -493,6 +494,30 @@ TEST(Cli, StatusAndStoreFlagsSayWhatIsWrongAndWatchJsonIsJsonLines) {
   EXPECT_EQ(folder.exit_code, 2);
   EXPECT_NE(folder.err.find("is a folder: give the ledger's file in it"), std::string::npos) << folder.err;
   EXPECT_EQ(run_orch({"runs", "--store", ""}, d.path()).exit_code, 2);
+}
+
+// A store that is not a regular file (/dev/null, a FIFO) is refused before SQLite
+// opens it (which would make /dev/null-journal beside it); a new store's own
+// folder is made, but not the folders above it (a mistyped path is not built).
+TEST(Cli, AStoreMustBeARegularFileInAFolderThatIsThere) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: a, sh: 'true'}\n");
+  ASSERT_EQ(mkfifo((d / "fifo").c_str(), 0600), 0);
+  for (const std::string& store : {std::string("/dev/null"), (d / "fifo").string()}) {
+    auto r = run_orch({"run", "p.yaml", "--store", store}, d.path());
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--store " + store + " is not a regular file"), std::string::npos) << r.err;
+    EXPECT_EQ(run_orch({"status", "--store", store}, d.path()).exit_code, 2);
+  }
+  EXPECT_FALSE(fs::exists(d / "fifo-journal"));
+  auto deep = run_orch({"run", "p.yaml", "--store", "typo/ledger/orch.db"}, d.path());
+  EXPECT_EQ(deep.exit_code, 2) << deep.err;
+  EXPECT_NE(deep.err.find("--store typo/ledger/orch.db: the folder typo does not exist"), std::string::npos)
+      << deep.err;
+  EXPECT_FALSE(fs::exists(d / "typo"));
+  auto one = run_orch({"run", "p.yaml", "--store", "ledger/orch.db"}, d.path());
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_TRUE(fs::exists(d / "ledger" / "orch.db"));
 }
 
 // Output that cannot be written is an error, not a silent success.
