@@ -161,6 +161,9 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   if (!found)
     return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.folder().string()));
   const RunStatus status_before_lock = found->status;
+  // On the clock `orch cancel` stamps its requests with (the system's, whatever
+  // clock the engine runs on): a request stamped from now on came after the lock.
+  const std::int64_t locking_ms = Clock::system().wall_ms();
   lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_id)));
   // Read again under the lock: a process that drove the run until a moment ago
   // wrote its final row before it let the lock go, and the row read before
@@ -179,10 +182,17 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // A cancel asked of the process that drove the run before (it died before it
   // could act on it) is not one for this resume: it is cleared now, so that one
   // that lands from now on (while the plan is read and checked) is seen below.
+  // One that landed since this process took the lock (`orch cancel` found it
+  // held) is for this resume, and kept: the requests' events tell them apart,
+  // read in the transaction that clears (which holds the ledger's write lock).
   if (run_.cancel_requested) {
-    run_.cancel_requested = false;
     ORCH_TRY(store_.begin());
-    auto cleared = store_.update_run(run_);
+    auto cleared = [&]() -> Expected<void> {
+      for (const EventRecord& e : ORCH_TRY(store_.events_of_kind(run_.id, "cancel_requested")))
+        if (e.ts >= locking_ms) return {};
+      run_.cancel_requested = false;
+      return store_.update_run(run_);
+    }();
     if (!cleared) {
       (void)store_.rollback();
       return std::unexpected(cleared.error());

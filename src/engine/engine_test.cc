@@ -1074,6 +1074,46 @@ TEST_F(EngineTest, ANewCancelIsSeenByAResumeEvenWhenAnOldOneWasLeftSet) {
   EXPECT_EQ(read_file(ws() / "ran.log"), "ran\n");
 }
 
+// The window between a resume reading the run row (an old request set) and
+// clearing it: a cancel that lands there, after the resume took the run's lock,
+// is told from the dead driver's by its event's time, and is kept.
+TEST_F(EngineTest, ACancelLandingJustBeforeAResumeClearsAnOldOneIsKept) {
+  auto first = run("steps:\n  - {id: a, sh: 'echo ran >> ran.log; exit 1', attempts: 1}\n");
+  RunRecord row = **store_->find_run(first.run_id);
+  row.status = RunStatus::Interrupted;
+  row.cancel_requested = true;  // asked of a driver that died first
+  ASSERT_TRUE(store_->update_run(row));
+  EventRecord old_request{0, first.run_id, Clock::system().wall_ms() - 60'000, "cancel_requested", "",
+                          0, "{}"};
+  ASSERT_TRUE(store_->append_event(old_request));
+  CountingStore hooked(*store_);
+  int begins = 0;
+  hooked.before_begin = [&] {
+    if (++begins != 1) return;  // the resume holds the lock, has read the row, and is about to clear it
+    auto other = open_sqlite_store(dir_ / "store" / "orch.db");
+    ASSERT_TRUE(other) << other.error().message;
+    auto asked = cancel_run(**other, first.run_id, std::chrono::milliseconds(0));
+    ASSERT_TRUE(asked) << asked.error().message;
+    EXPECT_EQ(*asked, RunStatus::Running) << "a live driver holds the lock: the cancel asks it";
+  };
+  Engine engine(hooked, EngineOptions{});
+  auto out = engine.resume(first.run_id, std::nullopt);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->status, RunStatus::Cancelled) << out->reason;
+  EXPECT_EQ(read_file(ws() / "ran.log"), "ran\n") << "the step ran again after the cancel";
+
+  // Only the old request left set: cleared, and the resume runs.
+  RunRecord again = **store_->find_run(first.run_id);
+  again.status = RunStatus::Interrupted;
+  again.cancel_requested = true;
+  ASSERT_TRUE(store_->update_run(again));
+  auto events = *store_->events_of_kind(first.run_id, "cancel_requested");
+  ASSERT_FALSE(events.empty());
+  auto resumed = resume(first.run_id);
+  EXPECT_EQ(resumed.status, RunStatus::Failed) << resumed.reason;
+  EXPECT_EQ(read_file(ws() / "ran.log"), "ran\nran\n");
+}
+
 // A cancel waiting on a starting resume that lets the lock go without driving
 // the run (its resume failed) cancels the run itself.
 TEST_F(EngineTest, ACancelWhoseDriverLetsGoWithoutDrivingCancelsTheRunItself) {
