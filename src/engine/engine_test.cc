@@ -4,8 +4,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstring>
 #include <functional>
 #include <thread>
 #include <utility>
@@ -491,6 +495,80 @@ steps:
   EXPECT_EQ(read_file(ws() / "config.txt"), "original\n");
   EXPECT_FALSE(fs::exists(ws() / "new.txt"));
   EXPECT_FALSE(fs::exists(ws() / "gen"));
+}
+
+// A snapshot is only space once its attempt's end is in the ledger: it goes,
+// whether the attempt succeeded or its writes were put back.
+TEST_F(EngineTest, SnapshotsAreRemovedOnceTheirAttemptHasEnded) {
+  write_file(ws() / "a.txt", "a\n");
+  auto out = run(R"(
+on_failure: continue
+steps:
+  - {id: ok, writes: [a.txt], sh: 'echo b > a.txt'}
+  - {id: bad, writes: [b.txt], sh: 'echo x > b.txt; exit 1', attempts: 2, retry_delay: 0s}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(read_file(ws() / "a.txt"), "b\n");
+  EXPECT_FALSE(fs::exists(ws() / "b.txt"));
+  int snapshots = 0;
+  for (const char* id : {"ok", "bad"})
+    for (const auto& a : attempts(out.run_id, id)) {
+      ASSERT_FALSE(a.snapshot_dir.empty());
+      ++snapshots;
+      EXPECT_FALSE(fs::exists(a.snapshot_dir)) << a.snapshot_dir;
+    }
+  EXPECT_EQ(snapshots, 3);
+}
+
+// Writes that could not be put back leave the workspace in no state to retry
+// in: the step fails at once, saying so, and the snapshot is kept for a human.
+TEST_F(EngineTest, AStepWhoseWritesCannotBePutBackIsNotRetried) {
+  fs::create_directories(ws() / "d");
+  const fs::path sock = ws() / "d" / "s.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.string().size(), sizeof(addr.sun_path));
+  std::strncpy(addr.sun_path, sock.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ::close(fd);
+  auto out = run(R"(
+steps:
+  - {id: s, writes: [d], sh: 'rm d/s.sock; exit 1', attempts: 3, retry_delay: 0s}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto tries = attempts(out.run_id, "s");
+  ASSERT_EQ(tries.size(), 1u) << "a retry would start from the failed attempt's leftovers";
+  StepRecord s = step(out.run_id, "s");
+  EXPECT_NE(s.reason.find("not retried: its writes could not be put back"), std::string::npos) << s.reason;
+  EXPECT_NE(s.reason.find("a socket or device cannot be made again"), std::string::npos) << s.reason;
+  EXPECT_NE(s.reason.find(tries[0].snapshot_dir), std::string::npos) << s.reason;
+  EXPECT_TRUE(fs::exists(fs::path(tries[0].snapshot_dir) / "manifest.json"));
+}
+
+// Two steps that may change the same file never run at once: a failing one's
+// restore would undo the other's work.
+TEST_F(EngineTest, StepsWhoseWritesOverlapTakeTurns) {
+  write_file(ws() / "shared.txt", "orig\n");
+  auto out = run(R"(
+concurrency: 4
+on_failure: continue
+steps:
+  - {id: a, writes: [shared.txt], sh: 'sleep 0.3; exit 1', attempts: 1}
+  - {id: b, writes: [., other], sh: 'echo from-b > shared.txt'}
+  - {id: c, deps: [b], sh: 'cat shared.txt'}
+  - {id: free, writes: [elsewhere.txt], sh: 'sleep 0.3; echo x > elsewhere.txt'}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(step(out.run_id, "c").result, "from-b");
+  EXPECT_EQ(read_file(ws() / "shared.txt"), "from-b\n");
+  auto a = attempts(out.run_id, "a").at(0);
+  auto b = attempts(out.run_id, "b").at(0);
+  auto f = attempts(out.run_id, "free").at(0);
+  EXPECT_TRUE(a.finished_at <= b.started_at || b.finished_at <= a.started_at) << "a and b overlapped";
+  EXPECT_TRUE(f.started_at < a.finished_at && a.started_at < f.finished_at)
+      << "a step whose writes do not overlap runs alongside";
 }
 
 TEST_F(EngineTest, PostconditionsDecideNotTheExitCode) {
@@ -1189,6 +1267,41 @@ TEST_F(EngineTest, ACancelThatLandsWhileAResumeSetsUpIsActedOn) {
   EXPECT_TRUE(asked);
   EXPECT_EQ(out->status, RunStatus::Cancelled) << out->reason;
   EXPECT_EQ(read_file(ws() / "ran.log"), "ran\n") << "the step ran again after the cancel";
+}
+
+// A Ctrl-C that comes while a turn prepares its attempts (a snapshot of large
+// `writes:` takes seconds) stops them before they start.
+TEST_F(EngineTest, ASignalWhileAnAttemptIsPreparedKeepsItFromStarting) {
+  Plan plan = load(R"(
+steps:
+  - {id: a, writes: [w.txt], sh: 'touch started; sleep 5'}
+)");
+  CountingStore hooked(*store_);
+  bool raised = false;
+  hooked.before_begin = [&] {
+    // The turn's transaction begins after the attempt's snapshot is taken.
+    if (raised || !fs::exists(dir_ / "store" / "runs")) return;
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / "store" / "runs"))
+      if (e.path().filename() == "manifest.json") {
+        raised = true;
+        ::raise(SIGINT);
+        return;
+      }
+  };
+  EngineOptions options;
+  options.workspace = ws();
+  options.handle_signals = true;
+  Engine engine(hooked, options);
+  auto out = engine.run(plan, text_);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_TRUE(raised);
+  EXPECT_EQ(out->status, RunStatus::Interrupted) << out->reason;
+  EXPECT_FALSE(fs::exists(ws() / "started")) << "the attempt's process was started after the signal";
+  auto spawned = *store_->events_of_kind(out->run_id, "attempt_spawned");
+  EXPECT_TRUE(spawned.empty());
+  auto tries = attempts(out->run_id, "a");
+  ASSERT_EQ(tries.size(), 1u);
+  EXPECT_EQ(tries[0].status, AttemptStatus::Interrupted);
 }
 
 }  // namespace

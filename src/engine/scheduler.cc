@@ -122,6 +122,19 @@ long long open_files_usable() {
 }
 }  // namespace
 
+bool Scheduler::writes_overlap_in_flight(int i) const {
+  const Step& step = *steps_[static_cast<std::size_t>(i)].step;
+  if (step.writes.empty() || writers_in_flight_.empty()) return false;
+  const fs::path ws = fs::path(run_.workspace);
+  for (int other : writers_in_flight_)
+    for (const auto& mine : step.writes)
+      for (const auto& theirs : steps_[static_cast<std::size_t>(other)].step->writes) {
+        const fs::path a = ws / mine, b = ws / theirs;
+        if (within(a, b) || within(b, a)) return true;
+      }
+  return false;
+}
+
 bool Scheduler::open_files_allow(int i) {
   const int need = steps_[static_cast<std::size_t>(i)].executor->open_files_per_attempt();
   // One attempt at a time always goes: a limit that cannot hold even that shows
@@ -209,7 +222,13 @@ Expected<void> Scheduler::commit() {
   dirty_steps_.clear();
   if (store_error_) return std::unexpected(*store_error_);
   in_tx_ = false;
-  return store_.commit();
+  ORCH_TRY(store_.commit());
+  for (const std::string& snapshot : spent_snapshots_) {
+    std::error_code ec;
+    fs::remove_all(snapshot, ec);  // only space: a leftover is harmless
+  }
+  spent_snapshots_.clear();
+  return {};
 }
 
 void Scheduler::event(const std::string& kind, const std::string& step_id, int attempt,
@@ -415,6 +434,9 @@ Expected<RunOutcome> Scheduler::run_loop() {
       break;
     }
     report(ProgressEvent::Kind::Committed);
+    // A Ctrl-C that came while this turn prepared its attempts (a snapshot of a
+    // large `writes:` takes seconds) stops them before they start.
+    if (!to_start.empty() && SignalWatch::pending()) loop_.run_once(milliseconds(0));
     for (int i : to_start) start_attempt(i);
     if (!asks_.empty()) {
       // The groups of what was just started are recorded before a human is asked:
@@ -552,6 +574,12 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
     // In order: a step held back for descriptors holds back those after it, so
     // a stream of cheaper ones cannot keep it waiting for ever.
     if (!open_files_allow(i)) break;
+    // Two steps that may change the same files do not run at once: a failed one's
+    // restore would undo what the other did.
+    if (writes_overlap_in_flight(i)) {
+      ++it;
+      continue;
+    }
     if (!s.cleared) {
       Gate gate = risk_gate(i);
       if (gate == Gate::Ask) {
@@ -812,7 +840,7 @@ bool Scheduler::prepare_attempt(int i) {
     }
     if (s.flight().pending_render_error.empty()) {
       fs::path snap = attempt_file(s, number, ".snapshot");
-      if (auto r = take_snapshot(paths, snap); !r) {
+      if (auto r = take_snapshot(paths, snap, run_.workspace); !r) {
         s.flight().pending_render_error = "cannot snapshot writes: " + r.error().message;
       } else {
         a.snapshot_dir = snap.string();
@@ -827,6 +855,7 @@ bool Scheduler::prepare_attempt(int i) {
   event("attempt_started", step.id, number);
   s.in_flight = true;
   ++in_flight_;
+  if (!step.writes.empty()) writers_in_flight_.push_back(i);
   s.flight().open_files = s.executor->open_files_per_attempt();
   open_files_free_ -= s.flight().open_files;
   return true;
@@ -847,7 +876,10 @@ void Scheduler::start_attempt(int i) {
     return;
   }
   // Cancelled after it was recorded (`orch cancel`, read with the run row inside
-  // this turn's transaction): recorded cancelled, never spawned.
+  // this turn's transaction, or a signal that came while it was prepared, e.g.
+  // during a long snapshot): recorded cancelled or interrupted, never spawned.
+  if (s.flight().cancel_reason.empty() && (stop_ == StopKind::Interrupt || stop_ == StopKind::Cancel))
+    s.flight().cancel_reason = stop_reason_;
   if (!s.flight().cancel_reason.empty()) {
     queue_failure(AttemptEnding::Cancelled, s.flight().cancel_reason);
     return;
@@ -1066,13 +1098,22 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   s.in_flight = false;
   --in_flight_;
   open_files_free_ += std::exchange(s.flight().open_files, 0);
+  std::erase(writers_in_flight_, i);
 
+  // The snapshot goes once the attempt's end is committed (a kill -9 before then
+  // leaves a running attempt whose resume restores from it again); one that could
+  // not be restored stays, named in the reason, for a human to recover from.
+  std::string unrestored;
   if (status != AttemptStatus::Succeeded && !a.snapshot_dir.empty()) {
     if (auto r = restore_snapshot(a.snapshot_dir); !r) {
-      event("restore_failed", s.step->id, a.number, {{"error", r.error().message}});
+      unrestored = r.error().message;
+      event("restore_failed", s.step->id, a.number, {{"error", unrestored}});
     } else {
       event("writes_restored", s.step->id, a.number);
+      spent_snapshots_.push_back(a.snapshot_dir);
     }
+  } else if (!a.snapshot_dir.empty()) {
+    spent_snapshots_.push_back(a.snapshot_dir);
   }
   // An executor that spent more than it reserved can push the plan over its budget.
   if (auto why = budget_->exhausted(wall_ms_now()); why && status == AttemptStatus::Succeeded) {
@@ -1101,6 +1142,15 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
       return;
     default:
       break;
+  }
+
+  // A workspace that could not be put back is not one to try again in: the next
+  // attempt would start from the failed one's leftovers.
+  if (!unrestored.empty()) {
+    mark_failed(
+        i, fmt::format("{} (not retried: its writes could not be put back: {}; the snapshot is kept in {})",
+                       reason, unrestored, a.snapshot_dir));
+    return;
   }
 
   // Failed or timed out: retry with the reason, or give up.

@@ -121,6 +121,9 @@ class Scheduler {
   // Whether step i's attempt may start now within the open-files limit (see
   // open_files_free_); records concurrency_capped the first time one may not.
   bool open_files_allow(int i);
+  // Whether step i declares `writes:` that are, hold or lie in those of a step
+  // in flight (compared as written, in the workspace).
+  bool writes_overlap_in_flight(int i) const;
 
   // Ledger writes, grouped per loop turn.
   Expected<void> tx();
@@ -190,6 +193,8 @@ class Scheduler {
   // the event loop and the rest. Set when the loop starts.
   long long open_files_free_ = LLONG_MAX;
   bool open_files_capped_ = false;  // concurrency_capped recorded
+  std::vector<int> writers_in_flight_;        // steps in flight that declare `writes:`
+  std::vector<std::string> spent_snapshots_;  // removed after the next commit
 
   Plan plan_;
   RunRecord run_;

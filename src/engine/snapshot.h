@@ -1,12 +1,26 @@
 // engine/snapshot.h — saving and restoring a step's `writes:` files.
 //
 // Before each attempt of a step that declares `writes:`, the listed workspace
-// paths (files or folders) are copied into a snapshot folder under the store,
-// with a manifest saying which existed. When the attempt fails its checks or is
-// interrupted, restore() puts the workspace back exactly: changed files get their
-// old content, files the attempt created are removed. The snapshot folder is
-// recorded in the attempt row before the attempt starts, so a resume after
-// kill -9 can restore what the dead process left half-done.
+// paths (files or folders) are saved into a snapshot folder under the store: each
+// file's content (holes kept: a sparse file stays sparse), and for every entry
+// its type, mode, owner, modification time and inode, in a manifest. When the
+// attempt fails its checks or is interrupted, restore() puts the paths back:
+//   - a file changed in place gets its old content in place, so other hard links
+//     to it see the old content too; one that was replaced or removed is made
+//     again; files and folders the attempt created are removed, and so are
+//     folders it created to hold a new file;
+//   - modes, owners (when orch may set them) and modification times are put back,
+//     folders' after their contents;
+//   - a folder that is still a folder is kept (a shell sitting in it stays in it),
+//     its entries brought back in line;
+//   - symlinks and FIFOs are made again; sockets and devices are left as found.
+// It never follows a symlink the attempt may have planted: every folder on the
+// way from the workspace down is checked, and one the attempt replaced with a
+// symlink or a file is replaced with a folder again. A restore that cannot put
+// an entry back goes on with the others and reports every failure at the end.
+//
+// The snapshot folder is recorded in the attempt row before the attempt starts,
+// so a resume after kill -9 can restore what the dead process left half-done.
 #pragma once
 
 #include <filesystem>
@@ -17,12 +31,14 @@
 
 namespace orch {
 
-// Saves `paths` (already resolved inside the workspace) into `snapshot_dir`.
+// Saves `paths` (already resolved inside `workspace`) into `snapshot_dir`.
 Expected<void> take_snapshot(const std::vector<std::filesystem::path>& paths,
-                             const std::filesystem::path& snapshot_dir);
+                             const std::filesystem::path& snapshot_dir,
+                             const std::filesystem::path& workspace);
 
-// Puts every path of the snapshot back as it was. A missing snapshot folder is
-// an error (nothing is changed).
+// Puts every path of the snapshot back as it was. A missing or incomplete
+// snapshot is an error and nothing is changed; otherwise every entry is tried,
+// and the error (if any) lists each one that could not be put back.
 Expected<void> restore_snapshot(const std::filesystem::path& snapshot_dir);
 
 }  // namespace orch

@@ -1,0 +1,239 @@
+// take_snapshot / restore_snapshot on real files: what an attempt may do to its
+// `writes:` and what a restore must put back (engine/snapshot.h).
+#include "engine/snapshot.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+namespace fs = std::filesystem;
+using orch::testing::read_file;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+
+class SnapshotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(ws_);
+    fs::create_directories(outside_);
+    ws_ = fs::canonical(ws_);
+  }
+  fs::path snap() const { return dir_ / "snap"; }
+  void take(const std::vector<fs::path>& paths) {
+    auto r = take_snapshot(paths, snap(), ws_);
+    ASSERT_TRUE(r) << r.error().message;
+  }
+  void restore() {
+    auto r = restore_snapshot(snap());
+    ASSERT_TRUE(r) << r.error().message;
+  }
+  static struct stat info(const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+    return st;
+  }
+  static void set_mtime(const fs::path& p, time_t seconds) {
+    timespec times[2] = {{0, UTIME_OMIT}, {seconds, 123}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), times, AT_SYMLINK_NOFOLLOW), 0) << p;
+  }
+
+  TempDir dir_;
+  fs::path ws_ = dir_ / "ws";
+  fs::path outside_ = dir_ / "outside";
+};
+
+// An attempt that swaps a folder on the way to a `writes:` path for a symlink
+// to outside the workspace does not get the restore to write or delete there.
+TEST_F(SnapshotTest, ASymlinkPlantedOnTheWayIsNeverFollowed) {
+  fs::create_directories(ws_ / "dir");
+  write_file(ws_ / "dir" / "f", "inside\n");
+  fs::create_directories(ws_ / "sub");
+  write_file(outside_ / "f", "precious\n");
+  write_file(outside_ / "new.txt", "also precious\n");
+  take({ws_ / "dir" / "f", ws_ / "sub" / "new.txt"});
+
+  fs::remove_all(ws_ / "dir");
+  fs::create_directory_symlink(outside_, ws_ / "dir");
+  fs::remove_all(ws_ / "sub");
+  fs::create_directory_symlink(outside_, ws_ / "sub");
+  restore();
+
+  EXPECT_EQ(read_file(outside_ / "f"), "precious\n");
+  EXPECT_EQ(read_file(outside_ / "new.txt"), "also precious\n");
+  EXPECT_FALSE(fs::is_symlink(ws_ / "dir"));
+  EXPECT_EQ(read_file(ws_ / "dir" / "f"), "inside\n");
+  EXPECT_FALSE(fs::is_symlink(ws_ / "sub"));
+  EXPECT_TRUE(fs::is_directory(ws_ / "sub"));
+  EXPECT_FALSE(fs::exists(ws_ / "sub" / "new.txt"));
+}
+
+// Content, modes (folders' special bits too, whatever the umask), and
+// modification times come back; a folder's after its contents.
+TEST_F(SnapshotTest, ModesAndModificationTimesComeBack) {
+  fs::create_directories(ws_ / "d" / "inner");
+  write_file(ws_ / "d" / "inner" / "f", "one\n");
+  ASSERT_EQ(::chmod((ws_ / "d" / "inner" / "f").c_str(), 0640), 0);
+  ASSERT_EQ(::chmod((ws_ / "d" / "inner").c_str(), 02775), 0);
+  ASSERT_EQ(::chmod((ws_ / "d").c_str(), 01777), 0);
+  set_mtime(ws_ / "d" / "inner" / "f", 1'600'000'000);
+  set_mtime(ws_ / "d" / "inner", 1'600'000'100);
+  set_mtime(ws_ / "d", 1'600'000'200);
+  take({ws_ / "d"});
+
+  write_file(ws_ / "d" / "inner" / "f", "changed\n");
+  write_file(ws_ / "d" / "inner" / "extra", "new\n");
+  ASSERT_EQ(::chmod((ws_ / "d" / "inner").c_str(), 0700), 0);
+  restore();
+
+  EXPECT_EQ(read_file(ws_ / "d" / "inner" / "f"), "one\n");
+  EXPECT_FALSE(fs::exists(ws_ / "d" / "inner" / "extra"));
+  EXPECT_EQ(info(ws_ / "d" / "inner" / "f").st_mode & 07777, 0640u);
+  EXPECT_EQ(info(ws_ / "d" / "inner").st_mode & 07777, 02775u);
+  EXPECT_EQ(info(ws_ / "d").st_mode & 07777, 01777u);
+  EXPECT_EQ(info(ws_ / "d" / "inner" / "f").st_mtim.tv_sec, 1'600'000'000);
+  EXPECT_EQ(info(ws_ / "d" / "inner" / "f").st_mtim.tv_nsec, 123);
+  EXPECT_EQ(info(ws_ / "d" / "inner").st_mtim.tv_sec, 1'600'000'100);
+  EXPECT_EQ(info(ws_ / "d").st_mtim.tv_sec, 1'600'000'200);
+}
+
+// A file changed in place gets its content back in place: its other hard link,
+// not in `writes:`, sees the old content again and is still the same file.
+TEST_F(SnapshotTest, AFileChangedInPlaceIsRestoredInPlaceForItsOtherLinks) {
+  write_file(ws_ / "h1", "original\n");
+  ASSERT_EQ(::link((ws_ / "h1").c_str(), (ws_ / "h2").c_str()), 0);
+  take({ws_ / "h1"});
+  {
+    std::ofstream out(ws_ / "h1", std::ios::app);
+    out << "appended\n";
+  }
+  restore();
+  EXPECT_EQ(read_file(ws_ / "h1"), "original\n");
+  EXPECT_EQ(read_file(ws_ / "h2"), "original\n");
+  EXPECT_EQ(info(ws_ / "h1").st_ino, info(ws_ / "h2").st_ino);
+}
+
+// Two links inside one `writes:` folder stay one file after a restore that had
+// to make them again.
+TEST_F(SnapshotTest, HardLinksInsideTheSnapshotStayLinked) {
+  fs::create_directories(ws_ / "d");
+  write_file(ws_ / "d" / "a", "same\n");
+  ASSERT_EQ(::link((ws_ / "d" / "a").c_str(), (ws_ / "d" / "b").c_str()), 0);
+  take({ws_ / "d"});
+  fs::remove_all(ws_ / "d");
+  restore();
+  EXPECT_EQ(read_file(ws_ / "d" / "b"), "same\n");
+  EXPECT_EQ(info(ws_ / "d" / "a").st_ino, info(ws_ / "d" / "b").st_ino);
+}
+
+// A new file's restore removes it and the folders the attempt made to hold it,
+// up to the first one that was there before.
+TEST_F(SnapshotTest, FoldersMadeForANewFileGoWithIt) {
+  take({ws_ / "newdir" / "a" / "x.txt"});
+  fs::create_directories(ws_ / "newdir" / "a");
+  write_file(ws_ / "newdir" / "a" / "x.txt", "new\n");
+  restore();
+  EXPECT_FALSE(fs::exists(ws_ / "newdir"));
+  EXPECT_TRUE(fs::is_directory(ws_));
+}
+
+// `writes: [.]`: the workspace folder itself is kept (a shell sitting in it
+// stays in it); its entries are brought back in line.
+TEST_F(SnapshotTest, TheWorkspaceItselfIsSyncedNotRemade) {
+  write_file(ws_ / "keep", "keep\n");
+  fs::create_symlink("keep", ws_ / "link");
+  ASSERT_EQ(::mkfifo((ws_ / "fifo").c_str(), 0600), 0);
+  const ino_t before = info(ws_).st_ino;
+  take({ws_});
+  write_file(ws_ / "keep", "changed\n");
+  write_file(ws_ / "extra", "x\n");
+  fs::remove(ws_ / "link");
+  fs::remove(ws_ / "fifo");
+  write_file(ws_ / "link", "a file now\n");
+  restore();
+  EXPECT_EQ(info(ws_).st_ino, before);
+  EXPECT_EQ(read_file(ws_ / "keep"), "keep\n");
+  EXPECT_FALSE(fs::exists(ws_ / "extra"));
+  ASSERT_TRUE(fs::is_symlink(ws_ / "link"));
+  EXPECT_EQ(fs::read_symlink(ws_ / "link"), "keep");
+  EXPECT_TRUE(S_ISFIFO(info(ws_ / "fifo").st_mode));
+}
+
+// A sparse file is copied as one: its snapshot and its restored self take the
+// blocks of its data, not of its size.
+TEST_F(SnapshotTest, ASparseFileStaysSparse) {
+  const fs::path big = ws_ / "sparse.img";
+  {
+    std::ofstream out(big, std::ios::binary);
+    out << "head";
+  }
+  fs::resize_file(big, off_t{1} << 30);  // 1 GiB, almost all hole
+  take({big});
+  {
+    std::fstream f(big, std::ios::in | std::ios::out | std::ios::binary);
+    f << "HEAD";
+  }
+  restore();
+  const struct stat st = info(big);
+  EXPECT_EQ(st.st_size, off_t{1} << 30);
+  EXPECT_LT(st.st_blocks * 512, 16 << 20) << "the restored file was filled in";
+  std::ifstream in(big, std::ios::binary);
+  char head[5] = {};
+  in.read(head, 4);
+  EXPECT_STREQ(head, "head");
+  std::uintmax_t snapshot_bytes = 0;
+  for (const auto& e : fs::recursive_directory_iterator(snap()))
+    if (e.is_regular_file()) snapshot_bytes += static_cast<std::uintmax_t>(info(e.path()).st_blocks) * 512;
+  EXPECT_LT(snapshot_bytes, 16u << 20) << "the snapshot was filled in";
+}
+
+// What cannot be put back (a socket, which cannot be made again) is reported,
+// and everything else is still restored.
+TEST_F(SnapshotTest, ARestoreGoesOnPastWhatItCannotPutBackAndSaysWhat) {
+  fs::create_directories(ws_ / "d");
+  write_file(ws_ / "d" / "f", "one\n");
+  const fs::path sock = ws_ / "d" / "s.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.string().size(), sizeof(addr.sun_path));
+  std::strncpy(addr.sun_path, sock.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ::close(fd);
+  write_file(ws_ / "g", "two\n");
+  take({ws_ / "d", ws_ / "g"});
+  fs::remove(sock);
+  write_file(ws_ / "d" / "f", "changed\n");
+  write_file(ws_ / "g", "changed\n");
+  auto r = restore_snapshot(snap());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("s.sock: a socket or device cannot be made again"), std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(read_file(ws_ / "d" / "f"), "one\n");
+  EXPECT_EQ(read_file(ws_ / "g"), "two\n");
+}
+
+// A snapshot whose manifest was never written (orch died while taking it) is
+// refused, and nothing is touched.
+TEST_F(SnapshotTest, AnIncompleteSnapshotIsRefusedAndChangesNothing) {
+  write_file(ws_ / "f", "now\n");
+  fs::create_directories(snap() / "files");
+  auto r = restore_snapshot(snap());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("no complete snapshot"), std::string::npos);
+  EXPECT_EQ(read_file(ws_ / "f"), "now\n");
+}
+
+}  // namespace
+}  // namespace orch
