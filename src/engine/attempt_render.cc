@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "orch/placeholder.h"
 #include "util/json_text.h"
 
@@ -112,7 +115,8 @@ Expected<RenderedStep> render_step(const Step& step, const ResultLookup& results
   return out;
 }
 
-Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& results) {
+Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& results,
+                                       const std::filesystem::path& plan_dir) {
   // Rendered as attempt 0 with no previous failure: the fingerprint covers what the
   // step would do, not which attempt does it.
   RenderedStep r = ORCH_TRY(render_step(step, results, 0, ""));
@@ -126,6 +130,15 @@ Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& res
     json j = {{"kind", post_kind_name(p.kind)}, {"path", p.path}, {"text", p.text}, {"pattern", p.pattern},
               {"schema_path", p.schema_path}, {"cmd", p.cmd}};
     if (p.schema) j["schema"] = *p.schema;
+    // Only when given, so that steps without them keep the fingerprints they had.
+    if (p.timeout) j["timeout_ms"] = p.timeout->count();
+    if (!p.schema_path.empty()) {
+      const std::filesystem::path file = plan_dir / p.schema_path;  // an absolute one stays as it is
+      std::ifstream in(file, std::ios::binary);
+      std::ostringstream text;
+      text << in.rdbuf();
+      j["schema_file"] = in ? fingerprint_of(text.str()) : std::string("unreadable");
+    }
     post.push_back(std::move(j));
   }
   fp["post"] = post;

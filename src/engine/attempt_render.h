@@ -7,6 +7,7 @@
 // whose value travels in the environment, so the script text never contains data.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -35,7 +36,10 @@ Expected<RenderedStep> render_step(const Step& step, const ResultLookup& results
 
 // The step's fingerprint: executor, rendered command, env and inputs, postconditions,
 // writes and output, independent of the attempt number. 16 hex digits.
-Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& results);
+// `plan_dir` is where a result_json check's schema file is found: its content is
+// part of the fingerprint (an edited schema re-checks the step on --replan).
+Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& results,
+                                       const std::filesystem::path& plan_dir);
 
 // 64-bit FNV-1a of `text`, as 16 hex digits: a stable change detector (not security).
 std::string fingerprint_of(std::string_view text);

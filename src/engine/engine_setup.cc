@@ -265,6 +265,10 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   run_.cancel_requested = false;
   if (options_.concurrency) run_.concurrency = *options_.concurrency;
   if (options_.keep_going) run_.keep_going = true;
+  if (replan_path) {  // the run is now the edited plan's: `orch runs` and `status` say so
+    run_.name = plan_.name;
+    run_.plan_path = path;
+  }
 
   // Whatever the previous driver left running dies before anything is restored or re-run.
   int orphans = ORCH_TRY(kill_orphans(&store_, run_.id));
@@ -357,7 +361,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       if (parent_reset) {
         why = "an ancestor re-runs";
       } else {
-        auto fp = step_fingerprint(*s.step, result_lookup());
+        auto fp = step_fingerprint(*s.step, result_lookup(), plan_dir());
         if (!fp) {
           why = "cannot render: " + fp.error().message;
         } else if (*fp != s.rec.fingerprint) {

@@ -721,6 +721,29 @@ steps:
   EXPECT_EQ(read_file(ws() / "c.log"), "c\nc\n");
   EXPECT_EQ(read_file(ws() / "d.log"), "d\n");
   EXPECT_EQ((*store_->find_run(out.run_id))->plan_version, 2);
+  EXPECT_EQ((*store_->find_run(out.run_id))->plan_path, (dir_ / "plan2.yaml").string())
+      << "the run is the edited plan's now";
+}
+
+// A result_json check's schema file is part of what the step is: an edited
+// schema re-checks the step on --replan, and so does a shell_zero's timeout.
+TEST_F(EngineTest, ReplanRerunsAStepWhoseSchemaFileChanged) {
+  write_file(dir_ / "schema.json", R"({"type": "object", "required": ["x"]})");
+  std::string v1 = R"(
+steps:
+  - {id: a, sh: 'echo ran >> a.log; echo "{\"x\": 1}"', post: [{result_json: schema.json}]}
+  - {id: b, sh: 'echo ran >> b.log', post: [{shell_zero: "true"}]}
+)";
+  auto out = run(v1);
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  write_file(dir_ / "schema.json", R"({"type": "object", "required": ["y"]})");
+  std::string v2 = v1;
+  v2.replace(v2.find("{shell_zero: \"true\"}"), 20, "{shell_zero: {cmd: \"true\", timeout: 5s}}");
+  write_file(dir_ / "plan2.yaml", v2);
+  auto again = resume(out.run_id, (dir_ / "plan2.yaml").string());
+  EXPECT_EQ(again.status, RunStatus::Failed) << "a no longer holds under the edited schema";
+  EXPECT_EQ(read_file(ws() / "a.log"), "ran\nran\n");
+  EXPECT_EQ(read_file(ws() / "b.log"), "ran\nran\n");
 }
 
 TEST_F(EngineTest, ASecondDriverOfTheSameRunIsRefused) {

@@ -152,6 +152,10 @@ bool Scheduler::open_files_allow(int i) {
   return false;
 }
 
+fs::path Scheduler::plan_dir() const {
+  return plan_.source_path.empty() ? fs::path(run_.workspace) : fs::path(plan_.source_path).parent_path();
+}
+
 fs::path Scheduler::usage_folder() const {
   return store_.folder() / "runs" / run_.id / "usage";
 }
@@ -685,8 +689,8 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
   // not the step (rendered like the fingerprint, as attempt 0, so a retry does not
   // change it; unmasked, so the secrets known at the time do not either). Either
   // changing voids an `orch approve`.
-  const std::string fingerprint =
-      fingerprint_of(step_fingerprint(step, result_lookup()).value_or("") + "\n" + describe(0, "", false));
+  const std::string fingerprint = fingerprint_of(
+      step_fingerprint(step, result_lookup(), plan_dir()).value_or("") + "\n" + describe(0, "", false));
 
   std::string by;
   if (options_.approve_steps.contains(step.id)) {
@@ -797,7 +801,7 @@ bool Scheduler::prepare_attempt(int i) {
     if (spec.inputs.is_object())
       for (const auto& [name, value] : spec.inputs.items())
         if (value.is_string()) secrets_->add_if_secret(name, value.get_ref<const std::string&>());
-    auto fp = step_fingerprint(step, result_lookup());
+    auto fp = step_fingerprint(step, result_lookup(), plan_dir());
     if (fp) a.fingerprint = *fp;
   }
   spec.env.emplace_back("ORCH_RUN_ID", run_.id);
@@ -969,8 +973,7 @@ void Scheduler::run_checks(int i) {
   for (auto& p : s.executor->required_post(*s.step)) post.push_back(std::move(p));
   CheckContext ctx;
   ctx.workspace = run_.workspace;
-  ctx.plan_dir =
-      plan_.source_path.empty() ? fs::path(run_.workspace) : fs::path(plan_.source_path).parent_path();
+  ctx.plan_dir = plan_dir();
   ctx.outcome = &*s.flight().outcome;
   while (s.flight().next_check < post.size()) {
     const Postcondition& p = post[s.flight().next_check];

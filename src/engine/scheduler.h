@@ -124,6 +124,9 @@ class Scheduler {
   // Whether step i declares `writes:` that are, hold or lie in those of a step
   // in flight (compared as written, in the workspace).
   bool writes_overlap_in_flight(int i) const;
+  // Where the plan's relative schema files are: its file's folder (the workspace
+  // for a plan given as text).
+  std::filesystem::path plan_dir() const;
 
   // Ledger writes, grouped per loop turn.
   Expected<void> tx();
