@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstring>
 #include <functional>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -1086,6 +1087,24 @@ TEST_F(EngineTest, ReportIsBuiltFromTheLedger) {
   EXPECT_FALSE(b_out["in_ledger"].get<bool>());
   std::string table = format_report_table(*report);
   EXPECT_NE(table.find("exit_zero"), std::string::npos) << table;
+}
+
+// The table's columns line up whatever the statuses: awaiting_approval is wider
+// than the others.
+TEST_F(EngineTest, ReportTableColumnsLineUpForEveryStatus) {
+  auto out = run("steps:\n  - {id: a, sh: 'true'}\n  - {id: deploy, risk: high, deps: [a], sh: 'true'}\n");
+  ASSERT_EQ(out.status, RunStatus::AwaitingApproval) << out.reason;
+  auto report = build_run_report(*store_, out.run_id);
+  ASSERT_TRUE(report);
+  std::istringstream table(format_report_table(*report));
+  std::string header, row_a, row_deploy;
+  std::getline(table, header);
+  std::getline(table, row_a);
+  std::getline(table, row_deploy);
+  const std::size_t try_end = header.find("TRY") + 2;
+  ASSERT_GT(row_deploy.size(), try_end) << row_deploy;
+  EXPECT_EQ(row_a[try_end], '1') << header << "\n" << row_a;
+  EXPECT_EQ(row_deploy[try_end], '0') << header << "\n" << row_deploy;
 }
 
 // Counts warm_up() calls and checks that each came before the executor's first

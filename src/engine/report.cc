@@ -178,18 +178,22 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
 
 std::string format_report_table(const ojson& report) {
   std::size_t id_w = 4;
-  for (const auto& s : report["steps"]) id_w = std::max(id_w, s["id"].get<std::string>().size());
+  std::size_t status_w = 9;  // "cancelled"; "awaiting_approval" widens the column
+  for (const auto& s : report["steps"]) {
+    id_w = std::max(id_w, s["id"].get<std::string>().size());
+    status_w = std::max(status_w, s["status"].get<std::string>().size());
+  }
   id_w = std::min<std::size_t>(id_w, 32);
-  std::string out = fmt::format("{:<{}}  {:<9}  {:>3}  {:>8}  {:>8}  {}\n", "STEP", id_w, "STATUS", "TRY",
-                                "TIME", "TOKENS", "REASON");
+  std::string out = fmt::format("{:<{}}  {:<{}}  {:>3}  {:>8}  {:>8}  {}\n", "STEP", id_w, "STATUS", status_w,
+                                "TRY", "TIME", "TOKENS", "REASON");
   for (const auto& s : report["steps"]) {
     std::string reason = s["reason"].get<std::string>();
     if (auto nl = reason.find('\n'); nl != std::string::npos) reason = reason.substr(0, nl);
     if (reason.size() > 100) reason = reason.substr(0, 97) + "...";
     reason = terminal_text(reason);
     std::int64_t tokens = s["tokens_in"].get<std::int64_t>() + s["tokens_out"].get<std::int64_t>();
-    out += fmt::format("{:<{}}  {:<9}  {:>3}  {:>8}  {:>8}  {}\n", s["id"].get<std::string>(), id_w,
-                       s["status"].get<std::string>(), s["attempts"].size(),
+    out += fmt::format("{:<{}}  {:<{}}  {:>3}  {:>8}  {:>8}  {}\n", s["id"].get<std::string>(), id_w,
+                       s["status"].get<std::string>(), status_w, s["attempts"].size(),
                        human_duration(s["duration_ms"].get<std::int64_t>()), tokens, reason);
   }
   return out + format_report_summary(report);
