@@ -1056,6 +1056,9 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   a.status = status;
   a.counted = status != AttemptStatus::Interrupted;
   a.ending = attempt_ending_name(o.ending);
+  // Stopped by orch for a signal it got, not by a cancel: said as a resume after
+  // kill -9 says it.
+  if (status == AttemptStatus::Interrupted && o.ending == AttemptEnding::Cancelled) a.ending = "interrupted";
   a.exit_code = o.exit_code;
   a.signal = o.signal;
   a.reason = reason;

@@ -275,6 +275,8 @@ steps:
   kill(pid, SIGINT);
   EXPECT_EQ(wait_exit(pid), 130) << read_file(d / "out1.txt");
   EXPECT_EQ(query_int(db, "select count(*) from attempts where status='interrupted'"), 2);
+  EXPECT_EQ(query_int(db, "select count(*) from attempts where ending='interrupted'"), 2)
+      << "stopped for a signal, not cancelled";
   EXPECT_EQ(query_int(db, "select count(*) from runs where status='interrupted'"), 1);
 
   // Now make the slow steps quick and resume; then kill -9 a second run mid-way.
