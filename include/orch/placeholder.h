@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,12 +45,18 @@ Expected<Template> parse_template(std::string_view text);
 
 // Where rendering gets values from. Each lookup returns nullopt when the value is
 // not available, which makes render fail with a message naming the placeholder.
+// Step results parsed as JSON, kept across the renders of one step: each
+// `${steps.ID.json...}` of a step's command, env and inputs parses ID's result once.
+struct ParsedResults;
+std::shared_ptr<ParsedResults> new_parsed_results();
+
 struct RenderContext {
   std::function<std::optional<std::string>(const std::string& step_id)> step_result;
   std::function<std::optional<std::string>(int index)> index_result;
   std::function<std::optional<std::string>(const std::string& name)> input;
   int attempt_number = 1;
   std::string previous_failure;
+  std::shared_ptr<ParsedResults> parsed;  // null: each placeholder parses for itself
 };
 
 Expected<std::string> render(const Template& tmpl, const RenderContext& ctx);

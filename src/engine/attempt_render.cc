@@ -99,8 +99,10 @@ Expected<RenderedStep> render_step(const Step& step, const ResultLookup& results
   RenderedStep out;
   // Inputs are rendered first, without access to inputs (they cannot refer to each other).
   RenderContext input_ctx = make_context(results, nullptr, attempt, previous_failure);
+  input_ctx.parsed = new_parsed_results();
   out.inputs = ORCH_TRY(render_inputs(step.inputs, input_ctx, "inputs"));
   RenderContext ctx = make_context(results, &out.inputs, attempt, previous_failure);
+  ctx.parsed = input_ctx.parsed;
 
   for (std::size_t i = 0; i < step.run.size(); ++i)
     out.argv.push_back(ORCH_TRY(render_text(step.run[i], ctx, fmt::format("run[{}]", i))));

@@ -243,6 +243,39 @@ TEST(JsonPathValue, AResultNestedDeeperThanAPlanMayBeIsRefusedNotRecursedInto) {
       << value.error().message;
 }
 
+// Brackets inside strings (escaped quotes too) are text, not nesting.
+TEST(JsonPathValue, BracketsInStringsDoNotCountAsNesting) {
+  const std::string brackets(2000, '[');
+  const std::string doc = R"({"s": "\")" + brackets + R"(\\", "t": ")" + brackets + R"("})";
+  auto value = json_path_value(doc, {"t"});
+  ASSERT_TRUE(value) << value.error().message;
+  EXPECT_EQ(*value, brackets);
+}
+
+// A large array of objects (which nlohmann's depth-limited parse made quadratic:
+// 15 s for 200,000) is looked up in one pass, and each step's result is parsed
+// once for all the placeholders of a render context.
+TEST(JsonPathValue, ALargeArrayOfObjectsIsLookedUpInOnePass) {
+  std::string doc = R"({"k": "v", "o": [)";
+  for (int i = 0; i < 200000; ++i) doc += (i ? ",{\"i\":" : "{\"i\":") + std::to_string(i) + "}";
+  doc += "]}";
+  int lookups = 0;
+  RenderContext ctx;
+  ctx.step_result = [&](const std::string&) -> std::optional<std::string> {
+    ++lookups;
+    return lookups == 1 ? doc : std::string("not json any more");
+  };
+  ctx.parsed = new_parsed_results();
+  for (const char* text : {"${steps.a.json.k}", "${steps.a.json.o.199999.i}", "${steps.a.json.o.7.i}"}) {
+    auto tmpl = parse_template(text);
+    ASSERT_TRUE(tmpl) << tmpl.error().message;
+    auto out = render(*tmpl, ctx);
+    ASSERT_TRUE(out) << text << ": " << out.error().message << " (parsed again instead of once)";
+  }
+  EXPECT_EQ(lookups, 3);
+  EXPECT_EQ(json_path_value(doc, {"o", "123456", "i"}).value(), "123456");
+}
+
 TEST(JsonPathValue, Errors) {
   const char* doc = R"({"a": [1, 2], "s": "x"})";
   EXPECT_NE(json_path_value(doc, {"a", "5"}).error().message.find("out of range"), std::string::npos);
