@@ -196,6 +196,12 @@ std::string spawn_failure_message(const std::string& program, int err, const std
                          cwd.string());
     }
   }
+  if (err == E2BIG) {
+    return fmt::format(
+        "cannot run '{}': {} (its arguments and environment together are more than the system "
+        "takes: {} bytes)",
+        program, std::strerror(err), sysconf(_SC_ARG_MAX));
+  }
   if (err == ENOENT && program.find('/') == std::string::npos) {
     return fmt::format("cannot run '{}': {} (not found in PATH)", program, std::strerror(err));
   }
@@ -230,6 +236,23 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
                               "carry",
                               name.substr(0, name.find('\0'))));
   }
+  // Linux takes at most 32 pages (128 KiB) for one argument or one NAME=value,
+  // and exec fails with a bare "Argument list too long": say which one, and how big.
+  static const std::size_t kMaxArgString =
+      32 * static_cast<std::size_t>(std::max(sysconf(_SC_PAGESIZE), 4096L));
+  for (std::size_t i = 0; i < options.argv.size(); ++i)
+    if (options.argv[i].size() + 1 > kMaxArgString)
+      return fail(ErrorCode::Spawn,
+                  fmt::format("argument {} is {} bytes, more than the {} bytes Linux passes in one argument "
+                              "(give a large value in a file instead)",
+                              i, options.argv[i].size(), kMaxArgString - 1));
+  for (const auto& [name, value] : options.env)
+    if (name.size() + value.size() + 2 > kMaxArgString)
+      return fail(
+          ErrorCode::Spawn,
+          fmt::format("environment variable '{}' is {} bytes, more than the {} bytes Linux passes in one "
+                      "variable (give a large value in a file instead)",
+                      name, value.size(), kMaxArgString - 2 - name.size()));
   std::unique_ptr<Subprocess> self(new Subprocess(loop, std::move(handlers)));
   self->program_ = options.argv[0];
   self->env_ = options.env;

@@ -90,6 +90,35 @@ TEST(Subprocess, ANulByteInAnArgumentOrVariableIsRefused) {
   EXPECT_FALSE(run.process);
 }
 
+// One argument or variable over Linux's 128 KiB is refused before the spawn,
+// naming it and its size, instead of exec's bare "Argument list too long"; at
+// the limit it goes through.
+TEST(Subprocess, AnArgumentOrVariableOverTheKernelsLimitIsNamed) {
+  EventLoop loop;
+  Child run;
+  auto options = sh("true");
+  options.argv.push_back(std::string(200000, 'x'));
+  auto refused = run.start(loop, options);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("argument 3 is 200000 bytes, more than the 131071 bytes"),
+            std::string::npos)
+      << refused.error().message;
+  options = sh("true");
+  options.env = {{"ORCH_IN_note", std::string(200000, 'y')}};
+  refused = run.start(loop, options);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("environment variable 'ORCH_IN_note' is 200000 bytes"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_FALSE(run.process);
+  options = sh("printf %s \"$BIG\" | wc -c");
+  options.env = {{"BIG", std::string(131072 - 2 - 3, 'z')}};
+  Child fits;
+  ASSERT_TRUE(fits.start(loop, options));
+  ASSERT_TRUE(run_until(loop, [&] { return fits.exit.has_value(); }));
+  EXPECT_EQ(fits.out, "131067\n");
+}
+
 TEST(Subprocess, ReportsTheSignal) {
   EventLoop loop;
   Child run;
