@@ -47,6 +47,12 @@ bool SecretMasker::add_value(std::string_view value) {
 
 bool SecretMasker::add_if_secret(std::string_view name, std::string_view value) {
   if (!looks_secret(name)) return false;
+  // A number under a secret-looking name is a setting (MAX_TOKENS=100000), not a
+  // credential; masking it would cut every number it occurs in (1000000 -> ***0).
+  // Long digit strings are kept as secrets: an account number, a numeric token.
+  const bool number = !value.empty() && value.size() < kMinNumericSecretLength &&
+                      value.find_first_not_of("0123456789.+-") == std::string_view::npos;
+  if (number) return false;
   return add_value(value);
 }
 

@@ -20,6 +20,8 @@ class SecretMasker {
  public:
   // Values shorter than this are not masked: they would hit ordinary words.
   static constexpr std::size_t kMinSecretLength = 6;
+  // A value of digits (and . + -) shorter than this is a setting, not a secret.
+  static constexpr std::size_t kMinNumericSecretLength = 16;
 
   SecretMasker() = default;  // masks nothing
 

@@ -38,6 +38,17 @@ TEST(SecretMasker, ShortValuesAreIgnored) {
   EXPECT_EQ(masker.mask("abcde abcdef"), "abcde ***");
 }
 
+// MAX_TOKENS=100000 is a setting: masking it would turn a result's 1000000 into
+// ***0. A long digit string under a secret name still counts.
+TEST(SecretMasker, ShortNumbersUnderSecretNamesAreSettings) {
+  SecretMasker m;
+  EXPECT_FALSE(m.add_if_secret("MAX_TOKENS_PER_CALL", "100000"));
+  EXPECT_FALSE(m.add_if_secret("TOKEN_BUDGET", "2500.50"));
+  EXPECT_TRUE(m.add_if_secret("PIN_SECRET", "1234567890123456"));
+  EXPECT_TRUE(m.add_if_secret("API_TOKEN", "100000a"));
+  EXPECT_EQ(m.mask("count 1000000, pin 1234567890123456, t 100000a"), "count 1000000, pin ***, t ***");
+}
+
 TEST(SecretMasker, LongestValueFirst) {
   // The short secret is part of the long one: the long one must vanish whole.
   auto masker = SecretMasker::from_assignments({"A_TOKEN=secret", "B_TOKEN=my-secret-value", "C_KEY=secret"});
