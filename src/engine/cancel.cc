@@ -32,10 +32,12 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
   ORCH_TRY(kill_orphans(&store, run.id));
   ORCH_TRY(store.begin());
   ORCH_TRY(event(store, run.id, "cancel_requested", "", 0, {{"by_pid", getpid()}}));
-  ORCH_TRY(close_interrupted_attempts(store, run.id, now_ms()));
+  const std::vector<AttemptRecord> interrupted =
+      ORCH_TRY(close_interrupted_attempts(store, run.id, now_ms()));
   for (StepRecord s : ORCH_TRY(store.steps(run.id))) {
     if (s.status != StepStatus::Pending && s.status != StepStatus::Running && s.status != StepStatus::AwaitingApproval)
       continue;
+    charge_step(s, interrupted);
     bool was_running = s.status == StepStatus::Running;
     s.status = was_running ? StepStatus::Cancelled : StepStatus::Skipped;
     s.reason = was_running ? "cancelled: its attempt was interrupted (the orch driving it had died)"

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -276,8 +277,11 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   event("run_resumed", "", 0,
         {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});
 
-  // Attempts the dead process left running: interrupted, not counted, workspace restored.
-  ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms()));
+  // Attempts the dead process left running: interrupted, not counted, workspace
+  // restored, and charged what they reported spending (the step rows read above
+  // predate that: they are charged below).
+  const std::vector<AttemptRecord> interrupted =
+      ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms()));
 
   run_.budget_json = budget_limits_json(plan_.budget);
 
@@ -285,9 +289,15 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // that change are written (a 100,000-step run killed early is mostly pending).
   std::vector<bool> changed(steps_.size(), true);  // true until a ledger row says otherwise
   for (StepRecord& r : rows) {
+    const bool charged = std::any_of(interrupted.begin(), interrupted.end(),
+                                     [&r](const AttemptRecord& a) { return a.step_id == r.step_id; });
+    if (charged) charge_step(r, interrupted);
     auto it = index_of_.find(r.step_id);
     if (it == index_of_.end()) {  // a step the new plan no longer has
-      if (r.status == StepStatus::Done) continue;
+      if (r.status == StepStatus::Done) {
+        if (charged) ORCH_TRY(store_.upsert_step(r));
+        continue;
+      }
       r.status = StepStatus::Skipped;
       r.reason = "removed from the plan by --replan";
       ORCH_TRY(store_.upsert_step(r));
@@ -296,7 +306,8 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     }
     const std::size_t i = static_cast<std::size_t>(it->second);
     const Step& step = plan_.steps[i];
-    changed[i] = r.idx != static_cast<int>(i) || r.goal != step.goal || r.executor != step.executor;
+    changed[i] =
+        charged || r.idx != static_cast<int>(i) || r.goal != step.goal || r.executor != step.executor;
     if (r.status != StepStatus::Done && (r.status != StepStatus::Pending || r.attempts_counted != 0 ||
                                          !r.reason.empty() || r.finished_at != 0)) {
       // A step that ended (failed, skipped, cancelled) or was paused gets a fresh

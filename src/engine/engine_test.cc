@@ -561,6 +561,36 @@ steps:
   EXPECT_EQ(as[0].status, AttemptStatus::TimedOut);
 }
 
+// A step that reports its usage and then runs past its timeout has spent what it
+// reported: the attempt is charged, and the plan's budget it went past says so.
+TEST_F(EngineTest, UsageReportedBeforeATimeoutIsCharged) {
+  auto out = run(R"(
+budget: {tokens: 300, cost_usd: 1}
+defaults: {kill_grace: 100ms}
+steps:
+  - id: slow
+    attempts: 1
+    timeout: 300ms
+    sh: 'echo "{\"tokens_in\":400,\"tokens_out\":100,\"cost_usd\":5}" > "$ORCH_USAGE_FILE"; sleep 30'
+  - {id: after, deps: [slow], run: ["true"]}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed) << out.reason;
+  auto as = attempts(out.run_id, "slow");
+  ASSERT_EQ(as.size(), 1u);
+  EXPECT_EQ(as[0].status, AttemptStatus::TimedOut);
+  EXPECT_EQ(as[0].tokens_in, 400);
+  EXPECT_EQ(as[0].tokens_out, 100);
+  EXPECT_DOUBLE_EQ(as[0].cost_usd, 5);
+  StepRecord slow = step(out.run_id, "slow");
+  EXPECT_EQ(slow.tokens_in + slow.tokens_out, 500);
+  auto row = *store_->find_run(out.run_id);
+  EXPECT_EQ(row->spent_tokens, 500);
+  EXPECT_DOUBLE_EQ(row->spent_cost_usd, 5);
+  EXPECT_NE(out.reason.find("over the plan's budget: tokens: 500 spent of 300"), std::string::npos)
+      << out.reason;
+  EXPECT_EQ(store_->events_of_kind(out.run_id, "budget_overspent")->size(), 1u);
+}
+
 TEST_F(EngineTest, ResumeNeverRerunsDoneStepsAndRetriesFailedOnes) {
   auto out = run(R"(
 concurrency: 1

@@ -140,7 +140,7 @@ bool Scheduler::open_files_allow(int i) {
 }
 
 fs::path Scheduler::usage_folder() const {
-  return store_.folder() / "runs" / run_.id / "usage";
+  return orch::usage_folder(store_.folder(), run_.id);
 }
 
 Expected<void> Scheduler::make_usage_folder() const {
@@ -742,7 +742,7 @@ bool Scheduler::prepare_attempt(int i) {
   spec.stderr_path = attempt_file(s, number, ".stderr");
   // One folder for the run's usage files, made once (usage_folder()): a folder
   // per step, made before every spawn, cost as much as the spawn's bookkeeping.
-  spec.usage_path = usage_folder() / fmt::format("{}.{}.json", step.id, number);
+  spec.usage_path = usage_file(store_.folder(), run_.id, step.id, number);
   spec.kill_grace = plan_.defaults.kill_grace;
   spec.max_output = step.max_output.value_or(plan_.defaults.max_output);
   spec.secrets = secrets_;
@@ -872,32 +872,10 @@ void Scheduler::start_attempt(int i) {
 
 // ---- settling --------------------------------------------------------------
 
-namespace {
-
-// The most one attempt can have used: far beyond any real call, and small enough
-// that no sum of them overflows the ledger's 64-bit totals.
-constexpr std::int64_t kMaxAttemptTokens = 1'000'000'000'000;
-constexpr double kMaxAttemptCostUsd = 1e9;
-
-// Why the spend an executor reported cannot be real (a negative or absurd token
-// count, a cost that is not a finite non-negative number), or nullopt.
-std::optional<std::string> impossible_spend(const AttemptOutcome& o) {
-  auto bad = [](std::int64_t tokens) { return tokens < 0 || tokens > kMaxAttemptTokens; };
-  if (bad(o.tokens_in) || bad(o.tokens_out))
-    return fmt::format("the attempt reported an impossible token count (in {}, out {}; each must be 0 to {})",
-                       o.tokens_in, o.tokens_out, kMaxAttemptTokens);
-  if (!std::isfinite(o.cost_usd) || o.cost_usd < 0 || o.cost_usd > kMaxAttemptCostUsd)
-    return fmt::format("the attempt reported an impossible cost ({}; must be $0 to ${:.0f})", o.cost_usd,
-                       kMaxAttemptCostUsd);
-  return std::nullopt;
-}
-
-}  // namespace
-
 void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
   s.flight().running.reset();
-  if (auto why = impossible_spend(outcome)) {
+  if (auto why = impossible_spend(outcome.tokens_in, outcome.tokens_out, outcome.cost_usd)) {
     // Not charged (there is no true figure to charge), and never a success.
     outcome.tokens_in = outcome.tokens_out = 0;
     outcome.cost_usd = 0;
@@ -1330,10 +1308,7 @@ Expected<RunOutcome> Scheduler::finish_run() {
   }
   // Said whatever the run's status: the budget was a promise the run did not keep.
   if (auto over = budget_->overspent()) {
-    std::string why = fmt::format(
-        "over the plan's budget: {} (steps with no budget of their own reserve only their executor's "
-        "estimate, 0 for shell steps)",
-        *over);
+    std::string why = overspent_reason(*over);
     event("budget_overspent", "", 0, {{"reason", why}});
     reason = reason.empty() ? why : reason + "; " + why;
   }
