@@ -379,6 +379,11 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       reset[static_cast<std::size_t>(i)] = true;
       s.rec.status = StepStatus::Pending;
       s.rec.attempts_counted = 0;
+      // A re-run is a new version of the step: its own budget starts over (what
+      // the old one spent stays in its attempts, and so in the plan's totals).
+      s.rec.tokens_in = s.rec.tokens_out = 0;
+      s.rec.cost_usd = 0;
+      s.rec.wall_ms = 0;
       s.rec.result.clear();
       s.rec.reason.clear();  // e.g. "done over its budget"
       s.rec.finished_at = 0;

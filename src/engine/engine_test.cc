@@ -675,6 +675,39 @@ steps:
   EXPECT_EQ((*store_->find_run(out.run_id))->plan_version, 2);
 }
 
+// A done step that --replan re-runs (its command changed, or an ancestor's did)
+// is a new version of the step, with its own budget again; the plan's totals
+// keep what every version spent.
+TEST_F(EngineTest, AStepReplannedToRunAgainHasItsOwnBudgetAgain) {
+  std::string v1 = R"(
+steps:
+  - id: a
+    budget: {tokens: 30}
+    sh: 'echo "{\"tokens_in\": 30}" > "$ORCH_USAGE_FILE"; echo v1'
+  - id: b
+    deps: [a]
+    budget: {tokens: 5}
+    sh: 'echo "{\"tokens_in\": 5}" > "$ORCH_USAGE_FILE"; echo "${steps.a.result}"'
+)";
+  auto out = run(v1);
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  std::string v2 = v1;
+  v2.replace(v2.find("echo v1"), 7, "echo v2");
+  write_file(dir_ / "plan2.yaml", v2);
+  auto again = resume(out.run_id, (dir_ / "plan2.yaml").string());
+  EXPECT_EQ(again.status, RunStatus::Succeeded) << again.reason;
+  EXPECT_EQ(attempts(out.run_id, "a").size(), 2u);
+  EXPECT_EQ(attempts(out.run_id, "b").size(), 2u);
+  StepRecord a = step(out.run_id, "a");
+  EXPECT_EQ(a.status, StepStatus::Done) << a.reason;
+  EXPECT_EQ(a.tokens_in, 30);
+  StepRecord b = step(out.run_id, "b");
+  EXPECT_EQ(b.status, StepStatus::Done) << b.reason;
+  EXPECT_EQ(b.result, "v2");
+  EXPECT_EQ(b.tokens_in, 5);
+  EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 70);
+}
+
 TEST_F(EngineTest, ASecondDriverOfTheSameRunIsRefused) {
   auto out = run("steps:\n  - {id: a, run: [\"false\"]}\n");
   auto lock = RunLock::acquire(store_->folder(), out.run_id);
