@@ -388,6 +388,54 @@ TEST_F(EngineTest, TokenBudgetIsNeverOvershotByAParallelWave) {
   }
 }
 
+// A ready step that cannot fit in what is left of the plan's budget, nothing in
+// flight, and a retry waiting for its delay that does fit: the retry is made
+// (the run used to stop as budget_exhausted at once, failing it "not retried").
+TEST_F(EngineTest, ABudgetStopWaitsForARetryThatFits) {
+  auto out = run(R"(
+concurrency: 2
+budget: {tokens: 100}
+steps:
+  - id: flaky
+    attempts: 2
+    retry_delay: 200ms
+    budget: {tokens: 30}
+    sh: 'echo "{\"tokens_in\": 10}" > "$ORCH_USAGE_FILE"; [ "$ORCH_ATTEMPT" = 2 ]'
+  - {id: big, budget: {tokens: 95}, run: ["true"]}
+)");
+  // `big` never fits (10 spent + 95 > 100); the run ends out of budget, after the retry.
+  EXPECT_EQ(out.status, RunStatus::BudgetExhausted) << out.reason;
+  StepRecord flaky = step(out.run_id, "flaky");
+  EXPECT_EQ(flaky.status, StepStatus::Done) << flaky.reason;
+  EXPECT_EQ(attempts(out.run_id, "flaky").size(), 2u);
+  EXPECT_EQ(step(out.run_id, "big").status, StepStatus::Skipped);
+  EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 20);
+
+  // A waiting retry that cannot fit either (`other` spent 50 meanwhile, and the
+  // retry reserves the 50 left of its own 60): the run stops without waiting for it.
+  ManualClock clock;
+  EngineOptions options;
+  options.clock = &clock;
+  auto stuck = run(R"(
+concurrency: 3
+budget: {tokens: 100}
+steps:
+  - id: flaky
+    attempts: 2
+    retry_delay: 1h
+    budget: {tokens: 60}
+    sh: 'echo "{\"tokens_in\": 10}" > "$ORCH_USAGE_FILE"; exit 1'
+  - {id: other, sh: 'echo "{\"tokens_in\": 50}" > "$ORCH_USAGE_FILE"'}
+  - {id: big, budget: {tokens: 95}, run: ["true"]}
+)",
+                   options);
+  EXPECT_EQ(stuck.status, RunStatus::BudgetExhausted) << stuck.reason;
+  EXPECT_EQ(attempts(stuck.run_id, "flaky").size(), 1u);
+  EXPECT_EQ(step(stuck.run_id, "flaky").status, StepStatus::Failed);
+  RunRecord row = **store_->find_run(stuck.run_id);
+  EXPECT_LT(row.finished_at - row.created_at, 3600 * 1000) << "it waited for a retry that could not fit";
+}
+
 TEST_F(EngineTest, PlanAttemptBudgetCountsOnlyAttemptsThatRan) {
   // The seed's step budget counted steps that never ran, so a plan as long as its
   // budget failed before starting. Here 3 steps with attempts: 3 all run.

@@ -565,7 +565,6 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
     }
     const BudgetLimits& sb = s.step->budget;
     // The step's own budget: what it already spent plus this attempt must fit.
-    SpendEstimate est = s.executor->estimate(*s.step);
     std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
     std::optional<std::string> step_short;
     // As for the plan, a zero spend never exhausts: a budget of 0 admits steps that cost nothing.
@@ -582,10 +581,7 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
       mark_failed(i, *step_short);
       continue;
     }
-    Spend r;
-    r.attempts = 1;
-    r.tokens = sb.tokens ? *sb.tokens - step_tokens : est.tokens;
-    r.cost_usd = sb.cost_usd ? *sb.cost_usd - s.rec.cost_usd : est.cost_usd;
+    const Spend r = reservation(s);
     if (auto why = budget_->shortfall(r, wall_ms_now())) {
       blocked = why;
       ++it;
@@ -602,11 +598,32 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
       to_start.push_back(i);
     }
   }
-  if (blocked && in_flight_ == 0 && to_start.empty() && started_inline == 0 && stop_ == StopKind::None) {
+  // Nothing running will free or spend budget; a retry that is waiting for its
+  // delay and fits may still be made (it is judged like any ready step when it
+  // comes due), so the run stops only when none does.
+  if (blocked && in_flight_ == 0 && to_start.empty() && started_inline == 0 && stop_ == StopKind::None &&
+      !a_waiting_retry_fits()) {
     event("budget_exhausted", "", 0, {{"reason", *blocked}});
     request_stop(StopKind::Budget, "budget exhausted: " + *blocked);
   }
   return started_inline;
+}
+
+Spend Scheduler::reservation(const StepState& s) const {
+  const BudgetLimits& sb = s.step->budget;
+  const SpendEstimate est = s.executor->estimate(*s.step);
+  Spend r;
+  r.attempts = 1;
+  r.tokens = sb.tokens ? *sb.tokens - (s.rec.tokens_in + s.rec.tokens_out) : est.tokens;
+  r.cost_usd = sb.cost_usd ? *sb.cost_usd - s.rec.cost_usd : est.cost_usd;
+  return r;
+}
+
+bool Scheduler::a_waiting_retry_fits() const {
+  if (retries_waiting_ == 0) return false;
+  for (const StepState& s : steps_)
+    if (s.retry_timer != 0 && !budget_->shortfall(reservation(s), wall_ms_now())) return true;
+  return false;
 }
 
 Scheduler::Gate Scheduler::risk_gate(int i) {

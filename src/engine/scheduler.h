@@ -134,6 +134,11 @@ class Scheduler {
   // Reserves and prepares ready steps; process-starting ones go to `to_start`
   // (started after the commit), in-process ones start now. Returns how many did.
   int dispatch_ready(std::vector<int>& to_start);
+  // What an attempt of `s` reserves: what is left of its own budget's tokens and
+  // cost, else its executor's estimate; and one attempt.
+  Spend reservation(const StepState& s) const;
+  // Whether a retry waiting for its delay would fit in the plan's budget now.
+  bool a_waiting_retry_fits() const;
   void start_attempt(int i);
   bool prepare_attempt(int i);
   // The risk guard for step i (EngineOptions::approve_steps): Go, Wait (marked
