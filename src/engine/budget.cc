@@ -16,6 +16,19 @@ std::string budget_limits_json(const BudgetLimits& b) {
   return j.dump();
 }
 
+BudgetLimits budget_limits_from_json(const std::string& text) {
+  BudgetLimits b;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return b;
+  if (auto it = j.find("tokens"); it != j.end() && it->is_number_integer())
+    b.tokens = it->get<std::int64_t>();
+  if (auto it = j.find("cost_usd"); it != j.end() && it->is_number()) b.cost_usd = it->get<double>();
+  if (auto it = j.find("wall_ms"); it != j.end() && it->is_number_integer())
+    b.wall = std::chrono::milliseconds(it->get<std::int64_t>());
+  if (auto it = j.find("attempts"); it != j.end() && it->is_number_integer()) b.attempts = it->get<int>();
+  return b;
+}
+
 std::string overspent_reason(const std::string& overspent) {
   return fmt::format(
       "over the plan's budget: {} (steps with no budget of their own reserve only their executor's "

@@ -62,6 +62,10 @@ class BudgetGuard {
 // only the keys that are set, of tokens, cost_usd, wall_ms, attempts.
 std::string budget_limits_json(const BudgetLimits& limits);
 
+// The limits read back from budget_limits_json()'s text (keys it does not know,
+// or of the wrong type, are left unset).
+BudgetLimits budget_limits_from_json(const std::string& text);
+
 // The run's reason and budget_overspent event for a run that ended past its
 // plan's budget, from BudgetGuard::overspent()'s "tokens: 180 spent of 100".
 std::string overspent_reason(const std::string& overspent);

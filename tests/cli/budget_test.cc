@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "testing/testing.h"
 
@@ -60,6 +62,43 @@ TEST(CliBudget, UsageReportedBeforeAKillIsChargedByTheResume) {
   EXPECT_EQ(spender["attempts"][0]["tokens_in"], 400);
   const std::string reason = report["run"]["reason"];
   EXPECT_NE(reason.find("over the plan's budget: tokens: 500 spent of 300"), std::string::npos) << reason;
+}
+
+// `orch cancel` of a run whose driver was killed writes the run's final row: its
+// spent totals are summed from the attempts (the killed driver's row lagged
+// them), with what the interrupted attempt reported, and its wall time runs to
+// the driver's last sign of life, not to the cancel.
+TEST(CliBudget, CancelAfterAKillSumsWhatTheAttemptsSpent) {
+  TempDir d;
+  // Attempt 1 reports 100 tokens and fails; attempt 2 reports 500 and waits to be killed.
+  write_file(d / "p.yaml", R"(budget: {tokens: 300}
+steps:
+  - id: spender
+    attempts: 2
+    retry_delay: 10ms
+    sh: 'if [ "$ORCH_ATTEMPT" = 1 ]; then echo "{\"tokens_in\":100}" > "$ORCH_USAGE_FILE"; exit 1; fi; echo "{\"tokens_in\":400,\"tokens_out\":100}" > "$ORCH_USAGE_FILE"; echo $$ > spender.pid; sleep 60'
+)");
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "spender.pid").size() > 1; }, 10000));
+  ASSERT_TRUE(wait_for([&] { return !run_id_in(read_file(d / "out.txt")).empty(); }, 5000));
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  const std::string id = run_id_in(read_file(d / "out.txt"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // dead time, not the run's
+  auto c = run_orch({"cancel", id}, d.path());
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  auto report = nlohmann::json::parse(run_orch({"status", id, "--json"}, d.path()).out, nullptr, false);
+  ASSERT_TRUE(report.is_object());
+  EXPECT_EQ(report["run"]["status"], "cancelled");
+  const auto& spent = report["budget"]["spent"];
+  EXPECT_EQ(spent["tokens"], 600) << spent.dump();
+  EXPECT_EQ(spent["attempts"], 1) << spent.dump();  // the interrupted attempt is not counted
+  const std::int64_t wall = spent["wall_ms"];
+  EXPECT_GT(wall, 0) << spent.dump();
+  EXPECT_LT(wall, report["run"]["elapsed_ms"].get<std::int64_t>() - 1000) << report["run"].dump();
+  const std::string reason = report["run"]["reason"];
+  EXPECT_NE(reason.find("over the plan's budget: tokens: 600 spent of 300"), std::string::npos) << reason;
+  EXPECT_EQ(report["steps"][0]["tokens_in"], 500) << report["steps"][0].dump();
 }
 
 }  // namespace
