@@ -347,6 +347,15 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     }
   }
 
+  // A step's attempts budget counts its attempts since it last succeeded, across
+  // resumes (its attempts cap, attempts_counted, starts over for a step that ended).
+  for (StepState& s : steps_) {
+    if (!s.step->budget.attempts || s.rec.last_attempt == 0) continue;
+    const auto made = ORCH_TRY(store_.attempts(run_.id, s.rec.step_id));
+    for (auto a = made.rbegin(); a != made.rend() && a->status != AttemptStatus::Succeeded; ++a)
+      if (a->counted) ++s.budget_attempts;
+  }
+
   if (replan_path) {
     ++run_.plan_version;
     run_.plan_path = path;
@@ -384,6 +393,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       s.rec.tokens_in = s.rec.tokens_out = 0;
       s.rec.cost_usd = 0;
       s.rec.wall_ms = 0;
+      s.budget_attempts = 0;
       s.rec.result.clear();
       s.rec.reason.clear();  // e.g. "done over its budget"
       s.rec.finished_at = 0;

@@ -256,6 +256,37 @@ steps:
   }
 }
 
+// A step's `budget: {attempts: N}` counts every attempt of the step, across
+// resumes, as its token budget does; its `attempts` cap starts over for a step
+// that failed. When the budget runs out, the reason says so.
+TEST_F(EngineTest, AStepsAttemptsBudgetCountsAcrossResumes) {
+  auto out = run(R"(
+steps:
+  - id: s
+    attempts: 5
+    budget: {attempts: 2}
+    sh: 'echo try >> tries.log; exit $ORCH_ATTEMPT'
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed) << out.reason;
+  EXPECT_EQ(attempts(out.run_id, "s").size(), 2u);
+  EXPECT_EQ(
+      step(out.run_id, "s").reason.rfind("step budget exhausted: attempts 2 made of 2; last failure: ", 0),
+      0u)
+      << step(out.run_id, "s").reason;
+  auto again = resume(out.run_id);
+  EXPECT_EQ(again.status, RunStatus::Failed) << again.reason;
+  EXPECT_EQ(read_file(ws() / "tries.log"), "try\ntry\n") << "the resume gave the step more attempts";
+  EXPECT_EQ(step(out.run_id, "s").reason, "step budget exhausted: attempts 2 made of 2");
+
+  // A done step that --replan re-runs is a new version of it: its attempts budget starts over.
+  auto done = run("steps:\n  - {id: d, budget: {attempts: 1}, sh: 'echo v1'}\n");
+  ASSERT_EQ(done.status, RunStatus::Succeeded) << done.reason;
+  write_file(dir_ / "v2.yaml", "steps:\n  - {id: d, budget: {attempts: 1}, sh: 'echo v2'}\n");
+  auto replanned = resume(done.run_id, (dir_ / "v2.yaml").string());
+  EXPECT_EQ(replanned.status, RunStatus::Succeeded) << replanned.reason;
+  EXPECT_EQ(step(done.run_id, "d").result, "v2");
+}
+
 // Reserved at its declared maximum, a step may still spend more than its own
 // budget; it is done (its work is kept) and the overrun is said.
 TEST_F(EngineTest, AStepThatSucceedsOverItsOwnBudgetIsDoneAndSaysSo) {

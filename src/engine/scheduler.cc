@@ -573,6 +573,9 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
     else if (sb.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *sb.cost_usd)
       step_short =
           fmt::format("step budget exhausted: cost ${:.4f} spent of ${:.4f}", s.rec.cost_usd, *sb.cost_usd);
+    else if (sb.attempts && s.budget_attempts >= *sb.attempts)
+      step_short =
+          fmt::format("step budget exhausted: attempts {} made of {}", s.budget_attempts, *sb.attempts);
     else if (sb.wall && s.rec.wall_ms >= sb.wall->count())
       step_short =
           fmt::format("step budget exhausted: wall {} ms used of {} ms", s.rec.wall_ms, sb.wall->count());
@@ -1057,7 +1060,10 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   s.rec.tokens_out += o.tokens_out;
   s.rec.cost_usd += o.cost_usd;
   s.rec.wall_ms += a.duration_ms;
-  if (a.counted) ++s.rec.attempts_counted;
+  if (a.counted) {
+    ++s.rec.attempts_counted;
+    ++s.budget_attempts;
+  }
   s.in_flight = false;
   --in_flight_;
   open_files_free_ += std::exchange(s.flight().open_files, 0);
@@ -1103,8 +1109,7 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   s.previous_failure = nul_escaped(reason);
   if (!a.output_tail.empty()) s.previous_failure += "\n--- last output ---\n" + nul_escaped(a.output_tail);
   const Step& step = *s.step;
-  int max_attempts = step.attempts.value_or(plan_.defaults.attempts);
-  if (step.budget.attempts) max_attempts = std::min(max_attempts, *step.budget.attempts);
+  const int max_attempts = step.attempts.value_or(plan_.defaults.attempts);
   std::string key = reason;
   // A transient failure (a provider's 429 or 5xx) may well repeat word for word
   // and still pass later: it is retried with back-off instead.
@@ -1117,6 +1122,9 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   } else if (step.budget.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *step.budget.cost_usd) {
     mark_failed(i, fmt::format("step budget exhausted: cost ${:.4f} of ${:.4f}; last failure: {}",
                                s.rec.cost_usd, *step.budget.cost_usd, reason));
+  } else if (step.budget.attempts && s.budget_attempts >= *step.budget.attempts) {
+    mark_failed(i, fmt::format("step budget exhausted: attempts {} made of {}; last failure: {}",
+                               s.budget_attempts, *step.budget.attempts, reason));
   } else if (s.rec.attempts_counted >= max_attempts) {
     mark_failed(i, max_attempts > 1
                        ? fmt::format("failed after {} attempts: {}", s.rec.attempts_counted, reason)

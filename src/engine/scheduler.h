@@ -75,6 +75,11 @@ struct StepState {
   // The answer of ask_approval: 0 not asked yet, 1 approved, -1 declined.
   std::int8_t answer = 0;
 
+  // Counted attempts charged to the step's own `budget.attempts`: all since the
+  // step last succeeded (a --replan re-run is a new version of it), across
+  // resumes, where rec.attempts_counted starts over for a step that ended.
+  int budget_attempts = 0;
+
   std::string previous_failure;  // told to the next attempt
   std::string last_failure_key;  // for "same failure twice"
   EventLoop::TimerId retry_timer = 0;
