@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace orch {
@@ -13,6 +14,54 @@ std::string budget_limits_json(const BudgetLimits& b) {
   if (b.wall) j["wall_ms"] = b.wall->count();
   if (b.attempts) j["attempts"] = *b.attempts;
   return j.dump();
+}
+
+BudgetLimits budget_limits_from_json(const std::string& text) {
+  BudgetLimits b;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return b;
+  if (auto it = j.find("tokens"); it != j.end() && it->is_number_integer())
+    b.tokens = it->get<std::int64_t>();
+  if (auto it = j.find("cost_usd"); it != j.end() && it->is_number()) b.cost_usd = it->get<double>();
+  if (auto it = j.find("wall_ms"); it != j.end() && it->is_number_integer())
+    b.wall = std::chrono::milliseconds(it->get<std::int64_t>());
+  if (auto it = j.find("attempts"); it != j.end() && it->is_number_integer()) b.attempts = it->get<int>();
+  return b;
+}
+
+std::string overspent_reason(const std::string& overspent) {
+  return fmt::format(
+      "over the plan's budget: {} (steps with no budget of their own reserve only their executor's "
+      "estimate, 0 for shell steps)",
+      overspent);
+}
+
+namespace {
+// The most one attempt can have used: far beyond any real call, and small enough
+// that no sum of them overflows the ledger's 64-bit totals.
+constexpr std::int64_t kMaxAttemptTokens = 1'000'000'000'000;
+constexpr double kMaxAttemptCostUsd = 1e9;
+}  // namespace
+
+std::optional<std::string> impossible_spend(std::int64_t tokens_in, std::int64_t tokens_out,
+                                            double cost_usd) {
+  auto bad = [](std::int64_t tokens) { return tokens < 0 || tokens > kMaxAttemptTokens; };
+  if (bad(tokens_in) || bad(tokens_out))
+    return fmt::format("the attempt reported an impossible token count (in {}, out {}; each must be 0 to {})",
+                       tokens_in, tokens_out, kMaxAttemptTokens);
+  if (!std::isfinite(cost_usd) || cost_usd < 0 || cost_usd > kMaxAttemptCostUsd)
+    return fmt::format("the attempt reported an impossible cost ({}; must be $0 to ${:.0f})", cost_usd,
+                       kMaxAttemptCostUsd);
+  return std::nullopt;
+}
+
+std::filesystem::path usage_folder(const std::filesystem::path& store_folder, const std::string& run_id) {
+  return store_folder / "runs" / run_id / "usage";
+}
+
+std::filesystem::path usage_file(const std::filesystem::path& store_folder, const std::string& run_id,
+                                 const std::string& step_id, int number) {
+  return usage_folder(store_folder, run_id) / fmt::format("{}.{}.json", step_id, number);
 }
 
 BudgetGuard::BudgetGuard(BudgetLimits limits, Spend spent, std::int64_t wall_ms_before)

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -60,5 +61,25 @@ class BudgetGuard {
 // The limits as the ledger keeps them (runs.budget_json): a JSON object with
 // only the keys that are set, of tokens, cost_usd, wall_ms, attempts.
 std::string budget_limits_json(const BudgetLimits& limits);
+
+// The limits read back from budget_limits_json()'s text (keys it does not know,
+// or of the wrong type, are left unset).
+BudgetLimits budget_limits_from_json(const std::string& text);
+
+// The run's reason and budget_overspent event for a run that ended past its
+// plan's budget, from BudgetGuard::overspent()'s "tokens: 180 spent of 100".
+std::string overspent_reason(const std::string& overspent);
+
+// Why the spend an attempt reported cannot be real (a negative or absurd token
+// count, a cost that is not a finite non-negative number), or nullopt: such a
+// figure is never charged.
+std::optional<std::string> impossible_spend(std::int64_t tokens_in, std::int64_t tokens_out, double cost_usd);
+
+// Where attempt `number` of `step_id` may report its usage (ORCH_USAGE_FILE):
+// <store>/runs/<run>/usage/<step>.<number>.json. Read when the attempt ends, or
+// by the resume or cancel that closes an attempt whose driver died.
+std::filesystem::path usage_folder(const std::filesystem::path& store_folder, const std::string& run_id);
+std::filesystem::path usage_file(const std::filesystem::path& store_folder, const std::string& run_id,
+                                 const std::string& step_id, int number);
 
 }  // namespace orch

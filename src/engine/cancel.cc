@@ -4,10 +4,12 @@
 
 #include <thread>
 
+#include "engine/budget.h"
 #include "engine/orphans.h"
 #include "engine/run_lock.h"
 #include "orch/clock.h"
 #include "orch/engine.h"
+#include "orch/report.h"
 #include "util/json_text.h"
 
 namespace orch {
@@ -32,10 +34,16 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
   ORCH_TRY(kill_orphans(&store, run.id));
   ORCH_TRY(store.begin());
   ORCH_TRY(event(store, run.id, "cancel_requested", "", 0, {{"by_pid", getpid()}}));
-  ORCH_TRY(close_interrupted_attempts(store, run.id, now_ms()));
+  // The row a killed driver left lags what it did (it was rewritten at most every
+  // 250 ms): its wall time is moved on to the driver's last sign of life, as
+  // `orch status` shows it, before closing the attempts stamps them with now.
+  ORCH_TRY(refresh_running_totals(store, run, false, now_ms()));
+  const std::vector<AttemptRecord> interrupted =
+      ORCH_TRY(close_interrupted_attempts(store, run.id, now_ms()));
   for (StepRecord s : ORCH_TRY(store.steps(run.id))) {
     if (s.status != StepStatus::Pending && s.status != StepStatus::Running && s.status != StepStatus::AwaitingApproval)
       continue;
+    charge_step(s, interrupted);
     bool was_running = s.status == StepStatus::Running;
     s.status = was_running ? StepStatus::Cancelled : StepStatus::Skipped;
     s.reason = was_running ? "cancelled: its attempt was interrupted (the orch driving it had died)"
@@ -46,6 +54,20 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
   }
   run.status = RunStatus::Cancelled;
   run.reason = "cancelled by `orch cancel`";
+  // What was spent, summed from the attempts as `orch status` and `orch resume`
+  // do, with what the attempts just closed reported; past the plan's budget, said
+  // as a driver that ends the run says it.
+  const AttemptTotals totals = ORCH_TRY(store.attempt_totals(run.id));
+  run.spent_tokens = totals.tokens;
+  run.spent_cost_usd = totals.cost_usd;
+  run.spent_attempts = totals.counted;
+  const BudgetGuard spent(budget_limits_from_json(run.budget_json),
+                          Spend{totals.tokens, totals.cost_usd, totals.counted}, run.spent_wall_ms);
+  if (auto over = spent.overspent()) {
+    const std::string why = overspent_reason(*over);
+    ORCH_TRY(event(store, run.id, "budget_overspent", "", 0, {{"reason", why}}));
+    run.reason += "; " + why;
+  }
   run.exit_code = exit_code_for(RunStatus::Cancelled);
   run.finished_at = run.updated_at = now_ms();
   run.owner_pid = 0;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -280,8 +281,11 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   event("run_resumed", "", 0,
         {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});
 
-  // Attempts the dead process left running: interrupted, not counted, workspace restored.
-  ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms()));
+  // Attempts the dead process left running: interrupted, not counted, workspace
+  // restored, and charged what they reported spending (the step rows read above
+  // predate that: they are charged below).
+  const std::vector<AttemptRecord> interrupted =
+      ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms()));
 
   run_.budget_json = budget_limits_json(plan_.budget);
 
@@ -289,9 +293,15 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // that change are written (a 100,000-step run killed early is mostly pending).
   std::vector<bool> changed(steps_.size(), true);  // true until a ledger row says otherwise
   for (StepRecord& r : rows) {
+    const bool charged = std::any_of(interrupted.begin(), interrupted.end(),
+                                     [&r](const AttemptRecord& a) { return a.step_id == r.step_id; });
+    if (charged) charge_step(r, interrupted);
     auto it = index_of_.find(r.step_id);
     if (it == index_of_.end()) {  // a step the new plan no longer has
-      if (r.status == StepStatus::Done) continue;
+      if (r.status == StepStatus::Done) {
+        if (charged) ORCH_TRY(store_.upsert_step(r));
+        continue;
+      }
       r.status = StepStatus::Skipped;
       r.reason = "removed from the plan by --replan";
       ORCH_TRY(store_.upsert_step(r));
@@ -300,7 +310,8 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     }
     const std::size_t i = static_cast<std::size_t>(it->second);
     const Step& step = plan_.steps[i];
-    changed[i] = r.idx != static_cast<int>(i) || r.goal != step.goal || r.executor != step.executor;
+    changed[i] =
+        charged || r.idx != static_cast<int>(i) || r.goal != step.goal || r.executor != step.executor;
     if (r.status != StepStatus::Done && (r.status != StepStatus::Pending || r.attempts_counted != 0 ||
                                          !r.reason.empty() || r.finished_at != 0)) {
       // A step that ended (failed, skipped, cancelled) or was paused gets a fresh
@@ -340,6 +351,15 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     }
   }
 
+  // A step's attempts budget counts its attempts since it last succeeded, across
+  // resumes (its attempts cap, attempts_counted, starts over for a step that ended).
+  for (StepState& s : steps_) {
+    if (!s.step->budget.attempts || s.rec.last_attempt == 0) continue;
+    const auto made = ORCH_TRY(store_.attempts(run_.id, s.rec.step_id));
+    for (auto a = made.rbegin(); a != made.rend() && a->status != AttemptStatus::Succeeded; ++a)
+      if (a->counted) ++s.budget_attempts;
+  }
+
   if (replan_path) {
     ++run_.plan_version;
     run_.plan_path = path;
@@ -372,6 +392,12 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       reset[static_cast<std::size_t>(i)] = true;
       s.rec.status = StepStatus::Pending;
       s.rec.attempts_counted = 0;
+      // A re-run is a new version of the step: its own budget starts over (what
+      // the old one spent stays in its attempts, and so in the plan's totals).
+      s.rec.tokens_in = s.rec.tokens_out = 0;
+      s.rec.cost_usd = 0;
+      s.rec.wall_ms = 0;
+      s.budget_attempts = 0;
       s.rec.result.clear();
       s.rec.reason.clear();  // e.g. "done over its budget"
       s.rec.finished_at = 0;

@@ -261,6 +261,37 @@ steps:
   }
 }
 
+// A step's `budget: {attempts: N}` counts every attempt of the step, across
+// resumes, as its token budget does; its `attempts` cap starts over for a step
+// that failed. When the budget runs out, the reason says so.
+TEST_F(EngineTest, AStepsAttemptsBudgetCountsAcrossResumes) {
+  auto out = run(R"(
+steps:
+  - id: s
+    attempts: 5
+    budget: {attempts: 2}
+    sh: 'echo try >> tries.log; exit $ORCH_ATTEMPT'
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed) << out.reason;
+  EXPECT_EQ(attempts(out.run_id, "s").size(), 2u);
+  EXPECT_EQ(
+      step(out.run_id, "s").reason.rfind("step budget exhausted: attempts 2 made of 2; last failure: ", 0),
+      0u)
+      << step(out.run_id, "s").reason;
+  auto again = resume(out.run_id);
+  EXPECT_EQ(again.status, RunStatus::Failed) << again.reason;
+  EXPECT_EQ(read_file(ws() / "tries.log"), "try\ntry\n") << "the resume gave the step more attempts";
+  EXPECT_EQ(step(out.run_id, "s").reason, "step budget exhausted: attempts 2 made of 2");
+
+  // A done step that --replan re-runs is a new version of it: its attempts budget starts over.
+  auto done = run("steps:\n  - {id: d, budget: {attempts: 1}, sh: 'echo v1'}\n");
+  ASSERT_EQ(done.status, RunStatus::Succeeded) << done.reason;
+  write_file(dir_ / "v2.yaml", "steps:\n  - {id: d, budget: {attempts: 1}, sh: 'echo v2'}\n");
+  auto replanned = resume(done.run_id, (dir_ / "v2.yaml").string());
+  EXPECT_EQ(replanned.status, RunStatus::Succeeded) << replanned.reason;
+  EXPECT_EQ(step(done.run_id, "d").result, "v2");
+}
+
 // Reserved at its declared maximum, a step may still spend more than its own
 // budget; it is done (its work is kept) and the overrun is said.
 TEST_F(EngineTest, AStepThatSucceedsOverItsOwnBudgetIsDoneAndSaysSo) {
@@ -391,6 +422,54 @@ TEST_F(EngineTest, TokenBudgetIsNeverOvershotByAParallelWave) {
       EXPECT_LE(c, '2');
     }
   }
+}
+
+// A ready step that cannot fit in what is left of the plan's budget, nothing in
+// flight, and a retry waiting for its delay that does fit: the retry is made
+// (the run used to stop as budget_exhausted at once, failing it "not retried").
+TEST_F(EngineTest, ABudgetStopWaitsForARetryThatFits) {
+  auto out = run(R"(
+concurrency: 2
+budget: {tokens: 100}
+steps:
+  - id: flaky
+    attempts: 2
+    retry_delay: 200ms
+    budget: {tokens: 30}
+    sh: 'echo "{\"tokens_in\": 10}" > "$ORCH_USAGE_FILE"; [ "$ORCH_ATTEMPT" = 2 ]'
+  - {id: big, budget: {tokens: 95}, run: ["true"]}
+)");
+  // `big` never fits (10 spent + 95 > 100); the run ends out of budget, after the retry.
+  EXPECT_EQ(out.status, RunStatus::BudgetExhausted) << out.reason;
+  StepRecord flaky = step(out.run_id, "flaky");
+  EXPECT_EQ(flaky.status, StepStatus::Done) << flaky.reason;
+  EXPECT_EQ(attempts(out.run_id, "flaky").size(), 2u);
+  EXPECT_EQ(step(out.run_id, "big").status, StepStatus::Skipped);
+  EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 20);
+
+  // A waiting retry that cannot fit either (`other` spent 50 meanwhile, and the
+  // retry reserves the 50 left of its own 60): the run stops without waiting for it.
+  ManualClock clock;
+  EngineOptions options;
+  options.clock = &clock;
+  auto stuck = run(R"(
+concurrency: 3
+budget: {tokens: 100}
+steps:
+  - id: flaky
+    attempts: 2
+    retry_delay: 1h
+    budget: {tokens: 60}
+    sh: 'echo "{\"tokens_in\": 10}" > "$ORCH_USAGE_FILE"; exit 1'
+  - {id: other, sh: 'echo "{\"tokens_in\": 50}" > "$ORCH_USAGE_FILE"'}
+  - {id: big, budget: {tokens: 95}, run: ["true"]}
+)",
+                   options);
+  EXPECT_EQ(stuck.status, RunStatus::BudgetExhausted) << stuck.reason;
+  EXPECT_EQ(attempts(stuck.run_id, "flaky").size(), 1u);
+  EXPECT_EQ(step(stuck.run_id, "flaky").status, StepStatus::Failed);
+  RunRecord row = **store_->find_run(stuck.run_id);
+  EXPECT_LT(row.finished_at - row.created_at, 3600 * 1000) << "it waited for a retry that could not fit";
 }
 
 TEST_F(EngineTest, PlanAttemptBudgetCountsOnlyAttemptsThatRan) {
@@ -640,6 +719,36 @@ steps:
   EXPECT_EQ(as[0].status, AttemptStatus::TimedOut);
 }
 
+// A step that reports its usage and then runs past its timeout has spent what it
+// reported: the attempt is charged, and the plan's budget it went past says so.
+TEST_F(EngineTest, UsageReportedBeforeATimeoutIsCharged) {
+  auto out = run(R"(
+budget: {tokens: 300, cost_usd: 1}
+defaults: {kill_grace: 100ms}
+steps:
+  - id: slow
+    attempts: 1
+    timeout: 300ms
+    sh: 'echo "{\"tokens_in\":400,\"tokens_out\":100,\"cost_usd\":5}" > "$ORCH_USAGE_FILE"; sleep 30'
+  - {id: after, deps: [slow], run: ["true"]}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed) << out.reason;
+  auto as = attempts(out.run_id, "slow");
+  ASSERT_EQ(as.size(), 1u);
+  EXPECT_EQ(as[0].status, AttemptStatus::TimedOut);
+  EXPECT_EQ(as[0].tokens_in, 400);
+  EXPECT_EQ(as[0].tokens_out, 100);
+  EXPECT_DOUBLE_EQ(as[0].cost_usd, 5);
+  StepRecord slow = step(out.run_id, "slow");
+  EXPECT_EQ(slow.tokens_in + slow.tokens_out, 500);
+  auto row = *store_->find_run(out.run_id);
+  EXPECT_EQ(row->spent_tokens, 500);
+  EXPECT_DOUBLE_EQ(row->spent_cost_usd, 5);
+  EXPECT_NE(out.reason.find("over the plan's budget: tokens: 500 spent of 300"), std::string::npos)
+      << out.reason;
+  EXPECT_EQ(store_->events_of_kind(out.run_id, "budget_overspent")->size(), 1u);
+}
+
 TEST_F(EngineTest, ResumeNeverRerunsDoneStepsAndRetriesFailedOnes) {
   auto out = run(R"(
 concurrency: 1
@@ -745,6 +854,39 @@ steps:
   EXPECT_EQ(again.status, RunStatus::Failed) << "a no longer holds under the edited schema";
   EXPECT_EQ(read_file(ws() / "a.log"), "ran\nran\n");
   EXPECT_EQ(read_file(ws() / "b.log"), "ran\nran\n");
+}
+
+// A done step that --replan re-runs (its command changed, or an ancestor's did)
+// is a new version of the step, with its own budget again; the plan's totals
+// keep what every version spent.
+TEST_F(EngineTest, AStepReplannedToRunAgainHasItsOwnBudgetAgain) {
+  std::string v1 = R"(
+steps:
+  - id: a
+    budget: {tokens: 30}
+    sh: 'echo "{\"tokens_in\": 30}" > "$ORCH_USAGE_FILE"; echo v1'
+  - id: b
+    deps: [a]
+    budget: {tokens: 5}
+    sh: 'echo "{\"tokens_in\": 5}" > "$ORCH_USAGE_FILE"; echo "${steps.a.result}"'
+)";
+  auto out = run(v1);
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  std::string v2 = v1;
+  v2.replace(v2.find("echo v1"), 7, "echo v2");
+  write_file(dir_ / "plan2.yaml", v2);
+  auto again = resume(out.run_id, (dir_ / "plan2.yaml").string());
+  EXPECT_EQ(again.status, RunStatus::Succeeded) << again.reason;
+  EXPECT_EQ(attempts(out.run_id, "a").size(), 2u);
+  EXPECT_EQ(attempts(out.run_id, "b").size(), 2u);
+  StepRecord a = step(out.run_id, "a");
+  EXPECT_EQ(a.status, StepStatus::Done) << a.reason;
+  EXPECT_EQ(a.tokens_in, 30);
+  StepRecord b = step(out.run_id, "b");
+  EXPECT_EQ(b.status, StepStatus::Done) << b.reason;
+  EXPECT_EQ(b.result, "v2");
+  EXPECT_EQ(b.tokens_in, 5);
+  EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 70);
 }
 
 TEST_F(EngineTest, ASecondDriverOfTheSameRunIsRefused) {

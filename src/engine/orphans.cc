@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/budget.h"
 #include "engine/snapshot.h"
+#include "exec/shell_executor.h"
 #include "util/json_text.h"
 
 namespace orch {
@@ -177,8 +179,31 @@ Expected<int> kill_orphans(Store* store, const std::string& run_id) {
   return killed;
 }
 
-Expected<int> close_interrupted_attempts(Store& store, const std::string& run_id, std::int64_t now_ms) {
-  int closed = 0;
+namespace {
+// Charges `a` what its usage file reports; a report that cannot be read or
+// cannot be real is not charged, and the attempt's reason says why.
+void charge_usage_file(const Store& store, AttemptRecord& a) {
+  auto usage = read_usage_file(usage_file(store.folder(), a.run_id, a.step_id, a.number));
+  std::string not_charged;
+  if (!usage) {
+    not_charged = usage.error().message;
+  } else if (*usage) {
+    const UsageReport& u = **usage;
+    if (auto why = impossible_spend(u.tokens_in, u.tokens_out, u.cost_usd)) {
+      not_charged = *why;
+    } else {
+      a.tokens_in = u.tokens_in;
+      a.tokens_out = u.tokens_out;
+      a.cost_usd = u.cost_usd;
+    }
+  }
+  if (!not_charged.empty()) a.reason += "; usage not charged: " + not_charged;
+}
+}  // namespace
+
+Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, const std::string& run_id,
+                                                                std::int64_t now_ms) {
+  std::vector<AttemptRecord> closed;
   for (AttemptRecord a : ORCH_TRY(store.attempts(run_id))) {
     if (a.status != AttemptStatus::Running) continue;
     a.status = AttemptStatus::Interrupted;
@@ -186,18 +211,32 @@ Expected<int> close_interrupted_attempts(Store& store, const std::string& run_id
     a.ending = "interrupted";
     a.reason = "interrupted: the orch process driving it stopped";
     a.finished_at = now_ms;
+    charge_usage_file(store, a);
     ORCH_TRY(store.finish_attempt(a));
     std::string restored;
     if (!a.snapshot_dir.empty() && std::filesystem::exists(std::filesystem::path(a.snapshot_dir) / "manifest.json")) {
       auto r = restore_snapshot(a.snapshot_dir);
       restored = r ? "restored" : r.error().message;
     }
-    EventRecord e{0, run_id, now_ms, "attempt_interrupted", a.step_id, a.number,
-                  json_text(nlohmann::json{{"writes", restored}})};
+    nlohmann::json data{{"writes", restored}};
+    if (a.tokens_in + a.tokens_out > 0 || a.cost_usd > 0) {
+      data["tokens"] = a.tokens_in + a.tokens_out;
+      data["cost_usd"] = a.cost_usd;
+    }
+    EventRecord e{0, run_id, now_ms, "attempt_interrupted", a.step_id, a.number, json_text(data)};
     ORCH_TRY(store.append_event(e));
-    ++closed;
+    closed.push_back(std::move(a));
   }
   return closed;
+}
+
+void charge_step(StepRecord& step, const std::vector<AttemptRecord>& closed) {
+  for (const AttemptRecord& a : closed) {
+    if (a.step_id != step.step_id) continue;
+    step.tokens_in += a.tokens_in;
+    step.tokens_out += a.tokens_out;
+    step.cost_usd += a.cost_usd;
+  }
 }
 
 }  // namespace orch

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "orch/error.h"
 #include "orch/store.h"
@@ -33,7 +34,14 @@ Expected<int> kill_orphans(Store* store, const std::string& run_id);
 // Closes the attempts of `run_id` that a dead driver left `running` (call after
 // kill_orphans, inside the caller's transaction): each becomes interrupted and
 // uncounted, its `writes:` snapshot is restored, and an attempt_interrupted event
-// says whether that worked. Returns how many attempts it closed.
-Expected<int> close_interrupted_attempts(Store& store, const std::string& run_id, std::int64_t now_ms);
+// says whether that worked. What the attempt reported in its usage file before
+// it was killed was spent: it is charged to the attempt's row (so the run's
+// totals, summed from the attempts, include it). Returns the attempts it closed;
+// the caller adds their spend to their steps' rows (charge_step).
+Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, const std::string& run_id,
+                                                                std::int64_t now_ms);
+
+// Adds to `step`'s totals the tokens and cost of those of `closed` that are its.
+void charge_step(StepRecord& step, const std::vector<AttemptRecord>& closed);
 
 }  // namespace orch

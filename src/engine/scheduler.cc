@@ -157,7 +157,7 @@ fs::path Scheduler::plan_dir() const {
 }
 
 fs::path Scheduler::usage_folder() const {
-  return store_.folder() / "runs" / run_.id / "usage";
+  return orch::usage_folder(store_.folder(), run_.id);
 }
 
 Expected<void> Scheduler::make_usage_folder() const {
@@ -597,7 +597,6 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
     }
     const BudgetLimits& sb = s.step->budget;
     // The step's own budget: what it already spent plus this attempt must fit.
-    SpendEstimate est = s.executor->estimate(*s.step);
     std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
     std::optional<std::string> step_short;
     // As for the plan, a zero spend never exhausts: a budget of 0 admits steps that cost nothing.
@@ -606,6 +605,9 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
     else if (sb.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *sb.cost_usd)
       step_short =
           fmt::format("step budget exhausted: cost ${:.4f} spent of ${:.4f}", s.rec.cost_usd, *sb.cost_usd);
+    else if (sb.attempts && s.budget_attempts >= *sb.attempts)
+      step_short =
+          fmt::format("step budget exhausted: attempts {} made of {}", s.budget_attempts, *sb.attempts);
     else if (sb.wall && s.rec.wall_ms >= sb.wall->count())
       step_short =
           fmt::format("step budget exhausted: wall {} ms used of {} ms", s.rec.wall_ms, sb.wall->count());
@@ -614,10 +616,7 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
       mark_failed(i, *step_short);
       continue;
     }
-    Spend r;
-    r.attempts = 1;
-    r.tokens = sb.tokens ? *sb.tokens - step_tokens : est.tokens;
-    r.cost_usd = sb.cost_usd ? *sb.cost_usd - s.rec.cost_usd : est.cost_usd;
+    const Spend r = reservation(s);
     if (auto why = budget_->shortfall(r, wall_ms_now())) {
       blocked = why;
       ++it;
@@ -634,11 +633,32 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
       to_start.push_back(i);
     }
   }
-  if (blocked && in_flight_ == 0 && to_start.empty() && started_inline == 0 && stop_ == StopKind::None) {
+  // Nothing running will free or spend budget; a retry that is waiting for its
+  // delay and fits may still be made (it is judged like any ready step when it
+  // comes due), so the run stops only when none does.
+  if (blocked && in_flight_ == 0 && to_start.empty() && started_inline == 0 && stop_ == StopKind::None &&
+      !a_waiting_retry_fits()) {
     event("budget_exhausted", "", 0, {{"reason", *blocked}});
     request_stop(StopKind::Budget, "budget exhausted: " + *blocked);
   }
   return started_inline;
+}
+
+Spend Scheduler::reservation(const StepState& s) const {
+  const BudgetLimits& sb = s.step->budget;
+  const SpendEstimate est = s.executor->estimate(*s.step);
+  Spend r;
+  r.attempts = 1;
+  r.tokens = sb.tokens ? *sb.tokens - (s.rec.tokens_in + s.rec.tokens_out) : est.tokens;
+  r.cost_usd = sb.cost_usd ? *sb.cost_usd - s.rec.cost_usd : est.cost_usd;
+  return r;
+}
+
+bool Scheduler::a_waiting_retry_fits() const {
+  if (retries_waiting_ == 0) return false;
+  for (const StepState& s : steps_)
+    if (s.retry_timer != 0 && !budget_->shortfall(reservation(s), wall_ms_now())) return true;
+  return false;
 }
 
 Scheduler::Gate Scheduler::risk_gate(int i) {
@@ -774,7 +794,7 @@ bool Scheduler::prepare_attempt(int i) {
   spec.stderr_path = attempt_file(s, number, ".stderr");
   // One folder for the run's usage files, made once (usage_folder()): a folder
   // per step, made before every spawn, cost as much as the spawn's bookkeeping.
-  spec.usage_path = usage_folder() / fmt::format("{}.{}.json", step.id, number);
+  spec.usage_path = usage_file(store_.folder(), run_.id, step.id, number);
   spec.kill_grace = plan_.defaults.kill_grace;
   spec.max_output = step.max_output.value_or(plan_.defaults.max_output);
   spec.secrets = secrets_;
@@ -908,32 +928,10 @@ void Scheduler::start_attempt(int i) {
 
 // ---- settling --------------------------------------------------------------
 
-namespace {
-
-// The most one attempt can have used: far beyond any real call, and small enough
-// that no sum of them overflows the ledger's 64-bit totals.
-constexpr std::int64_t kMaxAttemptTokens = 1'000'000'000'000;
-constexpr double kMaxAttemptCostUsd = 1e9;
-
-// Why the spend an executor reported cannot be real (a negative or absurd token
-// count, a cost that is not a finite non-negative number), or nullopt.
-std::optional<std::string> impossible_spend(const AttemptOutcome& o) {
-  auto bad = [](std::int64_t tokens) { return tokens < 0 || tokens > kMaxAttemptTokens; };
-  if (bad(o.tokens_in) || bad(o.tokens_out))
-    return fmt::format("the attempt reported an impossible token count (in {}, out {}; each must be 0 to {})",
-                       o.tokens_in, o.tokens_out, kMaxAttemptTokens);
-  if (!std::isfinite(o.cost_usd) || o.cost_usd < 0 || o.cost_usd > kMaxAttemptCostUsd)
-    return fmt::format("the attempt reported an impossible cost ({}; must be $0 to ${:.0f})", o.cost_usd,
-                       kMaxAttemptCostUsd);
-  return std::nullopt;
-}
-
-}  // namespace
-
 void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
   s.flight().running.reset();
-  if (auto why = impossible_spend(outcome)) {
+  if (auto why = impossible_spend(outcome.tokens_in, outcome.tokens_out, outcome.cost_usd)) {
     // Not charged (there is no true figure to charge), and never a success.
     outcome.tokens_in = outcome.tokens_out = 0;
     outcome.cost_usd = 0;
@@ -1100,7 +1098,10 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   s.rec.tokens_out += o.tokens_out;
   s.rec.cost_usd += o.cost_usd;
   s.rec.wall_ms += a.duration_ms;
-  if (a.counted) ++s.rec.attempts_counted;
+  if (a.counted) {
+    ++s.rec.attempts_counted;
+    ++s.budget_attempts;
+  }
   s.in_flight = false;
   --in_flight_;
   open_files_free_ += std::exchange(s.flight().open_files, 0);
@@ -1164,8 +1165,7 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   s.previous_failure = nul_escaped(reason);
   if (!a.output_tail.empty()) s.previous_failure += "\n--- last output ---\n" + nul_escaped(a.output_tail);
   const Step& step = *s.step;
-  int max_attempts = step.attempts.value_or(plan_.defaults.attempts);
-  if (step.budget.attempts) max_attempts = std::min(max_attempts, *step.budget.attempts);
+  const int max_attempts = step.attempts.value_or(plan_.defaults.attempts);
   std::string key = reason;
   // A transient failure (a provider's 429 or 5xx) may well repeat word for word
   // and still pass later: it is retried with back-off instead.
@@ -1178,6 +1178,9 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   } else if (step.budget.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *step.budget.cost_usd) {
     mark_failed(i, fmt::format("step budget exhausted: cost ${:.4f} of ${:.4f}; last failure: {}",
                                s.rec.cost_usd, *step.budget.cost_usd, reason));
+  } else if (step.budget.attempts && s.budget_attempts >= *step.budget.attempts) {
+    mark_failed(i, fmt::format("step budget exhausted: attempts {} made of {}; last failure: {}",
+                               s.budget_attempts, *step.budget.attempts, reason));
   } else if (s.rec.attempts_counted >= max_attempts) {
     mark_failed(i, max_attempts > 1
                        ? fmt::format("failed after {} attempts: {}", s.rec.attempts_counted, reason)
@@ -1386,10 +1389,7 @@ Expected<RunOutcome> Scheduler::finish_run() {
   }
   // Said whatever the run's status: the budget was a promise the run did not keep.
   if (auto over = budget_->overspent()) {
-    std::string why = fmt::format(
-        "over the plan's budget: {} (steps with no budget of their own reserve only their executor's "
-        "estimate, 0 for shell steps)",
-        *over);
+    std::string why = overspent_reason(*over);
     event("budget_overspent", "", 0, {{"reason", why}});
     reason = reason.empty() ? why : reason + "; " + why;
   }

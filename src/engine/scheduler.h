@@ -75,6 +75,11 @@ struct StepState {
   // The answer of ask_approval: 0 not asked yet, 1 approved, -1 declined.
   std::int8_t answer = 0;
 
+  // Counted attempts charged to the step's own `budget.attempts`: all since the
+  // step last succeeded (a --replan re-run is a new version of it), across
+  // resumes, where rec.attempts_counted starts over for a step that ended.
+  int budget_attempts = 0;
+
   std::string previous_failure;  // told to the next attempt
   std::string last_failure_key;  // for "same failure twice"
   EventLoop::TimerId retry_timer = 0;
@@ -140,6 +145,11 @@ class Scheduler {
   // Reserves and prepares ready steps; process-starting ones go to `to_start`
   // (started after the commit), in-process ones start now. Returns how many did.
   int dispatch_ready(std::vector<int>& to_start);
+  // What an attempt of `s` reserves: what is left of its own budget's tokens and
+  // cost, else its executor's estimate; and one attempt.
+  Spend reservation(const StepState& s) const;
+  // Whether a retry waiting for its delay would fit in the plan's budget now.
+  bool a_waiting_retry_fits() const;
   void start_attempt(int i);
   bool prepare_attempt(int i);
   // The risk guard for step i (EngineOptions::approve_steps): Go, Wait (marked

@@ -178,13 +178,17 @@ class ShellAttempt final : public RunningAttempt {
     // Output past max_output is cut from the log with a marker; the result is
     // what the step printed within the cap, never the marker.
     if (!output_file_) outcome.result = trim_one_newline(stdout_.kept_stream());
-    if (outcome.ending == AttemptEnding::Exited) settle_exited(outcome);
+    if (outcome.ending == AttemptEnding::Exited) {
+      settle_exited(outcome);
+    } else {
+      charge_usage(outcome);
+    }
     if (secrets_ && output_file_) outcome.result = secrets_->mask(outcome.result);
     report(std::move(outcome));  // last: may destroy *this
   }
 
-  // What only matters when the process ran to completion: the output file, the
-  // usage file, and whether its output could be saved.
+  // What only matters when the process ran to completion: the output file and
+  // whether its output could be saved (and, as for any ending, the usage file).
   void settle_exited(AttemptOutcome& outcome) const {
     auto fail_with = [&outcome](std::string message) {
       outcome.ending = AttemptEnding::Error;
@@ -224,20 +228,36 @@ class ShellAttempt final : public RunningAttempt {
           break;
       }
     }
-    if (!usage_path_.empty() && outcome.ending == AttemptEnding::Exited) {
-      auto usage = read_usage_file(usage_path_);
-      if (!usage) {
-        fail_with(usage.error().message);
-      } else if (*usage) {
-        outcome.tokens_in = (*usage)->tokens_in;
-        outcome.tokens_out = (*usage)->tokens_out;
-        outcome.cost_usd = (*usage)->cost_usd;
-      }
-    }
+    charge_usage(outcome);
     for (const OutputSink* sink : {&stdout_, &stderr_}) {
       if (outcome.ending == AttemptEnding::Exited && !sink->error().empty()) {
         fail_with(fmt::format("cannot save the step's output: {}", sink->error()));
       }
+    }
+  }
+
+  // What the step reported spending in its usage file, however it ended: a step
+  // killed at its timeout, cancelled or killed by a signal may well have paid for
+  // its calls already, and the budgets must hear of it. A file that cannot be read
+  // fails a step that exited; one that was stopped keeps its ending, and its
+  // message says the report was not charged.
+  void charge_usage(AttemptOutcome& outcome) const {
+    if (usage_path_.empty()) return;
+    auto usage = read_usage_file(usage_path_);
+    if (usage) {
+      if (*usage) {
+        outcome.tokens_in = (*usage)->tokens_in;
+        outcome.tokens_out = (*usage)->tokens_out;
+        outcome.cost_usd = (*usage)->cost_usd;
+      }
+      return;
+    }
+    if (outcome.ending == AttemptEnding::Exited) {
+      outcome.ending = AttemptEnding::Error;
+      outcome.message = usage.error().message;
+    } else {
+      outcome.message +=
+          fmt::format("{}not charged: {}", outcome.message.empty() ? "" : "; ", usage.error().message);
     }
   }
 

@@ -276,6 +276,54 @@ TEST(ShellExecutor, MalformedUsageFileIsAnError) {
   EXPECT_NE(outcome.message.find("tokens_in"), std::string::npos) << outcome.message;
 }
 
+// A step stopped before it exits (its timeout, a cancel, a signal) may have paid
+// for its calls already: what its usage file says is reported all the same.
+TEST(ShellExecutor, UsageIsReportedHoweverTheProcessEnds) {
+  const std::string report =
+      "printf '{\"tokens_in\":400,\"tokens_out\":100,\"cost_usd\":5}' > \"$ORCH_USAGE_FILE\"; ";
+  for (const std::string ending : {"timeout", "cancel", "signal"}) {
+    TempDir dir;
+    auto spec = sh_spec(dir, report + (ending == "signal" ? "kill -KILL $$" : "touch reported; sleep 30"));
+    spec.env = {{"ORCH_USAGE_FILE", spec.usage_path.string()}};
+    spec.kill_grace = 100ms;
+    if (ending == "timeout") spec.timeout = 300ms;
+    fs::create_directories(spec.usage_path.parent_path());
+    EventLoop loop;
+    ShellExecutor shell;
+    Reports reports;
+    auto attempt = shell.start(spec, loop, reports.callback());
+    ASSERT_TRUE(attempt);
+    if (ending == "cancel") {
+      ASSERT_TRUE(run_until(
+          loop, [&] { return fs::exists(dir / "reported"); }, 5s));
+      (*attempt)->cancel("cancelled");
+    }
+    ASSERT_TRUE(run_until(
+        loop, [&] { return reports.any(); }, 10s))
+        << ending;
+    const AttemptOutcome& outcome = reports.only();
+    EXPECT_EQ(outcome.ending, ending == "timeout"  ? AttemptEnding::TimedOut
+                              : ending == "cancel" ? AttemptEnding::Cancelled
+                                                   : AttemptEnding::Signaled)
+        << ending;
+    EXPECT_EQ(outcome.tokens_in, 400) << ending;
+    EXPECT_EQ(outcome.tokens_out, 100) << ending;
+    EXPECT_DOUBLE_EQ(outcome.cost_usd, 5) << ending;
+  }
+  // A report that cannot be read does not change how a stopped step ended; its message says so.
+  TempDir dir;
+  auto spec = sh_spec(dir, "printf '{' > \"$ORCH_USAGE_FILE\"; sleep 30");
+  spec.env = {{"ORCH_USAGE_FILE", spec.usage_path.string()}};
+  spec.kill_grace = 100ms;
+  spec.timeout = 300ms;
+  fs::create_directories(spec.usage_path.parent_path());
+  auto outcome = run_attempt(spec);
+  EXPECT_EQ(outcome.ending, AttemptEnding::TimedOut);
+  EXPECT_EQ(outcome.tokens_in, 0);
+  EXPECT_NE(outcome.message.find("timed out after 300ms; not charged: usage file"), std::string::npos)
+      << outcome.message;
+}
+
 TEST(ReadUsageFile, AcceptsAndRejects) {
   TempDir dir;
   EXPECT_FALSE(read_usage_file(dir / "absent.json").value().has_value());

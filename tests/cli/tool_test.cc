@@ -94,11 +94,11 @@ TEST(CliTool, ValidateWarnsOfAStepTheRiskGuardWillRefuse) {
           "rates it critical: tool 'later' has status pending: it is not ready to run)"),
       std::string::npos)
       << r.err;
-  auto json = nlohmann::json::parse(
+  auto validated = nlohmann::json::parse(
       run_orch({"validate", "p.yaml", "--registry", "registry.yml", "--json"}, d.path()).out);
-  EXPECT_TRUE(json["valid"].get<bool>());
-  ASSERT_EQ(json["warnings"].size(), 1u);
-  EXPECT_EQ(json["warnings"][0]["step"], "waits");
+  EXPECT_TRUE(validated["valid"].get<bool>());
+  ASSERT_EQ(validated["warnings"].size(), 1u);
+  EXPECT_EQ(validated["warnings"][0]["step"], "waits");
 }
 
 TEST(CliTool, TheDefaultRegistryIsDotOrchRegistryYml) {

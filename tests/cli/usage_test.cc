@@ -244,8 +244,8 @@ TEST(CliUsage, ControlCharactersInPlanTextAreEscapedInTablesAndLines) {
   EXPECT_NE(runs.out.find("evil\\x1b[2J\\x0"), std::string::npos) << runs.out;
   EXPECT_NE(run.out.find("shell_zero 'printf '\\x1b]0;x\\x07"), std::string::npos) << run.out;
   // The JSON report keeps the text as it is (JSON escapes it itself).
-  auto json = run_orch({"status", "--json"}, d.path());
-  EXPECT_EQ(nlohmann::json::parse(json.out)["run"]["name"], "evil\x1b[2J\a");
+  auto report = run_orch({"status", "--json"}, d.path());
+  EXPECT_EQ(nlohmann::json::parse(report.out)["run"]["name"], "evil\x1b[2J\a");
 }
 
 }  // namespace
