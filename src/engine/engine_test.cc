@@ -1364,7 +1364,10 @@ TEST_F(EngineTest, ACancelLandingJustBeforeAResumeClearsAnOldOneIsKept) {
   EXPECT_EQ(out->status, RunStatus::Cancelled) << out->reason;
   EXPECT_EQ(read_file(ws() / "ran.log"), "ran\n") << "the step ran again after the cancel";
 
-  // Only the old request left set: cleared, and the resume runs.
+  // Only the old request left set: cleared, and the resume runs. (A request
+  // stamped in the very millisecond a resume takes the lock counts as new: the
+  // first resume above can end within that millisecond, so a little time passes.)
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
   RunRecord again = **store_->find_run(first.run_id);
   again.status = RunStatus::Interrupted;
   again.cancel_requested = true;
