@@ -889,6 +889,24 @@ steps:
   EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 70);
 }
 
+// A resume that the budget stops before anything starts does not call a step
+// that failed in an earlier drive "not started": it failed, and was not retried.
+TEST_F(EngineTest, AStepWithAttemptsFromAnEarlierDriveIsNotRetriedNotSkipped) {
+  auto out = run(R"(
+budget: {attempts: 2}
+steps:
+  - {id: a, sh: 'exit $ORCH_ATTEMPT', attempts: 5, retry_delay: 0s}
+)");
+  ASSERT_EQ(out.status, RunStatus::BudgetExhausted) << out.reason;
+  auto again = resume(out.run_id);
+  EXPECT_EQ(again.status, RunStatus::BudgetExhausted) << again.reason;
+  StepRecord a = step(out.run_id, "a");
+  EXPECT_EQ(a.status, StepStatus::Failed) << a.reason;
+  EXPECT_NE(a.reason.find("not retried (budget exhausted"), std::string::npos) << a.reason;
+  EXPECT_EQ(a.reason.find("not started"), std::string::npos) << a.reason;
+  EXPECT_EQ(attempts(out.run_id, "a").size(), 2u);
+}
+
 TEST_F(EngineTest, ASecondDriverOfTheSameRunIsRefused) {
   auto out = run("steps:\n  - {id: a, run: [\"false\"]}\n");
   auto lock = RunLock::acquire(store_->folder(), out.run_id);

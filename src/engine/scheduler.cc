@@ -1342,10 +1342,13 @@ Expected<RunOutcome> Scheduler::finish_run() {
     for (std::size_t i = 0; i < steps_.size(); ++i) {
       StepState& s = steps_[i];
       if (!s.in_plan || s.rec.status != StepStatus::Pending) continue;
-      if (s.rec.attempts_counted > 0) {
+      // A step that has attempts (in this drive or an earlier one: a resume
+      // starts its count again) was not "not started": it failed and was not retried.
+      if (s.rec.attempts_counted > 0 || s.rec.last_attempt > 0) {
         s.rec.status = StepStatus::Failed;
-        s.rec.reason = fmt::format("not retried ({}); last failure: {}", stop_reason_,
-                                   s.previous_failure.substr(0, s.previous_failure.find('\n')));
+        const std::string last = s.previous_failure.substr(0, s.previous_failure.find('\n'));
+        s.rec.reason = last.empty() ? fmt::format("not retried ({})", stop_reason_)
+                                    : fmt::format("not retried ({}); last failure: {}", stop_reason_, last);
       } else {
         s.rec.status = StepStatus::Skipped;
         s.rec.reason = skip_reason;
