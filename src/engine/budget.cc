@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace orch {
 
@@ -31,8 +32,8 @@ BudgetLimits budget_limits_from_json(const std::string& text) {
 
 std::string overspent_reason(const std::string& overspent) {
   return fmt::format(
-      "over the plan's budget: {} (steps with no budget of their own reserve only their executor's "
-      "estimate, 0 for shell steps)",
+      "over the plan's budget: {} (an attempt reserves its step's own budget, or else its executor's "
+      "estimate, 0 for shell steps, and may report spending more than it reserved)",
       overspent);
 }
 
@@ -97,11 +98,13 @@ void BudgetGuard::settle(const Spend& r, const Spend& actual) {
 }
 
 std::optional<std::string> BudgetGuard::overspent() const {
+  std::vector<std::string> over;
   if (limits_.tokens && spent_.tokens > *limits_.tokens)
-    return fmt::format("tokens: {} spent of {}", spent_.tokens, *limits_.tokens);
+    over.push_back(fmt::format("tokens: {} spent of {}", spent_.tokens, *limits_.tokens));
   if (limits_.cost_usd && spent_.cost_usd > *limits_.cost_usd + 1e-12)
-    return fmt::format("cost: ${:.4f} spent of ${:.4f}", spent_.cost_usd, *limits_.cost_usd);
-  return std::nullopt;
+    over.push_back(fmt::format("cost: ${:.4f} spent of ${:.4f}", spent_.cost_usd, *limits_.cost_usd));
+  if (over.empty()) return std::nullopt;
+  return over.size() == 1 ? over[0] : over[0] + ", " + over[1];
 }
 
 std::optional<std::string> BudgetGuard::exhausted(std::int64_t wall_ms_now) const {

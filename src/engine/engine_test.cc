@@ -223,13 +223,19 @@ steps:
 // Shell steps with no budget of their own reserve nothing, so a parallel wave of
 // them can spend past the plan's budget: the run's reason and an event say so.
 TEST_F(EngineTest, ARunThatEndsOverThePlansBudgetSaysSo) {
-  std::string yaml = "concurrency: 3\nbudget: {tokens: 100}\nsteps:\n";
+  std::string yaml = "concurrency: 3\nbudget: {tokens: 100, cost_usd: 1}\nsteps:\n";
   for (const char* id : {"a", "b", "c"})
     yaml += fmt::format(
-        "  - {{id: {}, sh: 'echo \"{{\\\"tokens_in\\\": 60}}\" > \"$ORCH_USAGE_FILE\"; sleep 0.2'}}\n", id);
+        "  - {{id: {}, sh: 'echo \"{{\\\"tokens_in\\\": 60, \\\"cost_usd\\\": 0.5}}\" > "
+        "\"$ORCH_USAGE_FILE\"; "
+        "sleep 0.2'}}\n",
+        id);
   RunOutcome out = run(yaml);
   EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
-  EXPECT_NE(out.reason.find("over the plan's budget: tokens: 180 spent of 100"), std::string::npos) << out.reason;
+  EXPECT_NE(
+      out.reason.find("over the plan's budget: tokens: 180 spent of 100, cost: $1.5000 spent of $1.0000"),
+      std::string::npos)
+      << out.reason;
   auto over = store_->events_of_kind(out.run_id, "budget_overspent");
   ASSERT_TRUE(over);
   EXPECT_EQ(over->size(), 1u);
