@@ -1233,6 +1233,10 @@ steps:
   EXPECT_LT(std::chrono::steady_clock::now() - real_start, std::chrono::seconds(20));
   EXPECT_EQ(attempts(out.run_id, "flaky").size(), 1u) << "the retry an hour later is past the 30 minutes";
   EXPECT_EQ(step(out.run_id, "later").status, StepStatus::Skipped);
+  // Recorded however the budget ran out, here by the wall clock, once.
+  auto exhausted = *store_->events_of_kind(out.run_id, "budget_exhausted");
+  ASSERT_EQ(exhausted.size(), 1u);
+  EXPECT_NE(exhausted[0].data_json.find("wall"), std::string::npos) << exhausted[0].data_json;
 }
 
 TEST_F(EngineTest, ReportIsBuiltFromTheLedger) {

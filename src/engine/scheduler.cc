@@ -553,6 +553,13 @@ void Scheduler::request_stop(StopKind kind, const std::string& reason) {
   if (priority(kind) <= priority(stop_)) return;
   stop_ = kind;
   stop_reason_ = reason;
+  // However the budget ran out (a step that does not fit, the wall clock, a
+  // step that spent past it), the ledger says so once.
+  if (kind == StopKind::Budget) {
+    constexpr std::string_view kPrefix = "budget exhausted: ";
+    event("budget_exhausted", "", 0,
+          {{"reason", reason.starts_with(kPrefix) ? reason.substr(kPrefix.size()) : reason}});
+  }
   if (kind == StopKind::Interrupt || kind == StopKind::Cancel) cancel_in_flight(reason);
 }
 
@@ -638,7 +645,6 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
   // comes due), so the run stops only when none does.
   if (blocked && in_flight_ == 0 && to_start.empty() && started_inline == 0 && stop_ == StopKind::None &&
       !a_waiting_retry_fits()) {
-    event("budget_exhausted", "", 0, {{"reason", *blocked}});
     request_stop(StopKind::Budget, "budget exhausted: " + *blocked);
   }
   return started_inline;
