@@ -913,6 +913,21 @@ steps:
   EXPECT_EQ(attempts(out.run_id, "a").size(), 2u);
 }
 
+// An abort names the step that stopped the run, and the others that failed
+// while it stopped (running ones finish).
+TEST_F(EngineTest, AnAbortNamesEveryStepThatFailed) {
+  auto out = run(R"(
+concurrency: 2
+steps:
+  - {id: a, sh: 'sleep 0.1; exit 1', attempts: 1}
+  - {id: b, sh: 'sleep 0.5; exit 2', attempts: 1}
+  - {id: c, deps: [a], run: ["true"]}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(out.reason, "step 'a' failed (2 steps failed: a, b)");
+  EXPECT_EQ(step(out.run_id, "c").status, StepStatus::Skipped);
+}
+
 TEST_F(EngineTest, ASecondDriverOfTheSameRunIsRefused) {
   auto out = run("steps:\n  - {id: a, run: [\"false\"]}\n");
   auto lock = RunLock::acquire(store_->folder(), out.run_id);

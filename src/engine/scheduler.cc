@@ -1365,6 +1365,19 @@ Expected<RunOutcome> Scheduler::finish_run() {
       report(ProgressEvent::Kind::StepFinished, static_cast<int>(i), s.rec.reason);
     }
   }
+  if (stop_ == StopKind::Abort) {
+    // The step that stopped the run comes first; the ones that failed while it
+    // was stopping (running ones finish) are named too.
+    std::vector<std::string> failed;
+    for (const auto& s : steps_)
+      if (s.in_plan && s.rec.status == StepStatus::Failed) failed.push_back(s.step->id);
+    if (failed.size() > 1) {
+      std::string names;
+      for (std::size_t k = 0; k < failed.size() && k < 5; ++k) names += (k ? ", " : "") + failed[k];
+      if (failed.size() > 5) names += ", ...";
+      reason += fmt::format(" ({} steps failed: {})", failed.size(), names);
+    }
+  }
   if (stop_ == StopKind::None) {
     std::vector<std::string> failed;
     int not_done = 0;
