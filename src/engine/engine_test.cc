@@ -611,14 +611,7 @@ steps:
 TEST_F(EngineTest, AStepWhoseWritesCannotBePutBackIsNotRetried) {
   fs::create_directories(ws() / "d");
   const fs::path sock = ws() / "d" / "s.sock";
-  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  ASSERT_LT(sock.string().size(), sizeof(addr.sun_path));
-  std::strncpy(addr.sun_path, sock.c_str(), sizeof(addr.sun_path) - 1);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ::close(fd);
+  orch::testing::make_socket_file(sock);
   auto out = run(R"(
 steps:
   - {id: s, writes: [d], sh: 'rm d/s.sock; exit 1', attempts: 3, retry_delay: 0s}

@@ -9,6 +9,9 @@
 //          fifo | other, "mode", "uid", "gid", "mtime_s", "mtime_ns", "dev", "ino",
 //          file: "saved" (its content under files/) or "link_to" (the path of an
 //          earlier node it is a hard link of); symlink: "target"}
+// Every path, name and symlink target in it is hex: a file name is bytes, not
+// text, and one that is not UTF-8 would be rewritten by the JSON writer (U+FFFD),
+// so a restore would recreate it under another name and lose the original.
 // A version 1 manifest (a bare array of {path, existed, saved}) is still restored
 // the way it was written, for a resume of an attempt an older orch started.
 #include "engine/snapshot.h"
@@ -26,6 +29,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "util/fd.h"
 #include "util/json_text.h"
 
 namespace orch {
@@ -37,21 +41,38 @@ namespace {
 
 constexpr const char* kManifest = "manifest.json";
 
-// A file descriptor, closed when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
+std::string hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (const char c : bytes) {
+    const auto u = static_cast<unsigned char>(c);
+    out += kDigits[u >> 4];
+    out += kDigits[u & 15];
   }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool ok() const { return fd_ >= 0; }
+  return out;
+}
 
- private:
-  int fd_;
-};
+std::string unhex(std::string_view text) {
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i + 1 < text.size(); i += 2) {
+    const int hi = digit(text[i]), lo = digit(text[i + 1]);
+    if (hi < 0 || lo < 0) return {};
+    out += static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+// A hex field of a manifest entry, as bytes ("" when absent).
+std::string field(const json& entry, const char* name) {
+  auto it = entry.find(name);
+  return it != entry.end() && it->is_string() ? unhex(it->get<std::string>()) : std::string();
+}
 
 std::string os_error(const fs::path& path, const char* what) {
   return fmt::format("cannot {} {}: {}", what, path.string(), std::strerror(errno));
@@ -111,7 +132,7 @@ struct Taker {
   Expected<void> walk(const fs::path& path, const std::string& rel, json& nodes) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) return fail(ErrorCode::Io, os_error(path, "read"));
-    json node = {{"rel", rel},
+    json node = {{"rel", hex(rel)},
                  {"mode", st.st_mode & 07777},
                  {"uid", st.st_uid},
                  {"gid", st.st_gid},
@@ -124,7 +145,7 @@ struct Taker {
       if (st.st_nlink > 1) {
         auto [it, first] = linked.try_emplace({st.st_dev, st.st_ino}, path.string());
         if (!first) {
-          node["link_to"] = it->second;
+          node["link_to"] = hex(it->second);
           nodes.push_back(std::move(node));
           return {};
         }
@@ -151,7 +172,7 @@ struct Taker {
     } else if (S_ISLNK(st.st_mode)) {
       node["type"] = "symlink";
       std::error_code ec;
-      node["target"] = fs::read_symlink(path, ec).string();
+      node["target"] = hex(fs::read_symlink(path, ec).string());
       if (ec)
         return fail(ErrorCode::Io,
                     fmt::format("cannot read the symlink {}: {}", path.string(), ec.message()));
@@ -247,8 +268,8 @@ struct Restorer {
   }
 
   void file(const fs::path& path, const json& node, const struct stat* now) {
-    if (auto first = node.find("link_to"); first != node.end()) {
-      const fs::path target = first->get<std::string>();
+    if (node.contains("link_to")) {
+      const fs::path target = field(node, "link_to");
       struct stat t {};
       if (now != nullptr && ::stat(target.c_str(), &t) == 0 && t.st_ino == now->st_ino &&
           t.st_dev == now->st_dev)
@@ -268,8 +289,23 @@ struct Restorer {
     // links (even outside `writes:`) see it too. Replaced or gone: made again.
     int fd = -1;
     if (now != nullptr && S_ISREG(now->st_mode) && now->st_ino == node.value("ino", ino_t{0}) &&
-        now->st_dev == node.value("dev", dev_t{0}))
-      fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+        now->st_dev == node.value("dev", dev_t{0})) {
+      // O_NONBLOCK: should it have become a FIFO meanwhile, the open fails rather than waits.
+      const int flags = O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+      fd = ::open(path.c_str(), flags);
+      // Made read-only by the attempt (or always so): opened for writing by its
+      // owner for a moment, so that its other hard links still get the content;
+      // its mode comes back with the rest of its metadata.
+      if (fd < 0 && errno == EACCES && now->st_uid == geteuid() &&
+          ::chmod(path.c_str(), (now->st_mode & 07777) | S_IWUSR) == 0)
+        fd = ::open(path.c_str(), flags);
+      struct stat opened {};
+      if (fd >= 0 &&
+          (::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_ino != now->st_ino)) {
+        ::close(fd);
+        fd = -1;
+      }
+    }
     if (fd < 0) {
       if (now != nullptr && !remove(path)) return;
       fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -314,7 +350,7 @@ struct Restorer {
       file(path, node, exists ? &st : nullptr);
       if (node.contains("link_to")) return;  // the first link's metadata is the file's
     } else if (type == "symlink") {
-      const std::string target = node.value("target", "");
+      const std::string target = field(node, "target");
       std::error_code ec;
       const bool same = exists && S_ISLNK(st.st_mode) && fs::read_symlink(path, ec).string() == target;
       if (!same) {
@@ -340,7 +376,7 @@ struct Restorer {
   }
 
   void root(const json& r) {
-    const fs::path path = r.value("path", "");
+    const fs::path path = field(r, "path");
     if (path.empty() || !in_folder(path, workspace)) {
       problem(fmt::format("{} is not inside the workspace {}", path.string(), workspace.string()));
       return;
@@ -350,7 +386,7 @@ struct Restorer {
     if (!r.value("existed", false)) {
       remove(path);
       // The folders the attempt made to hold it go too, if nothing else is in them.
-      const fs::path above = r.value("above", workspace.string());
+      const fs::path above = r.contains("above") ? fs::path(field(r, "above")) : workspace;
       for (fs::path d = path.parent_path(); d != above && d != workspace && in_folder(d, above);
            d = d.parent_path())
         if (::rmdir(d.c_str()) != 0) break;
@@ -360,7 +396,7 @@ struct Restorer {
       static const json kNone = json::array();
       const auto list = r.find("nodes");
       for (const json& n : list != r.end() && list->is_array() ? *list : kNone) {
-        const std::string rel = n.value("rel", "");
+        const std::string rel = field(n, "rel");
         nodes[rel] = &n;
         if (rel.empty()) continue;
         const auto slash = rel.rfind('/');
@@ -412,7 +448,7 @@ Expected<void> take_snapshot(const std::vector<fs::path>& paths, const fs::path&
   Taker taker{snapshot_dir / "files", 0, {}};
   json roots = json::array();
   for (const fs::path& p : paths) {
-    json root = {{"path", p.string()}};
+    json root = {{"path", hex(p.string())}};
     struct stat st {};
     const bool existed = ::lstat(p.c_str(), &st) == 0;
     if (!existed && errno != ENOENT) return fail(ErrorCode::Io, os_error(p, "read"));
@@ -425,11 +461,11 @@ Expected<void> take_snapshot(const std::vector<fs::path>& paths, const fs::path&
       fs::path above = p.parent_path();
       while (above != ws && in_folder(above, ws) && !fs::exists(fs::symlink_status(above, ec)))
         above = above.parent_path();
-      root["above"] = above.string();
+      root["above"] = hex(above.string());
     }
     roots.push_back(std::move(root));
   }
-  const json manifest = {{"version", 2}, {"workspace", ws.string()}, {"roots", std::move(roots)}};
+  const json manifest = {{"version", 2}, {"workspace", hex(ws.string())}, {"roots", std::move(roots)}};
   // The manifest is written last and renamed into place: a snapshot without a
   // manifest is incomplete and restore() refuses it rather than deleting files.
   fs::path tmp = snapshot_dir / (std::string(kManifest) + ".tmp");
@@ -449,16 +485,25 @@ Expected<void> restore_snapshot(const fs::path& snapshot_dir) {
     return fail(ErrorCode::NotFound,
                 fmt::format("{}: no complete snapshot to restore", snapshot_dir.string()));
   json manifest = json::parse(in, nullptr, false);
-  if (manifest.is_array()) return restore_v1(snapshot_dir, manifest);
+  try {
+    if (manifest.is_array()) return restore_v1(snapshot_dir, manifest);
+  } catch (const json::exception& e) {
+    return fail(ErrorCode::Io,
+                fmt::format("{}: snapshot manifest is corrupt ({})", snapshot_dir.string(), e.what()));
+  }
   if (!manifest.is_object() || !manifest.contains("roots") || !manifest["roots"].is_array() ||
       !manifest.contains("workspace") || !manifest["workspace"].is_string())
     return fail(ErrorCode::Io, fmt::format("{}: snapshot manifest is corrupt", snapshot_dir.string()));
-  Restorer r{snapshot_dir, manifest["workspace"].get<std::string>(), {}};
+  Restorer r{snapshot_dir, unhex(manifest["workspace"].get<std::string>()), {}};
   struct stat st {};
   if (::lstat(r.workspace.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return fail(ErrorCode::Io, fmt::format("workspace {} is not a folder any more: nothing was restored",
                                            r.workspace.string()));
-  for (const json& root : manifest["roots"]) r.root(root);
+  try {
+    for (const json& root : manifest["roots"]) r.root(root);
+  } catch (const json::exception& e) {  // orch wrote it; one edited by hand may not hold what it should
+    r.problem(fmt::format("{}: snapshot manifest is corrupt ({})", snapshot_dir.string(), e.what()));
+  }
   if (r.problems.empty()) return {};
   std::string all;
   for (const std::string& p : r.problems) all += (all.empty() ? "" : "; ") + p;

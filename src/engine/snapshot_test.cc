@@ -169,6 +169,44 @@ TEST_F(SnapshotTest, TheWorkspaceItselfIsSyncedNotRemade) {
   EXPECT_TRUE(S_ISFIFO(info(ws_ / "fifo").st_mode));
 }
 
+// A file name is bytes: names (and symlink targets) that are not UTF-8 come
+// back exactly, and two that differ only in such bytes stay two files.
+TEST_F(SnapshotTest, NamesThatAreNotUtf8ComeBackExactly) {
+  fs::create_directories(ws_ / "d");
+  const std::string first = "a\xe9", second = "a\xe8";
+  write_file(ws_ / "d" / first, "FIRST\n");
+  write_file(ws_ / "d" / second, "SECOND\n");
+  fs::create_symlink(first, ws_ / "d" / "link");
+  take({ws_ / "d"});
+  fs::remove_all(ws_ / "d");
+  fs::create_directories(ws_ / "d");
+  write_file(ws_ / "d" / "other", "x\n");
+  restore();
+  EXPECT_EQ(read_file(ws_ / "d" / first), "FIRST\n");
+  EXPECT_EQ(read_file(ws_ / "d" / second), "SECOND\n");
+  EXPECT_EQ(fs::read_symlink(ws_ / "d" / "link").string(), first);
+  EXPECT_FALSE(fs::exists(ws_ / "d" / "other"));
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(ws_ / "d")) ++entries;
+  EXPECT_EQ(entries, 3);
+}
+
+// A read-only file the attempt changed (it made it writable for a moment) is
+// still put back in place, so its other hard link sees the old content too.
+TEST_F(SnapshotTest, AReadOnlyFileIsRestoredInPlace) {
+  write_file(ws_ / "h1", "original\n");
+  ASSERT_EQ(::link((ws_ / "h1").c_str(), (ws_ / "h2").c_str()), 0);
+  ASSERT_EQ(::chmod((ws_ / "h1").c_str(), 0444), 0);
+  take({ws_ / "h1"});
+  ASSERT_EQ(::chmod((ws_ / "h1").c_str(), 0644), 0);
+  write_file(ws_ / "h1", "changed\n");
+  ASSERT_EQ(::chmod((ws_ / "h1").c_str(), 0444), 0);
+  restore();
+  EXPECT_EQ(read_file(ws_ / "h2"), "original\n");
+  EXPECT_EQ(info(ws_ / "h1").st_ino, info(ws_ / "h2").st_ino);
+  EXPECT_EQ(info(ws_ / "h1").st_mode & 07777, 0444u);
+}
+
 // A sparse file is copied as one: its snapshot and its restored self take the
 // blocks of its data, not of its size.
 TEST_F(SnapshotTest, ASparseFileStaysSparse) {
@@ -203,14 +241,7 @@ TEST_F(SnapshotTest, ARestoreGoesOnPastWhatItCannotPutBackAndSaysWhat) {
   fs::create_directories(ws_ / "d");
   write_file(ws_ / "d" / "f", "one\n");
   const fs::path sock = ws_ / "d" / "s.sock";
-  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  ASSERT_LT(sock.string().size(), sizeof(addr.sun_path));
-  std::strncpy(addr.sun_path, sock.c_str(), sizeof(addr.sun_path) - 1);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ::close(fd);
+  orch::testing::make_socket_file(sock);
   write_file(ws_ / "g", "two\n");
   take({ws_ / "d", ws_ / "g"});
   fs::remove(sock);

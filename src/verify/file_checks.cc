@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "orch/workspace.h"
+#include "util/fd.h"
 #include "verify/check_text.h"
 #include "verify/postcondition_internal.h"
 
@@ -33,20 +34,6 @@ const char* file_type_name(mode_t mode) {
   if (S_ISCHR(mode) || S_ISBLK(mode)) return "device";
   return "special file";
 }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 enum class Search { Found, NotFound, ReadError };
 

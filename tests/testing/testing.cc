@@ -5,11 +5,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -136,6 +139,18 @@ void write_file(const fs::path& path, const std::string& content) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   std::ofstream f(path, std::ios::binary);
   f << content;
+}
+
+void make_socket_file(const fs::path& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.string().size(), sizeof(addr.sun_path)) << path;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  const int bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::close(fd);
+  ASSERT_EQ(bound, 0) << path << ": " << std::strerror(errno);
 }
 
 std::string read_file(const fs::path& path) {

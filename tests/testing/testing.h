@@ -53,6 +53,9 @@ CommandResult run_orch(const std::vector<std::string>& args, const std::filesyst
 
 void write_file(const std::filesystem::path& path, const std::string& content);
 std::string read_file(const std::filesystem::path& path);
+// Makes a Unix socket file at `path` (bound, then closed: the file stays), for
+// tests of what orch does with a file it cannot copy or make again.
+void make_socket_file(const std::filesystem::path& path);
 
 // Starts `orch ARGS` in `cwd` in the background, stdout and stderr to `out`;
 // returns its pid (reap it with wait_exit).
