@@ -33,6 +33,13 @@ bool SecretMasker::looks_secret(std::string_view name) {
   return false;
 }
 
+bool SecretMasker::looks_secret_only_by_token(std::string_view name) {
+  std::string up = upper(name);
+  for (std::size_t at = up.find("TOKEN"); at != std::string::npos; at = up.find("TOKEN", at))
+    up.replace(at, 5, "_");
+  return !looks_secret(up);
+}
+
 bool SecretMasker::add_value(std::string_view value) {
   if (value.size() < kMinSecretLength) return false;
   // Keep values_ unique and sorted longest first (ties in byte order, for determinism).
@@ -47,12 +54,13 @@ bool SecretMasker::add_value(std::string_view value) {
 
 bool SecretMasker::add_if_secret(std::string_view name, std::string_view value) {
   if (!looks_secret(name)) return false;
-  // A number under a secret-looking name is a setting (MAX_TOKENS=100000), not a
-  // credential; masking it would cut every number it occurs in (1000000 -> ***0).
-  // Long digit strings are kept as secrets: an account number, a numeric token.
+  // A number under a name that looks secret only for its TOKEN is a setting
+  // (MAX_TOKENS=100000), not a credential: masking it would cut every number it
+  // occurs in (1000000 -> ***0). A number under KEY, SECRET, PASSWORD and the
+  // rest (DB_PASSWORD=739205814), or a long one, stays a secret.
   const bool number = !value.empty() && value.size() < kMinNumericSecretLength &&
                       value.find_first_not_of("0123456789.+-") == std::string_view::npos;
-  if (number) return false;
+  if (number && looks_secret_only_by_token(name)) return false;
   return add_value(value);
 }
 

@@ -20,7 +20,8 @@ class SecretMasker {
  public:
   // Values shorter than this are not masked: they would hit ordinary words.
   static constexpr std::size_t kMinSecretLength = 6;
-  // A value of digits (and . + -) shorter than this is a setting, not a secret.
+  // A value of digits (and . + -) shorter than this, under a name that looks
+  // secret only for its TOKEN, is a setting, not a secret.
   static constexpr std::size_t kMinNumericSecretLength = 16;
 
   SecretMasker() = default;  // masks nothing
@@ -32,6 +33,8 @@ class SecretMasker {
 
   // True when a variable of this name is treated as holding a secret.
   static bool looks_secret(std::string_view name);
+  // True when the name looks secret only because it holds TOKEN (MAX_TOKENS).
+  static bool looks_secret_only_by_token(std::string_view name);
 
   // Adds `value` if `name` looks secret and the value is long enough; says whether it did.
   bool add_if_secret(std::string_view name, std::string_view value);

@@ -46,7 +46,11 @@ TEST(SecretMasker, ShortNumbersUnderSecretNamesAreSettings) {
   EXPECT_FALSE(m.add_if_secret("TOKEN_BUDGET", "2500.50"));
   EXPECT_TRUE(m.add_if_secret("PIN_SECRET", "1234567890123456"));
   EXPECT_TRUE(m.add_if_secret("API_TOKEN", "100000a"));
-  EXPECT_EQ(m.mask("count 1000000, pin 1234567890123456, t 100000a"), "count 1000000, pin ***, t ***");
+  // Under KEY, SECRET, PASSWORD and the rest a number is still a secret.
+  EXPECT_TRUE(m.add_if_secret("DB_PASSWORD", "739205814"));
+  EXPECT_TRUE(m.add_if_secret("TOKEN_SECRET", "5551234"));
+  EXPECT_EQ(m.mask("count 1000000, pin 1234567890123456, t 100000a, pw 739205814"),
+            "count 1000000, pin ***, t ***, pw ***");
 }
 
 TEST(SecretMasker, LongestValueFirst) {
