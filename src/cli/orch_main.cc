@@ -80,21 +80,27 @@ std::string usage_message(const CLI::ParseError& e, CLI::App& app) {
       names += (names.empty() ? "" : ", ") + sub->get_name();
     return (&deepest_parsed(app) == &app ? "a command is required: " : "a subcommand is required: ") + names;
   }
-  static const std::regex kNotExpected("^The following arguments? (?:was|were) not expected: (.*)$");
   static const std::regex kValueMissing("^(\\S+): \\d+ required \\S+ missing$");
   static const std::regex kAtMost("^(\\S+): At Most (\\d+) required but received (\\d+)$");
   static const std::regex kAtLeast("^(\\S+): At least (\\d+) required but received (\\d+)$");
   static const std::regex kExactly("^Expected (exactly|at least) (\\d+) arguments to (\\S+), got (\\d+)$");
   static const std::regex kExcludes("^(\\S+) excludes (\\S+)$");
-  if (std::regex_match(what, m, kNotExpected)) {
-    // CLI11 lists them last first; its own record of them is in order.
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    // CLI11 lists them last first; its own record of them is in order. A long
+    // list (a glob gone wrong) is cut: the first few say enough.
     std::vector<std::string> extras = deepest_parsed(app).remaining();
-    if (extras.empty()) extras = {m[1].str()};
+    if (extras.empty()) return "unexpected arguments";
     std::string list;
-    for (const std::string& a : extras)
+    for (std::size_t k = 0; k < extras.size() && k < 5; ++k) {
+      std::string a = extras[k].size() > 60 ? extras[k].substr(0, 57) + "..." : extras[k];
       list += (list.empty() ? "" : " ") + (a.find_first_of(" \t") == std::string::npos ? a : "'" + a + "'");
+    }
+    if (extras.size() > 5) list += fmt::format(" ... ({} in all)", extras.size());
     return fmt::format("unexpected argument{}: {}", extras.size() == 1 ? "" : "s", list);
   }
+  // The rest name an option and a count: short. (std::regex recurses per
+  // character and would overflow the stack on a message of thousands.)
+  if (what.size() > 256) return what.substr(0, 253) + "...";
   if (std::regex_match(what, m, kValueMissing)) return m[1].str() + " needs a value";
   if (std::regex_match(what, m, kAtMost))
     return fmt::format("{} takes at most {} value{}, not {}", m[1].str(), m[2].str(), m[2] == "1" ? "" : "s",

@@ -134,6 +134,17 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
     EXPECT_EQ(r.err, c.message);
   }
   EXPECT_FALSE(fs::exists(d / ".orch")) << "a usage error records nothing";
+
+  // Thousands of them (a glob gone wrong), or one huge one: said briefly, no crash.
+  std::vector<std::string> many = {"runs"};
+  for (int i = 1; i <= 8000; ++i) many.push_back(std::to_string(i));
+  auto r = run_orch(many, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err.substr(0, 300);
+  EXPECT_EQ(r.err,
+            "orch: unexpected arguments: 1 2 3 4 5 ... (8000 in all)\nRun `orch runs --help` for usage.\n");
+  auto huge = run_orch({"runs", std::string(50000, 'x')}, d.path());
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_NE(huge.err.find("orch: unexpected argument: xxx"), std::string::npos) << huge.err.substr(0, 300);
 }
 
 TEST(CliUsage, AFolderOrAMissingFileIsNotAPlan) {
