@@ -324,6 +324,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
         event("step_reset", r.step_id, 0,
               {{"why", "resume"}, {"previous_status", step_status_name(r.status)}});
         r.attempts_counted = 0;
+        if (r.status == StepStatus::Failed) steps_[i].earlier_failure = r.reason;
       }
       r.status = StepStatus::Pending;
       r.reason.clear();
@@ -402,6 +403,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       s.rec.reason.clear();  // e.g. "done over its budget"
       s.rec.finished_at = 0;
       s.previous_failure.clear();
+      s.earlier_failure.clear();
       s.last_failure_key.clear();
       changed[static_cast<std::size_t>(i)] = true;
       event("step_reset", s.step->id, 0, {{"why", why}});

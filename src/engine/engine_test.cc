@@ -1527,5 +1527,33 @@ steps:
   EXPECT_EQ(tries[0].status, AttemptStatus::Interrupted);
 }
 
+// An attempt interrupted (Ctrl-C) whose writes cannot be put back leaves its
+// step failed, not pending: a resume must not run it on the leftovers unasked.
+TEST_F(EngineTest, AnInterruptedStepWhoseWritesCannotBePutBackIsFailed) {
+  fs::create_directories(ws() / "d");
+  const fs::path sock = ws() / "d" / "s.sock";
+  orch::testing::make_socket_file(sock);
+  Plan plan = load(R"(
+steps:
+  - {id: a, writes: [d], sh: 'rm d/s.sock; touch gone; sleep 5'}
+)");
+  std::thread interrupt([&] {
+    for (int i = 0; i < 1000 && !fs::exists(ws() / "gone"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::raise(SIGINT);
+  });
+  EngineOptions options;
+  options.workspace = ws();
+  options.handle_signals = true;
+  Engine engine(*store_, options);
+  auto out = engine.run(plan, text_);
+  interrupt.join();
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->status, RunStatus::Interrupted) << out->reason;
+  StepRecord a = step(out->run_id, "a");
+  EXPECT_EQ(a.status, StepStatus::Failed) << a.reason;
+  EXPECT_NE(a.reason.find("not retried: its writes could not be put back"), std::string::npos) << a.reason;
+}
+
 }  // namespace
 }  // namespace orch

@@ -553,13 +553,7 @@ void Scheduler::request_stop(StopKind kind, const std::string& reason) {
   if (priority(kind) <= priority(stop_)) return;
   stop_ = kind;
   stop_reason_ = reason;
-  // However the budget ran out (a step that does not fit, the wall clock, a
-  // step that spent past it), the ledger says so once.
-  if (kind == StopKind::Budget) {
-    constexpr std::string_view kPrefix = "budget exhausted: ";
-    event("budget_exhausted", "", 0,
-          {{"reason", reason.starts_with(kPrefix) ? reason.substr(kPrefix.size()) : reason}});
-  }
+
   if (kind == StopKind::Interrupt || kind == StopKind::Cancel) cancel_in_flight(reason);
 }
 
@@ -1136,6 +1130,14 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
       if (other.in_plan && &other != &s && other.rec.status == StepStatus::Pending) remaining = true;
     if (remaining) request_stop(StopKind::Budget, "budget exhausted: " + *why);
   }
+  // Interrupted with its writes not put back: a resume must not run it again on
+  // the leftovers either (a failed step is run again only when asked to).
+  if (status == AttemptStatus::Interrupted && !unrestored.empty()) {
+    mark_failed(
+        i, fmt::format("{} (not retried: its writes could not be put back: {}; the snapshot is kept in {})",
+                       reason, unrestored, a.snapshot_dir));
+    return;
+  }
 
   switch (status) {
     case AttemptStatus::Succeeded:
@@ -1330,11 +1332,19 @@ Expected<RunOutcome> Scheduler::finish_run() {
       reason = stop_reason_;
       skip_reason = "not started: run cancelled";
       break;
-    case StopKind::Budget:
+    case StopKind::Budget: {
       status = RunStatus::BudgetExhausted;
       reason = stop_reason_;
       skip_reason = "not started: " + stop_reason_;
+      // However the budget ran out (a step that does not fit, the wall clock, a
+      // step that spent past it), the ledger says so once, in the run's last
+      // transaction (not from a timer's callback, outside any turn).
+      constexpr std::string_view kPrefix = "budget exhausted: ";
+      event("budget_exhausted", "", 0,
+            {{"reason",
+              stop_reason_.starts_with(kPrefix) ? stop_reason_.substr(kPrefix.size()) : stop_reason_}});
       break;
+    }
     case StopKind::Abort:
       status = RunStatus::Failed;
       reason = stop_reason_;
@@ -1348,11 +1358,12 @@ Expected<RunOutcome> Scheduler::finish_run() {
     for (std::size_t i = 0; i < steps_.size(); ++i) {
       StepState& s = steps_[i];
       if (!s.in_plan || s.rec.status != StepStatus::Pending) continue;
-      // A step that has attempts (in this drive or an earlier one: a resume
-      // starts its count again) was not "not started": it failed and was not retried.
-      if (s.rec.attempts_counted > 0 || s.rec.last_attempt > 0) {
+      // A step that failed (in this drive, or in an earlier one: a resume starts
+      // its count again) was not "not started": it failed and was not retried.
+      if (s.rec.attempts_counted > 0 || !s.earlier_failure.empty()) {
         s.rec.status = StepStatus::Failed;
-        const std::string last = s.previous_failure.substr(0, s.previous_failure.find('\n'));
+        const std::string& why = s.previous_failure.empty() ? s.earlier_failure : s.previous_failure;
+        const std::string last = why.substr(0, why.find('\n'));
         s.rec.reason = last.empty() ? fmt::format("not retried ({})", stop_reason_)
                                     : fmt::format("not retried ({}); last failure: {}", stop_reason_, last);
       } else {

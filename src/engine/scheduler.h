@@ -81,6 +81,9 @@ struct StepState {
   int budget_attempts = 0;
 
   std::string previous_failure;  // told to the next attempt
+  // Why it had failed before a resume gave it another chance: a stop before its
+  // next attempt leaves it failed ("not retried"), not "not started".
+  std::string earlier_failure;
   std::string last_failure_key;  // for "same failure twice"
   EventLoop::TimerId retry_timer = 0;
 
