@@ -606,6 +606,20 @@ steps:
   EXPECT_EQ(snapshots, 3);
 }
 
+// What a failed attempt started outside its process group is killed before its
+// writes are put back: it cannot change them again afterwards.
+TEST_F(EngineTest, WhatAFailedAttemptLeftRunningIsKilledBeforeItsWritesAreRestored) {
+  write_file(ws() / "f.txt", "original\n");
+  auto out = run(R"(
+steps:
+  - {id: a, writes: [f.txt], attempts: 1, sh: 'setsid sh -c "sleep 0.4; echo late > f.txt" </dev/null >/dev/null 2>&1 & sleep 0.1; echo now > f.txt; exit 1'}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(read_file(ws() / "f.txt"), "original\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  EXPECT_EQ(read_file(ws() / "f.txt"), "original\n") << "a leftover process changed it after the restore";
+}
+
 // Writes that could not be put back leave the workspace in no state to retry
 // in: the step fails at once, saying so, and the snapshot is kept for a human.
 TEST_F(EngineTest, AStepWhoseWritesCannotBePutBackIsNotRetried) {

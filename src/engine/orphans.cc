@@ -145,6 +145,30 @@ nlohmann::json process_group_record(int pgid, std::int64_t spawned_ms) {
       {"pgid", pgid}, {"sid", session}, {"boot", boot}, {"pidns", namespace_id}, {"spawned_ms", spawned_ms}};
 }
 
+int kill_attempt_leftovers(const std::string& run_id, const std::string& step_id, int attempt) {
+  const std::string run = "ORCH_RUN_ID=" + run_id, step = "ORCH_STEP_ID=" + step_id,
+                    number = "ORCH_ATTEMPT=" + std::to_string(attempt);
+  const pid_t self = getpid();
+  const pid_t own_group = getpgrp();
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return 0;
+  std::set<pid_t> kill_groups;
+  int killed = 0;
+  while (dirent* d = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(d->d_name, &end, 10);
+    if (end == d->d_name || *end != '\0' || pid <= 0 || pid == self) continue;
+    const auto p = static_cast<pid_t>(pid);
+    if (!environ_has(p, run) || !environ_has(p, step) || !environ_has(p, number)) continue;
+    const pid_t group = getpgid(p);
+    if (group > 0 && group != own_group) kill_groups.insert(group);
+    if (kill(p, SIGKILL) == 0) ++killed;
+  }
+  closedir(proc);
+  for (pid_t g : kill_groups) kill(-g, SIGKILL);
+  return killed;
+}
+
 Expected<int> kill_orphans(Store* store, const std::string& run_id) {
   const std::vector<RecordedGroup> groups =
       store != nullptr ? ORCH_TRY(recorded_groups(*store, run_id)) : std::vector<RecordedGroup>{};

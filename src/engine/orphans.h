@@ -31,6 +31,12 @@ nlohmann::json process_group_record(int pgid, std::int64_t spawned_ms);
 // attempt_spawned events) when `store` is given.
 Expected<int> kill_orphans(Store* store, const std::string& run_id);
 
+// Kills what one attempt left running outside its process group (`setsid cmd &`),
+// found by the ORCH_RUN_ID, ORCH_STEP_ID and ORCH_ATTEMPT it inherited: before
+// that attempt's `writes:` are restored, so nothing it started changes them
+// meanwhile. Returns how many were killed.
+int kill_attempt_leftovers(const std::string& run_id, const std::string& step_id, int attempt);
+
 // Closes the attempts of `run_id` that a dead driver left `running` (call after
 // kill_orphans, inside the caller's transaction): each becomes interrupted and
 // uncounted, its `writes:` snapshot is restored, and an attempt_interrupted event

@@ -1112,6 +1112,9 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   // not be restored stays, named in the reason, for a human to recover from.
   std::string unrestored;
   if (status != AttemptStatus::Succeeded && !a.snapshot_dir.empty()) {
+    // What the attempt started outside its group (killed with it) must not go on
+    // changing its files while they are put back.
+    kill_attempt_leftovers(run_.id, s.step->id, a.number);
     if (auto r = restore_snapshot(a.snapshot_dir); !r) {
       unrestored = r.error().message;
       event("restore_failed", s.step->id, a.number, {{"error", unrestored}});
