@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -145,9 +146,10 @@ nlohmann::json process_group_record(int pgid, std::int64_t spawned_ms) {
       {"pgid", pgid}, {"sid", session}, {"boot", boot}, {"pidns", namespace_id}, {"spawned_ms", spawned_ms}};
 }
 
-int kill_attempt_leftovers(const std::string& run_id, const std::string& step_id, int attempt) {
-  const std::string run = "ORCH_RUN_ID=" + run_id, step = "ORCH_STEP_ID=" + step_id,
-                    number = "ORCH_ATTEMPT=" + std::to_string(attempt);
+namespace {
+// Kills every process (but orch) that `ours` picks, and their process groups
+// (never orch's own); returns how many processes were killed.
+int kill_processes(const std::function<bool(pid_t)>& ours) {
   const pid_t self = getpid();
   const pid_t own_group = getpgrp();
   DIR* proc = opendir("/proc");
@@ -159,7 +161,7 @@ int kill_attempt_leftovers(const std::string& run_id, const std::string& step_id
     const long pid = std::strtol(d->d_name, &end, 10);
     if (end == d->d_name || *end != '\0' || pid <= 0 || pid == self) continue;
     const auto p = static_cast<pid_t>(pid);
-    if (!environ_has(p, run) || !environ_has(p, step) || !environ_has(p, number)) continue;
+    if (!ours(p)) continue;
     const pid_t group = getpgid(p);
     if (group > 0 && group != own_group) kill_groups.insert(group);
     if (kill(p, SIGKILL) == 0) ++killed;
@@ -168,39 +170,33 @@ int kill_attempt_leftovers(const std::string& run_id, const std::string& step_id
   for (pid_t g : kill_groups) kill(-g, SIGKILL);
   return killed;
 }
+}  // namespace
+
+int kill_attempt_leftovers(const std::string& run_id, const std::string& step_id, int attempt) {
+  const std::string run = "ORCH_RUN_ID=" + run_id, step = "ORCH_STEP_ID=" + step_id,
+                    number = "ORCH_ATTEMPT=" + std::to_string(attempt);
+  return kill_processes(
+      [&](pid_t p) { return environ_has(p, run) && environ_has(p, step) && environ_has(p, number); });
+}
 
 Expected<int> kill_orphans(Store* store, const std::string& run_id) {
   const std::vector<RecordedGroup> groups =
       store != nullptr ? ORCH_TRY(recorded_groups(*store, run_id)) : std::vector<RecordedGroup>{};
   const std::string entry = "ORCH_RUN_ID=" + run_id;
-  const pid_t self = getpid();
   const pid_t own_group = getpgrp();
   const std::int64_t boot_ms = groups.empty() ? 0 : boot_time_ms();
   const long ticks = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return 0;
-  std::set<pid_t> kill_groups;
-  int killed = 0;
-  while (dirent* d = readdir(proc)) {
-    char* end = nullptr;
-    long pid = std::strtol(d->d_name, &end, 10);
-    if (end == d->d_name || *end != '\0' || pid <= 0 || pid == self) continue;
-    bool ours = environ_has(static_cast<pid_t>(pid), entry);
-    if (!ours && !groups.empty() && boot_ms > 0) {
-      if (auto st = proc_stat(static_cast<pid_t>(pid), boot_ms, ticks)) {
-        for (const RecordedGroup& g : groups)
-          ours = ours || (st->pgrp == g.pgid && g.pgid != own_group && st->session == g.sid &&
-                          st->started_ms >= g.not_before_ms);
-      }
-    }
-    if (!ours) continue;
-    pid_t group = getpgid(static_cast<pid_t>(pid));
-    if (group > 0 && group != own_group) kill_groups.insert(group);
-    if (kill(static_cast<pid_t>(pid), SIGKILL) == 0) ++killed;
-  }
-  closedir(proc);
-  for (pid_t g : kill_groups) kill(-g, SIGKILL);
-  return killed;
+  return kill_processes([&](pid_t pid) {
+    if (environ_has(pid, entry)) return true;
+    if (groups.empty() || boot_ms <= 0) return false;
+    const auto st = proc_stat(pid, boot_ms, ticks);
+    if (!st) return false;
+    for (const RecordedGroup& g : groups)
+      if (st->pgrp == g.pgid && g.pgid != own_group && st->session == g.sid &&
+          st->started_ms >= g.not_before_ms)
+        return true;
+    return false;
+  });
 }
 
 namespace {
