@@ -187,6 +187,16 @@ PathCache& path_cache() {
   return cache;
 }
 
+// The values orch gives each attempt of its own (ORCH_IN_<NAME>, ORCH_P0...,
+// a check's ORCH_RESULT and ORCH_RESULT_FILE). Inherited from an orch that runs
+// this one inside a step, they are that step's, not this attempt's: a script
+// reading $ORCH_IN_x for an input it was not given must find it unset.
+bool attempt_value(std::string_view name) {
+  if (name.starts_with("ORCH_IN_") || name == "ORCH_RESULT" || name == "ORCH_RESULT_FILE") return true;
+  return name.size() > 6 && name.starts_with("ORCH_P") &&
+         name.substr(6).find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 std::string spawn_failure_message(const std::string& program, int err, const std::filesystem::path& cwd) {
   if (err == ENOENT || err == ENOTDIR || err == EACCES) {
     // posix_spawn reports a failed chdir with the same errno as a failed exec.
@@ -312,7 +322,8 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
   }
   std::vector<char*> envp;
   for (char** e = environ; e && *e; ++e) {
-    if (!override_of(options.env, env_name(*e))) envp.push_back(*e);
+    const std::string_view name = env_name(*e);
+    if (!override_of(options.env, name) && !attempt_value(name)) envp.push_back(*e);
   }
   for (auto& kv : overrides) envp.push_back(kv.data());
   envp.push_back(nullptr);

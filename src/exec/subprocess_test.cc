@@ -119,6 +119,23 @@ TEST(Subprocess, AnArgumentOrVariableOverTheKernelsLimitIsNamed) {
   EXPECT_EQ(fits.out, "131067\n");
 }
 
+// The per-attempt values of an orch that runs this one inside a step are not
+// passed on: an attempt sees only the ones its own orch gives it.
+TEST(Subprocess, AnOuterOrchsAttemptValuesAreNotInherited) {
+  ::setenv("ORCH_IN_note", "outer", 1);
+  ::setenv("ORCH_P0", "outer", 1);
+  ::setenv("ORCH_RESULT", "outer", 1);
+  ::setenv("ORCH_PATHS", "kept", 1);
+  EventLoop loop;
+  Child run;
+  auto options = sh("echo \"[$ORCH_IN_note][$ORCH_P0][$ORCH_RESULT][$ORCH_PATHS][$ORCH_IN_mine]\"");
+  options.env = {{"ORCH_IN_mine", "given"}};
+  ASSERT_TRUE(run.start(loop, options));
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  EXPECT_EQ(run.out, "[][][][kept][given]\n");
+  for (const char* name : {"ORCH_IN_note", "ORCH_P0", "ORCH_RESULT", "ORCH_PATHS"}) ::unsetenv(name);
+}
+
 TEST(Subprocess, ReportsTheSignal) {
   EventLoop loop;
   Child run;
