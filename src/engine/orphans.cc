@@ -237,6 +237,13 @@ Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, co
     if (!a.snapshot_dir.empty() && std::filesystem::exists(std::filesystem::path(a.snapshot_dir) / "manifest.json")) {
       auto r = restore_snapshot(a.snapshot_dir);
       restored = r ? "restored" : r.error().message;
+      // Put back, it is only space. (Should this process die before its
+      // transaction commits, the next resume finds no manifest and, the files being
+      // back already, has nothing to restore.) One that failed stays for a human.
+      if (r) {
+        std::error_code ec;
+        std::filesystem::remove_all(a.snapshot_dir, ec);
+      }
     }
     nlohmann::json data{{"writes", restored}};
     if (a.tokens_in + a.tokens_out > 0 || a.cost_usd > 0) {

@@ -704,6 +704,9 @@ TEST(Cli, CancelARunWhoseDriverWasKilled) {
   EXPECT_EQ(st["steps"][0]["attempts"][0]["status"], "interrupted");
   EXPECT_EQ(st["steps"][1]["status"], "skipped");
   EXPECT_EQ(read_file(d / "notes.txt"), "before\n") << "the interrupted step's writes: were not restored";
+  for (const auto& e : fs::recursive_directory_iterator(d / ".orch" / "runs"))
+    EXPECT_FALSE(e.path().filename().string().ends_with(".snapshot"))
+        << "a restored snapshot was left: " << e.path();
 }
 
 // A damaged ledger is refused and left exactly as it was, with its WAL: the
