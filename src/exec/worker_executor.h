@@ -51,6 +51,8 @@ class WorkerExecutor final : public Executor {
   // The worker's reserve_tokens, else the size of the goal and inputs / 4 (a
   // floor: the prompt alone costs that many tokens).
   SpendEstimate estimate(const Step& step) const override;
+  // A process's six, and the inotify descriptor that watches the workspace for progress.
+  int open_files_per_attempt() const override { return 7; }
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                   DoneCallback done) override;
 

@@ -130,7 +130,8 @@ TEST(StepSpec, OutOfRangeDepIsAnUnknownStep) {
   options.workspace = ws.path();
   auto d = validate_plan(r.plan, options);
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].to_string(), "s.json:1: step 's0': depends on unknown step 's3' (did you mean 's0'?)");
+  EXPECT_EQ(d[0].to_string(),
+            "s.json:1: step 's0': depends on step index 3, but the list has 1 step (indices 0 to 0)");
 }
 
 }  // namespace

@@ -159,9 +159,15 @@ void check_deps(const ValidateContext& ctx) {
       if (dep == step.id && !dep.empty()) {
         ctx.step_error(step, field, "depends on itself", {"deps"});
       } else if (!ctx.graph.index_of(dep)) {
+        // A StepSpec names its deps by position ("s3" is the index 3 it wrote).
+        const std::size_t count = ctx.plan.steps.size();
         ctx.step_error(
             step, field,
-            fmt::format("depends on unknown step '{}'{}", quote_for_message(dep), did_you_mean(dep, ids)),
+            ctx.plan.from_stepspec
+                ? fmt::format("depends on step index {}, but the list has {} step{} (indices 0 to {})",
+                              dep.substr(1), count, count == 1 ? "" : "s", count - 1)
+                : fmt::format("depends on unknown step '{}'{}", quote_for_message(dep),
+                              did_you_mean(dep, ids)),
             {"deps"});
       }
     }
