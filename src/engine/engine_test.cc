@@ -42,6 +42,12 @@ class EngineTest : public ::testing::Test {
 
   fs::path ws() const { return dir_ / "ws"; }
 
+  // ws/d/s.sock: a file a `writes: [d]` snapshot cannot make again once removed.
+  void socket_in_workspace_folder_d() {
+    fs::create_directories(ws() / "d");
+    orch::testing::make_socket_file(ws() / "d" / "s.sock");
+  }
+
   Plan load(const std::string& yaml) {
     fs::path file = dir_ / "plan.yaml";
     write_file(file, yaml);
@@ -623,9 +629,7 @@ steps:
 // Writes that could not be put back leave the workspace in no state to retry
 // in: the step fails at once, saying so, and the snapshot is kept for a human.
 TEST_F(EngineTest, AStepWhoseWritesCannotBePutBackIsNotRetried) {
-  fs::create_directories(ws() / "d");
-  const fs::path sock = ws() / "d" / "s.sock";
-  orch::testing::make_socket_file(sock);
+  socket_in_workspace_folder_d();
   auto out = run(R"(
 steps:
   - {id: s, writes: [d], sh: 'rm d/s.sock; exit 1', attempts: 3, retry_delay: 0s}
@@ -1544,9 +1548,7 @@ steps:
 // An attempt interrupted (Ctrl-C) whose writes cannot be put back leaves its
 // step failed, not pending: a resume must not run it on the leftovers unasked.
 TEST_F(EngineTest, AnInterruptedStepWhoseWritesCannotBePutBackIsFailed) {
-  fs::create_directories(ws() / "d");
-  const fs::path sock = ws() / "d" / "s.sock";
-  orch::testing::make_socket_file(sock);
+  socket_in_workspace_folder_d();
   Plan plan = load(R"(
 steps:
   - {id: a, writes: [d], sh: 'rm d/s.sock; touch gone; sleep 5'}
