@@ -54,12 +54,20 @@ struct RenderContext {
   std::function<std::optional<std::string>(const std::string& step_id)> step_result;
   std::function<std::optional<std::string>(int index)> index_result;
   std::function<std::optional<std::string>(const std::string& name)> input;
+  // Said after a `${steps.ID.json...}` that fails, when something is known about
+  // the step's result that explains it (it was cut at the output cap); may be null.
+  std::function<std::string(const std::string& step_id)> result_note;
   int attempt_number = 1;
   std::string previous_failure;
   std::shared_ptr<ParsedResults> parsed;  // null: each placeholder parses for itself
 };
 
 Expected<std::string> render(const Template& tmpl, const RenderContext& ctx);
+
+// How many `$` start at `at` when a `{` follows them, else 0. In a template such
+// a run stands for half as many literal `$`, and an odd one left starts a
+// placeholder; text that rewrites or escapes templates reads runs the same way.
+std::size_t dollar_run(std::string_view text, std::size_t at);
 
 // Looks up a dotted path in JSON text: "a.b.0". Strings come back unquoted.
 // A result nested deeper than this is refused (InvalidInput), like a plan (kMaxJsonDepth).

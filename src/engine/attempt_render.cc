@@ -21,6 +21,7 @@ RenderContext make_context(const ResultLookup& results, const json* inputs, int 
   RenderContext ctx;
   ctx.step_result = results.by_id;
   ctx.index_result = results.by_index;
+  ctx.result_note = results.note;
   ctx.input = [inputs](const std::string& name) -> std::optional<std::string> {
     if (inputs == nullptr || !inputs->contains(name)) return std::nullopt;
     return value_text((*inputs)[name]);

@@ -28,6 +28,7 @@ struct RenderedStep {
 struct ResultLookup {
   std::function<std::optional<std::string>(const std::string& step_id)> by_id;
   std::function<std::optional<std::string>(int index)> by_index;
+  std::function<std::string(const std::string& step_id)> note;  // RenderContext::result_note
 };
 
 // Renders `step` for attempt `attempt` (previous_failure = why the last one failed).

@@ -205,6 +205,30 @@ steps:
   EXPECT_NE(b.reason.find("nests deeper than 500 levels"), std::string::npos) << b.reason;
 }
 
+// `${steps.ID.json...}` hands numbers on as the step wrote them, and a result
+// cut at max_output is not just "not JSON": the reason says it may be cut.
+TEST_F(EngineTest, JsonPlaceholdersKeepNumbersAndACutResultIsNamed) {
+  RunOutcome out = run(R"(
+on_failure: continue
+steps:
+  - {id: a, sh: 'printf "{\"n\": 12345678901234567890123, \"f\": 1e2, \"l\": [1, 2, 3, 4, 5, 6, 7]}"'}
+  - {id: b, deps: [a], run: [echo, "${steps.a.json.n} ${steps.a.json.f} ${steps.a.json}"]}
+  - {id: cut, sh: 'printf "{\"l\": [1, 2, 3, 4, 5, 6, 7]}"', max_output: 12}
+  - {id: c, deps: [cut], run: [echo, "${steps.cut.json.l}"], attempts: 1}
+)");
+  EXPECT_EQ(step(out.run_id, "b").result,
+            R"(12345678901234567890123 1e2 {"n":12345678901234567890123,"f":1e2,"l":[1,2,3,4,5,6,7]})");
+  EXPECT_EQ(step(out.run_id, "cut").result, R"({"l": [1, 2,)");
+  StepRecord c = step(out.run_id, "c");
+  EXPECT_EQ(c.status, StepStatus::Failed);
+  EXPECT_NE(c.reason.find("not JSON"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find(
+                "step 'cut' wrote at least its max_output of 12 bytes, so its result may be cut short there"),
+            std::string::npos)
+      << c.reason;
+  EXPECT_EQ(step(out.run_id, "b").reason.find("max_output"), std::string::npos);
+}
+
 // A token count no real call produces fails the attempt instead of wrapping the
 // run's totals around (9223372036854775807 twice made the spend -2, and the
 // budget let everything through).

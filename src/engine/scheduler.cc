@@ -187,6 +187,17 @@ ResultLookup Scheduler::result_lookup() const {
     if (s.rec.status != StepStatus::Done) return std::nullopt;
     return s.rec.result;
   };
+  // The result is stdout's first max_output bytes: one that long may have been
+  // cut there, which explains a JSON lookup that fails.
+  r.note = [this](const std::string& id) -> std::string {
+    auto it = index_of_.find(id);
+    if (it == index_of_.end()) return "";
+    const StepState& s = steps_[it->second];
+    const std::int64_t cap = s.step->max_output.value_or(plan_.defaults.max_output);
+    if (static_cast<std::int64_t>(s.rec.result.size()) < cap) return "";
+    return fmt::format(
+        "step '{}' wrote at least its max_output of {} bytes, so its result may be cut short there", id, cap);
+  };
   return r;
 }
 

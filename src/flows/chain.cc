@@ -50,14 +50,16 @@ ChainRefusal invalid(std::string message, std::vector<std::string> problems = {}
 }
 
 // `${previous.result}` / `${previous.json[.PATH]}` → `${steps.PREV.…}`. `$${` stays a
-// literal. Sets `error` for a malformed reference or one in the first step.
+// literal (a run of `$` before `{` is read as parse_template reads it). Sets `error` for a malformed
+// reference or one in the first step.
 std::string rewrite_previous(const std::string& text, const std::string& prev_id, std::string& error) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
-    if (text.compare(i, 3, "$${") == 0) {
-      out += "$${";
-      i += 3;
+    if (const std::size_t n = dollar_run(text, i); n >= 2) {
+      // Escaped `$`s stay as written; an odd one left starts a placeholder.
+      out.append(n - n % 2, '$');
+      i += n - n % 2;
       continue;
     }
     const bool starts = text.compare(i, 10, "${previous") == 0 && i + 10 < text.size() &&
@@ -606,7 +608,7 @@ ojson chain_dry_run_report(const Chain& chain, const ExecutorRegistry& executors
   ojson list = ojson::array();
   int refused = 0, waiting = 0;
   const ResultLookup none{[](const std::string&) -> std::optional<std::string> { return std::nullopt; },
-                          [](int) -> std::optional<std::string> { return std::nullopt; }};
+                          [](int) -> std::optional<std::string> { return std::nullopt; }, nullptr};
   for (std::size_t i = 0; i < chain.plan.steps.size(); ++i) {
     const Step& step = chain.plan.steps[i];
     const Executor* executor = executors.find(step.executor);

@@ -101,6 +101,23 @@ class ChainTest : public ::testing::Test {
   std::unique_ptr<JsonSchema> schema_;
 };
 
+// `$$` before `{` is one literal `$` in a chain too, so a `$` can come right
+// before `${previous...}`, and `$${previous.result}` stays text.
+TEST_F(ChainTest, ADollarRightBeforeAPreviousPlaceholder) {
+  write_file(ws() / "notes.txt", "one\ntwo\nthree\n");
+  RunOutcome out;
+  ojson r = run(R"([
+    {"id": "stats", "executor": "tool:filestats", "inputs": {"command": "count", "files": ["notes.txt"]}},
+    {"id": "wrap", "executor": "tool:wrap", "inputs": {"command": "run"}},
+    {"id": "say", "executor": "tool:say",
+     "inputs": {"command": "run", "text": "$$${previous.json.got.lines} $${previous.result}"}}
+  ])",
+                &out);
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  ASSERT_EQ(r["execution_chain"].size(), 3u);
+  EXPECT_EQ(r["execution_chain"][2]["result"]["said"], "$3 ${previous.result}");
+}
+
 TEST_F(ChainTest, ThreeToolStepsPassTheirOutputAlong) {
   write_file(ws() / "notes.txt", "one\ntwo\nthree\n");
   RunOutcome out;

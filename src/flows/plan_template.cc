@@ -11,6 +11,7 @@
 
 #include "flows/embedded_files.h"
 #include "flows/request_text.h"
+#include "orch/placeholder.h"
 #include "util/json_text.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
@@ -204,7 +205,11 @@ std::string escape_placeholders(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '{') out += '$';
+    if (const std::size_t n = dollar_run(text, i); n > 0) {
+      out.append(2 * n, '$');  // read back as n literal `$` and the `{`
+      i += n - 1;
+      continue;
+    }
     if (text[i] == '#' && i + 2 < text.size() && text[i + 1] == 'E' && text[i + 2] >= '0' &&
         text[i + 2] <= '9')
       out += '#';

@@ -165,7 +165,7 @@ TEST(PlanYamlTest, TheTextReadsBackAsTheSameJson) {
 // Any text, escaped, parses back to exactly itself with no placeholder in it.
 TEST(EscapePlaceholders, AnyTextRoundTripsAsALiteral) {
   for (std::string text : {"${steps.a.result}", "$${x}", "#E0 and #E12", "##E0", "color: #E0E0E0;", "$$",
-                           "#E", "a$", "${", "#Error", "plain"}) {
+                           "#E", "a$", "${", "#Error", "plain", "$$${x}", "$$$${", "$$$", "a$$$$$${b}c${"}) {
     const std::string escaped = escape_placeholders(text);
     auto t = parse_template(escaped);
     ASSERT_TRUE(t) << escaped << ": " << t.error().message;

@@ -3,9 +3,9 @@
 // Parsing is strict on purpose: anything that looks like a placeholder ("${...}")
 // but is not one of the known forms is an error with a did-you-mean, so a typo
 // fails validation instead of reaching a process as literal text. "$${" is a
-// literal "${"; "#E<digits>" is the seed's form ("#Error" is text) and "##E<digit>"
-// a literal "#E<digit>" (so text from outside, like a CSS colour "#E0E0E0", can
-// always be passed through escape_placeholders()).
+// literal "${" (before "{", "$$" is one "$"); "#E<digits>" is the seed's form ("#Error" is text) and
+// "##E<digit>" a literal "#E<digit>" (so text from outside, like a CSS colour "#E0E0E0", can always be passed
+// through escape_placeholders()).
 #include "orch/placeholder.h"
 
 #include <fmt/format.h>
@@ -15,6 +15,8 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "util/strings.h"
 
@@ -170,6 +172,12 @@ bool is_ascii_digit(char c) {
 
 }  // namespace
 
+std::size_t dollar_run(std::string_view text, std::size_t at) {
+  std::size_t end = at;
+  while (end < text.size() && text[end] == '$') ++end;
+  return end < text.size() && text[end] == '{' ? end - at : 0;
+}
+
 bool Template::has_placeholders() const {
   for (const auto& s : segments)
     if (s.kind != Segment::Kind::Literal) return true;
@@ -184,10 +192,12 @@ Expected<Template> parse_template(std::string_view text) {
     add_literal(t, text.substr(literal_start, end - literal_start), literal_start);
   };
   while (i < text.size()) {
-    if (text.compare(i, 3, "$${") == 0) {
+    if (const std::size_t n = dollar_run(text, i); n >= 2) {
+      // Right before `{`, each `$$` is one literal `$`, and an odd `$` left over
+      // starts a placeholder: `$${` is `${`, `$$${inputs.price}` is `$` and the price.
       flush(i);
-      add_literal(t, "${", i);
-      i += 3;
+      add_literal(t, std::string(n / 2, '$'), i);
+      i += n - n % 2;  // at the `{`, which is text, or at the `$` of a placeholder
       literal_start = i;
     } else if (text.compare(i, 3, "##E") == 0 && i + 3 < text.size() && is_ascii_digit(text[i + 3])) {
       flush(i);
@@ -261,7 +271,39 @@ int json_nesting(std::string_view text, int limit) {
   return deepest;
 }
 
-Expected<nlohmann::ordered_json> parse_result(std::string_view json_text) {
+using Json = nlohmann::ordered_json;
+
+// A number that is not a whole number within 64 bits (1.50, 1e2,
+// 12345678901234567890123) is kept as the text the step wrote, in a binary
+// node of this subtype: the double nlohmann makes of it would be written back
+// as 1.5, 100.0 and 1.2345678901234568e+22. Whole numbers within 64 bits are
+// exact as they are.
+constexpr std::uint64_t kNumberText = 0x4e;
+
+class ExactNumbers : public nlohmann::detail::json_sax_dom_parser<Json> {
+ public:
+  using Base = nlohmann::detail::json_sax_dom_parser<Json>;
+  explicit ExactNumbers(Json& doc) : Base(doc, true) {}
+  bool number_float(Json::number_float_t /*value*/, const Json::string_t& text) {
+    Json::binary_t kept(std::vector<std::uint8_t>(text.begin(), text.end()), kNumberText);
+    return Base::binary(kept);
+  }
+};
+
+const std::string* number_text(const Json& node) {
+  thread_local std::string text;
+  if (!node.is_binary() || !node.get_binary().has_subtype() || node.get_binary().subtype() != kNumberText)
+    return nullptr;
+  const auto& bytes = node.get_binary();
+  text.assign(bytes.begin(), bytes.end());
+  return &text;
+}
+
+const char* type_name(const Json& node) {
+  return number_text(node) != nullptr ? "number" : node.type_name();
+}
+
+Expected<Json> parse_result(std::string_view json_text) {
   // A result nested deeper than a plan may be is refused before it is parsed:
   // writing such a value back out (the `${steps.ID.json}` of it) recurses once
   // per level and would overflow the stack.
@@ -269,14 +311,48 @@ Expected<nlohmann::ordered_json> parse_result(std::string_view json_text) {
     return fail(ErrorCode::InvalidInput,
                 fmt::format("the result nests deeper than {} levels", kMaxResultDepth));
   try {
-    return nlohmann::ordered_json::parse(json_text);
+    Json doc;
+    ExactNumbers builder(doc);
+    Json::sax_parse(json_text, &builder);
+    return doc;
   } catch (const nlohmann::json::exception& e) {
     return fail(ErrorCode::InvalidInput, fmt::format("the result is not JSON ({})", e.what()));
   }
 }
 
-Expected<std::string> value_at(const nlohmann::ordered_json& doc, const std::vector<std::string>& path) {
-  const nlohmann::ordered_json* node = &doc;
+// `node` written back out as JSON, each number as the step wrote it.
+void write_exact(const Json& node, std::string& out) {
+  const auto plain = [&out](const Json& n) {
+    // Invalid UTF-8 in the result is kept byte for byte rather than failing the render.
+    out += n.dump(-1, ' ', false, Json::error_handler_t::ignore);
+  };
+  if (const std::string* text = number_text(node)) {
+    out += *text;
+  } else if (node.is_object()) {
+    out += '{';
+    bool first = true;
+    for (const auto& [key, value] : node.items()) {
+      if (!std::exchange(first, false)) out += ',';
+      plain(Json(key));
+      out += ':';
+      write_exact(value, out);
+    }
+    out += '}';
+  } else if (node.is_array()) {
+    out += '[';
+    bool first = true;
+    for (const Json& value : node) {
+      if (!std::exchange(first, false)) out += ',';
+      write_exact(value, out);
+    }
+    out += ']';
+  } else {
+    plain(node);
+  }
+}
+
+Expected<std::string> value_at(const Json& doc, const std::vector<std::string>& path) {
+  const Json* node = &doc;
   std::string walked;
   for (const auto& key : path) {
     std::string where = walked.empty() ? "the top level" : fmt::format("'{}'", walked);
@@ -297,19 +373,20 @@ Expected<std::string> value_at(const nlohmann::ordered_json& doc, const std::vec
     } else {
       return fail(ErrorCode::InvalidInput,
                   fmt::format("cannot look up '{}' in {} (a {}, not an object or array)", key, where,
-                              node->type_name()));
+                              type_name(*node)));
     }
     walked += walked.empty() ? key : "." + key;
   }
   if (node->is_string()) return node->get<std::string>();
-  // Invalid UTF-8 in the result is kept byte for byte rather than failing the render.
-  return node->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::ignore);
+  std::string out;
+  write_exact(*node, out);
+  return out;
 }
 
 }  // namespace
 
 struct ParsedResults {
-  std::map<std::string, Expected<nlohmann::ordered_json>> by_step;
+  std::map<std::string, Expected<Json>> by_step;
 };
 
 std::shared_ptr<ParsedResults> new_parsed_results() {
@@ -346,7 +423,10 @@ Expected<std::string> render(const Template& tmpl, const RenderContext& ctx) {
         } else {
           value = json_path_value(*result, seg.json_path);
         }
-        if (!value) return missing(seg, value.error().message);
+        if (!value) {
+          const std::string note = ctx.result_note ? ctx.result_note(seg.text) : "";
+          return missing(seg, note.empty() ? value.error().message : value.error().message + "; " + note);
+        }
         out += *value;
         break;
       }

@@ -183,6 +183,13 @@ TEST(Render, FillsEveryKind) {
   EXPECT_EQ(render_text("${steps.j.json.x.y}", r).value(), R"([10,"twenty",{"z":true}])");
   EXPECT_EQ(render_text("${steps.j.json}", r).value(), R"({"x":{"y":[10,"twenty",{"z":true}]},"s":"str"})");
   EXPECT_EQ(render_text("$${steps.a.result}", r).value(), "${steps.a.result}");
+  // Before `{`, `$$` is one `$` and an odd `$` left starts a placeholder: a
+  // literal `$` can come right before one.
+  EXPECT_EQ(render_text("$$${steps.j.json.s}", r).value(), "$str");
+  EXPECT_EQ(render_text("price: $$$$${steps.j.json.s}", r).value(), "price: $$str");
+  EXPECT_EQ(render_text("$$$${steps.j.json.s}", r).value(), "$${steps.j.json.s}");
+  // Elsewhere `$` is text, doubled or not.
+  EXPECT_EQ(render_text("$$ $ a$$b $$$", r).value(), "$$ $ a$$b $$$");
 }
 
 TEST(Render, ValuesAreNotReinterpreted) {
@@ -274,6 +281,41 @@ TEST(JsonPathValue, ALargeArrayOfObjectsIsLookedUpInOnePass) {
   }
   EXPECT_EQ(lookups, 3);
   EXPECT_EQ(json_path_value(doc, {"o", "123456", "i"}).value(), "123456");
+}
+
+// Numbers come out as the step wrote them: nlohmann's double would lose the
+// digits of a long whole number and write 1e2 back as 100.0.
+TEST(JsonPathValue, NumbersKeepTheTextTheStepWrote) {
+  const char* doc = R"({"id": 12345678901234567890123, "neg": -98765432109876543210, "e": 1e2, "f": 1.50,)"
+                    R"( "i": 42, "big": 18446744073709551615, "o": {"x": 2.50E-3, "l": [1e2, 7, "s"]}})";
+  EXPECT_EQ(json_path_value(doc, {"id"}).value(), "12345678901234567890123");
+  EXPECT_EQ(json_path_value(doc, {"neg"}).value(), "-98765432109876543210");
+  EXPECT_EQ(json_path_value(doc, {"e"}).value(), "1e2");
+  EXPECT_EQ(json_path_value(doc, {"f"}).value(), "1.50");
+  EXPECT_EQ(json_path_value(doc, {"i"}).value(), "42");
+  EXPECT_EQ(json_path_value(doc, {"big"}).value(), "18446744073709551615");
+  EXPECT_EQ(json_path_value(doc, {"o"}).value(), R"({"x":2.50E-3,"l":[1e2,7,"s"]})");
+  EXPECT_EQ(json_path_value(doc, {"o", "l"}).value(), R"([1e2,7,"s"])");
+  EXPECT_EQ(json_path_value("1e2", {}).value(), "1e2");
+  auto into = json_path_value(doc, {"e", "k"});
+  ASSERT_FALSE(into);
+  EXPECT_NE(into.error().message.find("(a number, not an object or array)"), std::string::npos)
+      << into.error().message;
+}
+
+// A failed JSON lookup carries what the context knows about the result.
+TEST(Render, AFailedJsonLookupCarriesTheResultNote) {
+  RenderContext ctx;
+  ctx.step_result = [](const std::string&) -> std::optional<std::string> { return R"({"a": [1, 2)"; };
+  ctx.result_note = [](const std::string& id) { return id == "s" ? "it was cut" : ""; };
+  auto out = render(*parse_template("${steps.s.json.a}"), ctx);
+  ASSERT_FALSE(out);
+  EXPECT_NE(out.error().message.find("not JSON"), std::string::npos) << out.error().message;
+  EXPECT_TRUE(out.error().message.ends_with("; it was cut")) << out.error().message;
+  auto other = render(*parse_template("${steps.t.json.a}"), ctx);
+  ASSERT_FALSE(other);
+  EXPECT_FALSE(other.error().message.ends_with("; ")) << other.error().message;
+  EXPECT_EQ(other.error().message.find("cut"), std::string::npos) << other.error().message;
 }
 
 TEST(JsonPathValue, Errors) {
