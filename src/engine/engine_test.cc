@@ -692,6 +692,27 @@ steps:
       << "a step whose writes do not overlap runs alongside";
 }
 
+// The same through a symlink: `alias/shared.txt` is `out/shared.txt`.
+TEST_F(EngineTest, StepsWhoseWritesOverlapThroughASymlinkTakeTurns) {
+  fs::create_directories(ws() / "out");
+  fs::create_directory_symlink("out", ws() / "alias");
+  write_file(ws() / "out" / "shared.txt", "orig\n");
+  auto out = run(R"(
+concurrency: 4
+on_failure: continue
+steps:
+  - {id: a, writes: [alias/shared.txt], sh: 'sleep 0.3; exit 1', attempts: 1}
+  - {id: b, writes: [out], sh: 'echo from-b > out/shared.txt'}
+  - {id: c, deps: [b], sh: 'cat out/shared.txt'}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(step(out.run_id, "c").result, "from-b");
+  EXPECT_EQ(read_file(ws() / "out" / "shared.txt"), "from-b\n");
+  auto a = attempts(out.run_id, "a").at(0);
+  auto b = attempts(out.run_id, "b").at(0);
+  EXPECT_TRUE(a.finished_at <= b.started_at || b.finished_at <= a.started_at) << "a and b overlapped";
+}
+
 TEST_F(EngineTest, PostconditionsDecideNotTheExitCode) {
   auto out = run(R"(
 on_failure: continue

@@ -126,11 +126,20 @@ bool Scheduler::writes_overlap_in_flight(int i) const {
   const Step& step = *steps_[static_cast<std::size_t>(i)].step;
   if (step.writes.empty() || writers_in_flight_.empty()) return false;
   const fs::path ws = fs::path(run_.workspace);
+  // As written, and with the symlinks on the way resolved as they are now (`out`
+  // and `alias/x` overlap when `alias` links to `out`).
+  const auto resolved = [](const fs::path& p) {
+    std::error_code ec;
+    fs::path r = fs::weakly_canonical(p, ec);
+    return ec ? p : r;
+  };
   for (int other : writers_in_flight_)
     for (const auto& mine : step.writes)
       for (const auto& theirs : steps_[static_cast<std::size_t>(other)].step->writes) {
         const fs::path a = ws / mine, b = ws / theirs;
         if (within(a, b) || within(b, a)) return true;
+        const fs::path ra = resolved(a), rb = resolved(b);
+        if (within(ra, rb) || within(rb, ra)) return true;
       }
   return false;
 }
