@@ -211,15 +211,6 @@ std::string PlannedRequest::summary() const {
 Expected<PlannedRequest> plan_request(std::string_view request, const PlannerOptions& o) {
   if (!o.executors) return fail(ErrorCode::Internal, "plan_request: no executor registry");
   if (trim(request).empty()) return fail(ErrorCode::InvalidInput, "the request is empty");
-  // The seed's "#E<idx>" step reference has no escape in the placeholder
-  // language, so a request holding one cannot become plan text safely.
-  for (std::size_t at = request.find("#E"); at != std::string_view::npos; at = request.find("#E", at + 1))
-    if (at + 2 < request.size() && std::isdigit(static_cast<unsigned char>(request[at + 2])) != 0)
-      return fail(ErrorCode::InvalidInput,
-                  fmt::format("the request contains '{}', which plans read as a step reference (#E<index>) and "
-                              "which cannot be escaped; write it another way (e.g. '# E{}')",
-                              request.substr(at, 3), request[at + 2]));
-
   TriggerResult trigger = trigger_job(request);
   if (!trigger.is_job()) {
     auto out = ORCH_TRY(single_step(request, o, PlanPath::SingleStep, trigger.explanation()));

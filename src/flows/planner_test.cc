@@ -11,6 +11,7 @@
 
 #include "exec/llm_executor.h"
 #include "exec/tool_executor.h"
+#include "orch/placeholder.h"
 #include "testing/fake_llm.h"
 #include "testing/testing.h"
 
@@ -228,10 +229,19 @@ TEST_F(PlannerTest, AFailedPlanningCallFallsBackToOneStep) {
   EXPECT_EQ(p.plan.steps.size(), 1u);
 }
 
-TEST_F(PlannerTest, AStepReferenceInTheRequestIsRefused) {
-  auto out = plan_request("summarize #E1 for me", options_);
-  ASSERT_FALSE(out);
-  EXPECT_NE(out.error().message.find("'#E1'"), std::string::npos) << out.error().message;
+// "#E1" in a request is text, escaped as "##E1" (as "${" is as "$${"): the step
+// gets the request as it was written, never step 1's result.
+TEST_F(PlannerTest, AStepReferenceInTheRequestIsText) {
+  const std::string request = "summarize #E1 and ${x} for me";
+  auto out = plan_request(request, options_);
+  ASSERT_TRUE(out) << out.error().message;
+  ASSERT_EQ(out->plan.steps.size(), 1u);
+  const std::string prompt = out->plan.steps[0].inputs["prompt"].get<std::string>();
+  EXPECT_EQ(prompt, "summarize ##E1 and $${x} for me");
+  auto tmpl = parse_template(prompt);
+  ASSERT_TRUE(tmpl) << tmpl.error().message;
+  EXPECT_FALSE(tmpl->has_placeholders());
+  EXPECT_EQ(render(*tmpl, RenderContext{}).value(), request);
 }
 
 // CLI-first: the model is offered only the tools select_tool would choose, and a
