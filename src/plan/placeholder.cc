@@ -15,6 +15,8 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -290,17 +292,15 @@ class ExactNumbers : public nlohmann::detail::json_sax_dom_parser<Json> {
   }
 };
 
-const std::string* number_text(const Json& node) {
-  thread_local std::string text;
+std::optional<std::string_view> number_text(const Json& node) {
   if (!node.is_binary() || !node.get_binary().has_subtype() || node.get_binary().subtype() != kNumberText)
-    return nullptr;
+    return std::nullopt;
   const auto& bytes = node.get_binary();
-  text.assign(bytes.begin(), bytes.end());
-  return &text;
+  return std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
 const char* type_name(const Json& node) {
-  return number_text(node) != nullptr ? "number" : node.type_name();
+  return number_text(node) ? "number" : node.type_name();
 }
 
 Expected<Json> parse_result(std::string_view json_text) {
@@ -326,7 +326,7 @@ void write_exact(const Json& node, std::string& out) {
     // Invalid UTF-8 in the result is kept byte for byte rather than failing the render.
     out += n.dump(-1, ' ', false, Json::error_handler_t::ignore);
   };
-  if (const std::string* text = number_text(node)) {
+  if (const auto text = number_text(node)) {
     out += *text;
   } else if (node.is_object()) {
     out += '{';
