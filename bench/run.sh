@@ -6,7 +6,8 @@
 #
 #   1. N independent `true` commands at -j2 (N = 5000): the raw posix_spawn loop
 #      (bench/spawn_loop.cc), the same loop with orch's spawn mechanics
-#      (`spawn_loop --orch-mechanics`), `make -j2`, `ninja -j2` and `orch run` with
+#      (`spawn_loop --orch-mechanics`), that loop keeping a minimal per-turn SQLite
+#      record (`--ledger`), `make -j2`, `ninja -j2` and `orch run` with
 #      a fresh store and workspace; wall seconds and the ratio of each to the raw loop.
 #   2. A chain of builtin:echo steps (1000), each depending on the previous, as a
 #      YAML and as a JSON plan: orch's per-step overhead in µs (the wall time of
@@ -198,6 +199,16 @@ if secs=$(measure mechanics "" "$(q "$spawn_loop") --orch-mechanics $(q "$flat")
   ratio_line "spawn loop, orch mechanics" "$secs"
 else
   note "spawn loop with orch's mechanics: FAILED"; failures=$((failures + 1))
+fi
+# The same again with the least durable record a per-turn SQLite ledger keeps
+# (an attempt row and an event at each start and each end, one transaction per
+# turn, committed before the turn's children start): what durability itself costs.
+printf -v ledger_prep 'rm -f %s %s %s' "$(q "$work/floor.db")" "$(q "$work/floor.db-wal")" "$(q "$work/floor.db-shm")"
+if secs=$(measure ledger-floor "$ledger_prep" \
+  "$(q "$spawn_loop") --orch-mechanics $(q "$flat") --ledger $(q "$work/floor.db") $n 2 true"); then
+  ratio_line "mechanics + minimal ledger" "$secs"
+else
+  note "spawn loop with a minimal ledger: FAILED"; failures=$((failures + 1))
 fi
 if secs=$(measure make "" "make -s -j2 -C $(q "$flat")"); then
   ratio_line "make -j2" "$secs"

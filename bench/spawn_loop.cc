@@ -2,6 +2,7 @@
 //
 //   spawn_loop N J CMD [ARG...]
 //   spawn_loop --orch-mechanics DIR N J CMD [ARG...]
+//   spawn_loop --orch-mechanics DIR --ledger DB N J CMD [ARG...]
 //
 // Runs CMD N times with posix_spawnp, keeping at most J children running at
 // once (reaping with waitpid), and prints the elapsed wall time in seconds.
@@ -17,14 +18,25 @@
 // (then the pipes are read to their end).
 // What it adds to the plain loop is what those mechanics cost; what orch adds to
 // it is orch's own work (its ledger, checks and bookkeeping).
+//
+// --ledger DB adds the least durable record a per-turn SQLite ledger can keep,
+// in a new database DB (WAL, synchronous = NORMAL, as orch's ledger): each turn
+// of the loop is one transaction that records the end of every child reaped
+// since the last one (an UPDATE of its attempt row and an event row) and the
+// start of every child about to be spawned (an attempt row and an event row),
+// committed before those children are spawned. Two tables with integer keys, no
+// other index, statements prepared once. What orch adds to this is the rest of
+// its bookkeeping, not the cost of durability itself.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sqlite3.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -32,6 +44,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 extern char** environ;
@@ -39,7 +52,7 @@ extern char** environ;
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: spawn_loop [--orch-mechanics DIR] N J CMD [ARG...]\n");
+  std::fprintf(stderr, "usage: spawn_loop [--orch-mechanics DIR [--ledger DB]] N J CMD [ARG...]\n");
   return 2;
 }
 
@@ -84,6 +97,7 @@ long plain_loop(long total, long jobs, char** command) {
 }
 
 struct Child {
+  long id = 0;  // 1, 2, ... in the order started
   pid_t pid = -1;
   int out = -1;    // read end of the stdout pipe, -1 once at end of file
   int err = -1;    // read end of the stderr pipe, -1 once at end of file
@@ -161,15 +175,92 @@ bool start_like_orch(Child& child, const char* dir, char** command) {
   return true;
 }
 
-long orch_mechanics_loop(const char* dir, long total, long jobs, char** command) {
+// The --ledger database: one transaction per turn of the loop.
+class Ledger {
+ public:
+  bool open(const char* path) {
+    if (sqlite3_open(path, &db_) != SQLITE_OK) return fail("open");
+    const char* setup =
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+        "CREATE TABLE attempts (id INTEGER PRIMARY KEY, started_ms INTEGER NOT NULL, finished_ms INTEGER,"
+        " exit_code INTEGER);"
+        "CREATE TABLE events (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, kind TEXT NOT NULL,"
+        " ts INTEGER NOT NULL);";
+    if (sqlite3_exec(db_, setup, nullptr, nullptr, nullptr) != SQLITE_OK) return fail("set up");
+    return prepare(begin_, "BEGIN") && prepare(commit_, "COMMIT") &&
+           prepare(start_, "INSERT INTO attempts (id, started_ms) VALUES (?1, ?2)") &&
+           prepare(finish_, "UPDATE attempts SET finished_ms = ?2, exit_code = ?3 WHERE id = ?1") &&
+           prepare(event_, "INSERT INTO events (attempt, kind, ts) VALUES (?1, ?2, ?3)");
+  }
+  ~Ledger() {
+    for (sqlite3_stmt* s : {begin_, commit_, start_, finish_, event_}) sqlite3_finalize(s);
+    sqlite3_close(db_);
+  }
+  bool begin() { return step(begin_); }
+  bool commit() { return step(commit_); }
+  bool started(long id) {
+    sqlite3_bind_int64(start_, 1, id);
+    sqlite3_bind_int64(start_, 2, now_ms());
+    return step(start_) && event(id, "started");
+  }
+  bool finished(long id, int exit_code) {
+    sqlite3_bind_int64(finish_, 1, id);
+    sqlite3_bind_int64(finish_, 2, now_ms());
+    sqlite3_bind_int(finish_, 3, exit_code);
+    return step(finish_) && event(id, "finished");
+  }
+
+ private:
+  static long long now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  bool event(long id, const char* kind) {
+    sqlite3_bind_int64(event_, 1, id);
+    sqlite3_bind_text(event_, 2, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(event_, 3, now_ms());
+    return step(event_);
+  }
+  bool prepare(sqlite3_stmt*& s, const char* sql) {
+    return sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK || fail(sql);
+  }
+  bool step(sqlite3_stmt* s) {
+    const int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE || fail("write");
+  }
+  bool fail(const char* what) {
+    std::fprintf(stderr, "spawn_loop: ledger: %s: %s\n", what, db_ ? sqlite3_errmsg(db_) : "out of memory");
+    return false;
+  }
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* begin_ = nullptr;
+  sqlite3_stmt* commit_ = nullptr;
+  sqlite3_stmt* start_ = nullptr;
+  sqlite3_stmt* finish_ = nullptr;
+  sqlite3_stmt* event_ = nullptr;
+};
+
+long orch_mechanics_loop(const char* dir, Ledger* ledger, long total, long jobs, char** command) {
   long started = 0;
   long failures = 0;
   std::vector<Child> running;
   std::vector<pollfd> fds;
+  std::vector<std::pair<long, int>> ended;  // attempt id, exit code: not yet recorded
   while (started < total || !running.empty()) {
+    const long starting = std::min(total - started, jobs - static_cast<long>(running.size()));
+    if (ledger != nullptr && (starting > 0 || !ended.empty())) {
+      bool ok = ledger->begin();
+      for (const auto& [id, code] : ended) ok = ok && ledger->finished(id, code);
+      for (long k = 0; k < starting; ++k) ok = ok && ledger->started(started + k + 1);
+      if (!ok || !ledger->commit()) return -1;
+      ended.clear();
+    }
     while (started < total && static_cast<long>(running.size()) < jobs) {
       ++started;
       Child child;
+      child.id = started;
       if (!start_like_orch(child, dir, command)) return -1;
       running.push_back(child);
     }
@@ -203,8 +294,14 @@ long orch_mechanics_loop(const char* dir, long total, long jobs, char** command)
       }
       close(c.pidfd);
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
+      ended.emplace_back(c.id, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
     }
+  }
+  if (ledger != nullptr && !ended.empty()) {
+    bool ok = ledger->begin();
+    for (const auto& [id, code] : ended) ok = ok && ledger->finished(id, code);
+    if (!ok || !ledger->commit()) return -1;
   }
   return failures;
 }
@@ -214,9 +311,14 @@ long orch_mechanics_loop(const char* dir, long total, long jobs, char** command)
 int main(int argc, char** argv) {
   int first = 1;
   const char* orch_dir = nullptr;
+  const char* ledger_path = nullptr;
   if (argc > 2 && std::strcmp(argv[1], "--orch-mechanics") == 0) {
     orch_dir = argv[2];
     first = 3;
+    if (argc > 4 && std::strcmp(argv[3], "--ledger") == 0) {
+      ledger_path = argv[4];
+      first = 5;
+    }
   }
   long total = 0;
   long jobs = 0;
@@ -225,9 +327,12 @@ int main(int argc, char** argv) {
   }
   char** command = argv + first + 2;
 
+  Ledger ledger;
   const auto start = std::chrono::steady_clock::now();
+  if (ledger_path != nullptr && !ledger.open(ledger_path)) return 1;
   const long failures =
-      orch_dir ? orch_mechanics_loop(orch_dir, total, jobs, command) : plain_loop(total, jobs, command);
+      orch_dir ? orch_mechanics_loop(orch_dir, ledger_path ? &ledger : nullptr, total, jobs, command)
+               : plain_loop(total, jobs, command);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   if (failures < 0) return 1;
   std::printf("%.3f\n", elapsed.count());
