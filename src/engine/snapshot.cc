@@ -16,6 +16,7 @@
 // the way it was written, for a resume of an attempt an older orch started.
 #include "engine/snapshot.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -27,6 +28,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "util/fd.h"
@@ -187,95 +189,253 @@ struct Taker {
 };
 
 // ---- restoring -------------------------------------------------------------
+//
+// A process left over from the attempt may still be changing the workspace
+// while the restore runs: a folder checked to be a folder could be a symlink to
+// outside the workspace a moment later. So the restore never resolves a path
+// the attempt could have changed. It opens the workspace once, goes down one
+// folder at a time with O_NOFOLLOW, and does everything relative to a folder it
+// holds open: a swap meanwhile can make an open fail (reported), never send a
+// write or a removal outside the workspace.
+
+constexpr int kOpenFolder = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+
+// A folder the restore holds open, with its path for messages. When orch had
+// to open it up (give its owner rwx) it gets its mode back as the Folder goes,
+// unless the restore set the mode itself (mode_before back to -1).
+struct Folder {
+  Fd fd;
+  fs::path path;
+  int mode_before = -1;
+
+  Folder(Fd f, fs::path p) : fd(std::move(f)), path(std::move(p)) {}
+  Folder(Folder&&) = default;
+  ~Folder() {
+    if (fd.ok() && mode_before >= 0) ::fchmod(fd.get(), static_cast<mode_t>(mode_before));
+  }
+};
+
+// A root's manifest nodes by their path below it, and each folder's entries.
+struct Tree {
+  std::map<std::string, const json*> nodes;
+  std::map<std::string, std::vector<std::string>> children;
+};
+
+std::string child_rel(const std::string& rel, const std::string& name) {
+  return rel.empty() ? name : rel + "/" + name;
+}
 
 struct Restorer {
   fs::path snapshot;
   fs::path workspace;
+  int workspace_fd;  // held open by restore_snapshot for the whole restore
   std::vector<std::string> problems;
 
   void problem(std::string text) { problems.push_back(std::move(text)); }
 
-  bool remove(const fs::path& path) {
-    std::error_code ec;
-    fs::remove_all(path, ec);  // never follows a symlink: removes the link
-    if (ec && ec != std::errc::no_such_file_or_directory) {
-      problem(fmt::format("cannot remove {}: {}", path.string(), ec.message()));
+  // The names from the workspace down to `path` (none for the workspace
+  // itself), or nullopt when `path` is not inside it.
+  std::optional<std::vector<std::string>> below_workspace(const fs::path& path) const {
+    if (!path.is_absolute() || !in_folder(path, workspace)) return std::nullopt;
+    std::vector<std::string> names;
+    for (const fs::path& part : path.lexically_relative(workspace)) {
+      if (part == "..") return std::nullopt;  // openat would take it up and out
+      if (!part.empty() && part != ".") names.push_back(part.string());
+    }
+    return names;
+  }
+
+  // Lets orch add and remove entries in `folder` (one an attempt made
+  // read-only); the mode comes back when `folder` goes.
+  static void open_up(Folder& folder) {
+    struct stat st {};
+    if (::fstat(folder.fd.get(), &st) != 0) return;
+    const mode_t mode = st.st_mode & 07777;
+    if ((mode & S_IRWXU) == S_IRWXU || geteuid() == 0) return;
+    if (::fchmod(folder.fd.get(), mode | S_IRWXU) == 0 && folder.mode_before < 0)
+      folder.mode_before = static_cast<int>(mode);
+  }
+
+  // Opens the folder `name` in `parent`, never through a symlink: if one (or a
+  // file) was put there meanwhile, the open fails and that is reported. A
+  // folder orch's user owns but may not read is opened up to be read.
+  Folder open_folder(int parent, const std::string& name, fs::path path) {
+    Fd fd(::openat(parent, name.c_str(), kOpenFolder));
+    int error = errno;
+    Folder folder(std::move(fd), std::move(path));
+    struct stat st {};
+    if (!folder.fd.ok() && error == EACCES &&
+        ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_uid == geteuid() &&
+        ::fchmodat(parent, name.c_str(), (st.st_mode & 07777) | S_IRWXU, AT_SYMLINK_NOFOLLOW) == 0) {
+      folder.fd = Fd(::openat(parent, name.c_str(), kOpenFolder));
+      error = errno;
+      if (folder.fd.ok())
+        folder.mode_before = static_cast<int>(st.st_mode & 07777);
+      else
+        ::fchmodat(parent, name.c_str(), st.st_mode & 07777, AT_SYMLINK_NOFOLLOW);
+    }
+    if (!folder.fd.ok()) {
+      errno = error;
+      problem(error == ELOOP || error == ENOTDIR
+                  ? fmt::format("{} is no folder any more (replaced during the restore): left as it is",
+                                folder.path.string())
+                  : os_error(folder.path, "open the folder"));
+    }
+    return folder;
+  }
+
+  // The names in `folder` ("." and ".." aside), read through a copy of its
+  // descriptor (closedir closes the one it is given).
+  std::optional<std::vector<std::string>> list(const Folder& folder) {
+    const int copy = ::fcntl(folder.fd.get(), F_DUPFD_CLOEXEC, 0);
+    DIR* dir = copy < 0 ? nullptr : ::fdopendir(copy);
+    if (dir == nullptr) {
+      problem(os_error(folder.path, "list"));
+      if (copy >= 0) ::close(copy);
+      return std::nullopt;
+    }
+    ::rewinddir(dir);  // the copy shares its position with `folder`, which may have been listed before
+    std::vector<std::string> names;
+    errno = 0;
+    while (const dirent* e = ::readdir(dir)) {
+      const std::string_view name = e->d_name;
+      if (name != "." && name != "..") names.emplace_back(name);
+    }
+    const int error = errno;
+    ::closedir(dir);
+    if (error != 0) {
+      errno = error;
+      problem(os_error(folder.path, "list"));
+      return std::nullopt;
+    }
+    return names;
+  }
+
+  // Removes `name` from `parent`, a folder with all it holds; never follows a
+  // symlink (removes the link).
+  bool remove(int parent, const std::string& name, const fs::path& path) {
+    struct stat st {};
+    if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) return true;
+      problem(os_error(path, "remove"));
+      return false;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      Folder folder = open_folder(parent, name, path);
+      if (!folder.fd.ok()) return false;
+      open_up(folder);
+      const auto names = list(folder);
+      if (!names) return false;
+      bool emptied = true;
+      for (const std::string& n : *names) emptied = remove(folder.fd.get(), n, path / n) && emptied;
+      if (!emptied) return false;
+    }
+    if (::unlinkat(parent, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT) {
+      problem(os_error(path, "remove"));
       return false;
     }
     return true;
   }
 
-  // Lets orch add and remove entries in `folder` (a folder an attempt made
-  // read-only); returns the mode to give back afterwards, or -1.
-  static int open_up(const fs::path& folder) {
+  // Makes `name` in `parent` a real folder: what the attempt put in its place
+  // (a symlink, which a restore must never follow, or a file) goes.
+  bool real_folder(int parent, const std::string& name, const fs::path& path) {
     struct stat st {};
-    if (::lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return -1;
-    const mode_t mode = st.st_mode & 07777;
-    if ((mode & S_IRWXU) == S_IRWXU || geteuid() == 0) return -1;
-    if (::chmod(folder.c_str(), mode | S_IRWXU) != 0) return -1;
-    return static_cast<int>(mode);
-  }
-
-  // Makes `path` (inside the workspace) a real folder: what the attempt put in
-  // its place (a symlink, which a restore must never follow, or a file) goes.
-  bool real_folder(const fs::path& path) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0) {
+    if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
       if (S_ISDIR(st.st_mode)) return true;
-      if (!remove(path)) return false;
+      if (!remove(parent, name, path)) return false;
     } else if (errno != ENOENT) {
       problem(os_error(path, "read"));
       return false;
     }
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdirat(parent, name.c_str(), 0755) != 0 && errno != EEXIST) {
       problem(os_error(path, "make the folder"));
       return false;
     }
     return true;
   }
 
-  // Every folder from the workspace down to `path`'s parent, real.
-  bool real_parents(const fs::path& path) {
-    const fs::path rel = path.parent_path().lexically_relative(workspace);
-    if (rel.empty() || *rel.begin() == "..") {
-      problem(fmt::format("{} is not inside the workspace {}", path.string(), workspace.string()));
-      return false;
-    }
-    fs::path at = workspace;
-    for (const fs::path& part : rel) {
-      if (part == ".") continue;
-      at /= part;
-      if (!real_folder(at)) return false;
+  // Opens every folder from the workspace (chain[0]) down to the one that
+  // holds the last of `names`, each made a real folder on the way.
+  bool walk_down(const std::vector<std::string>& names, std::vector<Folder>& chain) {
+    for (std::size_t i = 0; i + 1 < names.size(); ++i) {
+      const int parent = chain.back().fd.get();
+      fs::path path = chain.back().path / names[i];
+      if (!real_folder(parent, names[i], path)) return false;
+      Folder next = open_folder(parent, names[i], std::move(path));
+      if (!next.fd.ok()) return false;
+      chain.push_back(std::move(next));
     }
     return true;
   }
 
-  void metadata(const fs::path& path, const json& node, bool symlink) {
+  // Gives back the owner, mode and modification time of `name` in `at` or,
+  // with no name, of the folder `at` itself.
+  void metadata(int at, const char* name, const fs::path& path, const json& node, bool symlink) {
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0) return;
+    if ((name != nullptr ? ::fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) : ::fstat(at, &st)) != 0) return;
     const auto uid = node.value("uid", static_cast<uid_t>(st.st_uid));
     const auto gid = node.value("gid", static_cast<gid_t>(st.st_gid));
     // Only root may give a file away: for anyone else the owner is theirs already.
     if ((st.st_uid != uid || st.st_gid != gid) &&
-        ::fchownat(AT_FDCWD, path.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0 && errno != EPERM)
+        (name != nullptr ? ::fchownat(at, name, uid, gid, AT_SYMLINK_NOFOLLOW) : ::fchown(at, uid, gid)) !=
+            0 &&
+        errno != EPERM)
       problem(os_error(path, "give back the owner of"));
-    if (!symlink && ::chmod(path.c_str(), node.value("mode", 0644u)) != 0)
+    // A symlink has no mode of its own; fchmodat with AT_SYMLINK_NOFOLLOW fails
+    // on one (rather than following it) should a file have become one meanwhile.
+    const mode_t mode = node.value("mode", 0644u);
+    if (!symlink &&
+        (name != nullptr ? ::fchmodat(at, name, mode, AT_SYMLINK_NOFOLLOW) : ::fchmod(at, mode)) != 0)
       problem(os_error(path, "give back the mode of"));
     timespec times[2] = {{0, UTIME_OMIT},
                          {node.value("mtime_s", time_t{0}), node.value("mtime_ns", long{0})}};
-    if (::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
+    if ((name != nullptr ? ::utimensat(at, name, times, AT_SYMLINK_NOFOLLOW) : ::futimens(at, times)) != 0)
       problem(os_error(path, "give back the modification time of"));
   }
 
-  void file(const fs::path& path, const json& node, const struct stat* now) {
+  // Makes `name` in `at` a hard link of `target` again (an earlier node of the
+  // snapshot, put back already). The target's folder is reached the same way,
+  // folder by folder, but not mended: if one on the way is no real folder now,
+  // that is reported and nothing is linked.
+  void link_again(int at, const std::string& name, const fs::path& path, const fs::path& target,
+                  const struct stat* now) {
+    const auto names = below_workspace(target);
+    if (!names || names->empty()) {
+      problem(fmt::format("{}: its hard link {} is not inside the workspace {}", path.string(),
+                          target.string(), workspace.string()));
+      return;
+    }
+    // O_PATH: a folder on the way needs no read permission to be passed through.
+    Fd held(-1);
+    int target_at = workspace_fd;
+    fs::path shown = workspace;
+    for (std::size_t i = 0; i + 1 < names->size(); ++i) {
+      shown /= (*names)[i];
+      held = Fd(::openat(target_at, (*names)[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!held.ok()) {
+        problem(
+            fmt::format("cannot link {} again to {}: {}: {}", path.string(), target.string(), shown.string(),
+                        errno == ELOOP || errno == ENOTDIR ? "no folder any more" : std::strerror(errno)));
+        return;
+      }
+      target_at = held.get();
+    }
+    const std::string& target_name = names->back();
+    struct stat t {};
+    if (now != nullptr && ::fstatat(target_at, target_name.c_str(), &t, AT_SYMLINK_NOFOLLOW) == 0 &&
+        t.st_ino == now->st_ino && t.st_dev == now->st_dev)
+      return;  // still the same file
+    if (now != nullptr && !remove(at, name, path)) return;
+    // Flags 0: should the target be a symlink now, the link is to the symlink, not where it points.
+    if (::linkat(target_at, target_name.c_str(), at, name.c_str(), 0) != 0)
+      problem(os_error(path, "link again"));
+  }
+
+  void file(int at, const std::string& name, const fs::path& path, const json& node, const struct stat* now) {
     if (node.contains("link_to")) {
-      const fs::path target = field(node, "link_to");
-      struct stat t {};
-      if (now != nullptr && ::stat(target.c_str(), &t) == 0 && t.st_ino == now->st_ino &&
-          t.st_dev == now->st_dev)
-        return;  // still the same file
-      if (now != nullptr && !remove(path)) return;
-      if (::link(target.c_str(), path.c_str()) != 0) problem(os_error(path, "link again"));
+      link_again(at, name, path, field(node, "link_to"), now);
       return;
     }
     const fs::path saved = snapshot / "files" / node.value("saved", "");
@@ -292,13 +452,13 @@ struct Restorer {
         now->st_dev == node.value("dev", dev_t{0})) {
       // O_NONBLOCK: should it have become a FIFO meanwhile, the open fails rather than waits.
       const int flags = O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-      fd = ::open(path.c_str(), flags);
+      fd = ::openat(at, name.c_str(), flags);
       // Made read-only by the attempt (or always so): opened for writing by its
       // owner for a moment, so that its other hard links still get the content;
       // its mode comes back with the rest of its metadata.
       if (fd < 0 && errno == EACCES && now->st_uid == geteuid() &&
-          ::chmod(path.c_str(), (now->st_mode & 07777) | S_IWUSR) == 0)
-        fd = ::open(path.c_str(), flags);
+          ::fchmodat(at, name.c_str(), (now->st_mode & 07777) | S_IWUSR, AT_SYMLINK_NOFOLLOW) == 0)
+        fd = ::openat(at, name.c_str(), flags);
       struct stat opened {};
       if (fd >= 0 &&
           (::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_ino != now->st_ino)) {
@@ -307,8 +467,8 @@ struct Restorer {
       }
     }
     if (fd < 0) {
-      if (now != nullptr && !remove(path)) return;
-      fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (now != nullptr && !remove(at, name, path)) return;
+      fd = ::openat(at, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     }
     Fd out(fd);
     if (!out.ok()) {
@@ -319,51 +479,56 @@ struct Restorer {
       problem(copied.error().message);
   }
 
-  void entry(const fs::path& path, const std::string& rel, const std::map<std::string, const json*>& nodes,
-             const std::map<std::string, std::vector<std::string>>& children) {
-    const json& node = *nodes.at(rel);
+  // Brings the open `folder` (the node `rel`) back in line: what the attempt
+  // added goes, each saved entry is put back, then the folder's own metadata.
+  // The folder itself is kept (a shell sitting in it stays in it).
+  void folder_entries(Folder& folder, const std::string& rel, const Tree& tree) {
+    open_up(folder);  // its own mode comes back with its metadata below
+    const auto kids = tree.children.find(rel);
+    std::set<std::string> keep;
+    if (kids != tree.children.end()) keep.insert(kids->second.begin(), kids->second.end());
+    if (const auto names = list(folder))
+      for (const std::string& name : *names)
+        if (!keep.contains(name)) remove(folder.fd.get(), name, folder.path / name);
+    if (kids != tree.children.end())
+      for (const std::string& name : kids->second) entry(folder, name, child_rel(rel, name), tree);
+    metadata(folder.fd.get(), nullptr, folder.path, *tree.nodes.at(rel), false);
+    folder.mode_before = -1;  // the mode is the saved one now
+  }
+
+  void entry(const Folder& parent, const std::string& name, const std::string& rel, const Tree& tree) {
+    const int at = parent.fd.get();
+    const fs::path path = parent.path / name;
+    const json& node = *tree.nodes.at(rel);
     const std::string type = node.value("type", "");
     struct stat st {};
-    const bool exists = ::lstat(path.c_str(), &st) == 0;
+    const bool exists = ::fstatat(at, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
     if (type == "dir") {
-      if (exists && !S_ISDIR(st.st_mode) && !remove(path)) return;
-      if (!exists || !S_ISDIR(st.st_mode)) {
-        if (::mkdir(path.c_str(), 0700) != 0) {
-          problem(os_error(path, "make the folder"));
-          return;
-        }
+      if (exists && !S_ISDIR(st.st_mode) && !remove(at, name, path)) return;
+      if ((!exists || !S_ISDIR(st.st_mode)) && ::mkdirat(at, name.c_str(), 0700) != 0) {
+        problem(os_error(path, "make the folder"));
+        return;
       }
-      open_up(path);  // its own mode comes back with its metadata below
-      auto kids = children.find(rel);
-      std::set<std::string> keep;
-      if (kids != children.end()) keep.insert(kids->second.begin(), kids->second.end());
-      std::error_code ec;
-      std::vector<fs::path> extra;
-      for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
-        if (!keep.contains(it->path().filename().string())) extra.push_back(it->path());
-      if (ec) problem(fmt::format("cannot list {}: {}", path.string(), ec.message()));
-      for (const fs::path& p : extra) remove(p);
-      if (kids != children.end())
-        for (const std::string& name : kids->second)
-          entry(path / name, rel.empty() ? name : rel + "/" + name, nodes, children);
-    } else if (type == "file") {
-      file(path, node, exists ? &st : nullptr);
+      Folder folder = open_folder(at, name, path);
+      if (folder.fd.ok()) folder_entries(folder, rel, tree);
+      return;
+    }
+    if (type == "file") {
+      file(at, name, path, node, exists ? &st : nullptr);
       if (node.contains("link_to")) return;  // the first link's metadata is the file's
     } else if (type == "symlink") {
       const std::string target = field(node, "target");
-      std::error_code ec;
-      const bool same = exists && S_ISLNK(st.st_mode) && fs::read_symlink(path, ec).string() == target;
-      if (!same) {
-        if (exists && !remove(path)) return;
-        if (::symlink(target.c_str(), path.c_str()) != 0) {
+      if (!(exists && S_ISLNK(st.st_mode) && read_link(at, name) == target)) {
+        if (exists && !remove(at, name, path)) return;
+        if (::symlinkat(target.c_str(), at, name.c_str()) != 0) {
           problem(os_error(path, "make the symlink"));
           return;
         }
       }
     } else if (type == "fifo") {
       if (!(exists && S_ISFIFO(st.st_mode))) {
-        if (exists && !remove(path)) return;
-        if (::mkfifo(path.c_str(), 0600) != 0) {
+        if (exists && !remove(at, name, path)) return;
+        if (::mkfifoat(at, name.c_str(), 0600) != 0) {
           problem(os_error(path, "make the FIFO"));
           return;
         }
@@ -372,44 +537,72 @@ struct Restorer {
       if (!exists) problem(fmt::format("{}: a socket or device cannot be made again", path.string()));
       return;
     }
-    metadata(path, node, type == "symlink");
+    metadata(at, name.c_str(), path, node, type == "symlink");
+  }
+
+  // Where the symlink `name` in `at` points ("" when it cannot be read).
+  static std::string read_link(int at, const std::string& name) {
+    std::string target(256, '\0');
+    for (;;) {
+      const ssize_t n = ::readlinkat(at, name.c_str(), target.data(), target.size());
+      if (n < 0) return {};
+      if (static_cast<std::size_t>(n) < target.size()) return target.substr(0, static_cast<std::size_t>(n));
+      target.resize(target.size() * 2);  // it may have been cut short
+    }
   }
 
   void root(const json& r) {
     const fs::path path = field(r, "path");
-    if (path.empty() || !in_folder(path, workspace)) {
+    const auto names = below_workspace(path);
+    if (!names) {
       problem(fmt::format("{} is not inside the workspace {}", path.string(), workspace.string()));
       return;
     }
-    if (path != workspace && !real_parents(path)) return;
-    const int parent_mode = path == workspace ? -1 : open_up(path.parent_path());
-    if (!r.value("existed", false)) {
-      remove(path);
-      // The folders the attempt made to hold it go too, if nothing else is in them.
-      const fs::path above = r.contains("above") ? fs::path(field(r, "above")) : workspace;
-      for (fs::path d = path.parent_path(); d != above && d != workspace && in_folder(d, above);
-           d = d.parent_path())
-        if (::rmdir(d.c_str()) != 0) break;
-    } else {
-      std::map<std::string, const json*> nodes;
-      std::map<std::string, std::vector<std::string>> children;
-      static const json kNone = json::array();
-      const auto list = r.find("nodes");
-      for (const json& n : list != r.end() && list->is_array() ? *list : kNone) {
-        const std::string rel = field(n, "rel");
-        nodes[rel] = &n;
-        if (rel.empty()) continue;
-        const auto slash = rel.rfind('/');
-        children[slash == std::string::npos ? "" : rel.substr(0, slash)].push_back(
-            slash == std::string::npos ? rel : rel.substr(slash + 1));
-      }
-      if (!nodes.contains("")) {
-        problem(fmt::format("{}: the snapshot holds nothing for it", path.string()));
-      } else {
-        entry(path, "", nodes, children);
-      }
+    Tree tree;
+    static const json kNone = json::array();
+    const auto list = r.find("nodes");
+    for (const json& n : list != r.end() && list->is_array() ? *list : kNone) {
+      const std::string rel = field(n, "rel");
+      tree.nodes[rel] = &n;
+      if (rel.empty()) continue;
+      const auto slash = rel.rfind('/');
+      tree.children[slash == std::string::npos ? "" : rel.substr(0, slash)].push_back(
+          slash == std::string::npos ? rel : rel.substr(slash + 1));
     }
-    if (parent_mode >= 0) ::chmod(path.parent_path().c_str(), static_cast<mode_t>(parent_mode));
+    const bool existed = r.value("existed", false);
+    if (existed && !tree.nodes.contains("")) {
+      problem(fmt::format("{}: the snapshot holds nothing for it", path.string()));
+      return;
+    }
+    std::vector<Folder> chain;  // the workspace, then each folder down to the root's parent
+    chain.emplace_back(Fd(::fcntl(workspace_fd, F_DUPFD_CLOEXEC, 0)), workspace);
+    if (!chain.back().fd.ok()) {
+      problem(os_error(workspace, "open the workspace"));
+      return;
+    }
+    if (names->empty()) {  // `writes: [.]`: the workspace folder itself is kept
+      if (!existed || tree.nodes.at("")->value("type", "") != "dir") {
+        problem(fmt::format("{}: the snapshot does not hold it as a folder", path.string()));
+        return;
+      }
+      folder_entries(chain.back(), "", tree);
+      return;
+    }
+    if (!walk_down(*names, chain)) return;
+    Folder& parent = chain.back();
+    open_up(parent);  // its mode comes back as `chain` goes
+    if (existed) {
+      entry(parent, names->back(), "", tree);
+      return;
+    }
+    remove(parent.fd.get(), names->back(), path);
+    // The folders the attempt made to hold it go too, if nothing else is in
+    // them: each removed through the folder above it, which is held open.
+    const fs::path above = r.contains("above") ? fs::path(field(r, "above")) : workspace;
+    for (std::size_t i = chain.size() - 1; i >= 1; --i) {
+      if (chain[i].path == above || !in_folder(chain[i].path, above)) break;
+      if (::unlinkat(chain[i - 1].fd.get(), (*names)[i - 1].c_str(), AT_REMOVEDIR) != 0) break;
+    }
   }
 };
 
@@ -494,11 +687,17 @@ Expected<void> restore_snapshot(const fs::path& snapshot_dir) {
   if (!manifest.is_object() || !manifest.contains("roots") || !manifest["roots"].is_array() ||
       !manifest.contains("workspace") || !manifest["workspace"].is_string())
     return fail(ErrorCode::Io, fmt::format("{}: snapshot manifest is corrupt", snapshot_dir.string()));
-  Restorer r{snapshot_dir, unhex(manifest["workspace"].get<std::string>()), {}};
-  struct stat st {};
-  if (::lstat(r.workspace.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return fail(ErrorCode::Io, fmt::format("workspace {} is not a folder any more: nothing was restored",
-                                           r.workspace.string()));
+  const fs::path workspace = unhex(manifest["workspace"].get<std::string>());
+  // The one path the restore resolves: everything else is reached from here, folder by folder.
+  Fd workspace_fd(::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!workspace_fd.ok())
+    return fail(
+        ErrorCode::Io,
+        errno == ENOENT || errno == ENOTDIR || errno == ELOOP
+            ? fmt::format("workspace {} is not a folder any more: nothing was restored", workspace.string())
+            : fmt::format("cannot open the workspace {}: {}: nothing was restored", workspace.string(),
+                          std::strerror(errno)));
+  Restorer r{snapshot_dir, workspace, workspace_fd.get(), {}};
   try {
     for (const json& root : manifest["roots"]) r.root(root);
   } catch (const json::exception& e) {  // orch wrote it; one edited by hand may not hold what it should

@@ -14,10 +14,15 @@
 //   - a folder that is still a folder is kept (a shell sitting in it stays in it),
 //     its entries brought back in line;
 //   - symlinks and FIFOs are made again; sockets and devices are left as found.
-// It never follows a symlink the attempt may have planted: every folder on the
-// way from the workspace down is checked, and one the attempt replaced with a
-// symlink or a file is replaced with a folder again. A restore that cannot put
-// an entry back goes on with the others and reports every failure at the end.
+// It never follows a symlink the attempt may have planted, not even one a
+// process left over from the attempt swaps in while the restore runs: it opens
+// the workspace once and goes down one folder at a time on open descriptors
+// (O_NOFOLLOW), doing everything relative to the folder it holds. A folder the
+// attempt replaced with a symlink or a file is made a folder again; one swapped
+// meanwhile makes that open fail, which is reported. Folders the attempt made
+// read-only or unreadable are opened up for the restore and get their modes
+// back. A restore that cannot put an entry back goes on with the others and
+// reports every failure at the end.
 //
 // The snapshot folder is recorded in the attempt row before the attempt starts,
 // so a resume after kill -9 can restore what the dead process left half-done.
