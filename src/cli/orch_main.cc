@@ -121,6 +121,10 @@ std::string usage_message(const CLI::ParseError& e, CLI::App& app) {
 int orch_main(int argc, char** argv) {
   // A closed stdout (orch status | head) must not kill orch mid-transaction.
   std::signal(SIGPIPE, SIG_IGN);
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG, which orch
+  // reports (a step's output file, the ledger), instead of killing orch with
+  // SIGXFSZ mid-transaction. Steps get the default back.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Each running attempt holds a few files (its pipes, its pidfd): at -j 1000 the
   // usual soft limit of 1024 would fail attempts that had succeeded. The soft limit
   // is raised toward the hard one, to at most 65536: children inherit it, and some

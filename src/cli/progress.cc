@@ -31,33 +31,51 @@ void ProgressPrinter::draw(const ProgressEvent& e) {
   std::fprintf(stderr, "\r\033[K%s", line.c_str());
   std::fflush(stderr);
   drawn_ = true;
+  last_ = e;
 }
 
 void ProgressPrinter::on_event(const ProgressEvent& e) {
   if (mode_ == Mode::Quiet) return;
+  // A step's line says what the ledger holds: it is kept until the engine's
+  // transaction that records the outcome is committed, then the turn's lines go
+  // out together (one write per turn instead of one per step).
+  if (e.kind == ProgressEvent::Kind::Committed) {
+    if (uncommitted_.empty()) return;
+    if (mode_ == Mode::Lines) {
+      std::fwrite(uncommitted_.data(), 1, uncommitted_.size(), stdout);
+      std::fflush(stdout);
+    } else {
+      // Above the live line, which is drawn again below them.
+      std::fprintf(stderr, "\r\033[K%s", uncommitted_.c_str());
+      if (drawn_)
+        draw(last_);
+      else
+        std::fflush(stderr);
+    }
+    uncommitted_.clear();
+    return;
+  }
   if (mode_ == Mode::Lines) {
-    // The lines of one engine transaction go out together, once it is committed:
-    // one write per turn instead of one per step.
-    if (e.kind == ProgressEvent::Kind::Committed) std::fflush(stdout);
     if (e.kind != ProgressEvent::Kind::StepFinished) return;
     std::string status = step_status_name(e.step_status);
     std::string detail = e.reason.empty() ? "" : "  " + first_line(e.reason);
     if (e.attempt > 0) {
-      std::printf("%-9s %s  (attempt %d, %s)%s\n", status.c_str(), e.step_id.c_str(), e.attempt,
-                  human_duration(e.duration_ms).c_str(), detail.c_str());
+      uncommitted_ += fmt::format("{:<9} {}  (attempt {}, {}){}\n", status, e.step_id, e.attempt,
+                                  human_duration(e.duration_ms), detail);
     } else {  // never attempted: skipped before it started
-      std::printf("%-9s %s%s\n", status.c_str(), e.step_id.c_str(), detail.c_str());
+      uncommitted_ += fmt::format("{:<9} {}{}\n", status, e.step_id, detail);
     }
     return;
   }
-  if (e.kind == ProgressEvent::Kind::Committed) return;
-  if (e.kind == ProgressEvent::Kind::StepFinished && e.step_status == StepStatus::Failed) {
-    std::fprintf(stderr, "\r\033[Kfailed    %s: %s\n", e.step_id.c_str(), first_line(e.reason).c_str());
-  }
+  if (e.kind == ProgressEvent::Kind::StepFinished && e.step_status == StepStatus::Failed)
+    uncommitted_ += fmt::format("failed    {}: {}\n", e.step_id, first_line(e.reason));
   draw(e);
 }
 
 void ProgressPrinter::finish() {
+  // Lines of a transaction that was never committed (the ledger could not be
+  // written) are dropped: the ledger does not hold those outcomes.
+  uncommitted_.clear();
   if (mode_ == Mode::Lines) std::fflush(stdout);
   if (mode_ == Mode::Live && drawn_) {
     std::fprintf(stderr, "\r\033[K");

@@ -25,6 +25,8 @@ class ProgressPrinter {
   void draw(const ProgressEvent& e);
   Mode mode_;
   bool drawn_ = false;
+  std::string uncommitted_;  // step lines waiting for their transaction's commit
+  ProgressEvent last_;       // what the live line shows
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -246,7 +246,12 @@ Expected<void> Scheduler::commit() {
   dirty_steps_.clear();
   if (store_error_) return std::unexpected(*store_error_);
   in_tx_ = false;
-  ORCH_TRY(store_.commit());
+  if (auto c = store_.commit(); !c) {
+    // A COMMIT that failed (the ledger locked past the busy timeout, the disk
+    // full) can leave the transaction open, holding the write lock: let it go.
+    (void)store_.rollback();
+    return c;
+  }
   for (const std::string& snapshot : spent_snapshots_) {
     std::error_code ec;
     fs::remove_all(snapshot, ec);  // only space: a leftover is harmless
@@ -471,6 +476,7 @@ Expected<RunOutcome> Scheduler::run_loop() {
           store_error_ = c.error();
           break;
         }
+        report(ProgressEvent::Kind::Committed);
       }
       ask_pending_questions();  // outside the transaction: a human may take minutes
       // Deliver what came meanwhile (a Ctrl-C that cut the question short) before
@@ -491,14 +497,25 @@ Expected<RunOutcome> Scheduler::run_loop() {
   }
   if (store_error_) {
     cancel_in_flight("ledger error");
-    while (in_flight_ > 0 && !loop_.idle()) {
-      loop_.run_once(milliseconds(100));
+    // What is running is stopped and waited for; an attempt prepared in the turn
+    // whose transaction failed was never started and has nothing to wait for.
+    const auto drop_settled = [this] {
       for (auto& c : completions_)
         if (c.kind != Completion::Kind::RetryDue) {
           steps_[static_cast<std::size_t>(c.step)].in_flight = false;
           --in_flight_;
         }
       completions_.clear();
+      for (auto& st : steps_)
+        if (st.in_flight && !st.flight().running && !st.flight().check_running) {
+          st.in_flight = false;
+          --in_flight_;
+        }
+    };
+    drop_settled();
+    while (in_flight_ > 0 && !loop_.idle()) {
+      loop_.run_once(milliseconds(100));
+      drop_settled();
     }
     if (in_tx_) (void)store_.rollback();
     return std::unexpected(*store_error_);
@@ -1466,6 +1483,7 @@ Expected<RunOutcome> Scheduler::finish_run() {
   event("run_finished", "", 0, {{"status", run_status_name(status)}, {"reason", reason}});
   if (store_error_) return std::unexpected(*store_error_);
   ORCH_TRY(commit());
+  report(ProgressEvent::Kind::Committed);
   signals_.reset();
   report(ProgressEvent::Kind::Tick);
   lock_.reset();

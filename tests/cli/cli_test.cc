@@ -536,6 +536,44 @@ TEST(Cli, OutputThatCannotBeWrittenIsAnError) {
   EXPECT_EQ(piped.err.find("cannot write"), std::string::npos) << piped.err;
 }
 
+// A ledger that cannot grow (a file-size limit here, a full disk elsewhere)
+// ends the run with exit 1 and the reason: no SIGXFSZ, no hang, and no line
+// printed for a step whose outcome the ledger does not hold.
+TEST(Cli, ALedgerThatCannotGrowEndsTheRunWithoutAHangOrALine) {
+  TempDir d;
+  std::string plan = "steps:\n";
+  for (int i = 0; i < 100; ++i) {
+    plan += "  - {id: s" + std::to_string(i) + ", run: [printf, '" + std::string(3000, 'x') + "']";
+    plan += i == 0 ? "}\n" : ", deps: [s" + std::to_string(i - 1) + "]}\n";
+  }
+  write_file(d / "p.yaml", plan);
+  // 400 KiB: the commit that fails comes with attempts about to start (which
+  // made the old code wait for them for ever, deaf to signals); 1000 KiB: later.
+  for (const char* limit : {"400", "1000"}) {
+    SCOPED_TRACE(std::string("ulimit -f ") + limit);
+    fs::remove_all(d / ".orch");
+    auto r = run_command(
+        {"/bin/sh", "-c", std::string("ulimit -f ") + limit + " && exec timeout -s KILL 60 \"$0\" run p.yaml",
+         orch_binary()},
+        d.path());
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("orch.db: committing: "), std::string::npos) << r.err;
+    const fs::path db = d / ".orch" / "orch.db";
+    const long long done = query_int(db, "select count(*) from steps where status='done'");
+    EXPECT_LT(done, 100);
+    long long printed = 0;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.starts_with("done")) continue;
+      ++printed;
+      const std::string id = line.substr(10, line.find(' ', 10) - 10);
+      EXPECT_EQ(query_int(db, "select count(*) from steps where status='done' and step_id='" + id + "'"), 1)
+          << "printed as done, not done in the ledger: " << line;
+    }
+    EXPECT_EQ(printed, done) << r.out;
+  }
+}
+
 // Each running attempt holds a few files; orch raises its soft limit on open
 // files to the hard one, so a high -j under a low soft limit does not fail
 // attempts that succeeded ("Too many open files").
