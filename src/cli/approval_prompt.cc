@@ -49,8 +49,11 @@ bool ask(const ApprovalRequest& r) {
   if (!tty) return false;
   std::string text = fmt::format("\r\033[K\norch: step '{}' of run {} needs approval: {} risk\n", r.step_id,
                                  r.run_id, risk_level_name(r.risk));
-  if (!r.goal.empty()) text += fmt::format("  goal:    {}\n", r.goal);
-  std::string command = r.command;
+  // The goal and the command came from a plan and from steps' results: their
+  // control characters are escaped, so none can move the cursor, clear a line or
+  // retitle the terminal to change what the human approving sees.
+  if (!r.goal.empty()) text += fmt::format("  goal:    {}\n", terminal_text(r.goal));
+  const std::string command = terminal_lines(r.command);
   std::string indented;
   for (char c : command) indented += c == '\n' ? std::string("\n           ") : std::string(1, c);
   text += fmt::format("  command: {}\n", indented);

@@ -29,7 +29,14 @@ Command add_approve(CLI::App& app) {
     if (!recorded) return report_error(recorded.error());
     std::printf("approved step '%s' of run %s (%s risk)\n", args->step.c_str(), args->run_id.c_str(),
                 recorded->risk.c_str());
-    if (!recorded->command.empty()) std::printf("  %s\n", recorded->command.c_str());
+    // The command came from a plan and a step's results: shown with its control
+    // characters escaped, so it cannot move the cursor or rewrite what is shown.
+    if (!recorded->command.empty()) {
+      std::string shown;
+      for (char c : terminal_lines(recorded->command))
+        shown += c == '\n' ? std::string("\n  ") : std::string(1, c);
+      std::printf("  %s\n", shown.c_str());
+    }
     std::printf("continue it with: orch resume %s\n", args->run_id.c_str());
     return kExitSucceeded;
   };

@@ -59,7 +59,8 @@ int print_report(const ChainArgs& args, const nlohmann::ordered_json& report) {
   if (args.json) {
     std::printf("%s\n", json_text(report, 2).c_str());
   } else {
-    std::printf("%s", flows::format_chain_report(report).c_str());
+    // Commands, outputs and reasons in it came from steps: control characters escaped.
+    std::printf("%s", terminal_lines(flows::format_chain_report(report)).c_str());
   }
   return flows::chain_exit_code(report);
 }

@@ -66,6 +66,29 @@ TEST_F(RiskGuard, UnapprovedStepsPauseTheRunDurablyAndTheRestRuns) {
   EXPECT_EQ((*report)["counts"]["awaiting_approval"], 2);
 }
 
+// What the process gets in its environment is shown too: an `sh` script's
+// placeholders and the step's `env:` would otherwise read "${ORCH_P0}" and
+// "$TARGET". A secret among them is masked before it is recorded.
+TEST_F(RiskGuard, TheRequestShowsTheEnvironmentsValuesWithSecretsMasked) {
+  RunOutcome out = run(R"(steps:
+  - {id: pick, sh: 'echo /home'}
+  - id: wipe
+    risk: high
+    deps: [pick]
+    env: {TARGET: "${steps.pick.result}", API_TOKEN: "s3cr3t-value-9f2k"}
+    sh: 'echo rm -rf "$TARGET" "${steps.pick.result}"'
+)");
+  EXPECT_EQ(out.status, RunStatus::AwaitingApproval) << out.reason;
+  auto requests = events(out.run_id, "approval_requested");
+  ASSERT_EQ(requests.size(), 1u);
+  const std::string command = nlohmann::json::parse(requests[0].data_json)["command"].get<std::string>();
+  EXPECT_NE(command.find("\nenv: "), std::string::npos) << command;
+  EXPECT_NE(command.find("TARGET=/home"), std::string::npos) << command;
+  EXPECT_NE(command.find("ORCH_P0=/home"), std::string::npos) << command;
+  EXPECT_NE(command.find("API_TOKEN="), std::string::npos) << command;
+  EXPECT_EQ(command.find("s3cr3t-value-9f2k"), std::string::npos) << command;
+}
+
 TEST_F(RiskGuard, ApproveThenResumeRunsExactlyTheApprovedStep) {
   RunOutcome out = run(kPlan);
   ASSERT_EQ(out.status, RunStatus::AwaitingApproval);

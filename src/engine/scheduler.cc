@@ -737,6 +737,12 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
     preview.argv = std::move(rendered->argv);
     preview.env = std::move(rendered->env);
     preview.inputs = std::move(rendered->inputs);
+    // The description shows the environment's values: a secret among them is
+    // known as one before it is shown or recorded (as an attempt would make it).
+    for (const auto& [name, value] : preview.env) secrets_->add_if_secret(name, value);
+    if (preview.inputs.is_object())
+      for (const auto& [name, value] : preview.inputs.items())
+        if (value.is_string()) secrets_->add_if_secret(name, value.get_ref<const std::string&>());
     std::string text = s.executor->describe(preview);
     return masked ? secrets_->mask(text) : text;
   };

@@ -46,6 +46,19 @@ std::string Executor::describe(const AttemptSpec& spec) const {
     if (!out.empty()) out += ' ';
     out += shell_quote(a);
   }
+  // The values the process gets in its environment (the step's `env:`, and the
+  // placeholders of an `sh` script, ORCH_P<n>): the command alone would show
+  // "$TARGET" and "${ORCH_P0}", not what they hold.
+  std::string env;
+  for (const auto& [name, value] : spec.env) {
+    if (name.starts_with("ORCH_IN_")) continue;  // the inputs, shown below
+    if (!env.empty()) env += ' ';
+    env += name + "=" + shell_quote(value);
+  }
+  if (!env.empty()) {
+    if (!out.empty()) out += '\n';
+    out += "env: " + env;
+  }
   if (!spec.inputs.empty()) {
     if (!out.empty()) out += '\n';
     out += "inputs: " + spec.inputs.dump();

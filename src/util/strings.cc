@@ -94,6 +94,18 @@ std::string terminal_text(std::string_view s) {
   return out;
 }
 
+std::string terminal_lines(std::string_view s) {
+  std::string out;
+  for (std::size_t start = 0; start <= s.size();) {
+    const std::size_t end = std::min(s.find('\n', start), s.size());
+    out += terminal_text(s.substr(start, end - start));
+    if (end == s.size()) break;
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) {

@@ -39,6 +39,8 @@ std::string quote_for_message(std::string_view s, std::size_t max_len = 60);
 // obey as escapes) as \u00NN. For text a plan or a process wrote that orch shows
 // in its tables and lines: a run's name, a reason, a path.
 std::string terminal_text(std::string_view s);
+// terminal_text of each line of `s`, the line breaks kept.
+std::string terminal_lines(std::string_view s);
 
 // `s` as one word for /bin/sh, for showing a command a human may copy: left bare
 // when it holds only safe characters, else in single quotes (' written as '\'').

@@ -38,6 +38,26 @@ std::string run_id_of(const std::string& err) {
   return std::regex_search(err, m, re) ? m[1].str() : "";
 }
 
+// The command `orch approve` shows came from the plan and from results: its
+// control characters are escaped, so none can retitle the terminal or move the
+// cursor over what the human reads; the environment's values are shown too.
+TEST(CliRisk, ApproveShowsTheCommandWithControlCharactersEscaped) {
+  TempDir d;
+  write_file(d / "plan.yaml",
+             "steps:\n  - id: dep\n    risk: high\n    env: {WHERE: \"a\\e[2Kb\"}\n"
+             "    sh: \"printf x \\e]0;pwned\\a\\e[1A\\recho harmless\"\n");
+  auto first = run_orch({"run", "plan.yaml"}, d.path());
+  ASSERT_EQ(first.exit_code, 3) << first.out << first.err;
+  auto approve = run_orch({"approve", run_id_of(first.err), "dep"}, d.path());
+  ASSERT_EQ(approve.exit_code, 0) << approve.err;
+  EXPECT_EQ(approve.out.find('\x1b'), std::string::npos) << approve.out;
+  EXPECT_EQ(approve.out.find('\a'), std::string::npos) << approve.out;
+  EXPECT_EQ(approve.out.find('\r'), std::string::npos) << approve.out;
+  EXPECT_NE(approve.out.find("printf x \\x1b]0;pwned\\x07\\x1b[1A\\x0decho harmless"), std::string::npos)
+      << approve.out;
+  EXPECT_NE(approve.out.find("\n  env: WHERE='a\\x1b[2Kb'"), std::string::npos) << approve.out;
+}
+
 TEST(CliRisk, PausedRunExits3ThenApproveAndResumeFinishIt) {
   TempDir d;
   write_file(d / "plan.yaml", kPlan);
