@@ -17,6 +17,10 @@
 namespace orch::cli {
 
 namespace {
+
+// How often a watch that waits for its next redraw checks whether the run ended.
+constexpr std::chrono::milliseconds kEndPoll{200};
+
 struct StatusArgs {
   std::string run_id;
   std::string store = kDefaultStore;
@@ -78,8 +82,16 @@ Command add_status(CLI::App& app) {
                                                .value_or(RunStatus::Failed))
                            : kExitSucceeded;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(
-          static_cast<std::int64_t>(std::clamp(args->interval, 0.01, 86400.0) * 1000)));
+      // Until the next redraw, or sooner once the run has ended (a script
+      // waiting on --watch gets its answer then, not up to an interval later).
+      const auto next = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(
+                            static_cast<std::int64_t>(std::clamp(args->interval, 0.01, 86400.0) * 1000));
+      for (auto now = std::chrono::steady_clock::now(); now < next; now = std::chrono::steady_clock::now()) {
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(next - now, kEndPoll));
+        auto row = (*store)->find_run(id);
+        if (row && *row && (**row).status != RunStatus::Running) break;
+      }
       if (!args->json && !stdout_is_tty()) std::printf("\n");
     }
   };

@@ -501,6 +501,23 @@ TEST(Cli, StatusAndStoreFlagsSayWhatIsWrongAndWatchJsonIsJsonLines) {
 // A store that is not a regular file (/dev/null, a FIFO) is refused before SQLite
 // opens it (which would make /dev/null-journal beside it); a new store's own
 // folder is made, but not the folders above it (a mistyped path is not built).
+// `status --watch` ends when the run does, not up to an --interval later.
+TEST(Cli, WatchEndsWhenTheRunEndsNotAtTheNextRedraw) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: t, sh: 'sleep 1'}\n");
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_GT(pid, 0);
+  // The run is in the ledger once its first step runs.
+  for (int i = 0; i < 100 && !fs::exists(d / ".orch" / "runs"); ++i) usleep(20000);
+  const auto start = std::chrono::steady_clock::now();
+  auto watch = run_orch({"status", "--watch", "--interval", "30"}, d.path());
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(watch.exit_code, 0) << watch.out << watch.err;
+  EXPECT_NE(watch.out.find("succeeded"), std::string::npos) << watch.out;
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_EQ(wait_exit(pid), 0);
+}
+
 TEST(Cli, AStoreMustBeARegularFileInAFolderThatIsThere) {
   TempDir d;
   write_file(d / "p.yaml", "steps:\n  - {id: a, sh: 'true'}\n");
