@@ -145,7 +145,7 @@ struct CallResult {
   std::string failure;  // why the call did not give a reply ("" when it did)
 };
 
-Expected<CallResult> planning_call(const PlanningPrompt& prompt, const PlannerOptions& o, Store& store) {
+Expected<CallResult> planning_call(const PlanningPrompt& prompt, const PlannerOptions& o) {
   nlohmann::ordered_json step = {{"id", "plan"},
                                  {"goal", "write an orch plan for the request"},
                                  {"executor", planning_executor(o)},
@@ -161,6 +161,8 @@ Expected<CallResult> planning_call(const PlanningPrompt& prompt, const PlannerOp
     r.failure = fmt::format("the planning call cannot be made: {}", c.problems.front().message);
     return r;
   }
+  // Opened only now: a call that cannot be made records nothing (and needs no store).
+  Store& store = *ORCH_TRY(o.store());
   EngineOptions engine_options;
   engine_options.workspace = o.workspace;
   engine_options.executors = o.executors;
@@ -235,7 +237,6 @@ Expected<PlannedRequest> plan_request(std::string_view request, const PlannerOpt
     return out;
   };
   if (!o.store) return fallback("no store to record a planning call in");
-  Store* store = ORCH_TRY(o.store());
 
   const std::vector<std::string> executors = o.executors->names();
   const ToolRegistry* tools = tool_registry_of(*o.executors);
@@ -247,7 +248,7 @@ Expected<PlannedRequest> plan_request(std::string_view request, const PlannerOpt
     PlanningPrompt prompt = call == 0 ? first_planning_prompt(request, schema, executors, tool_lines)
                                       : repair_planning_prompt(request, schema, executors, tool_lines,
                                                                previous_reply, problems);
-    CallResult r = ORCH_TRY(planning_call(prompt, o, *store));
+    CallResult r = ORCH_TRY(planning_call(prompt, o));
     if (!r.run_id.empty()) runs.push_back(r.run_id);
     if (!r.failure.empty()) return fallback(r.failure);
     std::string text = extract_plan_text(r.reply);

@@ -73,6 +73,12 @@ TEST(PlanCli, ARunRequestRefusedUpFrontLeavesNoStore) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("no models are configured"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(d / ".orch")) << "a refused request made a store";
+  // A job with no models: the planning call cannot be made, so the store is not
+  // opened (it used to be made, empty).
+  auto plan = run_orch({"plan", "run the tests then build the docs and deploy"}, d.path());
+  EXPECT_EQ(plan.exit_code, 2) << plan.err;
+  EXPECT_NE(plan.err.find("no models are configured"), std::string::npos) << plan.err;
+  EXPECT_FALSE(fs::exists(d / ".orch")) << "orch plan made a store without a planning call";
 }
 
 TEST(PlanCli, ATemplateMatchWritesTheFileAndSaysSoInJson) {
