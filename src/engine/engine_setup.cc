@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -23,6 +25,13 @@ namespace orch {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Whether the process recorded as driving `run` is alive (a run that is not
+// `running` has none).
+bool driver_alive(const RunRecord& run) {
+  if (run.status != RunStatus::Running || run.owner_pid <= 0) return false;
+  return ::kill(run.owner_pid, 0) == 0 || errno == EPERM;
+}
 
 // From this size on (a plan of several thousand steps) prepare_resume parses and
 // validates the plan on a second thread; below it a thread costs more than it saves.
@@ -165,7 +174,22 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // On the clock `orch cancel` stamps its requests with (the system's, whatever
   // clock the engine runs on): a request stamped from now on came after the lock.
   const std::int64_t locking_ms = Clock::system().wall_ms();
-  lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_id)));
+  auto lock = RunLock::acquire(store_.folder(), run_id);
+  if (!lock && lock.error().code == ErrorCode::Busy && !driver_alive(*found)) {
+    // No live process drives the run, yet the lock is held: by `orch cancel`,
+    // for the moment it takes to record the cancel of an idle run (or by
+    // another resume just starting). A cancel is named as one, not as a driver.
+    for (int i = 0; i < 40 && RunLock::is_held(store_.folder(), run_id); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    auto now = store_.find_run(run_id);
+    if (now && *now && (*now)->status == RunStatus::Cancelled && status_before_lock != RunStatus::Cancelled)
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("run '{}' was cancelled while this resume was starting (orch cancel); to go on "
+                              "anyway: orch resume {}",
+                              run_id, run_id));
+  }
+  if (!lock) return std::unexpected(lock.error());
+  lock_.emplace(std::move(*lock));
   // Read again under the lock: a process that drove the run until a moment ago
   // wrote its final row before it let the lock go, and the row read before
   // taking the lock may predate that.

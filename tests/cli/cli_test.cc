@@ -1,7 +1,9 @@
 // Black-box tests of the real orch binary on real plans.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -769,6 +771,37 @@ TEST(Cli, CancelARunWhoseDriverWasKilled) {
   for (const auto& e : fs::recursive_directory_iterator(d / ".orch" / "runs"))
     EXPECT_FALSE(e.path().filename().string().ends_with(".snapshot"))
         << "a restored snapshot was left: " << e.path();
+}
+
+// `orch cancel` of a run whose driver died holds the run's lock for a moment;
+// a resume that starts then is refused as cancelled, not told that the cancel
+// is "another orch process" driving the run.
+TEST(Cli, AResumeThatMeetsACancelInProgressSaysTheRunWasCancelled) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: long, sh: 'echo $$ > long.pid; sleep 60'}\n");
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return fs::exists(d / "long.pid"); }, 5000));
+  const std::string id = run_id_in(read_file(d / "out.txt"));
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  // What the cancel does, by hand and slowly: it holds the lock, records the run
+  // cancelled, and lets the lock go.
+  const fs::path lock = d / ".orch" / "locks" / (id + ".lock");
+  int fd = open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+  pid_t resume = spawn_orch({"resume", id}, d.path(), d / "resume.txt");
+  usleep(200000);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((d / ".orch" / "orch.db").c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "update runs set status = 'cancelled'", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  close(fd);
+  EXPECT_EQ(wait_exit(resume), 2);
+  const std::string said = read_file(d / "resume.txt");
+  EXPECT_NE(said.find("was cancelled while this resume was starting"), std::string::npos) << said;
+  EXPECT_EQ(said.find("driven by another orch process"), std::string::npos) << said;
+  kill(-std::stoi(read_file(d / "long.pid")), SIGKILL);
 }
 
 // A damaged ledger is refused and left exactly as it was, with its WAL: the
