@@ -316,14 +316,19 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // Step rows: done stays done; everything else gets another chance. Only rows
   // that change are written (a 100,000-step run killed early is mostly pending).
   std::vector<bool> changed(steps_.size(), true);  // true until a ledger row says otherwise
+  // Steps --replan removed keep their rows, numbered after the plan's steps so
+  // that no two rows share an idx (a new step may take a removed one's place).
+  int removed_idx = static_cast<int>(plan_.steps.size());
   for (StepRecord& r : rows) {
     const bool charged = std::any_of(interrupted.begin(), interrupted.end(),
                                      [&r](const AttemptRecord& a) { return a.step_id == r.step_id; });
     if (charged) charge_step(r, interrupted);
     auto it = index_of_.find(r.step_id);
     if (it == index_of_.end()) {  // a step the new plan no longer has
+      const bool moved = r.idx != removed_idx;
+      r.idx = removed_idx++;
       if (r.status == StepStatus::Done) {
-        if (charged) ORCH_TRY(store_.upsert_step(r));
+        if (charged || moved) ORCH_TRY(store_.upsert_step(r));
         continue;
       }
       r.status = StepStatus::Skipped;

@@ -897,6 +897,37 @@ steps:
       << "the run is the edited plan's now";
 }
 
+// Steps --replan removes keep their rows, after the plan's steps: no two rows
+// share an idx when a new step takes a removed one's place.
+TEST_F(EngineTest, ReplanNumbersRemovedStepsAfterThePlansSteps) {
+  auto out = run(R"(
+steps:
+  - {id: a, sh: 'true'}
+  - {id: b, sh: 'true'}
+  - {id: c, sh: 'exit 1', attempts: 1}
+)");
+  ASSERT_EQ(out.status, RunStatus::Failed);
+  write_file(dir_ / "plan2.yaml", R"(
+steps:
+  - {id: a, sh: 'true'}
+  - {id: b2, sh: 'true'}
+  - {id: c2, sh: 'true'}
+)");
+  auto again = resume(out.run_id, (dir_ / "plan2.yaml").string());
+  EXPECT_EQ(again.status, RunStatus::Succeeded) << again.reason;
+  std::map<std::string, int> idx;
+  std::set<int> seen;
+  auto rows = store_->steps(out.run_id);
+  ASSERT_TRUE(rows);
+  for (const StepRecord& r : *rows) {
+    idx[r.step_id] = r.idx;
+    EXPECT_TRUE(seen.insert(r.idx).second) << "two rows with idx " << r.idx;
+  }
+  EXPECT_EQ(idx, (std::map<std::string, int>{{"a", 0}, {"b2", 1}, {"c2", 2}, {"b", 3}, {"c", 4}}));
+  EXPECT_EQ(step(out.run_id, "b").status, StepStatus::Done);
+  EXPECT_EQ(step(out.run_id, "c").status, StepStatus::Skipped);
+}
+
 // A result_json check's schema file is part of what the step is: an edited
 // schema re-checks the step on --replan, and so does a shell_zero's timeout.
 TEST_F(EngineTest, ReplanRerunsAStepWhoseSchemaFileChanged) {
