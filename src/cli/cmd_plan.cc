@@ -64,7 +64,7 @@ Command add_plan(CLI::App& app) {
     if (!executors) return report_error(executors.error());
     std::unique_ptr<Store> store;
     auto open = [&]() -> Expected<Store*> {
-      store = ORCH_TRY(open_store(args->store, false));
+      if (!store) store = ORCH_TRY(open_store(args->store, false));  // once, for every planning call
       return store.get();
     };
     catch_stop_signals();  // and the planning call's engine while it runs

@@ -187,6 +187,8 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
                   fmt::format("run '{}' was cancelled while this resume was starting (orch cancel); to go on "
                               "anyway: orch resume {}",
                               run_id, run_id));
+    // Let go meanwhile without a cancel (a resume that failed to start): try again.
+    if (!RunLock::is_held(store_.folder(), run_id)) lock = RunLock::acquire(store_.folder(), run_id);
   }
   if (!lock) return std::unexpected(lock.error());
   lock_.emplace(std::move(*lock));
