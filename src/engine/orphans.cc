@@ -231,9 +231,6 @@ Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, co
     a.ending = "interrupted";
     a.reason = "interrupted: the orch process driving it stopped";
     a.finished_at = now_ms;
-    // Its process, in a group of its own, outlived the driver until this close
-    // killed it (or ended on its own meanwhile): the attempt was open that long.
-    a.duration_ms = std::max<std::int64_t>(0, now_ms - a.started_at);
     charge_usage_file(store, a);
     ORCH_TRY(store.finish_attempt(a));
     std::string restored;
@@ -266,7 +263,6 @@ void charge_step(StepRecord& step, const std::vector<AttemptRecord>& closed) {
     step.tokens_in += a.tokens_in;
     step.tokens_out += a.tokens_out;
     step.cost_usd += a.cost_usd;
-    step.wall_ms += a.duration_ms;
   }
 }
 

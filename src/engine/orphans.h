@@ -47,7 +47,7 @@ int kill_attempt_leftovers(const std::string& run_id, const std::string& step_id
 Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, const std::string& run_id,
                                                                 std::int64_t now_ms);
 
-// Adds to `step`'s totals the tokens, cost and time of those of `closed` that are its.
+// Adds to `step`'s totals the tokens and cost of those of `closed` that are its.
 void charge_step(StepRecord& step, const std::vector<AttemptRecord>& closed);
 
 }  // namespace orch
