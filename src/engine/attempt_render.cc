@@ -64,12 +64,25 @@ Expected<std::string> render_script(const std::string& script, const RenderConte
   if (!tmpl) return fail(tmpl.error().code, fmt::format("sh: {}", tmpl.error().message));
   std::string out;
   int next_var = 0;
+  // A literal `$` right before a placeholder (`$$${inputs.price}`) would read,
+  // with the `${VAR}` it becomes, as the shell's `$$`: it is escaped for the shell.
+  auto reference = [&out](const std::string& var) {
+    if (!out.empty() && out.back() == '$' && !(out.size() >= 2 && out[out.size() - 2] == '\\'))
+      out.insert(out.size() - 1, 1, '\\');
+    out += "${" + var + "}";
+  };
   for (const Segment& seg : tmpl->segments) {
     switch (seg.kind) {
       case Segment::Kind::Literal: out += seg.text; break;
-      case Segment::Kind::Input: out += "${ORCH_IN_" + seg.text + "}"; break;
-      case Segment::Kind::AttemptNumber: out += "${ORCH_ATTEMPT}"; break;
-      case Segment::Kind::PreviousFailure: out += "${ORCH_PREVIOUS_FAILURE}"; break;
+      case Segment::Kind::Input:
+        reference("ORCH_IN_" + seg.text);
+        break;
+      case Segment::Kind::AttemptNumber:
+        reference("ORCH_ATTEMPT");
+        break;
+      case Segment::Kind::PreviousFailure:
+        reference("ORCH_PREVIOUS_FAILURE");
+        break;
       default: {
         Template one;
         one.segments.push_back(seg);
@@ -77,7 +90,7 @@ Expected<std::string> render_script(const std::string& script, const RenderConte
         if (!value) return fail(value.error().code, fmt::format("sh: {}", value.error().message));
         std::string var = fmt::format("ORCH_P{}", next_var++);
         env.emplace_back(var, *value);
-        out += "${" + var + "}";
+        reference(var);
       }
     }
   }

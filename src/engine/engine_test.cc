@@ -229,6 +229,21 @@ steps:
   EXPECT_EQ(step(out.run_id, "b").reason.find("max_output"), std::string::npos);
 }
 
+// In an `sh` script a literal `$` right before a placeholder stays a `$`: the
+// script's `${ORCH_IN_price}` after it must not read as the shell's `$$`.
+TEST_F(EngineTest, ADollarBeforeAPlaceholderInAShScriptIsADollar) {
+  RunOutcome out = run(R"(
+steps:
+  - {id: a, sh: 'printf 7'}
+  - id: b
+    deps: [a]
+    inputs: {price: "20"}
+    sh: 'printf "%s" "cost $$${inputs.price}, $$$$${steps.a.result} and \$$${attempt.number}"'
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(step(out.run_id, "b").result, "cost $20, $$7 and $1");
+}
+
 // A token count no real call produces fails the attempt instead of wrapping the
 // run's totals around (9223372036854775807 twice made the spend -2, and the
 // budget let everything through).

@@ -203,7 +203,8 @@ ResultLookup Scheduler::result_lookup() const {
     if (it == index_of_.end()) return "";
     const StepState& s = steps_[it->second];
     const std::int64_t cap = s.step->max_output.value_or(plan_.defaults.max_output);
-    if (static_cast<std::int64_t>(s.rec.result.size()) < cap) return "";
+    // (Less its trailing newline, which a result does not keep.)
+    if (static_cast<std::int64_t>(s.rec.result.size()) + 1 < cap) return "";
     return fmt::format(
         "step '{}' wrote at least its max_output of {} bytes, so its result may be cut short there", id, cap);
   };

@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "orch/executor.h"
+#include "util/secrets.h"
 #include "util/strings.h"
 
 namespace orch {
@@ -63,7 +64,14 @@ std::string Executor::describe(const AttemptSpec& spec) const {
     if (!out.empty()) out += '\n';
     out += "inputs: " + spec.inputs.dump();
   }
-  return out;
+  // A value under a secret-looking name is never shown, whoever prints this (a
+  // chain's dry run has no masker of its own).
+  SecretMasker secrets;
+  for (const auto& [name, value] : spec.env) secrets.add_if_secret(name, value);
+  if (spec.inputs.is_object())
+    for (const auto& [name, value] : spec.inputs.items())
+      if (value.is_string()) secrets.add_if_secret(name, value.get_ref<const std::string&>());
+  return secrets.empty() ? out : secrets.mask(out);
 }
 
 SpendEstimate Executor::estimate(const Step&) const {

@@ -56,11 +56,15 @@ std::string rewrite_previous(const std::string& text, const std::string& prev_id
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
-    if (const std::size_t n = dollar_run(text, i); n >= 2) {
-      // Escaped `$`s stay as written; an odd one left starts a placeholder.
-      out.append(n - n % 2, '$');
-      i += n - n % 2;
-      continue;
+    if (text[i] == '$') {
+      std::size_t n = 0;
+      while (i + n < text.size() && text[i + n] == '$') ++n;
+      // Escaped `$`s stay as written; before `{` an odd one left starts a
+      // placeholder, which is read below.
+      const std::size_t keep = i + n < text.size() && text[i + n] == '{' ? n - n % 2 : n;
+      out.append(keep, '$');
+      i += keep;
+      if (keep == n) continue;
     }
     const bool starts = text.compare(i, 10, "${previous") == 0 && i + 10 < text.size() &&
                         (text[i + 10] == '.' || text[i + 10] == '}');

@@ -205,8 +205,11 @@ std::string escape_placeholders(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (const std::size_t n = dollar_run(text, i); n > 0) {
-      out.append(2 * n, '$');  // read back as n literal `$` and the `{`
+    if (text[i] == '$') {
+      std::size_t n = 0;
+      while (i + n < text.size() && text[i + n] == '$') ++n;
+      // Before `{`, doubled: read back as n literal `$` and the `{`.
+      out.append(i + n < text.size() && text[i + n] == '{' ? 2 * n : n, '$');
       i += n - 1;
       continue;
     }

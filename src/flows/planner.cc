@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "exec/tool_executor.h"
@@ -226,6 +227,17 @@ Expected<PlannedRequest> plan_request(std::string_view request, const PlannerOpt
       return out;
     }
 
+  // The model reads the request as plain text and may copy a `#E<digit>` in it
+  // (a colour, "#E0E0E0") into its plan, where it would be a step reference:
+  // such a request is not sent to the model.
+  for (std::size_t at = request.find("#E"); at != std::string_view::npos; at = request.find("#E", at + 1))
+    if (at + 2 < request.size() && std::isdigit(static_cast<unsigned char>(request[at + 2])) != 0)
+      return fail(
+          ErrorCode::InvalidInput,
+          fmt::format("the request contains '{}', which a model's plan could take for a step reference "
+                      "(#E<index>); write it another way (e.g. '# E{}'), or pass --executor for a "
+                      "single step",
+                      request.substr(at, 3), request[at + 2]));
   std::vector<std::string> runs;
   Diagnostics all_problems;
   auto fallback = [&](std::string why) -> Expected<PlannedRequest> {

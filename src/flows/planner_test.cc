@@ -242,6 +242,11 @@ TEST_F(PlannerTest, AStepReferenceInTheRequestIsText) {
   ASSERT_TRUE(tmpl) << tmpl.error().message;
   EXPECT_FALSE(tmpl->has_placeholders());
   EXPECT_EQ(render(*tmpl, RenderContext{}).value(), request);
+  // A job that would go to the model is refused instead: the model could copy
+  // "#E1" into its plan, where it would be a step reference.
+  auto job = plan_request(std::string(kJob) + " and color it #E0E0E0", options_);
+  ASSERT_FALSE(job);
+  EXPECT_NE(job.error().message.find("'#E0'"), std::string::npos) << job.error().message;
 }
 
 // CLI-first: the model is offered only the tools select_tool would choose, and a

@@ -237,6 +237,10 @@ Expected<Template> parse_template(std::string_view text) {
       t.segments.push_back(std::move(seg));
       i = end;
       literal_start = i;
+    } else if (text[i] == '$') {
+      // A run of `$` not before `{` is text whole: stepping through it one `$`
+      // at a time would scan the rest of the run again from each.
+      while (i < text.size() && text[i] == '$') ++i;
     } else {
       ++i;
     }

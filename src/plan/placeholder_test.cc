@@ -190,6 +190,12 @@ TEST(Render, FillsEveryKind) {
   EXPECT_EQ(render_text("$$$${steps.j.json.s}", r).value(), "$${steps.j.json.s}");
   // Elsewhere `$` is text, doubled or not.
   EXPECT_EQ(render_text("$$ $ a$$b $$$", r).value(), "$$ $ a$$b $$$");
+  // A long run of `$` is read once (each `$` used to rescan the rest of the run).
+  const std::string dollars(200000, '$');
+  const std::string long_run = render_text(dollars + "x" + dollars + "${attempt.number}", r).value();
+  EXPECT_TRUE(long_run ==
+              dollars + "x" + std::string(100000, '$') + render_text("${attempt.number}", r).value())
+      << long_run.size();
 }
 
 TEST(Render, ValuesAreNotReinterpreted) {

@@ -176,6 +176,15 @@ TEST(CliChain, DryRunListsRisksAndCommandsAndRunsNothing) {
   EXPECT_HAS(human.out, "tools/say.sh 'it'\\''s done'");
   EXPECT_FALSE(fs::exists(d / "marked.txt"));
   EXPECT_FALSE(fs::exists(d / ".orch"));
+
+  // The environment a shell step gets is shown, a secret's value never.
+  auto secret =
+      run_orch({"chain", "--dry-run", "--steps",
+                R"([{"executor": "shell", "sh": "echo hi", "env": {"API_TOKEN": "s3cr3t-value-xyz"}}])"},
+               d.path());
+  EXPECT_EQ(secret.exit_code, 0) << secret.err;
+  EXPECT_HAS(secret.out, "env: API_TOKEN=***");
+  EXPECT_EQ(secret.out.find("s3cr3t-value-xyz"), std::string::npos) << secret.out;
 }
 
 TEST(CliChain, InvalidStepsExitTwoNamingTheStep) {

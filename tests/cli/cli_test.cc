@@ -500,9 +500,6 @@ TEST(Cli, StatusAndStoreFlagsSayWhatIsWrongAndWatchJsonIsJsonLines) {
   EXPECT_EQ(run_orch({"runs", "--store", ""}, d.path()).exit_code, 2);
 }
 
-// A store that is not a regular file (/dev/null, a FIFO) is refused before SQLite
-// opens it (which would make /dev/null-journal beside it); a new store's own
-// folder is made, but not the folders above it (a mistyped path is not built).
 // `status --watch` ends when the run does, not up to an --interval later.
 TEST(Cli, WatchEndsWhenTheRunEndsNotAtTheNextRedraw) {
   TempDir d;
@@ -520,6 +517,9 @@ TEST(Cli, WatchEndsWhenTheRunEndsNotAtTheNextRedraw) {
   EXPECT_EQ(wait_exit(pid), 0);
 }
 
+// A store that is not a regular file (/dev/null, a FIFO) is refused before SQLite
+// opens it (which would make /dev/null-journal beside it); a new store's own
+// folder is made, but not the folders above it (a mistyped path is not built).
 TEST(Cli, AStoreMustBeARegularFileInAFolderThatIsThere) {
   TempDir d;
   write_file(d / "p.yaml", "steps:\n  - {id: a, sh: 'true'}\n");
