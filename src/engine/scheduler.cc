@@ -501,11 +501,13 @@ Expected<RunOutcome> Scheduler::run_loop() {
     // What is running is stopped and waited for; an attempt prepared in the turn
     // whose transaction failed was never started and has nothing to wait for.
     const auto drop_settled = [this] {
-      for (auto& c : completions_)
-        if (c.kind != Completion::Kind::RetryDue) {
-          steps_[static_cast<std::size_t>(c.step)].in_flight = false;
+      for (auto& c : completions_) {
+        StepState& st = steps_[static_cast<std::size_t>(c.step)];
+        if (c.kind != Completion::Kind::RetryDue && st.in_flight) {  // once per step
+          st.in_flight = false;
           --in_flight_;
         }
+      }
       completions_.clear();
       for (auto& st : steps_)
         if (st.in_flight && !st.flight().running && !st.flight().check_running) {
