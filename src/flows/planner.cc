@@ -235,8 +235,7 @@ Expected<PlannedRequest> plan_request(std::string_view request, const PlannerOpt
       return fail(
           ErrorCode::InvalidInput,
           fmt::format("the request contains '{}', which a model's plan could take for a step reference "
-                      "(#E<index>); write it another way (e.g. '# E{}'), or pass --executor for a "
-                      "single step",
+                      "(#E<index>); write it another way (e.g. '# E{}')",
                       request.substr(at, 3), request[at + 2]));
   std::vector<std::string> runs;
   Diagnostics all_problems;
