@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "engine/signals.h"
 #include "exec/llm_executor.h"
 #include "exec/tool_executor.h"
 #include "exec/worker_executor.h"
@@ -86,9 +87,14 @@ Expected<void> check_workspace(const std::string& workspace) {
 
 namespace {
 volatile std::sig_atomic_t g_run_ended = 0;
+unsigned g_caught_before = 0;  // SignalWatch::caught() when this handler was put in
 
 void on_stop_signal(int sig) {
   if (g_run_ended != 0) return;
+  // The engine caught an earlier signal of this burst and has stopped the run
+  // (or is stopping it): this one comes after its handler went, before
+  // run_has_ended(). The report of the stopped run is still to be printed.
+  if (SignalWatch::caught() != g_caught_before) return;
   // Before the run: as if orch had no handler (a shell loop sees the signal).
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -100,6 +106,7 @@ void on_stop_signal(int sig) {
 
 void catch_stop_signals() {
   g_run_ended = 0;
+  g_caught_before = SignalWatch::caught();
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);

@@ -53,9 +53,11 @@ Expected<void> check_workspace(const std::string& workspace);
 // Stop signals (SIGINT, SIGTERM, SIGHUP) around a run, for the moments the
 // engine does not handle them itself (it does while it drives the run, and puts
 // this handler back after). Until run_has_ended(), one ends orch at once, as the
-// signal's default action does; after it, they are dropped, so that a second Ctrl-C (or a `timeout` that
-// signals twice) while the report is printed neither loses it nor changes the
-// exit code.
+// signal's default action does, unless the engine caught one since this was
+// called: then the run is stopping or has stopped, its report is to come, and
+// the signal is dropped. After run_has_ended() they are all dropped, so that a
+// second Ctrl-C (or a `timeout` that signals twice) while the report is printed
+// neither loses it nor changes the exit code.
 void catch_stop_signals();
 void run_has_ended();
 

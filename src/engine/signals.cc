@@ -4,15 +4,19 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 
 namespace orch {
 
 namespace {
 int g_pipe[2] = {-1, -1};
+std::atomic<unsigned> g_caught{0};
+static_assert(std::atomic<unsigned>::is_always_lock_free);
 
 void on_signal_handler(int signo) {
   int saved = errno;
+  g_caught.fetch_add(1, std::memory_order_relaxed);
   unsigned char b = static_cast<unsigned char>(signo);
   [[maybe_unused]] ssize_t n = write(g_pipe[1], &b, 1);
   errno = saved;
@@ -23,6 +27,10 @@ bool SignalWatch::pending() {
   if (g_pipe[0] < 0) return false;
   pollfd p{g_pipe[0], POLLIN, 0};
   return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+unsigned SignalWatch::caught() {
+  return g_caught.load(std::memory_order_relaxed);
 }
 
 SignalWatch::SignalWatch(EventLoop& loop, std::function<void(int)> on_signal)

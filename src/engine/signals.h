@@ -19,6 +19,11 @@ class SignalWatch {
   // True when a caught signal waits to be delivered to the loop (not consumed):
   // for code that blocks outside the loop, such as a question to a human.
   static bool pending();
+  // How many signals any SignalWatch of this process has caught; safe to call
+  // from a signal handler. A caller's own handler, put back when the watch goes,
+  // can tell by it that a stop is already under way (the run it stopped has
+  // ended) and drop a late signal of the same burst instead of dying by it.
+  static unsigned caught();
   SignalWatch(const SignalWatch&) = delete;
   SignalWatch& operator=(const SignalWatch&) = delete;
 
