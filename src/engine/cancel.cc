@@ -39,7 +39,7 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
   // `orch status` shows it, before closing the attempts stamps them with now.
   ORCH_TRY(refresh_running_totals(store, run, false, now_ms()));
   const std::vector<AttemptRecord> interrupted =
-      ORCH_TRY(close_interrupted_attempts(store, run.id, now_ms()));
+      ORCH_TRY(close_interrupted_attempts(store, run.id, now_ms(), run.updated_at));
   for (StepRecord s : ORCH_TRY(store.steps(run.id))) {
     if (s.status != StepStatus::Pending && s.status != StepStatus::Running && s.status != StepStatus::AwaitingApproval)
       continue;

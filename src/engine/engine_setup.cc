@@ -17,6 +17,7 @@
 #include "engine/scheduler.h"
 #include "engine/snapshot.h"
 #include "orch/plan_loader.h"
+#include "orch/report.h"
 #include "orch/validate.h"
 #include "util/strings.h"
 
@@ -310,8 +311,13 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // Attempts the dead process left running: interrupted, not counted, workspace
   // restored, and charged what they reported spending (the step rows read above
   // predate that: they are charged below).
+  // A driver that died left the row lagging what it did (rewritten at most every
+  // 250 ms, or every second while idle): its wall time is moved on to its last
+  // sign of life, as `orch status` and `orch cancel` take it, so that the budget
+  // goes on from there and the attempts it watched get their durations.
+  if (previous == RunStatus::Running) ORCH_TRY(refresh_running_totals(store_, run_, false, now_ms()));
   const std::vector<AttemptRecord> interrupted =
-      ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms()));
+      ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms(), run_.updated_at));
 
   run_.budget_json = budget_limits_json(plan_.budget);
 

@@ -222,7 +222,8 @@ void charge_usage_file(const Store& store, AttemptRecord& a) {
 }  // namespace
 
 Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, const std::string& run_id,
-                                                                std::int64_t now_ms) {
+                                                                std::int64_t now_ms,
+                                                                std::int64_t last_alive_ms) {
   std::vector<AttemptRecord> closed;
   for (AttemptRecord a : ORCH_TRY(store.attempts(run_id))) {
     if (a.status != AttemptStatus::Running) continue;
@@ -231,6 +232,7 @@ Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, co
     a.ending = "interrupted";
     a.reason = "interrupted: the orch process driving it stopped";
     a.finished_at = now_ms;
+    a.duration_ms = std::max<std::int64_t>(0, std::min(last_alive_ms, now_ms) - a.started_at);
     charge_usage_file(store, a);
     ORCH_TRY(store.finish_attempt(a));
     std::string restored;
@@ -263,6 +265,7 @@ void charge_step(StepRecord& step, const std::vector<AttemptRecord>& closed) {
     step.tokens_in += a.tokens_in;
     step.tokens_out += a.tokens_out;
     step.cost_usd += a.cost_usd;
+    step.wall_ms += a.duration_ms;
   }
 }
 

@@ -43,11 +43,18 @@ int kill_attempt_leftovers(const std::string& run_id, const std::string& step_id
 // says whether that worked. What the attempt reported in its usage file before
 // it was killed was spent: it is charged to the attempt's row (so the run's
 // totals, summed from the attempts, include it). Returns the attempts it closed;
-// the caller adds their spend to their steps' rows (charge_step).
+// the caller adds their spend to their steps' rows (charge_step). Each is
+// stamped finished at `now_ms` (when the ledger learnt it ended) and its
+// duration runs from its start to `last_alive_ms`, the dead driver's last sign of
+// life (refresh_running_totals: the run row's heartbeat or the latest attempt
+// time): as long as orch is known to have watched it, not the downtime after.
 Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, const std::string& run_id,
-                                                                std::int64_t now_ms);
+                                                                std::int64_t now_ms,
+                                                                std::int64_t last_alive_ms);
 
-// Adds to `step`'s totals the tokens and cost of those of `closed` that are its.
+// Adds to `step`'s totals the tokens, cost and duration of those of `closed`
+// that are its: the wall time an interrupted attempt was watched counts toward
+// the step's wall budget, as it does when orch is stopped by a signal.
 void charge_step(StepRecord& step, const std::vector<AttemptRecord>& closed);
 
 }  // namespace orch

@@ -687,6 +687,42 @@ steps:
   kill(-std::stoi(read_file(d / "long.pid")), SIGKILL);  // the step's process group
 }
 
+// An attempt a killed driver left running is closed by the resume with the time
+// orch watched it (to the driver's last heartbeat), not 0 and not the downtime
+// after; the step's duration and the run's wall time include it.
+TEST(Cli, AnAttemptLeftByAKilledDriverKeepsTheTimeItWasWatched) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - {id: long, sh: 'if [ -f again ]; then exit 0; fi; echo $$ > long.pid; exec sleep 30'}
+)");
+  fs::path db = d / ".orch" / "orch.db";
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return fs::exists(d / "long.pid"); }, 10000));
+  // The idle driver's heartbeat (the run row, every second) has gone by at least once.
+  ASSERT_TRUE(wait_for([&] { return query_int(db, "select spent_wall_ms from runs") >= 1500; }, 5000));
+  const auto ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const long long killed_at = ms();
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // downtime: not the attempt's
+  write_file(d / "again", "");
+  auto r = run_orch({"resume", run_id_in(read_file(d / "out.txt"))}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const long long started = query_int(db, "select started_at from attempts where number = 1");
+  const long long watched = query_int(db, "select duration_ms from attempts where number = 1");
+  EXPECT_EQ(query_int(db, "select count(*) from attempts where number = 1 and status = 'interrupted'"), 1);
+  EXPECT_GE(watched, 1000);
+  EXPECT_LE(watched, killed_at - started);
+  EXPECT_GE(query_int(db, "select finished_at from attempts where number = 1"), killed_at + 1500);
+  EXPECT_GE(query_int(db, "select wall_ms from steps"), watched);
+  EXPECT_GE(query_int(db, "select spent_wall_ms from runs"), watched);
+  EXPECT_LT(query_int(db, "select spent_wall_ms from runs"), watched + 1500);
+}
+
 TEST(Cli, TwoRunsShareAStoreAndOneRunCannotBeDrivenTwice) {
   TempDir d;
   write_file(d / "p.yaml", R"(concurrency: 4
