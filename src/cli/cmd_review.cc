@@ -142,8 +142,10 @@ int run(const ReviewArgs& a) {
     auto executors = cli_executors(models_file, "", workers_file);
     if (!executors) return report_error(executors.error());
     env.executors = *executors;
+    catch_stop_signals();  // and each round's engine while it runs
     auto outcome = flows::resume_review(
         env, r->id, a.spend_cap > 0 ? std::optional<std::int64_t>(a.spend_cap) : std::nullopt);
+    run_has_ended();  // the report is printed whatever comes
     if (!outcome) return report_error(outcome.error());
     return print_outcome(*outcome, a.json);
   }
@@ -176,7 +178,9 @@ int run(const ReviewArgs& a) {
     }
   }
   if (auto opened = open(false); !opened) return report_error(opened.error());
+  catch_stop_signals();  // and each round's engine while it runs
   auto outcome = flows::start_review(env, *config);
+  run_has_ended();  // the report is printed whatever comes
   if (!outcome) return report_error(outcome.error());
   return print_outcome(*outcome, a.json);
 }

@@ -51,7 +51,9 @@ int run_plan(const TaskArgs& a) {
   flows::PlanTaskOptions options;
   options.project = a.project;
   if (!a.assume.empty()) options.assume_intent = a.assume;
+  catch_stop_signals();  // and the planning call's engine while it runs
   auto planned = flows::plan_task(open->env, a.request, options);
+  run_has_ended();
   if (!planned) return report_error(planned.error());
   for (const auto& id : planned->abandoned)
     std::fprintf(stderr, "orch task: trace %s was abandoned (untouched too long) and harvested\n",
@@ -93,7 +95,9 @@ int run_log(const TaskArgs& a) {
       if (auto ok = flows::add_attestation(verify, spec, true, items); !ok) return report_error(ok.error());
   }
   bool interrupted = false;
+  catch_stop_signals();  // and the VERIFY checks' engine while it runs
   auto trace = flows::log_task(open->env, a.trace, *state, a.note, verify, &interrupted);
+  run_has_ended();
   if (!trace) return report_error(trace.error());
   if (interrupted) {
     std::fprintf(stderr, "orch task: VERIFY was interrupted; nothing was recorded\n");

@@ -79,6 +79,7 @@ int run(const TaskRunArgs& a) {
     if (auto t = flows::find_task(*env, trace_id)) printer->print_new(*t);
   };
   Expected<flows::TaskRunOutcome> outcome = std::unexpected(Error{ErrorCode::Internal, "not run"});
+  catch_stop_signals();  // and each engine's own handler while it drives a stage
   if (!a.resume.empty()) {
     auto t = flows::find_task(*env, a.resume);
     if (!t) return report_error(t.error());
@@ -94,6 +95,7 @@ int run(const TaskRunArgs& a) {
     };
     outcome = flows::run_task(*env, a.request, options);
   }
+  run_has_ended();  // the trace is printed whatever comes
   if (!outcome) return report_error(outcome.error());
   if (outcome->ambiguous) {
     if (a.flags.json)

@@ -506,8 +506,10 @@ TEST(Cli, WatchEndsWhenTheRunEndsNotAtTheNextRedraw) {
   write_file(d / "p.yaml", "steps:\n  - {id: t, sh: 'sleep 1'}\n");
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_GT(pid, 0);
-  // The run is in the ledger once its first step runs.
-  for (int i = 0; i < 100 && !fs::exists(d / ".orch" / "runs"); ++i) usleep(20000);
+  // Watch once the run is in the ledger (its folder under .orch/runs is made
+  // before the run's row is committed).
+  ASSERT_TRUE(
+      wait_for([&] { return query_int(d / ".orch" / "orch.db", "select count(*) from runs") == 1; }, 5000));
   const auto start = std::chrono::steady_clock::now();
   auto watch = run_orch({"status", "--watch", "--interval", "30"}, d.path());
   const auto took = std::chrono::steady_clock::now() - start;

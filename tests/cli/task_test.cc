@@ -457,5 +457,36 @@ TEST(CliTask, RunKilledMidExecuteIsResumedAndTheTraceCatchesUp) {
   EXPECT_HAS(again.err, "is closed (DONE)");
 }
 
+// A burst of SIGTERMs in the middle of EXECUTE (a `timeout` that signals orch,
+// then its group; an impatient Ctrl-C) stops the task once: exit 130 with the
+// trace and the command that continues, never killed by a later signal of the
+// burst while that is printed; the resume then finishes it.
+TEST(CliTask, ABurstOfSignalsMidExecuteStopsTheTaskOnceAndItResumes) {
+  TempDir d;
+  write_file(d / "slow.sh",
+             "#!/bin/sh\nif [ ! -f first.txt ]; then echo $$ > first.txt; sleep 30; fi\necho \"worked\"\n");
+  fs::permissions(d / "slow.sh", fs::perms::owner_all);
+  write_file(d / ".orch" / "workers.yaml",
+             "workers:\n  slow:\n    argv: [./slow.sh, '{prompt}']\n    output: text\n");
+  write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
+  pid_t pid = orch::testing::spawn_orch(
+      {"task", "run", "fix the crash in the date parser", "--worker", "slow"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for([&] { return fs::exists(d / "first.txt"); }, 20000))
+      << read_file(d / "out.txt");
+  for (int i = 0; i < 300 && orch::testing::process_alive(pid); ++i) {
+    kill(pid, SIGTERM);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(d / "out.txt");
+  const std::string out = read_file(d / "out.txt");
+  const auto at = out.find("interrupted: continue with `orch task run --resume ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const auto from = at + std::string("interrupted: continue with `orch task run --resume ").size();
+  const std::string id = out.substr(from, out.find('`', from) - from);
+  auto r = run_orch({"task", "run", "--resume", id, "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(parse_json(r.out)["state"], "DONE");
+}
+
 }  // namespace
 }  // namespace orch
