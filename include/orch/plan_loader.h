@@ -32,8 +32,12 @@ LoadResult parse_plan(std::string_view text, const std::string& file);
 // and more than kMaxPlanFileBytes (InvalidInput: a stream that never ends, such
 // as /dev/zero, stops there); a read error (Io). A FIFO is read until its writer
 // closes it (`orch validate <(gen)`); one with no writer reads as empty.
+// PATH "-" is standard input (kStdinPlan), named "<stdin>" in messages.
 inline constexpr std::int64_t kMaxPlanFileBytes = 256LL * 1024 * 1024;
+inline constexpr const char* kStdinPlan = "-";
 Expected<std::string> read_plan_file(const std::string& path);
+// How a plan's PATH is named in messages and diagnostics: "<stdin>" for "-".
+std::string plan_display_name(const std::string& path);
 
 // Reads (read_plan_file) and parses a file. Fails only when the file cannot be read.
 Expected<LoadResult> load_plan_file(const std::string& path);

@@ -12,6 +12,7 @@
 #include "cli/progress.h"
 #include "cli/request_plan.h"
 #include "orch/engine.h"
+#include "orch/plan_loader.h"
 #include "orch/report.h"
 #include "util/json_text.h"
 
@@ -94,7 +95,8 @@ int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> e
 Command add_run(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Validate a plan, then run it to the end through the ledger.");
-  CLI::Option* plan = sub->add_option("PLAN", args->plan, "plan file (YAML or JSON)");
+  CLI::Option* plan =
+      sub->add_option("PLAN", args->plan, "plan file (YAML or JSON); - reads it from standard input");
   CLI::Option* request = sub->add_option(
       "--request", args->request, "plan this request (docs/planner.md) instead of reading PLAN, then run it");
   plan->excludes(request);
@@ -136,8 +138,9 @@ Command add_run(CLI::App& app) {
     if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});
     if (!in.problems.empty()) {
       print_problems(in.problems);
-      std::fprintf(stderr, "orch: %s is not valid (%zu problem%s); nothing was run\n", args->plan.c_str(),
-                   in.problems.size(), in.problems.size() == 1 ? "" : "s");
+      std::fprintf(stderr, "orch: %s is not valid (%zu problem%s); nothing was run\n",
+                   plan_display_name(args->plan).c_str(), in.problems.size(),
+                   in.problems.size() == 1 ? "" : "s");
       return kExitInvalid;
     }
     (*executors)->warm_up(in.plan);  // before the ledger is opened (or created)
@@ -157,7 +160,8 @@ Command add_resume(CLI::App& app) {
       ->transform(whole_number(1));
   sub->add_option(
       "--replan", args->replan,
-      "continue with an edited plan: done steps whose fingerprint changed re-run, with their descendants");
+      "continue with an edited plan (- reads it from standard input): done steps whose fingerprint changed "
+      "re-run, with their descendants");
   sub->add_flag("--keep-going", args->keep_going, "on a failed step, go on with independent branches");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report instead of progress");

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/plan_input.h"
+#include "orch/plan_loader.h"
 #include "util/json_text.h"
 
 namespace orch::cli {
@@ -26,7 +27,7 @@ Command add_validate(CLI::App& app) {
   auto args = std::make_shared<ValidateArgs>();
   CLI::App* sub =
       app.add_subcommand("validate", "Check a plan without running it: every problem, with FILE:LINE.");
-  sub->add_option("PLAN", args->plan, "plan file (YAML or JSON)")->required();
+  sub->add_option("PLAN", args->plan, "plan file (YAML or JSON); - reads it from standard input")->required();
   sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)");
   sub->add_flag("--json", args->json, "print {valid, plan, steps, errors[], warnings[]} as JSON");
   add_executor_file_flags(*sub, args->models, args->registry, args->workers);
@@ -35,6 +36,7 @@ Command add_validate(CLI::App& app) {
     if (!executors) return report_error(executors.error());
     if (auto workspace = check_workspace(args->workspace); !workspace) return report_error(workspace.error());
     PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
+    const std::string shown = plan_display_name(args->plan);  // "<stdin>" for -
     if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});
     // A valid plan may still hold a step the risk guard refuses whatever is
     // approved (a tool the registry has as pending or planned): it would fail at
@@ -50,8 +52,7 @@ Command add_validate(CLI::App& app) {
         if (std::string cause = executor->risk_reason(step);
             !cause.empty() && step.risk != RiskLevel::Critical)
           why += ": " + cause;
-        warnings.push_back(Diagnostic{step.loc.file.empty() ? args->plan : step.loc.file, step.loc.line,
-                                      step.id,
+        warnings.push_back(Diagnostic{step.loc.file.empty() ? shown : step.loc.file, step.loc.line, step.id,
                                       "warning: the risk guard will refuse this step (" + why + ")"});
       }
     }
@@ -63,7 +64,7 @@ Command add_validate(CLI::App& app) {
       for (const auto& d : warnings)
         warned.push_back({{"file", d.file}, {"line", d.line}, {"step", d.step_id}, {"message", d.message}});
       nlohmann::ordered_json out = {{"valid", in.problems.empty()},
-                                    {"plan", args->plan},
+                                    {"plan", shown},
                                     {"steps", in.plan.steps.size()},
                                     {"errors", errors},
                                     {"warnings", warned}};
@@ -71,14 +72,14 @@ Command add_validate(CLI::App& app) {
     } else if (in.problems.empty()) {
       print_problems(warnings);
       std::printf(
-          "%s: ok (%zu step%s)%s\n", args->plan.c_str(), in.plan.steps.size(),
+          "%s: ok (%zu step%s)%s\n", shown.c_str(), in.plan.steps.size(),
           in.plan.steps.size() == 1 ? "" : "s",
           warnings.empty()
               ? ""
               : fmt::format(", {} warning{}", warnings.size(), warnings.size() == 1 ? "" : "s").c_str());
     } else {
       print_problems(in.problems);
-      std::fprintf(stderr, "%s: %zu problem%s\n", args->plan.c_str(), in.problems.size(),
+      std::fprintf(stderr, "%s: %zu problem%s\n", shown.c_str(), in.problems.size(),
                    in.problems.size() == 1 ? "" : "s");
     }
     return in.problems.empty() ? kExitSucceeded : kExitInvalid;

@@ -250,14 +250,16 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   std::string path = stored.path;
   if (replan_path) {
     text = ORCH_TRY(read_plan_file(*replan_path));
-    path = fs::absolute(*replan_path).string();
+    // From standard input: no file, so no folder of its own (the workspace's).
+    path = *replan_path == kStdinPlan ? "" : fs::absolute(*replan_path).string();
   }
   // A large plan is parsed on a second thread while this one reads the step rows,
   // then validated on it while this one builds the scheduler's state from it: at
   // 100,000 steps each of the four takes hundreds of milliseconds, and none needs
   // another's result. Nothing is written to the ledger until the plan is valid.
   const auto launch = text.size() >= kParallelResumeBytes ? std::launch::async : std::launch::deferred;
-  const std::string name = path.empty() ? "<stored plan>" : path;
+  const bool from_stdin = replan_path && *replan_path == kStdinPlan;
+  const std::string name = from_stdin ? plan_display_name(kStdinPlan) : path.empty() ? "<stored plan>" : path;
   auto parsing = std::async(launch, [&text, &name] { return parse_plan(text, name); });
   auto rows_read = store_.steps(run_.id);
   LoadResult loaded = parsing.get();
@@ -275,12 +277,13 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   if (!loaded.diagnostics.empty()) return invalid(loaded.diagnostics);
   if (!rows_read) return std::unexpected(rows_read.error());
   std::vector<StepRecord> rows = std::move(*rows_read);
-  loaded.plan.source_path = path;
+  loaded.plan.source_path = from_stdin ? name : path;  // diagnostics name "<stdin>"
   plan_ = std::move(loaded.plan);
   const ValidateOptions checks = validate_options_for(run_.workspace, path, *executors_);
   auto validating = std::async(launch, [this, &checks] { return validate_plan(plan_, checks); });
   auto state = index_plan_state();  // reads plan_ only, as the validation does
   if (Diagnostics problems = validating.get(); !problems.empty()) return invalid(problems);
+  if (from_stdin) plan_.source_path.clear();  // no file: its folder is the workspace
   ORCH_TRY(state);
   executors_->warm_up(plan_);
 

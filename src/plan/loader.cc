@@ -364,15 +364,23 @@ LoadResult parse_plan(std::string_view text, const std::string& file) {
   return result;
 }
 
-Expected<std::string> read_plan_file(const std::string& path) {
+std::string plan_display_name(const std::string& path) {
+  return path == kStdinPlan ? "<stdin>" : path;
+}
+
+Expected<std::string> read_plan_file(const std::string& file) {
+  const bool from_stdin = file == kStdinPlan;
+  const std::string path = plan_display_name(file);  // as messages name it
   // O_NONBLOCK: opening a FIFO with no writer must not block (reading one then
   // finds the end at once). Reads block again below: `orch validate <(gen)` waits
-  // for its writer.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  // for its writer. Standard input is read as it is (a copy of its descriptor,
+  // closed after).
+  int fd = from_stdin ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+                      : ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
     // A socket cannot be opened at all (ENXIO): say what it is.
-    if (struct stat st{}; err == ENXIO && ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+    if (struct stat st{}; err == ENXIO && ::stat(file.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
       return fail(ErrorCode::InvalidInput, fmt::format("{}: is a socket, not a plan file", path));
     return fail(err == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
                 fmt::format("{}: cannot read the plan file: {}", path, std::strerror(err)));
@@ -390,7 +398,8 @@ Expected<std::string> read_plan_file(const std::string& path) {
   if (S_ISREG(st.st_mode) && st.st_size > kMaxPlanFileBytes)
     return fail(ErrorCode::InvalidInput,
                 fmt::format("{}: is over {} MiB; a plan file may be at most that", path, kMaxPlanFileBytes / (1024 * 1024)));
-  if (int flags = ::fcntl(fd, F_GETFL); flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (int flags = ::fcntl(fd, F_GETFL); !from_stdin && flags >= 0)
+    (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   std::string text;
   if (S_ISREG(st.st_mode)) text.reserve(static_cast<std::size_t>(st.st_size));
   char buf[65536];
@@ -413,7 +422,7 @@ Expected<std::string> read_plan_file(const std::string& path) {
 
 Expected<LoadResult> load_plan_file(const std::string& path) {
   std::string text = ORCH_TRY(read_plan_file(path));
-  return parse_plan(text, path);
+  return parse_plan(text, plan_display_name(path));
 }
 
 }  // namespace orch

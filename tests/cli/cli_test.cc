@@ -182,6 +182,50 @@ TEST(Cli, FailedRunExitsOneAndReportsWhy) {
   EXPECT_EQ(doc["steps"][1]["status"], "skipped");
 }
 
+// PLAN "-" is standard input (`orch plan ... | orch run -`): named <stdin> in
+// diagnostics, its relative paths taken from the workspace (it has no folder of
+// its own), stored without a path; `resume --replan -` reads the edit likewise.
+TEST(Cli, APlanFromStandardInputRunsWithTheWorkspaceAsItsFolder) {
+  TempDir d;
+  fs::create_directories(d / "ws");
+  write_file(d / "ws" / "s.json", R"({"type": "object", "required": ["ok"]})");
+  write_file(d / "p.yaml", R"(steps:
+  - {id: a, run: [echo, '{"ok": 1}'], post: [{result_json: {schema_path: s.json}}]}
+  - {id: b, deps: [a], sh: 'exit 1', attempts: 1}
+)");
+  write_file(d / "fixed.yaml", R"(steps:
+  - {id: a, run: [echo, '{"ok": 1}'], post: [{result_json: {schema_path: s.json}}]}
+  - {id: b, deps: [a], sh: 'test -f s.json', attempts: 1}
+)");
+  write_file(d / "bad.yaml", "steps:\n  - {id: a, run: [echo], deps: [nope]}\n");
+  const std::map<std::string, std::string> env{{"ORCH", orch_binary()}};
+  const auto sh = [&](const std::string& script) {
+    return run_command({"/bin/sh", "-c", script}, d.path(), env);
+  };
+
+  auto bad = sh(R"("$ORCH" validate - < bad.yaml)");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("<stdin>:2: step 'a': "), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("<stdin>: 1 problem"), std::string::npos) << bad.err;
+  auto ok = sh(R"(cat p.yaml | "$ORCH" validate - --workspace ws)");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("<stdin>: ok (2 steps)"), std::string::npos) << ok.out;
+  // From d, where there is no s.json: the schema is found in the workspace.
+  auto run = sh(R"(cat p.yaml | "$ORCH" run - --workspace ws)");
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  fs::path db = d / ".orch" / "orch.db";
+  EXPECT_EQ(query_int(db, "select count(*) from steps where step_id = 'a' and status = 'done'"), 1);
+  EXPECT_EQ(query_int(db, "select count(*) from runs where plan_path = ''"), 1);
+  const std::string id = run_id_in(run.err);
+  auto resumed = sh("\"$ORCH\" resume " + id + " --replan - < fixed.yaml");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_EQ(query_int(db, "select count(*) from steps where status = 'done'"), 2);
+  EXPECT_EQ(query_int(db, "select count(*) from plans where version = 2 and path = ''"), 1);
+  auto empty = sh(R"("$ORCH" run - < /dev/null)");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("<stdin>:1: plan has no steps"), std::string::npos) << empty.err;
+}
+
 TEST(Cli, BudgetExhaustionExitsFour) {
   TempDir d;
   write_file(d / "p.yaml", R"(budget: {attempts: 1}
