@@ -311,14 +311,14 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   event("run_resumed", "", 0,
         {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});
 
-  // Attempts the dead process left running: interrupted, not counted, workspace
-  // restored, and charged what they reported spending (the step rows read above
-  // predate that: they are charged below).
   // A driver that died left the row lagging what it did (rewritten at most every
   // 250 ms, or every second while idle): its wall time is moved on to its last
   // sign of life, as `orch status` and `orch cancel` take it, so that the budget
   // goes on from there and the attempts it watched get their durations.
   if (previous == RunStatus::Running) ORCH_TRY(refresh_running_totals(store_, run_, false, now_ms()));
+  // Attempts the dead process left running: interrupted, not counted, workspace
+  // restored, and charged what they reported spending (the step rows read above
+  // predate that: they are charged below).
   const std::vector<AttemptRecord> interrupted =
       ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms(), run_.updated_at));
 
