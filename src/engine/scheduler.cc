@@ -133,14 +133,22 @@ bool Scheduler::writes_overlap_in_flight(int i) const {
     fs::path r = fs::weakly_canonical(p, ec);
     return ec ? p : r;
   };
+  // Each path is resolved once per call, not once per pair.
+  const auto both = [&](const std::vector<std::string>& writes) {
+    std::vector<std::pair<fs::path, fs::path>> out;  // as written, resolved
+    out.reserve(writes.size());
+    for (const auto& w : writes) {
+      fs::path p = ws / w;
+      fs::path r = resolved(p);
+      out.emplace_back(std::move(p), std::move(r));
+    }
+    return out;
+  };
+  const auto mine = both(step.writes);
   for (int other : writers_in_flight_)
-    for (const auto& mine : step.writes)
-      for (const auto& theirs : steps_[static_cast<std::size_t>(other)].step->writes) {
-        const fs::path a = ws / mine, b = ws / theirs;
-        if (within(a, b) || within(b, a)) return true;
-        const fs::path ra = resolved(a), rb = resolved(b);
-        if (within(ra, rb) || within(rb, ra)) return true;
-      }
+    for (const auto& [b, rb] : both(steps_[static_cast<std::size_t>(other)].step->writes))
+      for (const auto& [a, ra] : mine)
+        if (within(a, b) || within(b, a) || within(ra, rb) || within(rb, ra)) return true;
   return false;
 }
 

@@ -152,7 +152,7 @@ steps:
   EXPECT_EQ(step(out.run_id, "ticker").status, StepStatus::Done);
   auto stalled = attempts(out.run_id, "s");
   ASSERT_EQ(stalled.size(), 1u);
-  EXPECT_EQ(stalled[0].status, AttemptStatus::Stalled);
+  EXPECT_EQ(stalled[0].status, AttemptStatus::Stalled) << stalled[0].reason;
   // stall_after is 500ms; the ticker prints into .orch/runs/ for 3 s.
   EXPECT_LT(stalled[0].finished_at - stalled[0].started_at, 2'000)
       << "the ticker's output under .orch/ kept the silent worker alive";
