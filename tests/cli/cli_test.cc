@@ -866,7 +866,24 @@ TEST(Cli, AResumeThatMeetsACancelInProgressSaysTheRunWasCancelled) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
   pid_t resume = spawn_orch({"resume", id}, d.path(), d / "resume.txt");
-  usleep(200000);
+  // The cancel must land after the resume read the run's status (running) and
+  // while it waits on the lock: the resume opens the lock file only after that
+  // read, and keeps it open while it looks for the holder's pid. (A fixed delay
+  // is not enough: an ASan orch on a loaded machine can take longer to start,
+  // read the run as already cancelled, and resume it.)
+  const std::string proc = "/proc/" + std::to_string(resume);
+  const auto resume_opened_the_lock = [&] {
+    // Until its exec, the child still has this test's own (close-on-exec) fd of the lock.
+    if (read_file(proc + "/cmdline").find(id) == std::string::npos) return false;
+    std::error_code ec;
+    fs::directory_iterator it(proc + "/fd", ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code ignored;
+      if (fs::read_symlink(it->path(), ignored).filename() == lock.filename()) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for(resume_opened_the_lock, 10000)) << read_file(d / "resume.txt");
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((d / ".orch" / "orch.db").c_str(), &db), SQLITE_OK);
   EXPECT_EQ(sqlite3_exec(db, "update runs set status = 'cancelled'", nullptr, nullptr, nullptr), SQLITE_OK);
