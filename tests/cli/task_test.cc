@@ -415,21 +415,29 @@ TEST(CliTask, RunEnforcesTheTraceBudgetOnEveryWorkerCall) {
   expect_valid_trace(t);
 }
 
-// kill -9 in the middle of EXECUTE, then `task run --resume`: the engine
-// resumes the run (the interrupted attempt is re-run) and the trace catches up,
-// ending as a run that was never interrupted would.
-TEST(CliTask, RunKilledMidExecuteIsResumedAndTheTraceCatchesUp) {
-  TempDir d;
+// Starts `orch task run` (output to out.txt) with a worker whose first call
+// hangs in EXECUTE (and whose later calls answer), and waits until it hangs
+// there. Returns its pid, or -1 if it did not get there.
+pid_t start_slow_task(const TempDir& d) {
   write_file(d / "slow.sh",
              "#!/bin/sh\nif [ ! -f first.txt ]; then echo $$ > first.txt; sleep 30; fi\necho \"worked\"\n");
   fs::permissions(d / "slow.sh", fs::perms::owner_all);
   write_file(d / ".orch" / "workers.yaml",
              "workers:\n  slow:\n    argv: [./slow.sh, '{prompt}']\n    output: text\n");
   write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
-  pid_t pid = orch::testing::spawn_orch(
+  const pid_t pid = orch::testing::spawn_orch(
       {"task", "run", "fix the crash in the date parser", "--worker", "slow"}, d.path(), d / "out.txt");
-  ASSERT_TRUE(orch::testing::wait_for([&] { return fs::exists(d / "first.txt"); }, 20000))
-      << read_file(d / "out.txt");
+  if (!orch::testing::wait_for([&] { return fs::exists(d / "first.txt"); }, 20000)) return -1;
+  return pid;
+}
+
+// kill -9 in the middle of EXECUTE, then `task run --resume`: the engine
+// resumes the run (the interrupted attempt is re-run) and the trace catches up,
+// ending as a run that was never interrupted would.
+TEST(CliTask, RunKilledMidExecuteIsResumedAndTheTraceCatchesUp) {
+  TempDir d;
+  const pid_t pid = start_slow_task(d);
+  ASSERT_GT(pid, 0) << read_file(d / "out.txt");
   // The trace follows the run within a turn of the engine (100 ms).
   std::string id;
   ASSERT_TRUE(orch::testing::wait_for(
@@ -463,16 +471,8 @@ TEST(CliTask, RunKilledMidExecuteIsResumedAndTheTraceCatchesUp) {
 // burst while that is printed; the resume then finishes it.
 TEST(CliTask, ABurstOfSignalsMidExecuteStopsTheTaskOnceAndItResumes) {
   TempDir d;
-  write_file(d / "slow.sh",
-             "#!/bin/sh\nif [ ! -f first.txt ]; then echo $$ > first.txt; sleep 30; fi\necho \"worked\"\n");
-  fs::permissions(d / "slow.sh", fs::perms::owner_all);
-  write_file(d / ".orch" / "workers.yaml",
-             "workers:\n  slow:\n    argv: [./slow.sh, '{prompt}']\n    output: text\n");
-  write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
-  pid_t pid = orch::testing::spawn_orch(
-      {"task", "run", "fix the crash in the date parser", "--worker", "slow"}, d.path(), d / "out.txt");
-  ASSERT_TRUE(orch::testing::wait_for([&] { return fs::exists(d / "first.txt"); }, 20000))
-      << read_file(d / "out.txt");
+  const pid_t pid = start_slow_task(d);
+  ASSERT_GT(pid, 0) << read_file(d / "out.txt");
   for (int i = 0; i < 300 && orch::testing::process_alive(pid); ++i) {
     kill(pid, SIGTERM);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
