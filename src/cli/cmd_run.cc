@@ -174,6 +174,7 @@ Command add_resume(CLI::App& app) {
     if (!store) return report_error(store.error());
     std::optional<std::string> replan;
     if (!args->replan.empty()) replan = args->replan;
+    if (args->replan == kStdinPlan) say_reading_stdin();
     return drive(*args, **store, *executors,
                  [&](Engine& engine) { return engine.resume(args->run_id, replan); });
   };

@@ -1,6 +1,7 @@
 #include "cli/plan_input.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +19,7 @@ namespace orch::cli {
 PlanInput read_and_validate(const std::string& path, const std::string& workspace,
                             const ExecutorRegistry& executors) {
   PlanInput in;
+  if (path == kStdinPlan) say_reading_stdin();
   auto text = read_plan_file(path);
   if (!text) {
     in.readable = false;
@@ -44,6 +46,13 @@ PlanInput read_and_validate(const std::string& path, const std::string& workspac
                    [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
   if (from_stdin) in.plan.source_path.clear();  // the run's plan has no file: its folder is the workspace
   return in;
+}
+
+void say_reading_stdin() {
+  // Typed at a terminal, the plan ends with Ctrl-D; piped in, nothing is said.
+  if (isatty(STDIN_FILENO) == 1)
+    std::fprintf(stderr,
+                 "orch: reading the plan from standard input (end it with Ctrl-D on a line of its own)\n");
 }
 
 void print_problems(const Diagnostics& problems) {

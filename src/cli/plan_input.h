@@ -20,6 +20,10 @@ struct PlanInput {
 PlanInput read_and_validate(const std::string& path, const std::string& workspace,
                             const ExecutorRegistry& executors);
 
+// For PLAN "-" read from a terminal: says on stderr that orch waits for the plan
+// there and how to end it (a plan piped in is read without a word).
+void say_reading_stdin();
+
 // Prints every problem, one per line, to stderr.
 void print_problems(const Diagnostics& problems);
 

@@ -15,6 +15,8 @@
 - `orch status RUN_ID --watch`: redraws (clear screen when stdout is a terminal,
   a blank line between reports otherwise) every --interval seconds until the run
   ends, then exits with the run's exit code (src/cli/cmd_status.cc, docs/cli.md).
+- PLAN `-` with a terminal on stdin: orch says it reads the plan there and how to
+  end it (Ctrl-D); piped in, nothing is said (src/cli/plan_input.cc).
 
 The orch binary comes from $ORCH_BINARY (CTest sets it), else /work/main/build/orch.
 Every command gets its own --store and --workspace in a fresh temp dir. Every
@@ -646,6 +648,37 @@ class ReviewPreFlight(OrchTestCase):
         self.assertIn("Verdict:** PASS", rest)
         with open(os.path.join(self.dir, "calls.log")) as f:
             self.assertEqual(f.read(), "reviewer style 1 1\n")
+
+class PlanFromATerminal(OrchTestCase):
+    """PLAN `-` typed at a terminal: orch says it waits for it there and how to end it."""
+
+    def test_a_plan_typed_at_the_terminal_ends_with_ctrl_d(self):
+        p, master = self.spawn(["run", "-", "--store", self.store, "--workspace", self.workspace],
+                               stdin="pty")
+        seen = b""
+        end = time.monotonic() + DEADLINE
+        while b"reading the plan from standard input (end it with Ctrl-D" not in seen:
+            if time.monotonic() > end or p.poll() is not None:
+                self.fail("no hint; output: %r" % seen.decode(errors="replace"))
+            if select.select([master], [], [], 0.1)[0]:
+                seen += os.read(master, 65536)
+        # A line at a time, as typed; Ctrl-D on a line of its own ends the input.
+        for line in ("steps:", "  - {id: typed, sh: 'echo typed > typed.txt'}"):
+            os.write(master, line.encode() + b"\n")
+        os.write(master, b"\x04")
+        rc, rest, _, _ = self.collect(p, master)
+        self.assertEqual(rc, 0, rest)
+        self.assertTrue(os.path.exists(os.path.join(self.workspace, "typed.txt")), rest)
+
+    def test_a_plan_piped_in_is_read_without_a_word(self):
+        plan = self.write_plan("p.yaml", "steps:\n  - {id: a, run: [echo, hi]}\n")
+        with open(plan) as stdin:
+            p, master = self.spawn(["validate", "-", "--workspace", self.workspace], stdin=stdin)
+            rc, text, _, _ = self.collect(p, master)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("<stdin>: ok (1 step)", text)
+        self.assertNotIn("reading the plan", text)
+
 
 if __name__ == "__main__":
     unittest.main()
