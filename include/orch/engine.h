@@ -120,6 +120,8 @@ struct RunOutcome {
 };
 
 // ValidateOptions wired to an executor registry (executor names, executor checks).
+// `plan_file` as given to read_plan_file: its folder is the plan's; "" (a plan
+// built in code) and "-" (standard input, named "<stdin>") have the workspace's.
 ValidateOptions validate_options_for(const std::filesystem::path& workspace, const std::string& plan_file,
                                      const ExecutorRegistry& executors);
 

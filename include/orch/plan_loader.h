@@ -39,7 +39,14 @@ Expected<std::string> read_plan_file(const std::string& path);
 // How a plan's PATH is named in messages and diagnostics: "<stdin>" for "-".
 std::string plan_display_name(const std::string& path);
 
-// Reads (read_plan_file) and parses a file. Fails only when the file cannot be read.
+// Parses `text` read from `path` by read_plan_file. As parse_plan(text, path),
+// but a plan from standard input ("-") is named "<stdin>" in diagnostics and has
+// no source_path: it has no folder of its own, so its relative paths are the
+// workspace's (validate_options_for, Engine::run), and a run records no path.
+LoadResult parse_plan_from(std::string_view text, const std::string& path);
+
+// Reads (read_plan_file) and parses (parse_plan_from) a file. Fails only when
+// the file cannot be read.
 Expected<LoadResult> load_plan_file(const std::string& path);
 
 // Parses "250ms", "30s", "5m", "1h30m", "2h" (a bare number is seconds).

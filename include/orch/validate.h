@@ -29,6 +29,9 @@ struct ValidateOptions {
   std::function<void(const Step&, Diagnostics&)> executor_check;
   // Folder of the plan file, for result_json schema_path (default: the file's parent).
   std::filesystem::path plan_dir;
+  // What diagnostics call a plan that has no source_path ("<stdin>" for one read
+  // from standard input); a plan with a source_path is called by it.
+  std::string file_name;
 };
 
 Diagnostics validate_plan(const Plan& plan, const ValidateOptions& options);

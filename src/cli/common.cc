@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -87,14 +88,14 @@ Expected<void> check_workspace(const std::string& workspace) {
 
 namespace {
 volatile std::sig_atomic_t g_run_ended = 0;
-unsigned g_caught_before = 0;  // SignalWatch::caught() when this handler was put in
+std::atomic<unsigned> g_caught_before{0};  // SignalWatch::caught() when this handler was put in
 
 void on_stop_signal(int sig) {
   if (g_run_ended != 0) return;
   // The engine caught an earlier signal of this burst and has stopped the run
   // (or is stopping it): this one comes after its handler went, before
   // run_has_ended(). The report of the stopped run is still to be printed.
-  if (SignalWatch::caught() != g_caught_before) return;
+  if (SignalWatch::caught() != g_caught_before.load(std::memory_order_relaxed)) return;
   // Before the run: as if orch had no handler (a shell loop sees the signal).
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -106,12 +107,16 @@ void on_stop_signal(int sig) {
 
 void catch_stop_signals() {
   g_run_ended = 0;
-  g_caught_before = SignalWatch::caught();
+  g_caught_before.store(SignalWatch::caught(), std::memory_order_relaxed);
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  // One ignored when orch started stays ignored (`nohup`, a script's `&`).
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction now {};
+    if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr);
+  }
 }
 
 void run_has_ended() {

@@ -27,10 +27,7 @@ PlanInput read_and_validate(const std::string& path, const std::string& workspac
     return in;
   }
   in.text = std::move(*text);
-  // A plan read from standard input ("-") is named "<stdin>" in diagnostics; the
-  // paths in it are taken from the workspace.
-  const bool from_stdin = path == kStdinPlan;
-  LoadResult loaded = parse_plan(in.text, plan_display_name(path));
+  LoadResult loaded = parse_plan_from(in.text, path);  // "-": named <stdin>, no folder of its own
   in.plan = std::move(loaded.plan);
   in.problems = std::move(loaded.diagnostics);
   // Every problem at once: the checks of what could be read run even when some
@@ -38,13 +35,11 @@ PlanInput read_and_validate(const std::string& path, const std::string& workspac
   // A file that could not be parsed at all (no steps read) gets only its syntax
   // errors: "plan has no steps" on top would be noise.
   if (in.problems.empty() || !in.plan.steps.empty()) {
-    Diagnostics semantic =
-        validate_plan(in.plan, validate_options_for(workspace, from_stdin ? "" : path, executors));
+    Diagnostics semantic = validate_plan(in.plan, validate_options_for(workspace, path, executors));
     in.problems.insert(in.problems.end(), semantic.begin(), semantic.end());
   }
   std::stable_sort(in.problems.begin(), in.problems.end(),
                    [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
-  if (from_stdin) in.plan.source_path.clear();  // the run's plan has no file: its folder is the workspace
   return in;
 }
 

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "engine/scheduler.h"
+#include "orch/plan_loader.h"
 
 namespace orch {
 
@@ -30,7 +31,10 @@ ValidateOptions validate_options_for(const std::filesystem::path& workspace, con
                                      const ExecutorRegistry& executors) {
   ValidateOptions v;
   v.workspace = workspace;
-  v.plan_dir = plan_file.empty() ? workspace : std::filesystem::absolute(plan_file).parent_path();
+  // A plan from standard input ("-") has no folder of its own: the workspace's.
+  const bool no_folder = plan_file.empty() || plan_file == kStdinPlan;
+  v.plan_dir = no_folder ? workspace : std::filesystem::absolute(plan_file).parent_path();
+  v.file_name = plan_display_name(plan_file);
   v.executor_known = [&executors](const std::string& name) { return executors.known(name); };
   v.executor_check = [&executors](const Step& step, Diagnostics& out) {
     if (const Executor* e = executors.find(step.executor)) e->check_step(step, out);

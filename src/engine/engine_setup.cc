@@ -164,6 +164,10 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
 
 Expected<void> Scheduler::prepare_resume(const std::string& run_id,
                                          const std::optional<std::string>& replan_path) {
+  // An edited plan is read first, while a stop signal still ends orch at once:
+  // a Ctrl-C while it is typed or piped in must not resume on what came so far.
+  std::optional<std::string> replan_text;
+  if (replan_path) replan_text = ORCH_TRY(read_plan_file(*replan_path));
   // From here a SIGINT/SIGTERM is caught and acted on when the loop starts: one
   // that came while the interrupted attempts' `writes:` are restored must not
   // kill orch with the workspace half put back.
@@ -249,7 +253,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   std::string text = stored.text;
   std::string path = stored.path;
   if (replan_path) {
-    text = ORCH_TRY(read_plan_file(*replan_path));
+    text = std::move(*replan_text);
     // From standard input: no file, so no folder of its own (the workspace's).
     path = *replan_path == kStdinPlan ? "" : fs::absolute(*replan_path).string();
   }
@@ -260,6 +264,8 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   const auto launch = text.size() >= kParallelResumeBytes ? std::launch::async : std::launch::deferred;
   const bool from_stdin = replan_path && *replan_path == kStdinPlan;
   const std::string name = from_stdin ? plan_display_name(kStdinPlan) : path.empty() ? "<stored plan>" : path;
+  // `path` is the plan's file ("" for none: its folder is the workspace's);
+  // diagnostics name it `name` all the same.
   auto parsing = std::async(launch, [&text, &name] { return parse_plan(text, name); });
   auto rows_read = store_.steps(run_.id);
   LoadResult loaded = parsing.get();
@@ -277,13 +283,13 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   if (!loaded.diagnostics.empty()) return invalid(loaded.diagnostics);
   if (!rows_read) return std::unexpected(rows_read.error());
   std::vector<StepRecord> rows = std::move(*rows_read);
-  loaded.plan.source_path = from_stdin ? name : path;  // diagnostics name "<stdin>"
+  loaded.plan.source_path = path;
   plan_ = std::move(loaded.plan);
-  const ValidateOptions checks = validate_options_for(run_.workspace, path, *executors_);
+  ValidateOptions checks = validate_options_for(run_.workspace, path, *executors_);
+  checks.file_name = name;
   auto validating = std::async(launch, [this, &checks] { return validate_plan(plan_, checks); });
   auto state = index_plan_state();  // reads plan_ only, as the validation does
   if (Diagnostics problems = validating.get(); !problems.empty()) return invalid(problems);
-  if (from_stdin) plan_.source_path.clear();  // no file: its folder is the workspace
   ORCH_TRY(state);
   executors_->warm_up(plan_);
 

@@ -48,9 +48,15 @@ SignalWatch::SignalWatch(EventLoop& loop, std::function<void(int)> on_signal)
   sa.sa_handler = on_signal_handler;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, &old_int_);
-  sigaction(SIGTERM, &sa, &old_term_);
-  sigaction(SIGHUP, &sa, &old_hup_);
+  // A signal ignored when orch started stays ignored (`nohup orch run ...`, a
+  // script's `orch run ... &`), as programs do by convention.
+  const auto catch_unless_ignored = [&sa](int signo, struct sigaction* old) {
+    sigaction(signo, nullptr, old);
+    if (old->sa_handler != SIG_IGN) sigaction(signo, &sa, nullptr);
+  };
+  catch_unless_ignored(SIGINT, &old_int_);
+  catch_unless_ignored(SIGTERM, &old_term_);
+  catch_unless_ignored(SIGHUP, &old_hup_);
 }
 
 SignalWatch::~SignalWatch() {

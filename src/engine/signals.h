@@ -2,7 +2,8 @@
 //
 // While a SignalWatch lives, those signals are caught by a handler that only
 // writes the signal number to a self-pipe; the loop reads it and calls back. The
-// previous handlers are restored on destruction.
+// previous handlers are restored on destruction. A signal ignored when the watch
+// is made (nohup's SIGHUP, SIGINT for a script's background job) stays ignored.
 #pragma once
 
 #include <csignal>

@@ -420,9 +420,15 @@ Expected<std::string> read_plan_file(const std::string& file) {
   return text;
 }
 
+LoadResult parse_plan_from(std::string_view text, const std::string& path) {
+  LoadResult loaded = parse_plan(text, plan_display_name(path));
+  if (path == kStdinPlan) loaded.plan.source_path.clear();
+  return loaded;
+}
+
 Expected<LoadResult> load_plan_file(const std::string& path) {
   std::string text = ORCH_TRY(read_plan_file(path));
-  return parse_plan(text, plan_display_name(path));
+  return parse_plan_from(text, path);
 }
 
 }  // namespace orch

@@ -38,14 +38,14 @@ void ValidateContext::step_error(const Step& step, std::string_view field, std::
 }
 
 void ValidateContext::step_error_at(const Step& step, int line, std::string message) const {
-  out.push_back(Diagnostic{plan.source_path, line ? line : step.loc.line, step.id, std::move(message)});
+  out.push_back(Diagnostic{file(), line ? line : step.loc.line, step.id, std::move(message)});
 }
 
 void ValidateContext::plan_error(std::string_view field, std::string message) const {
   int line = loc_line(plan.field_locs, field);
   // A plan read from a file always has a top to point at.
-  if (line == 0 && !plan.source_path.empty()) line = 1;
-  out.push_back(Diagnostic{plan.source_path, line, "", std::move(message)});
+  if (line == 0 && !file().empty()) line = 1;
+  out.push_back(Diagnostic{file(), line, "", std::move(message)});
 }
 
 }  // namespace detail
@@ -279,7 +279,7 @@ void run_executor_check(const ValidateContext& ctx, const Step& step) {
   ctx.options.executor_check(step, ctx.out);
   for (std::size_t i = before; i < ctx.out.size(); ++i) {
     Diagnostic& d = ctx.out[i];
-    if (d.file.empty()) d.file = ctx.plan.source_path;
+    if (d.file.empty()) d.file = ctx.file();
     if (d.line == 0) d.line = step.loc.line;
     if (d.step_id.empty()) d.step_id = step.id;
   }

@@ -29,6 +29,8 @@ struct ValidateContext {
   void step_error(const Step& step, std::string_view field, std::string message,
                   std::initializer_list<std::string_view> fallbacks = {}) const;
   void step_error_at(const Step& step, int line, std::string message) const;
+  // The name diagnostics give the plan: its file, else options.file_name.
+  const std::string& file() const { return plan.source_path.empty() ? options.file_name : plan.source_path; }
   // A plan-level problem at the line of a plan field ("concurrency", "budget.tokens").
   void plan_error(std::string_view field, std::string message) const;
   // The step's position in Plan::steps (what the graph and #E<idx> count; a plan

@@ -217,6 +217,23 @@ TEST(Cli, APlanFromStandardInputRunsWithTheWorkspaceAsItsFolder) {
   EXPECT_EQ(query_int(db, "select count(*) from steps where step_id = 'a' and status = 'done'"), 1);
   EXPECT_EQ(query_int(db, "select count(*) from runs where plan_path = ''"), 1);
   const std::string id = run_id_in(run.err);
+  // Stopped while the edited plan is still coming (typed, or piped by a writer
+  // that has not finished): orch ends at once and resumes nothing on the part
+  // that came, which here would drop step b from the plan.
+  ASSERT_EQ(mkfifo((d / "edit.fifo").c_str(), 0600), 0);
+  const int writer = open((d / "edit.fifo").c_str(), O_RDWR | O_CLOEXEC);  // never a reader's EOF
+  ASSERT_GE(writer, 0);
+  const std::string part = "steps:\n  - {id: a, run: [echo, '{\"ok\": 1}']}\n";
+  ASSERT_EQ(write(writer, part.data(), part.size()), static_cast<ssize_t>(part.size()));
+  pid_t reading = spawn_orch({"resume", id, "--replan", "edit.fifo"}, d.path(), d / "reading.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(reading, SIGTERM);
+  EXPECT_TRUE(wait_for([&] { return !testing::process_alive(reading); }, 5000))
+      << "still reading the plan after SIGTERM";
+  close(writer);
+  EXPECT_EQ(wait_exit(reading), 128 + SIGTERM) << read_file(d / "reading.txt");
+  EXPECT_EQ(query_int(db, "select count(*) from plans"), 1);
+  EXPECT_EQ(query_int(db, "select count(*) from steps where step_id = 'b' and status = 'failed'"), 1);
   auto resumed = sh("\"$ORCH\" resume " + id + " --replan - < fixed.yaml");
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
   EXPECT_EQ(query_int(db, "select count(*) from steps where status = 'done'"), 2);
@@ -473,6 +490,36 @@ TEST(Cli, ABurstOfSignalsEndsTheRunOnceWithItsReport) {
     const std::string out = read_file(d / "out.txt");
     EXPECT_NE(out.find("\"status\": \"interrupted\""), std::string::npos) << out;
   }
+}
+
+// A stop signal ignored when orch started stays ignored, as by convention
+// (`nohup orch run ...`: the terminal closing must not stop the run; a script's
+// `orch run ... &` ignores SIGINT). Others still stop it.
+TEST(Cli, ASignalIgnoredWhenOrchStartedStaysIgnored) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: nap, sh: 'echo started > started; sleep 1; echo rested'}\n");
+  const std::string orch = orch_binary();
+  const std::string out = (d / "out.txt").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGHUP, SIG_IGN);
+    if (chdir(d.path().c_str()) != 0) _exit(127);
+    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(orch.c_str(), "orch", "run", "p.yaml", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_for([&] { return fs::exists(d / "started"); }, 10000)) << read_file(d / "out.txt");
+  for (int i = 0; i < 3; ++i) {
+    kill(pid, SIGHUP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(wait_exit(pid), 0) << read_file(d / "out.txt");
+  EXPECT_EQ(query_int(d / ".orch" / "orch.db", "select count(*) from runs where status = 'succeeded'"), 1);
+  EXPECT_EQ(query_int(d / ".orch" / "orch.db", "select count(*) from attempts where status = 'succeeded'"),
+            1);
 }
 
 // `orch logs` finds the logs of a project moved with its store, and says so,

@@ -747,8 +747,9 @@ TEST(CliReview, SeveralReviewersPerLensAndAReviewWithoutFreshContext) {
 
 // Ctrl-C (SIGINT) in the middle of a round: orch stops its steps, records the
 // run interrupted and exits 130 with the command that continues; the review stays
-// running, and --resume finishes it. A burst of them (an impatient Ctrl-C) stops
-// it once: a later one of the burst does not kill orch before the report.
+// running, and --resume finishes it. A burst of signals after it (SIGTERMs, as a
+// `timeout` sends: one that killed orch would show as 143) stops it once: a later
+// one does not kill orch before the report.
 TEST(CliReview, AnInterruptedReviewExits130AndResumes) {
   json slow_then_answer = {{"attempts", json::array({json{{"sleep", 30}, {"raw", "slow"}}, answer({kArgc})})}};
   json scenario = json::object();
@@ -758,8 +759,9 @@ TEST(CliReview, AnInterruptedReviewExits130AndResumes) {
   pid_t pid = orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
   ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("reviewer correctness 1 1") == 1; }, 30000))
       << read_file(p.d / "out.txt");
+  kill(pid, SIGINT);
   for (int i = 0; i < 300 && orch::testing::process_alive(pid); ++i) {
-    kill(pid, SIGINT);
+    kill(pid, SIGTERM);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(p.d / "out.txt");
