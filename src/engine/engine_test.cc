@@ -189,6 +189,50 @@ steps:
   EXPECT_FALSE(fs::exists(ws() / "gc.txt"));
 }
 
+// Every progress event carries the counts as they are at that moment: after the
+// last step finished they add up to the run's end, and running never goes below 0.
+TEST_F(EngineTest, ProgressCountsAreExactAtEveryEvent) {
+  EngineOptions o;
+  o.keep_going = true;
+  std::vector<ProgressEvent> seen;
+  o.on_progress = [&seen](const ProgressEvent& e) {
+    if (e.kind != ProgressEvent::Kind::Committed) seen.push_back(e);
+  };
+  auto out = run(R"(
+concurrency: 1
+steps:
+  - {id: one, executor: builtin:echo, inputs: {text: a}}
+  - {id: two, executor: builtin:echo, inputs: {text: b}}
+  - {id: bad, run: ["false"], attempts: 1}
+  - {id: child, deps: [bad], run: ["true"]}
+  - {id: last, deps: [one, two], run: ["true"]}
+)",
+                 o);
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  ASSERT_FALSE(seen.empty());
+  int finished = 0;
+  for (const ProgressEvent& e : seen) {
+    EXPECT_EQ(e.total, 5);
+    EXPECT_GE(e.running, 0);
+    EXPECT_LE(e.running, 1);
+    EXPECT_LE(e.done + e.failed + e.skipped + e.running, e.total);
+    if (e.kind == ProgressEvent::Kind::StepFinished) {
+      ++finished;
+      // The step just finished is counted: its status is in the counts already.
+      EXPECT_EQ(e.done + e.failed + e.skipped, finished) << e.step_id;
+    }
+    if (e.kind == ProgressEvent::Kind::AttemptStarted) {
+      EXPECT_EQ(e.running, 1) << e.step_id;
+    }
+  }
+  EXPECT_EQ(finished, 5);
+  const ProgressEvent& end = seen.back();
+  EXPECT_EQ(end.done, 3);
+  EXPECT_EQ(end.failed, 1);
+  EXPECT_EQ(end.skipped, 1);
+  EXPECT_EQ(end.running, 0);
+}
+
 // A result that nests too deep for `${steps.ID.json}` fails the step that reads
 // it, with the reason, where writing it out used to overflow the stack.
 TEST_F(EngineTest, AResultNestedTooDeepFailsTheStepThatReadsItWithAReason) {

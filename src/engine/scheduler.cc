@@ -293,6 +293,10 @@ void Scheduler::event(const std::string& kind, const std::string& step_id, int a
 }
 
 void Scheduler::save_step(StepState& s) {
+  if (counts_ready_ && !s.recount) {
+    s.recount = true;
+    count_queue_.push_back(static_cast<int>(&s - steps_.data()));
+  }
   if (store_error_) return;
   if (auto t = tx(); !t) {
     store_error_ = t.error();
@@ -301,6 +305,53 @@ void Scheduler::save_step(StepState& s) {
   if (s.dirty) return;
   s.dirty = true;
   dirty_steps_.push_back(static_cast<int>(&s - steps_.data()));
+}
+
+namespace {
+
+int* count_of(ProgressEvent& counts, StepStatus status) {
+  switch (status) {
+    case StepStatus::Done:
+      return &counts.done;
+    case StepStatus::Running:
+      return &counts.running;
+    case StepStatus::Failed:
+      return &counts.failed;
+    case StepStatus::Skipped:
+    case StepStatus::Cancelled:
+      return &counts.skipped;
+    case StepStatus::Pending:
+    case StepStatus::AwaitingApproval:
+      break;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void Scheduler::refresh_counts() {
+  auto move = [this](StepState& s) {
+    if (!s.in_plan) return;
+    if (int* from = count_of(counts_, s.counted_as)) --*from;
+    if (int* to = count_of(counts_, s.rec.status)) ++*to;
+    s.counted_as = s.rec.status;
+  };
+  if (!counts_ready_) {
+    counts_ = ProgressEvent{};
+    for (StepState& s : steps_) {
+      s.counted_as = StepStatus::Pending;
+      if (s.in_plan) ++counts_.total;
+      move(s);
+    }
+    counts_ready_ = true;
+    return;
+  }
+  for (int i : count_queue_) {
+    StepState& s = steps_[static_cast<std::size_t>(i)];
+    s.recount = false;
+    move(s);
+  }
+  count_queue_.clear();
 }
 
 void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& reason) {
@@ -319,35 +370,7 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
     e.duration_ms = s.rec.wall_ms;
   }
   e.reason = reason;
-  // Counting is O(steps); on a 100,000-step plan doing it per finished step would
-  // be quadratic, so the counts are refreshed at most every 100 ms (and on Tick).
-  auto now = std::chrono::steady_clock::now();
-  if (kind == ProgressEvent::Kind::Tick || now - counts_at_ >= milliseconds(100)) {
-    counts_at_ = now;
-    counts_ = ProgressEvent{};
-    for (const auto& s : steps_) {
-      if (!s.in_plan) continue;
-      ++counts_.total;
-      switch (s.rec.status) {
-        case StepStatus::Done:
-          ++counts_.done;
-          break;
-        case StepStatus::Running:
-          ++counts_.running;
-          break;
-        case StepStatus::Failed:
-          ++counts_.failed;
-          break;
-        case StepStatus::Skipped:
-        case StepStatus::Cancelled:
-          ++counts_.skipped;
-          break;
-        case StepStatus::Pending:
-        case StepStatus::AwaitingApproval:
-          break;
-      }
-    }
-  }
+  refresh_counts();
   e.total = counts_.total;
   e.done = counts_.done;
   e.running = counts_.running;

@@ -69,6 +69,10 @@ struct StepState {
   // The attempt in flight (in_flight = started and not yet settled).
   bool in_flight = false;
   bool dirty = false;  // rec changed in this transaction; written at commit
+  // The status this step is counted under in the progress counts, and whether a
+  // change since is queued for them (Scheduler::refresh_counts).
+  StepStatus counted_as = StepStatus::Pending;
+  bool recount = false;
 
   // The risk guard let the step run (checked once per process, before its first attempt).
   bool cleared = false;
@@ -235,8 +239,12 @@ class Scheduler {
   std::chrono::steady_clock::time_point last_run_write_{};  // the run row, at most every kRunRowInterval
   std::minstd_rand random_{std::random_device{}()};         // back-off jitter
   EventLoop::TimerId wall_timer_ = 0;
-  ProgressEvent counts_;  // step counts for progress events, refreshed at most every 100 ms
-  std::chrono::steady_clock::time_point counts_at_{};
+  // The step counts of progress events, kept up to date from the steps saved since
+  // the last report (count_queue_) rather than by counting 100,000 steps again.
+  void refresh_counts();
+  ProgressEvent counts_;
+  bool counts_ready_ = false;
+  std::vector<int> count_queue_;
 };
 
 }  // namespace orch
