@@ -31,6 +31,7 @@
 #include <optional>
 #include <set>
 
+#include "util/chmod_at.h"
 #include "util/fd.h"
 #include "util/json_text.h"
 
@@ -267,13 +268,13 @@ struct Restorer {
     if (!folder.fd.ok() && error == EACCES &&
         ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
         st.st_uid == geteuid() &&
-        ::fchmodat(parent, name.c_str(), (st.st_mode & 07777) | S_IRWXU, AT_SYMLINK_NOFOLLOW) == 0) {
+        chmod_at_nofollow(parent, name.c_str(), (st.st_mode & 07777) | S_IRWXU) == 0) {
       folder.fd = Fd(::openat(parent, name.c_str(), kOpenFolder));
       error = errno;
       if (folder.fd.ok())
         folder.mode_before = static_cast<int>(st.st_mode & 07777);
       else
-        ::fchmodat(parent, name.c_str(), st.st_mode & 07777, AT_SYMLINK_NOFOLLOW);
+        chmod_at_nofollow(parent, name.c_str(), st.st_mode & 07777);
     }
     if (!folder.fd.ok()) {
       errno = error;
@@ -383,11 +384,10 @@ struct Restorer {
             0 &&
         errno != EPERM)
       problem(os_error(path, "give back the owner of"));
-    // A symlink has no mode of its own; fchmodat with AT_SYMLINK_NOFOLLOW fails
-    // on one (rather than following it) should a file have become one meanwhile.
+    // A symlink has no mode of its own; chmod_at_nofollow fails on one (rather
+    // than following it) should a file have become one meanwhile.
     const mode_t mode = node.value("mode", 0644u);
-    if (!symlink &&
-        (name != nullptr ? ::fchmodat(at, name, mode, AT_SYMLINK_NOFOLLOW) : ::fchmod(at, mode)) != 0)
+    if (!symlink && (name != nullptr ? chmod_at_nofollow(at, name, mode) : ::fchmod(at, mode)) != 0)
       problem(os_error(path, "give back the mode of"));
     timespec times[2] = {{0, UTIME_OMIT},
                          {node.value("mtime_s", time_t{0}), node.value("mtime_ns", long{0})}};
@@ -457,7 +457,7 @@ struct Restorer {
       // owner for a moment, so that its other hard links still get the content;
       // its mode comes back with the rest of its metadata.
       if (fd < 0 && errno == EACCES && now->st_uid == geteuid() &&
-          ::fchmodat(at, name.c_str(), (now->st_mode & 07777) | S_IWUSR, AT_SYMLINK_NOFOLLOW) == 0)
+          chmod_at_nofollow(at, name.c_str(), (now->st_mode & 07777) | S_IWUSR) == 0)
         fd = ::openat(at, name.c_str(), flags);
       struct stat opened {};
       if (fd >= 0 &&

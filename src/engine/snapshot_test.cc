@@ -277,6 +277,34 @@ TEST_F(SnapshotTest, ModesAndModificationTimesComeBack) {
   EXPECT_EQ(info(ws_ / "d").st_mtim.tv_sec, 1'600'000'200);
 }
 
+// Where /proc is not mounted (a minimal container, a chroot) modes still come
+// back: glibc 2.36's fchmodat(AT_SYMLINK_NOFOLLOW) needs /proc, the restore does not.
+TEST_F(SnapshotTest, ModesComeBackWhereProcIsNotMounted) {
+  fs::create_directories(ws_ / "d");
+  write_file(ws_ / "d" / "f", "one\n");
+  write_file(ws_ / "d" / "ro", "read-only\n");
+  ASSERT_EQ(::chmod((ws_ / "d" / "f").c_str(), 0640), 0);
+  ASSERT_EQ(::chmod((ws_ / "d" / "ro").c_str(), 0444), 0);
+  ASSERT_EQ(::chmod((ws_ / "d").c_str(), 02775), 0);
+  const int rc = testing::without_proc([this] {
+    if (!take_snapshot({ws_ / "d"}, snap(), ws_)) return 1;
+    write_file(ws_ / "d" / "f", "changed\n");
+    if (::chmod((ws_ / "d" / "f").c_str(), 0600) != 0 || ::chmod((ws_ / "d").c_str(), 0700) != 0) return 2;
+    auto r = restore_snapshot(snap());
+    if (!r) {
+      std::fprintf(stderr, "restore: %s\n", r.error().message.c_str());
+      return 3;
+    }
+    return 0;
+  });
+  if (rc == testing::kNoNamespace) GTEST_SKIP() << "no mount namespace here (needs CAP_SYS_ADMIN)";
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(read_file(ws_ / "d" / "f"), "one\n");
+  EXPECT_EQ(info(ws_ / "d" / "f").st_mode & 07777, 0640u);
+  EXPECT_EQ(info(ws_ / "d" / "ro").st_mode & 07777, 0444u);
+  EXPECT_EQ(info(ws_ / "d").st_mode & 07777, 02775u);
+}
+
 // A file changed in place gets its content back in place: its other hard link,
 // not in `writes:`, sees the old content again and is still the same file.
 TEST_F(SnapshotTest, AFileChangedInPlaceIsRestoredInPlaceForItsOtherLinks) {

@@ -1,10 +1,10 @@
 #include "util/secrets.h"
 
+#include <unistd.h>  // environ
+
 #include <algorithm>
 #include <array>
 #include <cctype>
-
-extern char** environ;
 
 namespace orch {
 

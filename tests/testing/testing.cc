@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -185,6 +187,19 @@ int wait_exit(pid_t pid) {
   int st = 0;
   waitpid(pid, &st, 0);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int without_proc(const std::function<int()>& body) {
+  const pid_t pid = fork();
+  if (pid < 0) return kNoNamespace;
+  if (pid == 0) {
+    // Private mounts first, so the unmount stays in this namespace.
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        umount2("/proc", MNT_DETACH) != 0 || access("/proc/self", F_OK) == 0)
+      _exit(kNoNamespace);
+    _exit(body());
+  }
+  return wait_exit(pid);
 }
 
 bool process_alive(pid_t pid) {

@@ -70,4 +70,11 @@ std::string run_id_in(const std::string& output);
 // Polls `cond` every 20 ms for up to `ms`; its last value.
 bool wait_for(const std::function<bool()>& cond, int ms);
 
+// Runs `body` in a child process that has its own mount namespace with /proc
+// unmounted (a minimal container or chroot), and returns its exit code (128+N
+// when killed by signal N). kNoNamespace when this machine gives the test no
+// mount namespace (it needs CAP_SYS_ADMIN) or /proc could not be unmounted.
+inline constexpr int kNoNamespace = 77;
+int without_proc(const std::function<int()>& body);
+
 }  // namespace orch::testing
