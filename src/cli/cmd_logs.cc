@@ -1,6 +1,7 @@
 // orch logs RUN_ID STEP [--attempt N] [--stderr]
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,7 +31,7 @@ Command add_logs(CLI::App& app) {
   auto args = std::make_shared<LogsArgs>();
   CLI::App* sub = app.add_subcommand("logs", "Print the stdout (or stderr) an attempt of a step wrote.");
   sub->add_option("RUN_ID", args->run_id, "the run")->required();
-  sub->add_option("STEP", args->step, "the step id")->required();
+  sub->add_option("STEP", args->step, "the step id")->required()->check(not_empty("a step id"));
   sub->add_option("--attempt", args->attempt, "attempt number (default: the latest)")
       ->transform(whole_number(1));
   sub->add_flag("--stderr", args->err, "print stderr instead of stdout");
@@ -76,11 +77,14 @@ Command add_logs(CLI::App& app) {
     // in the store's runs/RUN/ folder, where they are looked for next.
     const std::filesystem::path moved =
         (*store)->folder() / "runs" / args->run_id / std::filesystem::path(path).filename();
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO put where a log was is refused below, not waited on.
+    std::string opened = path;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     const int path_errno = fd < 0 ? errno : 0;
     int moved_errno = 0;
     if (fd < 0 && moved != std::filesystem::path(path)) {
-      fd = ::open(moved.c_str(), O_RDONLY | O_CLOEXEC);
+      opened = moved.string();
+      fd = ::open(moved.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
       moved_errno = fd < 0 ? errno : 0;
     }
     if (fd < 0) {
@@ -97,6 +101,13 @@ Command add_logs(CLI::App& app) {
                             "recorded): {}",
                             args->err ? "stderr" : "stdout", chosen->number, args->step, recorded, where)});
     }
+    if (struct stat st{}; ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return report_error(Error{
+          ErrorCode::Io, fmt::format("cannot read the {} of attempt {} of step '{}': {} "
+                                     "is not a regular file (orch's logs are)",
+                                     args->err ? "stderr" : "stdout", chosen->number, args->step, opened)});
+    }
     char buf[65536];
     for (;;) {
       const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -105,7 +116,7 @@ Command add_logs(CLI::App& app) {
         const int read_errno = errno;
         ::close(fd);
         return report_error(
-            Error{ErrorCode::Io, fmt::format("reading {}: {}", path, std::strerror(read_errno))});
+            Error{ErrorCode::Io, fmt::format("reading {}: {}", opened, std::strerror(read_errno))});
       }
       if (n == 0) break;
       std::fwrite(buf, 1, static_cast<std::size_t>(n), stdout);

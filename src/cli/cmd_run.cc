@@ -158,10 +158,11 @@ Command add_resume(CLI::App& app) {
   sub->add_option("RUN_ID", args->run_id, "the run to continue")->required();
   sub->add_option("-j,--jobs", args->jobs, "steps run at once (default: as the run was started)")
       ->transform(whole_number(1));
-  sub->add_option(
-      "--replan", args->replan,
-      "continue with an edited plan (- reads it from standard input): done steps whose fingerprint changed "
-      "re-run, with their descendants");
+  sub->add_option("--replan", args->replan,
+                  "continue with an edited plan (- reads it from standard input): done steps whose "
+                  "fingerprint changed "
+                  "re-run, with their descendants")
+      ->check(not_empty("the edited plan's file, or - to read it from standard input"));
   sub->add_flag("--keep-going", args->keep_going, "on a failed step, go on with independent branches");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report instead of progress");

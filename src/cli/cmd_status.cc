@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <thread>
 
@@ -18,8 +19,28 @@ namespace orch::cli {
 
 namespace {
 
-// How often a watch that waits for its next redraw checks whether the run ended.
+// How often a watch that waits for its next redraw checks whether the run ended
+// (or whether it was told to stop).
 constexpr std::chrono::milliseconds kEndPoll{200};
+
+// A watch stopped by SIGINT, SIGTERM or SIGHUP ends as any interrupted orch does:
+// exit 130 (SIGTERM's default death would read as 143). One ignored when orch
+// started stays ignored.
+volatile std::sig_atomic_t g_watch_stopped = 0;
+
+void on_watch_signal(int) {
+  g_watch_stopped = 1;
+}
+
+void catch_watch_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_watch_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction now {};
+    if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr);
+  }
+}
 
 struct StatusArgs {
   std::string run_id;
@@ -48,7 +69,8 @@ Command add_status(CLI::App& app) {
   auto args = std::make_shared<StatusArgs>();
   CLI::App* sub =
       app.add_subcommand("status", "Show a run (default: the newest) from the ledger; safe while it runs.");
-  sub->add_option("RUN_ID", args->run_id, "the run to show (default: the newest)");
+  sub->add_option("RUN_ID", args->run_id, "the run to show (default: the newest)")
+      ->check(not_empty("a run id (`orch runs` lists them), or none for the newest run"));
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json)");
   CLI::Option* watch =
@@ -65,7 +87,9 @@ Command add_status(CLI::App& app) {
       if (!latest) return report_error(latest.error());
       id = *latest;
     }
+    if (args->watch) catch_watch_signals();
     for (;;) {
+      if (g_watch_stopped != 0) return kExitInterrupted;
       auto report = build_run_report(**store, id);
       if (!report) return report_error(report.error());
       // A run marked running whose lock no process holds was orphaned by a crash.
@@ -76,7 +100,9 @@ Command add_status(CLI::App& app) {
         if (args->watch && stdout_is_tty()) std::printf("\033[H\033[2J");
         std::printf("%s%s", header(*report).c_str(), format_report_table(*report).c_str());
       }
-      std::fflush(stdout);
+      // Its reader gone (`orch status --watch | head -1`), a watch ends quietly
+      // rather than go on until the run does.
+      if (std::fflush(stdout) != 0 && args->watch) return kExitSucceeded;
       if (!args->watch || !is_running(*report) || !(*report)["run"]["active"].get<bool>()) {
         return args->watch ? exit_code_for(parse_run_status((*report)["run"]["status"].get<std::string>())
                                                .value_or(RunStatus::Failed))
@@ -89,6 +115,7 @@ Command add_status(CLI::App& app) {
                             static_cast<std::int64_t>(std::clamp(args->interval, 0.01, 86400.0) * 1000));
       for (auto now = std::chrono::steady_clock::now(); now < next; now = std::chrono::steady_clock::now()) {
         std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(next - now, kEndPoll));
+        if (g_watch_stopped != 0) return kExitInterrupted;
         auto row = (*store)->find_run(id);
         if (row && *row && (**row).status != RunStatus::Running) break;
       }

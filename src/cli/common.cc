@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "cli/number_option.h"
 #include "engine/signals.h"
 #include "exec/llm_executor.h"
 #include "exec/tool_executor.h"
@@ -58,6 +59,19 @@ Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_e
   // path is refused, not built.
   if (!std::filesystem::exists(status)) {
     const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    // The nearest existing folder on the way must be one (`.orch` a file, a path
+    // under a file): a usage error, like a mistyped path.
+    for (std::filesystem::path up = folder; !up.empty(); up = up.parent_path()) {
+      const auto up_status = std::filesystem::status(up, ec);
+      if (!std::filesystem::exists(up_status)) {
+        if (up == up.parent_path()) break;
+        continue;
+      }
+      if (!std::filesystem::is_directory(up_status))
+        return fail(ErrorCode::InvalidInput,
+                    fmt::format("--store {}: {} is a file, not a folder", path, up.string()));
+      break;
+    }
     const std::filesystem::path above = folder.parent_path();
     if (!folder.empty() && !above.empty() && !std::filesystem::exists(folder, ec) &&
         !std::filesystem::is_directory(above, ec))
@@ -151,11 +165,14 @@ int stderr_columns() {
 
 void add_executor_file_flags(CLI::App& sub, std::string& models, std::string& registry,
                              std::string& workers) {
-  sub.add_option("--models", models, "models file for llm steps (default: .orch/models.yaml if present)");
+  sub.add_option("--models", models, "models file for llm steps (default: .orch/models.yaml if present)")
+      ->check(not_empty("the models file"));
   sub.add_option("--registry", registry,
-                 "tool registry for tool:NAME steps (default: .orch/registry.yml if present)");
+                 "tool registry for tool:NAME steps (default: .orch/registry.yml if present)")
+      ->check(not_empty("the tool registry file"));
   sub.add_option("--workers", workers,
-                 "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)");
+                 "agent CLIs for worker:NAME steps (default: .orch/workers.yaml if present)")
+      ->check(not_empty("the workers file"));
 }
 
 Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& models_flag,

@@ -87,4 +87,12 @@ CLI::Validator number_above(double bound) {
       [](double value, double limit) { return value > limit; }, bound);
 }
 
+CLI::Validator not_empty(std::string wanted) {
+  return CLI::Validator(
+      [wanted](std::string& input) -> std::string {
+        return input.empty() ? fmt::format("is empty: give {}", wanted) : "";
+      },
+      "", "NOT_EMPTY");
+}
+
 }  // namespace orch::cli

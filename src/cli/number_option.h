@@ -26,4 +26,9 @@ CLI::Validator number_at_least(double least);
 // A finite number, decimals allowed, greater than `bound` (seconds between redraws).
 CLI::Validator number_above(double bound);
 
+// Any text but the empty one: `--models ""` (an unset variable) is refused, never
+// read as "not given". `wanted` says what to give instead:
+//   orch: --models: is empty: give the models file
+CLI::Validator not_empty(std::string wanted);
+
 }  // namespace orch::cli

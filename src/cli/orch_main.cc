@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "orch/engine.h"
+#include "util/strings.h"
 
 namespace orch {
 
@@ -75,10 +76,24 @@ std::string usage_message(const CLI::ParseError& e, CLI::App& app) {
   const std::string what = e.what();
   std::smatch m;
   if (what == "A subcommand is required") {
+    CLI::App& at = deepest_parsed(app);
     std::string names;
-    for (const CLI::App* sub : deepest_parsed(app).get_subcommands({}))
+    std::vector<std::string> candidates;
+    for (const CLI::App* sub : at.get_subcommands({})) {
       names += (names.empty() ? "" : ", ") + sub->get_name();
-    return (&deepest_parsed(app) == &app ? "a command is required: " : "a subcommand is required: ") + names;
+      candidates.push_back(sub->get_name());
+    }
+    const std::string kind = &at == &app ? "command" : "subcommand";
+    // What was given instead, named: a mistyped command, or an option before one.
+    const std::vector<std::string> given = at.remaining();
+    if (!given.empty() && given.front().starts_with('-'))
+      return fmt::format(
+          "unknown option '{}' before the {} (options go after it: orch {}{}COMMAND --help); {}s: {}",
+          given.front(), kind, &at == &app ? "" : at.get_name(), &at == &app ? "" : " ", kind, names);
+    if (!given.empty())
+      return fmt::format("unknown {} '{}'{}; {}s: {}", kind, given.front(),
+                         did_you_mean(given.front(), candidates), kind, names);
+    return fmt::format("a {} is required: {}", kind, names);
   }
   static const std::regex kValueMissing("^(\\S+): \\d+ required \\S+ missing$");
   static const std::regex kAtMost("^(\\S+): At Most (\\d+) required but received (\\d+)$");
@@ -89,6 +104,12 @@ std::string usage_message(const CLI::ParseError& e, CLI::App& app) {
     // CLI11 lists them last first; its own record of them is in order. A long
     // list (a glob gone wrong) is cut: the first few say enough.
     std::vector<std::string> extras = deepest_parsed(app).remaining();
+    // Options before the command are left over at the top (`orch --json runs`).
+    std::string where;
+    if (extras.empty()) {
+      extras = app.remaining();
+      where = " before the command (options go after it)";
+    }
     if (extras.empty()) return "unexpected arguments";
     std::string list;
     for (std::size_t k = 0; k < extras.size() && k < 5; ++k) {
@@ -96,7 +117,7 @@ std::string usage_message(const CLI::ParseError& e, CLI::App& app) {
       list += (list.empty() ? "" : " ") + (a.find_first_of(" \t") == std::string::npos ? a : "'" + a + "'");
     }
     if (extras.size() > 5) list += fmt::format(" ... ({} in all)", extras.size());
-    return fmt::format("unexpected argument{}: {}", extras.size() == 1 ? "" : "s", list);
+    return fmt::format("unexpected argument{}{}: {}", extras.size() == 1 ? "" : "s", where, list);
   }
   // The rest name an option and a count: short. (std::regex recurses per
   // character and would overflow the stack on a message of thousands.)

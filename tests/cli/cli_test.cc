@@ -610,6 +610,35 @@ TEST(Cli, WatchEndsWhenTheRunEndsNotAtTheNextRedraw) {
   EXPECT_EQ(wait_exit(pid), 0);
 }
 
+// A watch ends as soon as its reader has gone (`| head -1`), not when the run
+// does, and a SIGTERM ends it with 130 like any interrupted orch.
+TEST(Cli, AWatchEndsWhenItsReaderGoesAndOnSigterm) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: t, sh: 'sleep 30'}\n");
+  pid_t run = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_GT(run, 0);
+  ASSERT_TRUE(
+      wait_for([&] { return query_int(d / ".orch" / "orch.db", "select count(*) from runs") == 1; }, 5000));
+  const auto start = std::chrono::steady_clock::now();
+  auto piped = run_command({"/bin/bash", "-c",
+                            "\"$0\" status --watch --interval 0.1 | head -c 1 >/dev/null; "
+                            "echo \"rc=${PIPESTATUS[0]}\"",
+                            orch_binary()},
+                           d.path(), {}, 25);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "it watched on";
+  EXPECT_HAS(piped.out, "rc=0");
+  EXPECT_EQ(piped.err, "");
+
+  pid_t watch = spawn_orch({"status", "--watch", "--interval", "0.1"}, d.path(), d / "watch.txt");
+  ASSERT_GT(watch, 0);
+  ASSERT_TRUE(
+      wait_for([&] { return read_file(d / "watch.txt").find("running") != std::string::npos; }, 5000));
+  ::kill(watch, SIGTERM);
+  EXPECT_EQ(wait_exit(watch), 130);
+  ::kill(run, SIGINT);
+  EXPECT_EQ(wait_exit(run), 130);
+}
+
 // A store that is not a regular file (/dev/null, a FIFO) is refused before SQLite
 // opens it (which would make /dev/null-journal beside it); a new store's own
 // folder is made, but not the folders above it (a mistyped path is not built).

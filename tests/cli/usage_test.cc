@@ -2,6 +2,7 @@
 // numeric options out of range, repeatable options next to positionals, plan
 // paths that are not plan files, and workspaces that are not folders.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -127,6 +128,35 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
       {{"run", "a.yaml", "b.yaml"}, "orch: unexpected argument: b.yaml\nRun `orch run --help` for usage.\n"},
       {{"runs", "x", "y"}, "orch: unexpected arguments: x y\nRun `orch runs --help` for usage.\n"},
       {{"logs"}, "orch: RUN_ID is required\nRun `orch logs --help` for usage.\n"},
+      {{"stauts"},
+       "orch: unknown command 'stauts' (did you mean 'status'?); commands: validate, run, resume, status, "
+       "runs, "
+       "logs, cancel, plan, approve, chain, task, route, budget-check, similarity, memory, review\n"
+       "Run `orch --help` for usage.\n"},
+      {{"task", "rnu"},
+       "orch: unknown subcommand 'rnu' (did you mean 'run'?); subcommands: plan, log, close, show, list, gc, "
+       "run\nRun `orch task --help` for usage.\n"},
+      {{"--bogus"},
+       "orch: unknown option '--bogus' before the command (options go after it: orch COMMAND --help); "
+       "commands: validate, run, resume, status, runs, logs, cancel, plan, approve, chain, task, route, "
+       "budget-check, similarity, memory, review\nRun `orch --help` for usage.\n"},
+      {{"--store", "x", "runs"},
+       "orch: unexpected arguments before the command (options go after it): --store x\n"
+       "Run `orch runs --help` for usage.\n"},
+      // An empty value (an unset variable) is refused, never read as "not given".
+      {{"status", ""},
+       "orch: RUN_ID: is empty: give a run id (`orch runs` lists them), or none for the newest run\n"
+       "Run `orch status --help` for usage.\n"},
+      {{"logs", "RUN", ""}, "orch: STEP: is empty: give a step id\nRun `orch logs --help` for usage.\n"},
+      {{"resume", "RUN", "--replan", ""},
+       "orch: --replan: is empty: give the edited plan's file, or - to read it from standard input\n"
+       "Run `orch resume --help` for usage.\n"},
+      {{"validate", "p.yaml", "--models", ""},
+       "orch: --models: is empty: give the models file\nRun `orch validate --help` for usage.\n"},
+      {{"run", "p.yaml", "--registry", ""},
+       "orch: --registry: is empty: give the tool registry file\nRun `orch run --help` for usage.\n"},
+      {{"run", "p.yaml", "--workers", ""},
+       "orch: --workers: is empty: give the workers file\nRun `orch run --help` for usage.\n"},
   };
   for (const Case& c : cases) {
     auto r = run_orch(c.args, d.path());
@@ -192,6 +222,44 @@ TEST(CliUsage, LogsOfAStepTheRunDoesNotHaveSaySo) {
   EXPECT_HAS(unknown.err, "has no step 'biuld' (did you mean 'build'?)");
   auto ran = run_orch({"logs", id, "build"}, d.path());
   EXPECT_EQ(ran.exit_code, 0) << ran.err;
+}
+
+// A --store path that goes through a file (or a .orch that is a file) is a usage
+// error, as a mistyped path is: exit 2, naming the file, nothing made.
+TEST(CliUsage, AStorePathThroughAFileIsRefused) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps: [{id: a, sh: \"true\"}]\n");
+  write_file(d / "afile", "x");
+  auto under = run_orch({"run", "p.yaml", "--store", "afile/orch.db"}, d.path());
+  EXPECT_EQ(under.exit_code, 2) << under.err;
+  EXPECT_HAS(under.err, "orch: --store afile/orch.db: afile is a file, not a folder\n");
+  auto deeper = run_orch({"run", "p.yaml", "--store", "afile/sub/orch.db"}, d.path());
+  EXPECT_EQ(deeper.exit_code, 2) << deeper.err;
+  EXPECT_HAS(deeper.err, "afile is a file, not a folder");
+  write_file(d / ".orch", "not a folder");
+  auto dot = run_orch({"run", "p.yaml"}, d.path());
+  EXPECT_EQ(dot.exit_code, 2) << dot.err;
+  EXPECT_HAS(dot.err, ".orch is a file, not a folder");
+  EXPECT_EQ(testing::read_file(d / "afile"), "x");
+  EXPECT_FALSE(fs::exists(d / "a")) << "the step ran";
+}
+
+// Something put where a log file was (a FIFO) is refused at once, not waited on.
+TEST(CliUsage, LogsRefuseAFifoWhereALogWas) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps: [{id: a, run: [echo, hello]}]\n");
+  auto run = run_orch({"run", "p.yaml", "--json"}, d.path());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto report = nlohmann::json::parse(run.out);
+  const std::string id = report["run"]["id"];
+  const std::string log = report["steps"][0]["attempts"][0]["stdout"]["path"];
+  ASSERT_FALSE(log.empty()) << run.out;
+  fs::remove(log);
+  ASSERT_EQ(::mkfifo(log.c_str(), 0600), 0) << log;
+  auto r = run_orch({"logs", id, "a"}, d.path(), {}, 20);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_HAS(r.err, "is not a regular file");
+  EXPECT_HAS(r.err, log);
 }
 
 TEST(CliUsage, APlanFileHoldsOneYamlDocument) {
