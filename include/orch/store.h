@@ -162,6 +162,8 @@ class Store {
 
   // The folder the store lives in (.orch/ by default); logs and snapshots go under it.
   virtual const std::filesystem::path& folder() const = 0;
+  // Where the ledger is, for messages: its file (a store without one: its folder).
+  virtual std::filesystem::path location() const { return folder(); }
 
   virtual Expected<void> begin() = 0;
   virtual Expected<void> commit() = 0;

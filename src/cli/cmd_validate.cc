@@ -37,7 +37,21 @@ Command add_validate(CLI::App& app) {
     if (auto workspace = check_workspace(args->workspace); !workspace) return report_error(workspace.error());
     PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
     const std::string shown = plan_display_name(args->plan);  // "<stdin>" for -
-    if (!in.readable) return report_error(Error{ErrorCode::NotFound, in.read_error});
+    if (!in.readable) {
+      // With --json the answer is JSON whatever it is: a plan that cannot be read
+      // is an invalid one, its one error the reason (said on stderr too).
+      if (args->json) {
+        nlohmann::ordered_json error = {
+            {"file", shown}, {"line", 0}, {"step", ""}, {"message", in.read_error}};
+        nlohmann::ordered_json out = {{"valid", false},
+                                      {"plan", shown},
+                                      {"steps", 0},
+                                      {"errors", nlohmann::ordered_json::array({error})},
+                                      {"warnings", nlohmann::ordered_json::array()}};
+        std::printf("%s\n", json_text(out, 2).c_str());
+      }
+      return report_error(Error{ErrorCode::NotFound, in.read_error});
+    }
     // A valid plan may still hold a step the risk guard refuses whatever is
     // approved (a tool the registry has as pending or planned): it would fail at
     // run time. Said here as a warning; the plan is valid and may run its other steps.

@@ -80,7 +80,8 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
 
 Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chrono::milliseconds wait) {
   auto found = ORCH_TRY(store.find_run(run_id));
-  if (!found) return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+  if (!found)
+    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.location().string()));
   RunRecord run = *found;
   if (run.status != RunStatus::Running && run.status != RunStatus::Interrupted &&
       run.status != RunStatus::AwaitingApproval)
@@ -92,7 +93,7 @@ Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chr
     // after writing its final row.
     auto now_run = ORCH_TRY(store.find_run(run_id));
     if (!now_run)
-      return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+      return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.location().string()));
     run = *now_run;
     if (run.status != RunStatus::Running && run.status != RunStatus::Interrupted &&
         run.status != RunStatus::AwaitingApproval)
@@ -119,7 +120,8 @@ Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chr
       if (auto idle = RunLock::acquire(store.folder(), run_id)) {
         auto again = ORCH_TRY(store.find_run(run_id));
         if (!again)
-          return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+          return fail(ErrorCode::NotFound,
+                      fmt::format("no run '{}' in {}", run_id, store.location().string()));
         if (is_final(again->status)) return again->status;
         return cancel_idle_run(store, *again, std::move(*idle));
       }

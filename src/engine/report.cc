@@ -87,7 +87,7 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   const bool held = RunLock::is_held(store.folder(), run_id);
   auto found = ORCH_TRY(store.find_run(run_id));
   if (!found)
-    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.folder().string()));
+    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.location().string()));
   const bool active = found->status == RunStatus::Running && held;
   const std::int64_t now = Clock::system().wall_ms();
   ORCH_TRY(refresh_running_totals(store, *found, active, now));

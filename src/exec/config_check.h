@@ -18,6 +18,7 @@
 
 #include "orch/error.h"
 #include "orch/plan_loader.h"
+#include "util/read_file.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
 
@@ -34,13 +35,14 @@ inline Expected<nlohmann::json> parse_config_yaml(const std::string& text, const
   }
 }
 
-// The whole text of a configuration file; NotFound "FILE: cannot read the WHAT file".
+// The whole text of a configuration file; NotFound "FILE: cannot read the WHAT
+// file: why" (no such file, a folder, no permission).
 inline Expected<std::string> read_config_file(const std::filesystem::path& file, const char* what) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return fail(ErrorCode::NotFound, fmt::format("{}: cannot read the {} file", file.string(), what));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = read_file_text(file);
+  if (text) return std::move(*text);
+  std::string why = text.error().message;  // "FILE: why"
+  if (const std::string prefix = file.string() + ": "; why.starts_with(prefix)) why.erase(0, prefix.size());
+  return fail(ErrorCode::NotFound, fmt::format("{}: cannot read the {} file: {}", file.string(), what, why));
 }
 
 // "a.b" (or "b" at the top).

@@ -46,6 +46,7 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
   static Expected<std::unique_ptr<SqliteStore>> open(const std::filesystem::path& db_path);
 
   const std::filesystem::path& folder() const override { return folder_; }
+  std::filesystem::path location() const override { return db_.path(); }
 
   Expected<void> begin() override;
   Expected<void> commit() override;

@@ -23,6 +23,9 @@ struct ReadContext {
   std::string file;
   Diagnostics* out = nullptr;
   std::string step_id;
+  // A StepSpec list whose items look like orch steps (they have an `id`) was said
+  // to be one once; its other items are not reported again key by key.
+  bool said_orch_steps_in_a_list = false;
 
   void error(int line, std::string message) const;
   SourceLoc loc(int line) const { return SourceLoc{file, line}; }

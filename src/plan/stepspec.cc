@@ -98,6 +98,20 @@ void read_stepspec_step(ReadContext& ctx, const DocNode& node, Step& step) {
     ctx.error(line, fmt::format("each StepSpec must be a mapping with 'goal', got {}", describe(node)));
     return;
   }
+  // `- {id: a, run: [...]}` at the top: an orch plan that forgot `steps:`, not
+  // the seed's StepSpec list (which has no ids). Said once, plainly, instead of
+  // "unknown key 'id'" for every step.
+  for (const auto& [key, value] : node.entries) {
+    if (!key.is_scalar() || key.scalar != "id") continue;
+    if (!ctx.said_orch_steps_in_a_list) {
+      ctx.said_orch_steps_in_a_list = true;
+      ctx.error(line,
+                "this list of steps has ids, so it is an orch plan without 'steps:': put 'steps:' above it "
+                "(a list at the top is read as the seed's StepSpec format: goal, deps, inputs, executor, "
+                "postcondition)");
+    }
+    return;
+  }
   for_each_field(ctx, node, kStepSpecKeys, [&](const Field& f) {
     step.field_locs[f.key == "postcondition" ? "post" : f.key] = ctx.loc(f.line);
     if (f.key == "goal") step.goal = read_string(ctx, f, "goal").value_or("");

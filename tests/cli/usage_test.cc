@@ -262,6 +262,33 @@ TEST(CliUsage, LogsRefuseAFifoWhereALogWas) {
   EXPECT_HAS(r.err, log);
 }
 
+// What cannot be read is said with its reason and the file it is: a models file
+// that is a folder or missing, a run asked of a ledger file, a plan --json cannot parse.
+TEST(CliUsage, FilesThatCannotBeReadAreNamedWithTheReason) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps: [{id: a, sh: \"true\"}]\n");
+  fs::create_directories(d / "conf");
+  auto folder = run_orch({"validate", "p.yaml", "--models", "conf"}, d.path());
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_HAS(folder.err, "orch: conf: cannot read the models file: is a folder, not a file\n");
+  auto missing = run_orch({"validate", "p.yaml", "--workers", "nope.yaml"}, d.path());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_HAS(missing.err,
+             "orch: nope.yaml: cannot read the workers file: cannot open: No such file or directory\n");
+
+  ASSERT_EQ(run_orch({"run", "p.yaml", "--store", "e.db"}, d.path()).exit_code, 0);
+  auto unknown = run_orch({"status", "x", "--store", "e.db"}, d.path());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_HAS(unknown.err, "orch: no run 'x' in " + (fs::canonical(d.path()) / "e.db").string() + "\n");
+
+  auto as_json = run_orch({"validate", "--json", "conf"}, d.path());
+  EXPECT_EQ(as_json.exit_code, 2);
+  EXPECT_HAS(as_json.err, "orch: conf: is a folder, not a plan file\n");
+  const auto doc = nlohmann::json::parse(as_json.out);
+  EXPECT_EQ(doc["valid"], false);
+  EXPECT_EQ(doc["errors"][0]["message"], "conf: is a folder, not a plan file");
+}
+
 TEST(CliUsage, APlanFileHoldsOneYamlDocument) {
   TempDir d;
   write_file(d / "two.yaml", "steps: [{id: a, sh: \"true\"}]\n---\nsteps: [{id: b, sh: \"false\"}]\n");
