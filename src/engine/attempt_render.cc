@@ -131,8 +131,32 @@ Expected<RenderedStep> render_step(const Step& step, const ResultLookup& results
   return out;
 }
 
+namespace {
+
+// One postcondition as the fingerprint sees it. A shell_zero timeout is there only
+// when given and not the default, so that writing out a default (`timeout: 60s`)
+// changes nothing, and steps without one keep the fingerprints they had.
+json post_for_fingerprint(const Postcondition& p, const std::filesystem::path& plan_dir) {
+  json j = {{"kind", post_kind_name(p.kind)}, {"path", p.path}, {"text", p.text}, {"pattern", p.pattern},
+            {"schema_path", p.schema_path},   {"cmd", p.cmd}};
+  if (p.schema) j["schema"] = *p.schema;
+  if (p.timeout && !(p.kind == PostKind::ShellZero && *p.timeout == kShellZeroTimeout))
+    j["timeout_ms"] = p.timeout->count();
+  if (!p.schema_path.empty()) {
+    const std::filesystem::path file = plan_dir / p.schema_path;  // an absolute one stays as it is
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    j["schema_file"] = in ? fingerprint_of(text.str()) : std::string("unreadable");
+  }
+  return j;
+}
+
+}  // namespace
+
 Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& results,
-                                       const std::filesystem::path& plan_dir) {
+                                       const std::filesystem::path& plan_dir,
+                                       const std::vector<Postcondition>& default_post) {
   // Rendered as attempt 0 with no previous failure: the fingerprint covers what the
   // step would do, not which attempt does it.
   RenderedStep r = ORCH_TRY(render_step(step, results, 0, ""));
@@ -142,20 +166,13 @@ Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& res
   fp["env"] = r.env;
   fp["inputs"] = r.inputs;
   json post = json::array();
-  for (const auto& p : step.post) {
-    json j = {{"kind", post_kind_name(p.kind)}, {"path", p.path}, {"text", p.text}, {"pattern", p.pattern},
-              {"schema_path", p.schema_path}, {"cmd", p.cmd}};
-    if (p.schema) j["schema"] = *p.schema;
-    // Only when given, so that steps without them keep the fingerprints they had.
-    if (p.timeout) j["timeout_ms"] = p.timeout->count();
-    if (!p.schema_path.empty()) {
-      const std::filesystem::path file = plan_dir / p.schema_path;  // an absolute one stays as it is
-      std::ifstream in(file, std::ios::binary);
-      std::ostringstream text;
-      text << in.rdbuf();
-      j["schema_file"] = in ? fingerprint_of(text.str()) : std::string("unreadable");
-    }
-    post.push_back(std::move(j));
+  for (const auto& p : step.post) post.push_back(post_for_fingerprint(p, plan_dir));
+  // The executor's default written out (`post: exit_zero` on a shell step) is the
+  // step without `post:`: the same fingerprint, as before.
+  if (!post.empty() && post.size() == default_post.size()) {
+    json defaults = json::array();
+    for (const auto& p : default_post) defaults.push_back(post_for_fingerprint(p, plan_dir));
+    if (post == defaults) post = json::array();
   }
   fp["post"] = post;
   fp["writes"] = step.writes;

@@ -7,6 +7,7 @@
 // whose value travels in the environment, so the script text never contains data.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -35,12 +36,19 @@ struct ResultLookup {
 Expected<RenderedStep> render_step(const Step& step, const ResultLookup& results, int attempt,
                                    const std::string& previous_failure);
 
+// How long a shell_zero check may run when its `timeout` is not given.
+inline constexpr std::chrono::milliseconds kShellZeroTimeout{60000};
+
 // The step's fingerprint: executor, rendered command, env and inputs, postconditions,
 // writes and output, independent of the attempt number. 16 hex digits.
 // `plan_dir` is where a result_json check's schema file is found: its content is
 // part of the fingerprint (an edited schema re-checks the step on --replan).
+// `default_post` is the executor's default postconditions: a step that writes them
+// out has the fingerprint of one that leaves `post:` out, and a shell_zero
+// `timeout` equal to the default is as if not given.
 Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& results,
-                                       const std::filesystem::path& plan_dir);
+                                       const std::filesystem::path& plan_dir,
+                                       const std::vector<Postcondition>& default_post = {});
 
 // 64-bit FNV-1a of `text`, as 16 hex digits: a stable change detector (not security).
 std::string fingerprint_of(std::string_view text);

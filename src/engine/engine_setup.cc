@@ -273,6 +273,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // refuse it now. Say what to do then: resume with a corrected copy.
   auto invalid = [&](const Diagnostics& problems) {
     std::string listed = diagnostics_text(problems);
+    if (problems.size() > 1) listed += fmt::format("\n{}: {} problems", name, problems.size());
     if (!replan_path)
       listed = fmt::format(
           "the plan stored with run {} does not validate any more:\n{}\nresume it with a corrected "
@@ -280,7 +281,21 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
           run_.id, listed, run_.id);
     return fail(ErrorCode::InvalidInput, listed);
   };
-  if (!loaded.diagnostics.empty()) return invalid(loaded.diagnostics);
+  // Every problem at once, as `orch run` and `orch validate` list them: the
+  // checks of what could be read run even when some fields could not be read
+  // (a plan that could not be parsed at all gets only its syntax errors).
+  if (!loaded.diagnostics.empty()) {
+    Diagnostics problems = std::move(loaded.diagnostics);
+    if (!loaded.plan.steps.empty()) {
+      ValidateOptions checks = validate_options_for(run_.workspace, path, *executors_);
+      checks.file_name = name;
+      Diagnostics semantic = validate_plan(loaded.plan, checks);
+      problems.insert(problems.end(), semantic.begin(), semantic.end());
+      std::stable_sort(problems.begin(), problems.end(),
+                       [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+    }
+    return invalid(problems);
+  }
   if (!rows_read) return std::unexpected(rows_read.error());
   std::vector<StepRecord> rows = std::move(*rows_read);
   loaded.plan.source_path = path;
@@ -428,7 +443,8 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       if (parent_reset) {
         why = "an ancestor re-runs";
       } else {
-        auto fp = step_fingerprint(*s.step, result_lookup(), plan_dir());
+        auto fp = step_fingerprint(*s.step, result_lookup(), plan_dir(),
+                                   s.executor ? s.executor->default_post() : std::vector<Postcondition>{});
         if (!fp) {
           why = "cannot render: " + fp.error().message;
         } else if (*fp != s.rec.fingerprint) {

@@ -1008,6 +1008,31 @@ steps:
   EXPECT_EQ(read_file(ws() / "b.log"), "ran\nran\n");
 }
 
+// Writing out what a step already had by default changes nothing: `post:
+// exit_zero` on a shell step, a shell_zero check's default timeout of 60 s.
+TEST_F(EngineTest, ReplanKeepsStepsThatOnlyWroteOutTheirDefaults) {
+  std::string v1 = R"(
+steps:
+  - {id: a, sh: 'echo ran >> a.log'}
+  - {id: b, deps: [a], sh: 'echo ran >> b.log', post: [{shell_zero: "true"}]}
+  - {id: c, sh: 'echo ran >> c.log'}
+)";
+  auto out = run(v1);
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  std::string v2 = R"(
+steps:
+  - {id: a, sh: 'echo ran >> a.log', post: [exit_zero]}
+  - {id: b, deps: [a], sh: 'echo ran >> b.log', post: [{kind: shell_zero, cmd: "true", timeout: 60s}]}
+  - {id: c, sh: 'echo ran >> c.log', post: [exit_zero, result_nonempty]}
+)";
+  write_file(dir_ / "plan2.yaml", v2);
+  auto again = resume(out.run_id, (dir_ / "plan2.yaml").string());
+  EXPECT_EQ(again.status, RunStatus::Failed) << "c's new check fails: it prints nothing";
+  EXPECT_EQ(read_file(ws() / "a.log"), "ran\n");
+  EXPECT_EQ(read_file(ws() / "b.log"), "ran\n");
+  EXPECT_EQ(read_file(ws() / "c.log"), "ran\nran\n") << "a check added to the default is a change";
+}
+
 // A done step that --replan re-runs (its command changed, or an ancestor's did)
 // is a new version of the step, with its own budget again; the plan's totals
 // keep what every version spent.

@@ -28,7 +28,6 @@ constexpr std::size_t kTailBytes = 2048;
 constexpr milliseconds kCancelPollInterval{250};
 // The longest Retry-After a transient failure is retried after: the back-off's own ceiling.
 constexpr milliseconds kMaxRetryAfter{300'000};
-constexpr milliseconds kShellZeroTimeout{60000};
 // A result longer than this reaches a shell_zero check only in ORCH_RESULT_FILE.
 constexpr std::size_t kResultEnvMax = 64 * 1024;
 // One turn's transaction may settle in-process attempts in up to this many
@@ -715,6 +714,11 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
   return started_inline;
 }
 
+std::vector<Postcondition> Scheduler::default_post_of(int i) const {
+  const StepState& s = steps_[static_cast<std::size_t>(i)];
+  return s.executor != nullptr ? s.executor->default_post() : std::vector<Postcondition>{};
+}
+
 Spend Scheduler::reservation(const StepState& s) const {
   const BudgetLimits& sb = s.step->budget;
   const SpendEstimate est = s.executor->estimate(*s.step);
@@ -786,8 +790,9 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
   // not the step (rendered like the fingerprint, as attempt 0, so a retry does not
   // change it; unmasked, so the secrets known at the time do not either). Either
   // changing voids an `orch approve`.
-  const std::string fingerprint = fingerprint_of(
-      step_fingerprint(step, result_lookup(), plan_dir()).value_or("") + "\n" + describe(0, "", false));
+  const std::string fingerprint =
+      fingerprint_of(step_fingerprint(step, result_lookup(), plan_dir(), default_post_of(i)).value_or("") +
+                     "\n" + describe(0, "", false));
 
   std::string by;
   if (options_.approve_steps.contains(step.id)) {
@@ -898,7 +903,7 @@ bool Scheduler::prepare_attempt(int i) {
     if (spec.inputs.is_object())
       for (const auto& [name, value] : spec.inputs.items())
         if (value.is_string()) secrets_->add_if_secret(name, value.get_ref<const std::string&>());
-    auto fp = step_fingerprint(step, result_lookup(), plan_dir());
+    auto fp = step_fingerprint(step, result_lookup(), plan_dir(), default_post_of(i));
     if (fp) a.fingerprint = *fp;
   }
   spec.env.emplace_back("ORCH_RUN_ID", run_.id);

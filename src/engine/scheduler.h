@@ -139,6 +139,8 @@ class Scheduler {
   // Where the plan's relative schema files are: its file's folder (the workspace
   // for a plan given as text).
   std::filesystem::path plan_dir() const;
+  // The postconditions step i's executor checks when the step gives none.
+  std::vector<Postcondition> default_post_of(int i) const;
 
   // Ledger writes, grouped per loop turn.
   Expected<void> tx();

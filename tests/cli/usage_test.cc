@@ -205,6 +205,19 @@ TEST(CliUsage, AFolderGivenToReplanIsNotAPlan) {
   auto missing = run_orch({"resume", id, "--replan", "nope.yaml"}, d.path());
   EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
   EXPECT_HAS(missing.err, "nope.yaml: cannot read the plan file: No such file or directory");
+
+  // A bad edited plan gets every problem listed, as `orch run` lists them: the
+  // checks of what could be read run even when some fields could not be read.
+  write_file(d / "bad.yaml",
+             "steps:\n  - {id: a, sh: echo, timeout: 5x, attempts: 0}\n  - {id: b, sh: echo, deps: [nope]}\n");
+  auto bad = run_orch({"resume", id, "--replan", "bad.yaml"}, d.path());
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_HAS(bad.err, "bad duration '5x'");
+  EXPECT_HAS(bad.err, "'attempts' must be at least 1");
+  EXPECT_HAS(bad.err, "depends on unknown step 'nope'");
+  EXPECT_HAS(bad.err, "bad.yaml: 3 problems\n");
+  auto as_run = run_orch({"validate", "bad.yaml"}, d.path());
+  EXPECT_HAS(as_run.err, "bad.yaml: 3 problems\n");
 }
 
 TEST(CliUsage, LogsOfAStepTheRunDoesNotHaveSaySo) {
