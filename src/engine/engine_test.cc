@@ -359,6 +359,25 @@ steps:
 // A step's `budget: {attempts: N}` counts every attempt of the step, across
 // resumes, as its token budget does; its `attempts` cap starts over for a step
 // that failed. When the budget runs out, the reason says so.
+// An attempt stopped because its step's own wall budget ran out says that, not
+// "timed out": no timeout was set; the budget's time was what it had.
+TEST_F(EngineTest, AStepsWallBudgetRunningOutIsSaidAsTheBudget) {
+  auto out = run(R"(
+on_failure: continue
+steps:
+  - {id: slow, budget: {wall: 300ms}, sh: 'sleep 5'}
+  - {id: timed, timeout: 200ms, budget: {wall: 10s}, sh: 'sleep 5'}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto slow = attempts(out.run_id, "slow");
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_EQ(slow[0].status, AttemptStatus::TimedOut);
+  EXPECT_EQ(slow[0].reason, "step budget exhausted: wall 300 ms used of 300 ms");
+  EXPECT_EQ(step(out.run_id, "slow").reason, "step budget exhausted: wall 300 ms used of 300 ms");
+  // Its own timeout, shorter than the budget: a timeout.
+  EXPECT_EQ(step(out.run_id, "timed").reason, "timed out after 200ms");
+}
+
 TEST_F(EngineTest, AStepsAttemptsBudgetCountsAcrossResumes) {
   auto out = run(R"(
 steps:

@@ -881,13 +881,22 @@ bool Scheduler::prepare_attempt(int i) {
   spec.max_output = step.max_output.value_or(plan_.defaults.max_output);
   spec.secrets = secrets_;
   std::optional<milliseconds> timeout = step.timeout ? step.timeout : plan_.defaults.timeout;
+  s.flight().timeout_is_budget.clear();
   if (auto left = budget_->wall_left(wall_ms_now())) {
     milliseconds cap(std::max<std::int64_t>(*left, 1));
-    timeout = timeout ? std::min(*timeout, cap) : cap;
+    if (!timeout || cap < *timeout) {
+      timeout = cap;
+      const std::int64_t limit = budget_->limits().wall ? budget_->limits().wall->count() : 0;
+      s.flight().timeout_is_budget = fmt::format("budget exhausted: wall: {} ms used of {} ms", limit, limit);
+    }
   }
   if (step.budget.wall) {
     milliseconds cap(std::max<std::int64_t>(step.budget.wall->count() - s.rec.wall_ms, 1));
-    timeout = timeout ? std::min(*timeout, cap) : cap;
+    if (!timeout || cap < *timeout) {
+      timeout = cap;
+      s.flight().timeout_is_budget = fmt::format("step budget exhausted: wall {} ms used of {} ms",
+                                                 step.budget.wall->count(), step.budget.wall->count());
+    }
   }
   spec.timeout = timeout;
 
@@ -1033,6 +1042,8 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
     // A process that did not run to completion never satisfies a step, whatever
     // its postconditions say.
     std::string why = o.message;
+    if (o.ending == AttemptEnding::TimedOut && !s.flight().timeout_is_budget.empty())
+      why = s.flight().timeout_is_budget;  // its time was what was left of a wall budget
     if (why.empty())
       why = o.ending == AttemptEnding::Signaled ? fmt::format("killed by signal {}", o.signal)
                                                 : attempt_ending_name(o.ending);

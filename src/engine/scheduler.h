@@ -56,6 +56,9 @@ struct Flight {
   // as running when that transaction commits (before any process is spawned).
   bool row_unwritten = false;
   int open_files = 0;  // what the attempt counts against Scheduler::open_files_free_
+  // Set when the attempt's timeout is what was left of a wall budget (the step's
+  // or the plan's): running out of it is said as the budget, not as a timeout.
+  std::string timeout_is_budget;
 };
 
 struct StepState {
