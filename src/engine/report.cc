@@ -133,12 +133,15 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
     step["tokens_in"] = s.tokens_in;
     step["tokens_out"] = s.tokens_out;
     step["cost_usd"] = s.cost_usd;
-    // A step running now has run for as long as its running attempt, on top.
+    // A step running now has run for as long as its running attempt, on top: to
+    // now, or for an orphaned run to its driver's last sign of life (what a
+    // resume or cancel will charge the attempt when it closes it).
     std::int64_t duration = s.wall_ms;
-    if (active && s.status == StepStatus::Running && !by_step[s.step_id].empty()) {
+    if (run.status == RunStatus::Running && s.status == StepStatus::Running && !by_step[s.step_id].empty()) {
       const AttemptRecord& last = *by_step[s.step_id].back();
+      const std::int64_t until = active ? now : run.updated_at;
       if (last.status == AttemptStatus::Running && last.started_at > 0)
-        duration += std::max<std::int64_t>(0, now - last.started_at);
+        duration += std::max<std::int64_t>(0, until - last.started_at);
     }
     step["duration_ms"] = duration;
     step["fingerprint"] = s.fingerprint;

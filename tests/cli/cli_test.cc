@@ -359,6 +359,8 @@ steps:
   ASSERT_TRUE(wait_for(
       [&] { return read_file(d / "slow1.log").size() >= 6 && read_file(d / "slow2.log").size() >= 6; },
       10000));
+  // Long enough for the driver's once-a-second heartbeat to come after the starts.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   kill(pid2, SIGKILL);
   wait_exit(pid2);
   std::string out2 = read_file(d / "out2.txt");
@@ -371,6 +373,12 @@ steps:
   // running), not from the run row the killed process wrote last; its time runs
   // to the latest attempt the ledger recorded.
   EXPECT_EQ(doc["budget"]["spent"]["attempts"], 3) << st.out;
+  // The steps it left running ran until its last sign of life, not for 0 ms.
+  for (const auto& s : doc["steps"]) {
+    if (s["status"] != "running") continue;
+    EXPECT_GE(s["duration_ms"].get<std::int64_t>(), 400) << s.dump();
+    EXPECT_LE(s["duration_ms"].get<std::int64_t>(), doc["run"]["elapsed_ms"].get<std::int64_t>()) << s.dump();
+  }
   EXPECT_GE(
       doc["run"]["elapsed_ms"].get<std::int64_t>(),
       query_int(db,
