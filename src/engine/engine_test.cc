@@ -378,6 +378,21 @@ steps:
   EXPECT_EQ(step(out.run_id, "timed").reason, "timed out after 200ms");
 }
 
+// An attempt's time is its process's and then its checks': a check that takes a
+// second makes the attempt (and the step's wall time) a second long.
+TEST_F(EngineTest, AnAttemptsTimeIncludesItsChecks) {
+  auto out = run(R"(
+steps:
+  - {id: a, sh: 'echo A', post: [{shell_zero: 'sleep 0.6'}]}
+)");
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  auto a = attempts(out.run_id, "a");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_GE(a[0].duration_ms, 600);
+  EXPECT_LE(a[0].duration_ms, a[0].finished_at - a[0].started_at + 5);
+  EXPECT_EQ(step(out.run_id, "a").wall_ms, a[0].duration_ms);
+}
+
 TEST_F(EngineTest, AStepsAttemptsBudgetCountsAcrossResumes) {
   auto out = run(R"(
 steps:

@@ -850,6 +850,7 @@ bool Scheduler::prepare_attempt(int i) {
   s.rec.reason.clear();
   if (s.rec.started_at == 0) s.rec.started_at = now_ms();
   s.flight().outcome.reset();
+  s.flight().outcome_at = {};
   s.flight().checks.clear();
   s.flight().next_check = 0;
   s.flight().cancel_reason.clear();
@@ -1032,6 +1033,7 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
     }
   }
   s.flight().outcome = std::move(outcome);
+  s.flight().outcome_at = std::chrono::steady_clock::now();
   if (!s.flight().cancel_reason.empty()) {
     AttemptStatus st = stop_ == StopKind::Interrupt ? AttemptStatus::Interrupted : AttemptStatus::Cancelled;
     finish_attempt(i, st, s.flight().cancel_reason);
@@ -1171,7 +1173,12 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   a.tokens_out = o.tokens_out;
   a.cost_usd = o.cost_usd;
   a.finished_at = now_ms();
+  // The executor's time, and then its checks' (a shell_zero may take minutes).
   a.duration_ms = o.duration.count();
+  if (s.flight().outcome_at != std::chrono::steady_clock::time_point{})
+    a.duration_ms +=
+        std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - s.flight().outcome_at)
+            .count();
   if (auto t = tx(); !t && !store_error_) store_error_ = t.error();
   if (!store_error_) {
     // One write for an attempt that starts and ends in one transaction.

@@ -59,6 +59,9 @@ struct Flight {
   // Set when the attempt's timeout is what was left of a wall budget (the step's
   // or the plan's): running out of it is said as the budget, not as a timeout.
   std::string timeout_is_budget;
+  // When the executor's outcome was settled: the checks run from then on, and
+  // their time is the attempt's too (its duration_ms, the step's wall_ms).
+  std::chrono::steady_clock::time_point outcome_at{};
 };
 
 struct StepState {
