@@ -164,6 +164,7 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
 
 Expected<void> Scheduler::prepare_resume(const std::string& run_id,
                                          const std::optional<std::string>& replan_path) {
+  resumed_ = true;
   // An edited plan is read first, while a stop signal still ends orch at once:
   // a Ctrl-C while it is typed or piped in must not resume on what came so far.
   std::optional<std::string> replan_text;

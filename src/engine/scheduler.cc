@@ -979,6 +979,7 @@ bool Scheduler::prepare_attempt(int i) {
 
 void Scheduler::start_attempt(int i) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
+  ++started_here_;
   auto queue_failure = [this, i](AttemptEnding ending, std::string message) {
     Completion c;
     c.kind = Completion::Kind::AttemptDone;
@@ -1438,6 +1439,10 @@ Expected<RunOutcome> Scheduler::finish_run() {
     case StopKind::Budget: {
       status = RunStatus::BudgetExhausted;
       reason = stop_reason_;
+      // A resume of a run whose budget had run out, that could start nothing:
+      // the way on is a bigger budget.
+      if (resumed_ && started_here_ == 0)
+        reason += fmt::format(" (to go on, raise the plan's budget: orch resume {} --replan PLAN)", run_.id);
       skip_reason = "not started: " + stop_reason_;
       // However the budget ran out (a step that does not fit, the wall clock, a
       // step that spent past it), the ledger says so once, in the run's last

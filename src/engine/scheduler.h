@@ -236,6 +236,8 @@ class Scheduler {
   std::vector<int> unwritten_attempts_;  // steps whose attempt row commit() inserts (Flight::row_unwritten)
   std::optional<BudgetGuard> budget_;
   int in_flight_ = 0;
+  bool resumed_ = false;  // prepare_resume set this run up
+  int started_here_ = 0;  // attempts this process started
   int retries_waiting_ = 0;
   bool in_tx_ = false;
   StopKind stop_ = StopKind::None;

@@ -62,6 +62,10 @@ TEST(CliBudget, UsageReportedBeforeAKillIsChargedByTheResume) {
   EXPECT_EQ(spender["attempts"][0]["tokens_in"], 400);
   const std::string reason = report["run"]["reason"];
   EXPECT_NE(reason.find("over the plan's budget: tokens: 500 spent of 300"), std::string::npos) << reason;
+  // It could start nothing: the way on is said.
+  EXPECT_NE(reason.find("(to go on, raise the plan's budget: orch resume " + id + " --replan PLAN)"),
+            std::string::npos)
+      << reason;
 }
 
 // `orch cancel` of a run whose driver was killed writes the run's final row: its
