@@ -160,8 +160,7 @@ Command add_resume(CLI::App& app) {
       ->transform(whole_number(1));
   sub->add_option("--replan", args->replan,
                   "continue with an edited plan (- reads it from standard input): done steps whose "
-                  "fingerprint changed "
-                  "re-run, with their descendants")
+                  "fingerprint changed re-run, with their descendants")
       ->check(not_empty("the edited plan's file, or - to read it from standard input"));
   sub->add_flag("--keep-going", args->keep_going, "on a failed step, go on with independent branches");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");

@@ -36,6 +36,7 @@ void catch_watch_signals() {
   struct sigaction sa {};
   sa.sa_handler = on_watch_signal;
   sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // the ledger's reads go on; the wait checks the flag
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
     struct sigaction now {};
     if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr);
