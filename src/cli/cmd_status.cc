@@ -32,17 +32,6 @@ void on_watch_signal(int) {
   g_watch_stopped = 1;
 }
 
-void catch_watch_signals() {
-  struct sigaction sa {};
-  sa.sa_handler = on_watch_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;  // the ledger's reads go on; the wait checks the flag
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-    struct sigaction now {};
-    if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr);
-  }
-}
-
 struct StatusArgs {
   std::string run_id;
   std::string store = kDefaultStore;
@@ -88,7 +77,7 @@ Command add_status(CLI::App& app) {
       if (!latest) return report_error(latest.error());
       id = *latest;
     }
-    if (args->watch) catch_watch_signals();
+    if (args->watch) on_stop_signals(on_watch_signal);  // the wait checks the flag
     for (;;) {
       if (g_watch_stopped != 0) return kExitInterrupted;
       auto report = build_run_report(**store, id);

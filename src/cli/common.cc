@@ -119,11 +119,9 @@ void on_stop_signal(int sig) {
 }
 }  // namespace
 
-void catch_stop_signals() {
-  g_run_ended = 0;
-  g_caught_before.store(SignalWatch::caught(), std::memory_order_relaxed);
+void on_stop_signals(void (*handler)(int)) {
   struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
+  sa.sa_handler = handler;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   // One ignored when orch started stays ignored (`nohup`, a script's `&`).
@@ -131,6 +129,12 @@ void catch_stop_signals() {
     struct sigaction now {};
     if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr);
   }
+}
+
+void catch_stop_signals() {
+  g_run_ended = 0;
+  g_caught_before.store(SignalWatch::caught(), std::memory_order_relaxed);
+  on_stop_signals(on_stop_signal);
 }
 
 void run_has_ended() {

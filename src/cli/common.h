@@ -60,6 +60,9 @@ Expected<void> check_workspace(const std::string& workspace);
 // neither loses it nor changes the exit code.
 void catch_stop_signals();
 void run_has_ended();
+// Puts `handler` in for SIGINT, SIGTERM and SIGHUP (SA_RESTART), leaving one that
+// was ignored when orch started ignored (`nohup`, a script's `&`).
+void on_stop_signals(void (*handler)(int));
 
 // The newest run in the store, for commands whose RUN_ID is optional.
 Expected<std::string> latest_run_id(Store& store);
