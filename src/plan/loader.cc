@@ -358,6 +358,9 @@ LoadResult parse_plan(std::string_view text, const std::string& file) {
     // say) from escaping as an exception.
     result.diagnostics.push_back(Diagnostic{file, 0, "", fmt::format("cannot read the plan: {}", e.what())});
   }
+  // A list of orch steps that forgot `steps:` was said to be one; checked further
+  // as StepSpecs, every step would add "a shell step needs its command" to it.
+  if (ctx.said_orch_steps_in_a_list) result.plan.steps.clear();
   // Streamed steps report before the plan-level keys around them: put them in file order.
   std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(),
                    [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });

@@ -294,6 +294,14 @@ TEST(CliUsage, FilesThatCannotBeReadAreNamedWithTheReason) {
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_HAS(unknown.err, "orch: no run 'x' in " + (fs::canonical(d.path()) / "e.db").string() + "\n");
 
+  // A list of orch steps without `steps:` is said to be one, once, and nothing else.
+  write_file(d / "list.yaml", "- {id: a, run: [\"true\"]}\n- {id: b, deps: [a], run: [\"true\"]}\n");
+  auto list = run_orch({"validate", "list.yaml"}, d.path());
+  EXPECT_EQ(list.exit_code, 2);
+  EXPECT_HAS(list.err,
+             "list.yaml:1: step 's0': this list of steps has ids, so it is an orch plan without 'steps:'");
+  EXPECT_HAS(list.err, "list.yaml: 1 problem\n");
+
   auto as_json = run_orch({"validate", "--json", "conf"}, d.path());
   EXPECT_EQ(as_json.exit_code, 2);
   EXPECT_HAS(as_json.err, "orch: conf: is a folder, not a plan file\n");
