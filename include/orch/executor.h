@@ -48,6 +48,9 @@ struct AttemptSpec {
   std::filesystem::path usage_path;   // a step may write {"tokens_in":..,"tokens_out":..,"cost_usd":..} here
   std::optional<std::filesystem::path> output_file;  // result = this file instead of stdout
   std::optional<std::chrono::milliseconds> timeout;
+  // The most tokens (in and out) the attempt may spend: what the engine reserved
+  // for it, for executors that can keep to it (SpendEstimate::min_tokens > 0).
+  std::optional<std::int64_t> token_cap;
   std::chrono::milliseconds kill_grace{2000};
   std::int64_t max_output = 16 * 1024 * 1024;  // per stream; beyond it the file ends with a marker
   // Secret values (from orch's environment and the step's env) that executors
@@ -114,6 +117,13 @@ class RunningAttempt {
 struct SpendEstimate {
   std::int64_t tokens = 0;
   double cost_usd = 0;
+  // Above 0: the executor can hold an attempt to fewer tokens than `tokens`
+  // (AttemptSpec::token_cap; an llm call asks for a smaller max_tokens) and is
+  // still worth starting with this many. When the token budget left (the plan's,
+  // or the step's own) cannot cover `tokens`, the engine reserves what is left,
+  // down to this floor, and caps the attempt there; below it the step waits, as
+  // any step the budget cannot cover.
+  std::int64_t min_tokens = 0;
 };
 
 class Executor {

@@ -125,4 +125,9 @@ std::optional<std::int64_t> BudgetGuard::wall_left(std::int64_t wall_ms_now) con
   return limits_.wall->count() - wall_before_ - wall_ms_now;
 }
 
+std::optional<std::int64_t> BudgetGuard::tokens_left() const {
+  if (!limits_.tokens) return std::nullopt;
+  return *limits_.tokens - spent_.tokens - reserved_.tokens;
+}
+
 }  // namespace orch

@@ -46,6 +46,9 @@ class BudgetGuard {
   std::optional<std::string> overspent() const;
   // Milliseconds of wall budget left (nullopt: unlimited).
   std::optional<std::int64_t> wall_left(std::int64_t wall_ms_now) const;
+  // Tokens neither spent nor reserved (nullopt: no token limit; may be below 0
+  // after an overspend).
+  std::optional<std::int64_t> tokens_left() const;
 
   const Spend& spent() const { return spent_; }
   const BudgetLimits& limits() const { return limits_; }

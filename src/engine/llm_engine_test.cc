@@ -54,6 +54,7 @@ models:
   capped: {{provider: narrow, model: gpt-test, max_tokens: 64}}
   hasty: {{provider: hasty, model: gpt-test, max_tokens: 64}}
   tiny: {{provider: tiny, model: gpt-test, max_tokens: 64}}
+  wide: {{provider: oa, model: gpt-test, max_tokens: 1024}}
 default_model: fast
 )",
                                                  server_->url(), kKeyVar),
@@ -404,6 +405,52 @@ steps:
     if (!entry.is_regular_file()) continue;
     EXPECT_EQ(read_file(entry.path()).find(server_->api_key()), std::string::npos) << entry.path();
   }
+}
+
+// A call the token budget cannot pay in full (max_tokens 1024 and its prompt,
+// against 600 left) is still made, asking for only what the budget has left;
+// one whose shortest worthwhile reply (256 tokens) does not fit is never made.
+TEST_F(LlmEngineTest, ACallIsHeldToTheTokenBudgetLeft) {
+  const std::string prompt = "[[reply: done]] [[usage: 40 5]] please";  // 38 bytes: reckoned 13 tokens
+  server_->reset_requests();
+  auto out = run(fmt::format(R"(
+budget: {{tokens: 600}}
+steps:
+  - {{id: first, executor: "llm:wide", attempts: 1, inputs: {{prompt: "{0}"}}}}
+  - {{id: second, deps: [first], executor: "llm:wide", attempts: 1, inputs: {{prompt: "{0}"}}}}
+)",
+                             prompt));
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  json requests = server_->requests();
+  ASSERT_EQ(requests.size(), 2u) << requests.dump();
+  const std::int64_t in = static_cast<std::int64_t>(prompt.size()) / 3 + 1;
+  EXPECT_EQ(requests[0]["body"]["max_tokens"], 600 - in) << "held to the whole budget, less the prompt";
+  EXPECT_EQ(requests[1]["body"]["max_tokens"], 600 - 45 - in) << "held to what the first call left";
+  EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 90);
+
+  // 200 tokens cannot pay the prompt and a 256-token reply: no call is made.
+  server_->reset_requests();
+  auto starved = run(fmt::format(R"(
+budget: {{tokens: 200}}
+steps:
+  - {{id: only, executor: "llm:wide", inputs: {{prompt: "{}"}}}}
+)",
+                                 prompt));
+  EXPECT_EQ(starved.status, RunStatus::BudgetExhausted) << starved.reason;
+  EXPECT_NE(starved.reason.find("tokens: 0 spent + 0 reserved + 269 needed > limit 200"), std::string::npos)
+      << starved.reason;
+  EXPECT_EQ(server_->requests().size(), 0u);
+
+  // A step's own budget holds its call the same way, with no plan budget.
+  server_->reset_requests();
+  auto own = run(fmt::format(R"(
+steps:
+  - {{id: own, executor: "llm:wide", budget: {{tokens: 300}}, inputs: {{prompt: "{}"}}}}
+)",
+                             prompt));
+  ASSERT_EQ(own.status, RunStatus::Succeeded) << own.reason;
+  ASSERT_EQ(server_->requests().size(), 1u);
+  EXPECT_EQ(server_->requests()[0]["body"]["max_tokens"], 300 - in);
 }
 
 // response_format: sent natively to an OpenAI-style API, put in the system

@@ -687,7 +687,8 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
       mark_failed(i, *step_short);
       continue;
     }
-    const Spend r = reservation(s);
+    std::optional<std::int64_t> token_cap;
+    const Spend r = reservation(s, &token_cap);
     if (auto why = budget_->shortfall(r, wall_ms_now())) {
       blocked = why;
       ++it;
@@ -696,6 +697,7 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
     it = ready_.erase(it);
     budget_->reserve(r);
     s.flight().reservation = r;
+    s.flight().token_cap = token_cap;
     if (!prepare_attempt(i)) continue;
     if (s.executor->in_process()) {
       start_attempt(i);
@@ -719,13 +721,30 @@ std::vector<Postcondition> Scheduler::default_post_of(int i) const {
   return s.executor != nullptr ? s.executor->default_post() : std::vector<Postcondition>{};
 }
 
-Spend Scheduler::reservation(const StepState& s) const {
+Spend Scheduler::reservation(const StepState& s, std::optional<std::int64_t>* token_cap) const {
   const BudgetLimits& sb = s.step->budget;
-  const SpendEstimate est = s.executor->estimate(*s.step);
+  SpendEstimate est = s.executor->estimate(*s.step);
+  if (est.min_tokens > 0) {
+    // A call held to its reservation is reckoned on the prompt it will send:
+    // placeholders filled (a step's result can be most of the prompt).
+    auto rendered = render_step(*s.step, result_lookup(), s.rec.last_attempt + 1, s.previous_failure);
+    if (rendered) {
+      Step filled = *s.step;
+      filled.inputs = std::move(rendered->inputs);
+      est = s.executor->estimate(filled);
+    }
+  }
   Spend r;
   r.attempts = 1;
   r.tokens = sb.tokens ? *sb.tokens - (s.rec.tokens_in + s.rec.tokens_out) : est.tokens;
   r.cost_usd = sb.cost_usd ? *sb.cost_usd - s.rec.cost_usd : est.cost_usd;
+  if (est.min_tokens > 0) {
+    // A call that can be held to fewer tokens asks for what the plan has left
+    // rather than waiting for a budget that will never grow.
+    if (auto left = budget_->tokens_left(); left && r.tokens > *left)
+      r.tokens = std::max(*left, std::min(est.min_tokens, r.tokens));
+    if (token_cap) *token_cap = r.tokens;
+  }
   return r;
 }
 
@@ -879,6 +898,7 @@ bool Scheduler::prepare_attempt(int i) {
   // per step, made before every spawn, cost as much as the spawn's bookkeeping.
   spec.usage_path = usage_file(store_.folder(), run_.id, step.id, number);
   spec.kill_grace = plan_.defaults.kill_grace;
+  spec.token_cap = s.flight().token_cap;
   spec.max_output = step.max_output.value_or(plan_.defaults.max_output);
   spec.secrets = secrets_;
   std::optional<milliseconds> timeout = step.timeout ? step.timeout : plan_.defaults.timeout;

@@ -44,6 +44,7 @@ struct Flight {
   AttemptRecord attempt;
   AttemptSpec spec;
   Spend reservation;
+  std::optional<std::int64_t> token_cap;  // AttemptSpec::token_cap
   std::unique_ptr<RunningAttempt> running;
   std::optional<AttemptOutcome> outcome;
   std::vector<CheckResult> checks;
@@ -161,8 +162,11 @@ class Scheduler {
   // (started after the commit), in-process ones start now. Returns how many did.
   int dispatch_ready(std::vector<int>& to_start);
   // What an attempt of `s` reserves: what is left of its own budget's tokens and
-  // cost, else its executor's estimate; and one attempt.
-  Spend reservation(const StepState& s) const;
+  // cost, else its executor's estimate; and one attempt. For an executor that can
+  // keep an attempt to fewer tokens (SpendEstimate::min_tokens), the tokens are
+  // at most what the plan's budget has left, down to that floor, and `token_cap`
+  // (when given) is set to them.
+  Spend reservation(const StepState& s, std::optional<std::int64_t>* token_cap = nullptr) const;
   // Whether a retry waiting for its delay would fit in the plan's budget now.
   bool a_waiting_retry_fits() const;
   void start_attempt(int i);

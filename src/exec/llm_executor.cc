@@ -63,6 +63,8 @@ struct LlmExecutor::Call {
   HttpRequest request;
   DoneCallback done;
   AttemptSpec spec;
+  std::int64_t max_tokens = 0;  // what the call asked for: the model's, or less to fit the budget
+  bool held_by_budget = false;  // max_tokens is below the model's because of AttemptSpec::token_cap
   HttpClient::RequestId id = 0;
   bool launched = false;
   bool finished = false;
@@ -165,18 +167,32 @@ std::vector<Postcondition> LlmExecutor::default_post() const {
   return {p};
 }
 
+namespace {
+// The tokens a prompt is reckoned at before a call: its bytes / 3 (more than
+// real tokenisers give for prose and code, so the reckoning errs high).
+template <typename Inputs>
+std::int64_t prompt_tokens_estimate(const Inputs& inputs) {
+  std::int64_t prompt_bytes = 0;
+  if (inputs.is_object())
+    for (const char* name : {"prompt", "system"})
+      if (auto it = inputs.find(name); it != inputs.end() && it->is_string())
+        prompt_bytes += static_cast<std::int64_t>(it->template get_ref<const std::string&>().size());
+  return prompt_bytes / 3 + 1;
+}
+
+// The smallest reply a call is worth making for when the token budget cannot
+// pay for the model's whole max_tokens (a model's smaller max_tokens stands).
+constexpr std::int64_t kMinReplyTokens = 256;
+}  // namespace
+
 SpendEstimate LlmExecutor::estimate(const Step& step) const {
   const LlmModel* model = catalog_->model_for(step.executor);
   if (model == nullptr) return {};
-  std::int64_t prompt_bytes = 0;
-  if (step.inputs.is_object())
-    for (const char* name : {"prompt", "system"})
-      if (auto it = step.inputs.find(name); it != step.inputs.end() && it->is_string())
-        prompt_bytes += static_cast<std::int64_t>(it->get_ref<const std::string&>().size());
   SpendEstimate e;
-  const std::int64_t in = prompt_bytes / 3 + 1;
+  const std::int64_t in = prompt_tokens_estimate(step.inputs);
   e.tokens = model->max_tokens + in;
   e.cost_usd = (static_cast<double>(in) * model->price_in + model->max_tokens * model->price_out) / 1e6;
+  e.min_tokens = in + std::min<std::int64_t>(model->max_tokens, kMinReplyTokens);
   return e;
 }
 
@@ -233,6 +249,23 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
     key = value;
   }
 
+  // Held to what the engine reserved: the reply may have what the rendered
+  // prompt leaves of it, up to the model's max_tokens.
+  call->max_tokens = model->max_tokens;
+  if (spec.token_cap) {
+    const std::int64_t in = prompt_tokens_estimate(spec.inputs);
+    const std::int64_t room = *spec.token_cap - in;
+    const std::int64_t floor = std::min<std::int64_t>(model->max_tokens, kMinReplyTokens);
+    if (room < floor)
+      return fail_later(fmt::format(
+          "the token budget left for this call ({} tokens) does not cover its prompt (about {} tokens) and a "
+          "reply of {} tokens (to go on, raise the budget)",
+          *spec.token_cap, in, floor));
+    if (room < call->max_tokens) {
+      call->max_tokens = room;
+      call->held_by_budget = true;
+    }
+  }
   call->provider = provider->name;
   call->model = model;
   call->api = provider->api;
@@ -249,7 +282,7 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
     json messages = json::array();
     if (system) messages.push_back({{"role", "system"}, {"content", *system}});
     messages.push_back({{"role", "user"}, {"content", *prompt}});
-    body = {{"model", model->model}, {"messages", messages}, {"max_tokens", model->max_tokens}};
+    body = {{"model", model->model}, {"messages", messages}, {"max_tokens", call->max_tokens}};
     if (response_format)
       body["response_format"] = {{"type", "json_schema"},
                                  {"json_schema", {{"name", "result"}, {"schema", *response_format}}}};
@@ -258,7 +291,7 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
     if (!key.empty()) r.headers.emplace_back("x-api-key", key);
     r.headers.emplace_back("anthropic-version", "2023-06-01");
     body = {{"model", model->model},
-            {"max_tokens", model->max_tokens},
+            {"max_tokens", call->max_tokens},
             {"messages", json::array({{{"role", "user"}, {"content", *prompt}}})}};
     // The Messages API has no response_format: the schema goes into the system
     // prompt, and the required result_json check holds the reply to it.
@@ -404,8 +437,12 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
       } else if (stop == "length" || stop == "max_tokens") {
         // A completion cut off at max_tokens is not an answer: it does not pass
         // for one (raising max_tokens in the models file is the way on).
-        failed(fmt::format("model '{}' stopped at its max_tokens ({}): the completion is cut off ({} '{}')",
-                           call->model->name, call->model->max_tokens,
+        failed(fmt::format("model '{}' stopped at its max_tokens ({}{}): the completion is cut off ({} '{}')",
+                           call->model->name, call->max_tokens,
+                           call->held_by_budget
+                               ? fmt::format(", held below the model's {} by the token budget left",
+                                             call->model->max_tokens)
+                               : std::string(),
                            call->api == LlmApi::OpenAi ? "finish_reason" : "stop_reason", stop),
                false);
         out.append(*text);

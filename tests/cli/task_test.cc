@@ -386,6 +386,35 @@ TEST(CliTask, RunWithAModelCallsTheProviderForEachModelStage) {
   EXPECT_HAS(requests[1]["body"].dump(), "Summarise");
 }
 
+// A trivial request's budget (600 tokens) cannot pay a model's default
+// max_tokens (1024): each call asks for what the budget has left instead, so
+// the task still finishes within its budget.
+TEST(CliTask, ATrivialRequestFitsItsCallsToItsSmallBudget) {
+  orch::testing::FakeLlmServer server("sk-task-run-123456");
+  ASSERT_TRUE(server.started());
+  TempDir d;
+  write_file(
+      d / ".orch" / "models.yaml",
+      fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: ORCH_TEST_TASK_KEY, "
+                  "timeout: 10s}}\nmodels:\n  m: {{provider: fake, model: task-test}}\n"
+                  "default_model: m\n",
+                  server.url()));
+  auto r = run_orch({"task", "run", "fix the typo in the readme", "--json"}, d.path(),
+                    {{"ORCH_TEST_TASK_KEY", server.api_key()}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["state"], "DONE");
+  EXPECT_EQ(t["budget"]["tokens"], 600) << t["budget"].dump();
+  EXPECT_LE(t["budget"]["spent_tokens"].get<std::int64_t>(), 600);
+  const json requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u) << requests.dump(2);
+  for (const auto& q : requests) {
+    const std::int64_t asked = q["body"]["max_tokens"].get<std::int64_t>();
+    EXPECT_GE(asked, 256) << q["body"].dump();
+    EXPECT_LT(asked, 600) << "held to the trace's budget, not the model's 1024";
+  }
+}
+
 // The trace's token budget is the run's: the engine charges every worker call
 // to it and starts no call once it is spent (exit 4, the trace ESCALATED).
 TEST(CliTask, RunEnforcesTheTraceBudgetOnEveryWorkerCall) {
