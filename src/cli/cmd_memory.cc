@@ -186,8 +186,8 @@ int run_harvest(const MemoryArgs& args) {
 }
 
 void add_common(CLI::App* sub, MemoryArgs& args) {
-  sub->add_option("--workspace", args.workspace,
-                  "the project folder whose .orch/memory is used (default: .)");
+  sub->add_option("--workspace", args.workspace, "the project folder whose .orch/memory is used (default: .)")
+      ->check(not_empty("the project folder"));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "cli/request_plan.h"
 #include "util/json_text.h"
 
@@ -54,9 +55,12 @@ Command add_plan(CLI::App& app) {
   sub->add_option("REQUEST", args->request, "what to do, in words")->required();
   sub->add_option("-o,--out", args->out, "write the plan to this file instead of stdout");
   sub->add_option("--models", args->models, "models file (default: .orch/models.yaml if present)");
-  sub->add_option("--registry", args->registry, "tool registry (default: .orch/registry.yml if present)");
-  sub->add_option("--store", args->store, "ledger where planning calls are recorded (default: .orch/orch.db)");
-  sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)");
+  sub->add_option("--registry", args->registry, "tool registry (default: .orch/registry.yml if present)")
+      ->check(not_empty("the tool registry file"));
+  sub->add_option("--store", args->store, "ledger where planning calls are recorded (default: .orch/orch.db)")
+      ->check(not_empty("the ledger's file (e.g. .orch/orch.db)"));
+  sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)")
+      ->check(not_empty("the folder the plan's paths resolve in"));
   sub->add_flag("--json", args->json, "print {path, template, why, trigger, planning_runs, model_problems, steps, plan}");
   add_request_plan_flags(*sub, args->planner);
   return [args]() -> int {

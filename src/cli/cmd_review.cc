@@ -198,7 +198,8 @@ Command add_review(CLI::App& app) {
   auto args = std::make_shared<ReviewArgs>();
   sub->add_option("--config", args->config, "RUN.yaml: what to review and how (docs/review.md)");
   sub->add_option("--resume", args->resume,
-                  "continue review ID (after a crash, Ctrl-C, an approval or the spend cap)");
+                  "continue review ID (after a crash, Ctrl-C, an approval or the spend cap)")
+      ->check(not_empty("a review id (`orch review --list`)"));
   sub->add_option("--show", args->show, "print review ID's report (Markdown, or the document with --json)");
   sub->add_flag("--list", args->list, "list the reviews in the ledger, newest first");
   sub->add_flag("--yes,-y", args->yes,
@@ -207,14 +208,18 @@ Command add_review(CLI::App& app) {
   sub->add_option("--spend-cap", args->spend_cap,
                   "with --resume: a new spend cap in tokens (to go past the old one)")
       ->transform(whole_number(1, std::numeric_limits<std::int64_t>::max()));
-  sub->add_option("--store", args->store, "ledger database (default: WORKSPACE/.orch/orch.db)");
+  sub->add_option("--store", args->store, "ledger database (default: WORKSPACE/.orch/orch.db)")
+      ->check(not_empty("the ledger's file (e.g. .orch/orch.db)"));
   sub->add_option("--workspace", args->workspace,
                   "the folder the artifacts are in (default: .; --resume: the review's own)")
+      ->check(not_empty("the project folder"))
       ->each([args](const std::string&) { args->workspace_given = true; });
   sub->add_option("--workers", args->workers,
-                  "workers file (default: RUN.yaml's 'workers', or .orch/workers.yaml)");
+                  "workers file (default: RUN.yaml's 'workers', or .orch/workers.yaml)")
+      ->check(not_empty("the workers file"));
   sub->add_option("--models", args->models,
-                  "models file (default: RUN.yaml's 'models', or .orch/models.yaml)");
+                  "models file (default: RUN.yaml's 'models', or .orch/models.yaml)")
+      ->check(not_empty("the models file"));
   return [args] { return run(*args); };
 }
 

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "exec/tool_registry.h"
 #include "orch/clock.h"
 #include "orch/report.h"
@@ -138,10 +139,12 @@ Command add_route(CLI::App& app) {
   sub->add_flag("--dry-run", args->dry_run,
                 "mark the report status dry_run (a route never runs anything; the decision is the same)");
   sub->add_option("--registry", args->registry,
-                  "tool registry to choose from (default: WORKSPACE/.orch/registry.yml if present)");
+                  "tool registry to choose from (default: WORKSPACE/.orch/registry.yml if present)")
+      ->check(not_empty("the tool registry file"));
   sub->add_option(
-      "--workspace", args->workspace,
-      "project folder: route tables in WORKSPACE/.orch/route/ replace the shipped ones (default: .)");
+         "--workspace", args->workspace,
+         "project folder: route tables in WORKSPACE/.orch/route/ replace the shipped ones (default: .)")
+      ->check(not_empty("the project folder"));
   return [args]() -> int { return run_route(*args); };
 }
 
@@ -157,7 +160,8 @@ Command add_budget_check(CLI::App& app) {
   sub->add_flag("--json", args->json,
                 "print {request_type, allocated, safety_buffer, effective_budget, input_estimated, ...}");
   sub->add_option("--workspace", args->workspace,
-                  "project folder: WORKSPACE/.orch/route/budgets.yaml replaces the shipped one (default: .)");
+                  "project folder: WORKSPACE/.orch/route/budgets.yaml replaces the shipped one (default: .)")
+      ->check(not_empty("the project folder"));
   return [args]() -> int { return run_budget_check(*args); };
 }
 

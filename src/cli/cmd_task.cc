@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "cli/task_env.h"
 #include "cli/task_run.h"
 #include "orch/plan_loader.h"
@@ -216,8 +217,10 @@ Command add_task(CLI::App& app) {
   CLI::App* plan =
       task->add_subcommand("plan", "Classify a request, create its trace, run its RECALL (+PLAN) engines.");
   plan->add_option("REQUEST", args->request, "the request, in words")->required();
-  plan->add_option("--project", args->project, "the project the request belongs to");
-  plan->add_option("--assume", args->assume, "the intent to assume when the request is ambiguous");
+  plan->add_option("--project", args->project, "the project the request belongs to")
+      ->check(not_empty("the project's name"));
+  plan->add_option("--assume", args->assume, "the intent to assume when the request is ambiguous")
+      ->check(not_empty("an intent (quick_fix, bug_fix, ...)"));
   add_task_flags(*plan, args->flags, true);
   add_request_plan_flags(*plan, args->flags.planner);
   subs[plan] = [args] { return run_plan(*args); };
@@ -260,7 +263,8 @@ Command add_task(CLI::App& app) {
   CLI::App* gc =
       task->add_subcommand("gc", "Close (ABANDONED) and harvest open traces untouched for too long.");
   gc->add_option("--older-than", args->older_than,
-                 "idle time that makes a trace abandoned (default: abandon_after, 24h)");
+                 "idle time that makes a trace abandoned (default: abandon_after, 24h)")
+      ->check(not_empty("a duration such as 30m or 24h"));
   add_task_flags(*gc, args->flags, false);
   subs[gc] = [args] { return run_gc(*args); };
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "cli/task_env.h"
 #include "cli/task_run.h"
 #include "flows/task_run.h"
@@ -124,14 +125,20 @@ int run(const TaskRunArgs& a) {
 std::function<int()> add_task_run(CLI::App& sub) {
   auto args = std::make_shared<TaskRunArgs>();
   sub.add_option("REQUEST", args->request, "the request, in words");
-  sub.add_option("--worker", args->worker, "run the model stages with this worker (workers file)");
+  sub.add_option("--worker", args->worker, "run the model stages with this worker (workers file)")
+      ->check(not_empty("a worker's name (workers file)"));
   sub.add_option("--model", args->model,
-                 "run the model stages with this model (models file; default: default_model)");
-  sub.add_option("--assume", args->assume, "the intent to assume when the request is ambiguous");
-  sub.add_option("--project", args->project, "the project the request belongs to");
-  sub.add_option("--resume", args->resume, "continue the run of this open trace (after a crash or Ctrl-C)");
+                 "run the model stages with this model (models file; default: default_model)")
+      ->check(not_empty("a model's name (models file)"));
+  sub.add_option("--assume", args->assume, "the intent to assume when the request is ambiguous")
+      ->check(not_empty("an intent (quick_fix, bug_fix, ...)"));
+  sub.add_option("--project", args->project, "the project the request belongs to")
+      ->check(not_empty("the project's name"));
+  sub.add_option("--resume", args->resume, "continue the run of this open trace (after a crash or Ctrl-C)")
+      ->check(not_empty("a trace id (`orch task list`)"));
   sub.add_option("--templates", args->flags.planner.templates,
-                 "folder of user plan templates for the PLAN stage (default: .orch/templates if present)");
+                 "folder of user plan templates for the PLAN stage (default: .orch/templates if present)")
+      ->check(not_empty("the templates folder"));
   add_task_flags(sub, args->flags, true);
   return [args] { return run(*args); };
 }

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "cli/plan_input.h"
 #include "orch/plan_loader.h"
 #include "util/json_text.h"
@@ -28,7 +29,8 @@ Command add_validate(CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("validate", "Check a plan without running it: every problem, with FILE:LINE.");
   sub->add_option("PLAN", args->plan, "plan file (YAML or JSON); - reads it from standard input")->required();
-  sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)");
+  sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)")
+      ->check(not_empty("the folder the plan's paths resolve in"));
   sub->add_flag("--json", args->json, "print {valid, plan, steps, errors[], warnings[]} as JSON");
   add_executor_file_flags(*sub, args->models, args->registry, args->workers);
   return [args]() -> int {

@@ -5,11 +5,17 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli/number_option.h"
+
 namespace orch::cli {
 
 void add_request_plan_flags(CLI::App& sub, RequestPlanArgs& args) {
-  sub.add_option("--model", args.model, "model for the planning call (default: the models file's default_model)");
-  sub.add_option("--templates", args.templates, "folder of user plan templates (default: .orch/templates if present)");
+  sub.add_option("--model", args.model,
+                 "model for the planning call (default: the models file's default_model)")
+      ->check(not_empty("a model's name (models file)"));
+  sub.add_option("--templates", args.templates,
+                 "folder of user plan templates (default: .orch/templates if present)")
+      ->check(not_empty("the templates folder"));
   sub.add_option("--executor", args.executor,
                  "executor of a single-step plan (default: llm, or llm:MODEL with --model)");
 }

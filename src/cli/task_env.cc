@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "exec/tool_registry.h"
 #include "orch/clock.h"
 
@@ -17,14 +18,19 @@ OpenTask::~OpenTask() = default;
 OpenTask::OpenTask(OpenTask&&) noexcept = default;
 
 void add_task_flags(CLI::App& sub, TaskFlags& flags, bool executors) {
-  sub.add_option("--store", flags.store, "ledger database (default: WORKSPACE/.orch/orch.db)");
+  sub.add_option("--store", flags.store, "ledger database (default: WORKSPACE/.orch/orch.db)")
+      ->check(not_empty("the ledger's file (e.g. .orch/orch.db)"));
   sub.add_option("--workspace", flags.workspace,
-                 "the project folder: traces, memory and VERIFY commands (default: .)");
+                 "the project folder: traces, memory and VERIFY commands (default: .)")
+      ->check(not_empty("the project folder"));
   sub.add_flag("--json", flags.json, "print JSON (the trace document: schemas/trace.schema.json)");
   if (!executors) return;
-  sub.add_option("--models", flags.models, "models file (default: .orch/models.yaml if present)");
-  sub.add_option("--registry", flags.registry, "tool registry (default: .orch/registry.yml if present)");
-  sub.add_option("--workers", flags.workers, "workers file (default: .orch/workers.yaml if present)");
+  sub.add_option("--models", flags.models, "models file (default: .orch/models.yaml if present)")
+      ->check(not_empty("the models file"));
+  sub.add_option("--registry", flags.registry, "tool registry (default: .orch/registry.yml if present)")
+      ->check(not_empty("the tool registry file"));
+  sub.add_option("--workers", flags.workers, "workers file (default: .orch/workers.yaml if present)")
+      ->check(not_empty("the workers file"));
 }
 
 Expected<OpenTask> open_task(const TaskFlags& flags, bool executors, bool quiet_planner) {

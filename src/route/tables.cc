@@ -8,6 +8,7 @@
 
 #include "route/embedded_data.h"
 #include "route/table_parsers.h"
+#include "util/read_file.h"
 #include "util/strings.h"
 
 namespace orch::route {
@@ -106,10 +107,20 @@ Expected<RouteTables> RouteTables::load(const fs::path& workspace) {
   const fs::path dir = (workspace / ".orch" / "route").lexically_normal();
   std::error_code ec;
   std::vector<std::string> stray;
+  // A project's overrides that cannot be read are errors, never the shipped
+  // tables in silence: the project's checklist would go unrun.
+  const auto dir_status = fs::symlink_status(dir, ec);
+  if (fs::exists(dir_status) && !fs::is_directory(dir, ec))
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("{}: not a folder: the project's route tables go in a folder of that name",
+                            dir.string()));
   if (fs::is_directory(dir, ec)) {
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       const std::string name = entry.path().filename().string();
-      const bool yaml = name.ends_with(".yaml") || name.ends_with(".yml");
+      std::string lower = name;
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      const bool yaml = lower.ends_with(".yaml") || lower.ends_with(".yml");
       const auto& names = route_table_names();
       if (yaml && std::find(names.begin(), names.end(), name) == names.end())
         stray.push_back(fmt::format("{}: not a route table, so it would be ignored{} (tables: {})",
@@ -125,16 +136,16 @@ Expected<RouteTables> RouteTables::load(const fs::path& workspace) {
   std::vector<TableText> files;
   for (const ShippedTable& shipped : shipped_tables()) {
     const fs::path override_file = dir / shipped.name;
-    if (!fs::exists(override_file, ec)) {
+    // symlink_status: a link to nothing is an override that cannot be read.
+    if (!fs::exists(fs::symlink_status(override_file, ec))) {
       files.push_back({shipped.name, shipped.path, std::string(shipped.text), false});
       continue;
     }
-    std::ifstream in(override_file, std::ios::binary);
-    std::stringstream text;
-    if (in) text << in.rdbuf();
-    if (!in || in.bad())
-      return fail(ErrorCode::Io, fmt::format("{}: cannot read the route table", override_file.string()));
-    files.push_back({shipped.name, override_file.string(), text.str(), true});
+    auto text = read_file_text(override_file);
+    if (!text)
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("cannot read the route table: {}", text.error().message));
+    files.push_back({shipped.name, override_file.string(), std::move(*text), true});
   }
   return parse(files);
 }

@@ -150,6 +150,40 @@ TEST(CliRoute, ABrokenTableExitsTwoNamingFileAndLine) {
   EXPECT_HAS(empty.err, "the request is empty");
 }
 
+// A project's override that cannot be read, or a table name orch would not
+// read, is an error: never the shipped table in silence.
+TEST(CliRoute, AnOverrideThatCannotBeReadIsAnErrorNotTheShippedTable) {
+  {
+    TempDir d;
+    fs::create_directories(d / ".orch" / "route");
+    fs::create_symlink(d / "gone.yaml", d / ".orch" / "route" / "verify.yaml");
+    auto r = run_orch({"route", "fix the crash"}, d.path());
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_HAS(r.err, "cannot read the route table: .orch/route/verify.yaml: cannot open: No such file");
+  }
+  {
+    TempDir d;
+    fs::create_directories(d / ".orch" / "route" / "intents.yaml");
+    auto r = run_orch({"route", "fix the crash"}, d.path());
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_HAS(r.err, "intents.yaml: is a folder, not a file");
+  }
+  {
+    TempDir d;
+    write_file(d / ".orch" / "route", "not a folder\n");
+    auto r = run_orch({"route", "fix the crash"}, d.path());
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_HAS(r.err, ".orch/route: not a folder");
+  }
+  {
+    TempDir d;
+    write_file(d / ".orch" / "route" / "INTENTS.YAML", "version: 1\n");
+    auto r = run_orch({"route", "fix the crash"}, d.path());
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_HAS(r.err, "INTENTS.YAML: not a route table, so it would be ignored");
+  }
+}
+
 TEST(CliBudgetCheck, SeedFiguresForResearch) {
   TempDir d;
   auto r = run_orch({"budget-check", "--intent", "research", "--input", "abcdefgh", "--json"}, d.path());

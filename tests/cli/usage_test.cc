@@ -157,6 +157,31 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
        "orch: --registry: is empty: give the tool registry file\nRun `orch run --help` for usage.\n"},
       {{"run", "p.yaml", "--workers", ""},
        "orch: --workers: is empty: give the workers file\nRun `orch run --help` for usage.\n"},
+      {{"run", "p.yaml", "--store", ""},
+       "orch: --store: is empty: give the ledger's file (e.g. .orch/orch.db)\nRun `orch run --help` for "
+       "usage.\n"},
+      // The task, route and plan commands too: each used to fall back to its default.
+      {{"task", "list", "--store", ""},
+       "orch: --store: is empty: give the ledger's file (e.g. .orch/orch.db)\nRun `orch task list --help` "
+       "for "
+       "usage.\n"},
+      {{"task", "run", "fix it", "--worker", ""},
+       "orch: --worker: is empty: give a worker's name (workers file)\nRun `orch task run --help` for "
+       "usage.\n"},
+      {{"task", "run", "fix it", "--model", ""},
+       "orch: --model: is empty: give a model's name (models file)\nRun `orch task run --help` for usage.\n"},
+      {{"task", "run", "fix it", "--models", ""},
+       "orch: --models: is empty: give the models file\nRun `orch task run --help` for usage.\n"},
+      {{"task", "plan", "hello", "--assume", ""},
+       "orch: --assume: is empty: give an intent (quick_fix, bug_fix, ...)\nRun `orch task plan --help` for "
+       "usage.\n"},
+      {{"task", "gc", "--older-than", ""},
+       "orch: --older-than: is empty: give a duration such as 30m or 24h\nRun `orch task gc --help` for "
+       "usage.\n"},
+      {{"route", "fix it", "--registry", ""},
+       "orch: --registry: is empty: give the tool registry file\nRun `orch route --help` for usage.\n"},
+      {{"plan", "fix it", "--model", ""},
+       "orch: --model: is empty: give a model's name (models file)\nRun `orch plan --help` for usage.\n"},
   };
   for (const Case& c : cases) {
     auto r = run_orch(c.args, d.path());
