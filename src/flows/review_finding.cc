@@ -191,8 +191,8 @@ Expected<ReviewOutput> parse_review_output(const nlohmann::json& doc, std::strin
     f.suggested_fix = rfd::string_field(item, "suggested_fix");
     if (auto it = item.find("mechanical"); it != item.end()) f.mechanical = it->get<bool>();
     if (auto it = item.find("confidence"); it != item.end()) f.confidence = it->get<double>();
-    if (auto it = item.find("verdict"); it != item.end())
-      f.verdict = parse_finding_verdict(it->get<std::string>());
+    // "verdict" is the claim verifier's to set (docs/review.md): a reviewer's or a
+    // judge's is ignored, like "id" and "lens".
     f.id = finding_id(f.file, f.locus, trim(f.rule).empty() ? f.claim : f.rule);
     out.findings.push_back(std::move(f));
   }

@@ -9,6 +9,7 @@
 //     accepts the spellings (lower, UPPER, Title), the normaliser maps them.
 //   * file: normalise_path ("./a/../b.cc" -> "b.cc", "\" -> "/", no "./").
 //   * lens: the lens that ran (the caller says which); a reviewer's is ignored.
+//   * verdict: the claim verifier's to set; a reviewer's (or the judge's) is ignored.
 //   * id: computed here, never taken from the reviewer: finding_id() of the
 //     normalised file, the locus and the rule (the claim when there is no
 //     rule). The line is NOT part of it, so an edit that shifts lines keeps an

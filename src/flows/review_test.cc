@@ -102,6 +102,16 @@ TEST(ReviewFindingTest, PathsAreNormalised) {
   EXPECT_EQ(normalise_path("/abs/./a.cc"), "/abs/a.cc");
 }
 
+// "verdict" is the claim verifier's to set: what a reviewer (or the judge) writes
+// there is ignored, so it cannot refute a finding.
+TEST(ReviewFindingTest, AReviewersVerdictIsIgnored) {
+  json f = base_finding();
+  f["verdict"] = "refuted";
+  const Finding out = parsed(f);
+  EXPECT_FALSE(out.verdict.has_value());
+  EXPECT_TRUE(counts_for_gate(out));
+}
+
 // ---- ids ----------------------------------------------------------------------
 
 TEST(ReviewFindingTest, IdIgnoresTheLineAndThePathSpelling) {
