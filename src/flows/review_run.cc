@@ -246,6 +246,16 @@ std::string file_text(const ReviewEnv& env, const std::string& file) {
   return text ? *text : std::string();
 }
 
+// The absolute spellings of the workspace a reviewer may write a path under: as
+// given and with its symlinks resolved (a worker's getcwd() gives the latter).
+std::vector<std::string> workspace_roots(const ReviewEnv& env) {
+  std::error_code ec;
+  std::vector<std::string> roots = {normalise_path(fs::absolute(env.workspace, ec).string())};
+  const fs::path real = fs::weakly_canonical(env.workspace, ec);
+  if (!ec && normalise_path(real.string()) != roots.front()) roots.push_back(normalise_path(real.string()));
+  return roots;
+}
+
 struct Phase {
   std::string run_id;
   RunStatus status = RunStatus::Failed;
@@ -649,7 +659,8 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
       const StepRecord* s = step_of(*reviewers, step);
       json rd = {{"step", step}, {"lens", lens.name}, {"attempts", attempts_of(*reviewers, step)}};
       Expected<ReviewOutput> out = std::unexpected(Error{ErrorCode::InvalidInput, "did not run"});
-      if (s && s->status == StepStatus::Done) out = parse_review_output_text(s->result, lens.name);
+      if (s && s->status == StepStatus::Done)
+        out = parse_review_output_text(s->result, lens.name, workspace_roots(env_));
       if (!out) {
         ++failed;
         rd["status"] = "failed";
@@ -689,8 +700,8 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
         merged = answer["merged"];
         answer.erase("merged");
       }
-      out = answer.is_discarded() ? parse_review_output_text(s->result, "judge")
-                                  : parse_review_output(answer, "judge");
+      out = answer.is_discarded() ? parse_review_output_text(s->result, "judge", workspace_roots(env_))
+                                  : parse_review_output(answer, "judge", workspace_roots(env_));
     }
     json jd = {{"attempts", attempts_of(*judged, "judge")}};
     if (!out) {

@@ -154,6 +154,26 @@ TEST(ReviewFindingTest, IdUsesTheClaimWhenThereIsNoRule) {
   EXPECT_NE(parsed(f).id, id);
 }
 
+// A reviewer may name a file by its absolute path in the workspace: it is made
+// relative to the workspace before the id is computed, so that every lens's copy
+// of a defect gets one id.
+TEST(ReviewFindingTest, AnAbsolutePathInTheWorkspaceIsMadeRelative) {
+  json f = base_finding();
+  const std::string id = parsed(f).id;
+  const std::vector<std::string> roots = {"/work/space", "/real/space"};
+  f["file"] = "/work/space/src/a.cc";
+  auto out = parse_review_output(json{{"findings", {f}}, {"scorecard", json::object()}}, "lens", roots);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->findings[0].file, "src/a.cc");
+  EXPECT_EQ(out->findings[0].id, id);
+  EXPECT_EQ(relative_to_roots("/real/space/./x/../src/a.cc", roots), "src/a.cc");
+  EXPECT_EQ(relative_to_roots("/work/space2/a.cc", roots), "/work/space2/a.cc");
+  EXPECT_EQ(relative_to_roots("/work/space", roots), "/work/space");
+  EXPECT_EQ(relative_to_roots("/elsewhere/a.cc", roots), "/elsewhere/a.cc");
+  EXPECT_EQ(relative_to_roots("src/a.cc", roots), "src/a.cc");
+  EXPECT_EQ(relative_to_roots("/work/space/a.cc", {"/work/space/"}), "a.cc");
+}
+
 // ---- evidence -----------------------------------------------------------------
 
 constexpr const char* kArtifact =

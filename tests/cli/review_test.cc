@@ -706,6 +706,24 @@ TEST(CliReview, TheJudgeCannotRewriteALensFindingsEvidence) {
   EXPECT_EQ(d.doc["rounds"][0]["judge"]["downgraded"], json({id_of(kBuffer)}));
 }
 
+// One lens names the file as listed, another by its absolute path: one finding.
+TEST(CliReview, AnAbsolutePathInTheWorkspaceGetsTheSameIdAsTheRelativeOne) {
+  Project p(json::object(), run_yaml("max_rounds: 1\ndry_rounds: 1\n"));
+  json absolute = kArgc;
+  absolute["file"] = (p.d / "doc.md").string();
+  write_file(p.d / "scenario.json", json({{"reviewer",
+                                           {{"correctness", {{"default", answer({kArgc})}}},
+                                            {"safety", {{"default", answer({absolute})}}}}}})
+                                        .dump(2));
+  auto r = review(p);
+  ASSERT_EQ(r.doc["rounds"][0]["findings"].size(), 1u) << r.doc["rounds"][0].dump(2);
+  const json& f = r.doc["rounds"][0]["findings"][0];
+  EXPECT_EQ(f["file"], "doc.md");
+  EXPECT_EQ(f["id"], id_of(kArgc));
+  EXPECT_EQ(f["lenses"], json({"correctness", "safety"}));
+  EXPECT_EQ(r.doc["rounds"][0]["counts"]["major"], 1);
+}
+
 // The judge raises a lens's MAJOR to CRITICAL and repeats it: one claim step;
 // the verifier refutes it, so the raise is dropped and the lens's MAJOR stays.
 TEST(CliReview, AnUngroundedRaiseFallsBackToTheLensFinding) {
