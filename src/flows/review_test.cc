@@ -154,6 +154,13 @@ TEST(ReviewFindingTest, IdUsesTheClaimWhenThereIsNoRule) {
   EXPECT_NE(parsed(f).id, id);
 }
 
+// The id is the first 12 hex digits of the real FNV-1a 64 of "file\nlocus\nkey"
+// (docs/review.md); the value was computed with the standard offset basis
+// 14695981039346656037 and prime 1099511628211.
+TEST(ReviewFindingTest, IdIsFnv1a64OfFileLocusAndKey) {
+  EXPECT_EQ(finding_id("src/a.cc", "Parse_Args", "Check-Bounds"), "8739360f8cc0");
+}
+
 // A reviewer may name a file by its absolute path in the workspace: it is made
 // relative to the workspace before the id is computed, so that every lens's copy
 // of a defect gets one id.
