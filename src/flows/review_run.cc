@@ -891,7 +891,20 @@ Expected<ReviewOutcome> Driver::drive() {
 // lock), and drives it. `spend_cap`: resume's --spend-cap.
 Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, bool resuming,
                                      std::optional<std::int64_t> spend_cap) {
-  auto lock = RunLock::acquire(env.store->folder(), "review-" + id);
+  // The lock is the review's, not a run's: `orch cancel` does not know it, but an
+  // interrupted review goes on with --resume.
+  auto lock = RunLock::acquire(env.store->folder(), "review-" + id, [&](const std::string& pid) {
+    return pid == "unknown"
+               ? fmt::format(
+                     "review {} is already being driven by another orch process; wait for it to "
+                     "finish (`orch review --show {}`)",
+                     id, id)
+               : fmt::format(
+                     "review {} is already being driven by another orch process (pid {}); wait for "
+                     "it to finish, or stop it with `kill -INT {}` and go on with `orch review "
+                     "--resume {}`",
+                     id, pid, pid, id);
+  });
   if (!lock) return std::unexpected(lock.error());
   auto found = ORCH_TRY(env.reviews->find_review(id));
   if (!found) return fail(ErrorCode::NotFound, fmt::format("no review '{}' in the ledger", id));

@@ -724,6 +724,34 @@ TEST(CliReview, AnAbsolutePathInTheWorkspaceGetsTheSameIdAsTheRelativeOne) {
   EXPECT_EQ(r.doc["rounds"][0]["counts"]["major"], 1);
 }
 
+// A review another process is driving: the message names commands that work.
+TEST(CliReview, AReviewDrivenElsewhereNamesACommandThatWorks) {
+  json slow = {{"attempts", json::array({json{{"sleep", 30}, {"raw", "slow"}}, answer({kArgc})})}};
+  json scenario = json::object();
+  scenario["reviewer"]["correctness"]["default"] = slow;
+  Project p(scenario, run_yaml("max_rounds: 1\ndry_rounds: 1\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  pid_t pid =
+      orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("reviewer correctness 1 1") == 1; }, 30000))
+      << read_file(p.d / "out.txt");
+  const json reviews = review_doc_of(run_orch({"review", "--list", "--json"}, p.path()).out);
+  ASSERT_EQ(reviews.size(), 1u);
+  const std::string id = reviews[0]["id"];
+  auto busy = run_orch({"review", "--resume", id}, p.path());
+  EXPECT_EQ(busy.exit_code, 2) << busy.err;
+  EXPECT_EQ(busy.err.find("orch cancel review-"), std::string::npos) << busy.err;
+  const std::string kill_it = fmt::format("`kill -INT {}`", pid);
+  EXPECT_NE(busy.err.find(kill_it), std::string::npos) << busy.err;
+  EXPECT_NE(busy.err.find(fmt::format("`orch review --resume {}`", id)), std::string::npos) << busy.err;
+  // What it says works: the interrupted review resumes.
+  kill(pid, SIGINT);
+  EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(p.d / "out.txt");
+  auto r = run_orch({"review", "--resume", id, "--json"}, p.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(review_doc_of(r.out)["verdict"], "REVISE");
+}
+
 // The judge raises a lens's MAJOR to CRITICAL and repeats it: one claim step;
 // the verifier refutes it, so the raise is dropped and the lens's MAJOR stays.
 TEST(CliReview, AnUngroundedRaiseFallsBackToTheLensFinding) {
