@@ -752,6 +752,14 @@ TEST(CliReview, AReviewDrivenElsewhereNamesACommandThatWorks) {
   EXPECT_EQ(review_doc_of(r.out)["verdict"], "REVISE");
 }
 
+TEST(CliReview, AMissingConfigIsNamedOnce) {
+  TempDir d;
+  auto r = run_orch({"review", "--config", "RUN.yaml", "--yes"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("orch: RUN.yaml: cannot open"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("RUN.yaml: RUN.yaml"), std::string::npos) << r.err;
+}
+
 // The judge raises a lens's MAJOR to CRITICAL and repeats it: one claim step;
 // the verifier refutes it, so the raise is dropped and the lens's MAJOR stays.
 TEST(CliReview, AnUngroundedRaiseFallsBackToTheLensFinding) {
