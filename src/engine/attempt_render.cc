@@ -100,7 +100,7 @@ Expected<std::string> render_script(const std::string& script, const RenderConte
 }  // namespace
 
 std::string fingerprint_of(std::string_view text) {
-  std::uint64_t h = 1469598103934665603ULL;
+  std::uint64_t h = 14695981039346656037ULL;  // the FNV-1a 64 offset basis
   for (unsigned char c : text) {
     h ^= c;
     h *= 1099511628211ULL;

@@ -50,7 +50,8 @@ Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& res
                                        const std::filesystem::path& plan_dir,
                                        const std::vector<Postcondition>& default_post = {});
 
-// 64-bit FNV-1a of `text`, as 16 hex digits: a stable change detector (not security).
+// 64-bit FNV-1a of `text` (offset basis 14695981039346656037, prime
+// 1099511628211), as 16 hex digits: a stable change detector (not security).
 std::string fingerprint_of(std::string_view text);
 
 }  // namespace orch

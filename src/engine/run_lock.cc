@@ -50,7 +50,8 @@ std::string read_owner(int fd) {
 }
 }  // namespace
 
-Expected<RunLock> RunLock::acquire(const fs::path& store_folder, const std::string& run_id) {
+Expected<RunLock> RunLock::acquire(const fs::path& store_folder, const std::string& run_id,
+                                   const std::function<std::string(const std::string& pid)>& when_busy) {
   std::error_code ec;
   fs::create_directories(store_folder / "locks", ec);
   fs::path path = lock_path(store_folder, run_id);
@@ -60,6 +61,7 @@ Expected<RunLock> RunLock::acquire(const fs::path& store_folder, const std::stri
     int err = errno;
     std::string owner = read_owner(fd);
     close(fd);
+    if (err == EWOULDBLOCK && when_busy) return fail(ErrorCode::Busy, when_busy(owner));
     if (err == EWOULDBLOCK)
       return fail(ErrorCode::Busy,
                   fmt::format("run {} is already being driven by another orch process (pid {}); "

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "orch/error.h"
@@ -16,7 +17,10 @@ namespace orch {
 class RunLock {
  public:
   // Takes the lock without waiting; ErrorCode::Busy names the owner's pid when held.
-  static Expected<RunLock> acquire(const std::filesystem::path& store_folder, const std::string& run_id);
+  // `when_busy(pid)`, when given, is that message (pid: the owner's, or "unknown"),
+  // for a lock that is not a run's (`orch cancel` only knows runs).
+  static Expected<RunLock> acquire(const std::filesystem::path& store_folder, const std::string& run_id,
+                                   const std::function<std::string(const std::string& pid)>& when_busy = {});
   // True when some live process holds the run's lock (used by status and cancel).
   static bool is_held(const std::filesystem::path& store_folder, const std::string& run_id);
 

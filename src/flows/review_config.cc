@@ -258,7 +258,8 @@ Expected<ReviewConfig> parse_review_config(const std::string& text, const std::s
 
 Expected<ReviewConfig> load_review_config(const fs::path& file) {
   auto text = read_file_text(file);
-  if (!text) return fail(ErrorCode::InvalidInput, fmt::format("{}: {}", file.string(), text.error().message));
+  // read_file_text's message names the file already ("RUN.yaml: cannot open: ...").
+  if (!text) return fail(ErrorCode::InvalidInput, text.error().message);
   return parse_review_config(*text, file.string());
 }
 

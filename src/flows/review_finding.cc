@@ -122,6 +122,18 @@ std::string normalise_path(std::string_view path) {
   return (absolute ? "/" : "") + join(parts, "/");
 }
 
+std::string relative_to_roots(std::string_view path, const std::vector<std::string>& roots) {
+  std::string file = normalise_path(path);
+  if (!file.starts_with('/')) return file;
+  for (const auto& root : roots) {
+    const std::string folder = normalise_path(root);
+    if (folder.empty() || folder == "/" || !folder.starts_with('/')) continue;
+    if (file.size() > folder.size() + 1 && file.starts_with(folder) && file[folder.size()] == '/')
+      return file.substr(folder.size() + 1);
+  }
+  return file;
+}
+
 std::string collapse_whitespace(std::string_view text) {
   std::string out;
   bool pending_space = false;
@@ -160,7 +172,8 @@ void check_evidence(Finding& finding, std::string_view artifact_text) {
   finding.unverified = evidence_missing(finding.evidence, artifact_text);
 }
 
-Expected<ReviewOutput> parse_review_output(const nlohmann::json& doc, std::string_view lens) {
+Expected<ReviewOutput> parse_review_output(const nlohmann::json& doc, std::string_view lens,
+                                           const std::vector<std::string>& workspace_roots) {
   const auto& schema = rfd::finding_schema();
   if (!schema)
     return fail(ErrorCode::Internal, "the built-in finding schema is broken: " + schema.error().message);
@@ -174,7 +187,7 @@ Expected<ReviewOutput> parse_review_output(const nlohmann::json& doc, std::strin
   out.scorecard = doc.at("scorecard");
   for (const auto& item : doc.at("findings")) {
     Finding f;
-    f.file = normalise_path(item.at("file").get<std::string>());
+    f.file = relative_to_roots(item.at("file").get<std::string>(), workspace_roots);
     // A line beyond int64 is no line at all (the schema only says integer >= 0).
     if (auto it = item.find("line"); it != item.end() && it->is_number_integer() && !it->is_number_unsigned())
       f.line = it->get<std::int64_t>();
@@ -191,22 +204,23 @@ Expected<ReviewOutput> parse_review_output(const nlohmann::json& doc, std::strin
     f.suggested_fix = rfd::string_field(item, "suggested_fix");
     if (auto it = item.find("mechanical"); it != item.end()) f.mechanical = it->get<bool>();
     if (auto it = item.find("confidence"); it != item.end()) f.confidence = it->get<double>();
-    if (auto it = item.find("verdict"); it != item.end())
-      f.verdict = parse_finding_verdict(it->get<std::string>());
+    // "verdict" is the claim verifier's to set (docs/review.md): a reviewer's or a
+    // judge's is ignored, like "id" and "lens".
     f.id = finding_id(f.file, f.locus, trim(f.rule).empty() ? f.claim : f.rule);
     out.findings.push_back(std::move(f));
   }
   return out;
 }
 
-Expected<ReviewOutput> parse_review_output_text(std::string_view text, std::string_view lens) {
+Expected<ReviewOutput> parse_review_output_text(std::string_view text, std::string_view lens,
+                                                const std::vector<std::string>& workspace_roots) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     return fail(ErrorCode::InvalidInput, fmt::format("reviewer output is not JSON: {}", e.what()));
   }
-  return parse_review_output(doc, lens);
+  return parse_review_output(doc, lens, workspace_roots);
 }
 
 nlohmann::json finding_json(const Finding& f) {

@@ -7,8 +7,10 @@
 // normalises each finding, so the rest of orch sees one form:
 //   * severity: read case-insensitively; "blocker" is CRITICAL. The schema
 //     accepts the spellings (lower, UPPER, Title), the normaliser maps them.
-//   * file: normalise_path ("./a/../b.cc" -> "b.cc", "\" -> "/", no "./").
+//   * file: normalise_path ("./a/../b.cc" -> "b.cc", "\" -> "/", no "./"), and
+//     an absolute path inside the workspace made relative to it (relative_to_roots).
 //   * lens: the lens that ran (the caller says which); a reviewer's is ignored.
+//   * verdict: the claim verifier's to set; a reviewer's (or the judge's) is ignored.
 //   * id: computed here, never taken from the reviewer: finding_id() of the
 //     normalised file, the locus and the rule (the claim when there is no
 //     rule). The line is NOT part of it, so an edit that shifts lines keeps an
@@ -80,21 +82,31 @@ struct ReviewOutput {
 // Validates `doc` against schemas/finding.schema.json (the copy built into orch)
 // and normalises it. Fails (InvalidInput) with one line per violation, each
 // "POINTER: message" ("/findings/0/severity: ..."), so a repair prompt can quote
-// them all. Every finding gets lenses = {lens}.
-Expected<ReviewOutput> parse_review_output(const nlohmann::json& doc, std::string_view lens);
+// them all. Every finding gets lenses = {lens}. `workspace_roots`: the absolute
+// spellings of the workspace (as given, and with symlinks resolved); a file under
+// one of them is made relative to it before the id is computed.
+Expected<ReviewOutput> parse_review_output(const nlohmann::json& doc, std::string_view lens,
+                                           const std::vector<std::string>& workspace_roots = {});
 // The same from text; text that is not JSON fails with the parser's message.
-Expected<ReviewOutput> parse_review_output_text(std::string_view text, std::string_view lens);
+Expected<ReviewOutput> parse_review_output_text(std::string_view text, std::string_view lens,
+                                                const std::vector<std::string>& workspace_roots = {});
 
 // A relative path in one spelling: "\" -> "/", "." and empty parts dropped, "x/.."
 // folded ("./src/../src/a.cc" -> "src/a.cc"). A ".." that climbs above the start
 // is kept ("../a" stays "../a"); a leading "/" is kept. Case is kept.
 std::string normalise_path(std::string_view path);
 
+// normalise_path(path), made relative to the first of `roots` (absolute folders)
+// it is strictly inside: "/ws/./src/a.cc" with roots {"/ws"} -> "src/a.cc". A
+// relative path, or an absolute one outside every root, is only normalised.
+std::string relative_to_roots(std::string_view path, const std::vector<std::string>& roots);
+
 // Runs of whitespace -> one space, trimmed at both ends. Case is kept.
 std::string collapse_whitespace(std::string_view text);
 
 // The id of a finding: the first 12 hex digits of FNV-1a 64 (engine's
-// fingerprint_of) of "file\nlocus\nkey", where file is normalise_path(file) and
+// fingerprint_of) of "file\nlocus\nkey", where file is normalise_path(file) (the
+// caller makes a path inside the workspace relative first: relative_to_roots) and
 // locus and key (the rule, or the claim when the rule is empty) are lower-cased
 // and collapse_whitespace'd. Stable across builds and platforms; not security.
 std::string finding_id(std::string_view file, std::string_view locus, std::string_view rule_or_claim);

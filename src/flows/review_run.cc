@@ -246,6 +246,16 @@ std::string file_text(const ReviewEnv& env, const std::string& file) {
   return text ? *text : std::string();
 }
 
+// The absolute spellings of the workspace a reviewer may write a path under: as
+// given and with its symlinks resolved (a worker's getcwd() gives the latter).
+std::vector<std::string> workspace_roots(const ReviewEnv& env) {
+  std::error_code ec;
+  std::vector<std::string> roots = {normalise_path(fs::absolute(env.workspace, ec).string())};
+  const fs::path real = fs::weakly_canonical(env.workspace, ec);
+  if (!ec && normalise_path(real.string()) != roots.front()) roots.push_back(normalise_path(real.string()));
+  return roots;
+}
+
 struct Phase {
   std::string run_id;
   RunStatus status = RunStatus::Failed;
@@ -318,7 +328,10 @@ std::vector<RoundFacts> facts_of_rounds(const json& rounds) {
 struct Judged {
   std::vector<Finding> findings;  // the round's findings after the judge
   std::vector<Finding> claims;    // CRITICALs no lens raised (counted ones): for the claim verifier
-  json doc = json::object();      // introduced, downgraded, merged, kept
+  // Lens findings the judge left out naming the finding it merged each into:
+  // settled by settle_merges once the claims are checked.
+  std::vector<std::pair<Finding, std::string>> merges;
+  json doc = json::object();  // introduced, downgraded, kept; merged and merge_refused by settle_merges
 };
 
 Judged apply_judge(const ReviewEnv& env, const std::vector<Finding>& lens_findings, ReviewOutput judge_out,
@@ -327,23 +340,26 @@ Judged apply_judge(const ReviewEnv& env, const std::vector<Finding>& lens_findin
   // One copy per id: the most severe (the judge may repeat an id).
   std::stable_sort(judge_out.findings.begin(), judge_out.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
-  json introduced = json::array(), downgraded = json::array(), merged_ids = json::object(),
-       kept = json::array();
+  json introduced = json::array(), downgraded = json::array(), kept = json::array();
   std::set<std::string> seen;
   for (Finding& f : judge_out.findings) {
     if (!seen.insert(f.id).second) continue;
     auto lens = std::find_if(lens_findings.begin(), lens_findings.end(),
                              [&](const Finding& x) { return x.id == f.id; });
-    check_evidence(f, file_text(env, f.file));
-    if (lens != lens_findings.end()) {
-      f.lenses = lens->lenses;
-      // The judge cannot launder a fabricated quote: a finding the lenses'
-      // evidence did not support stays unverified.
-      if (lens->unverified) f.unverified = true;
-      if (f.severity > lens->severity) downgraded.push_back(f.id);
-    }
     const bool lens_raised_critical =
         lens != lens_findings.end() && lens->severity == Severity::Critical && counts_for_gate(*lens);
+    if (lens != lens_findings.end()) {
+      // The judge's copy of a lens finding changes its severity and nothing else:
+      // the evidence and its check, the claim, the verdict stay the lens's, so the
+      // judge can neither launder a fabricated quote nor void a good one by
+      // rewriting it, nor refute a finding ("verdict" is the claim verifier's).
+      if (f.severity > lens->severity) downgraded.push_back(f.id);
+      Finding judged = *lens;
+      judged.severity = f.severity;
+      f = std::move(judged);
+    } else {
+      check_evidence(f, file_text(env, f.file));
+    }
     if (f.severity == Severity::Critical && !lens_raised_critical) {
       introduced.push_back(f.id);
       if (counts_for_gate(f)) j.claims.push_back(f);
@@ -351,14 +367,14 @@ Judged apply_judge(const ReviewEnv& env, const std::vector<Finding>& lens_findin
     j.findings.push_back(std::move(f));
   }
   // A lens finding the judge left out is kept, unless the judge named the
-  // finding it was merged into (and that one is there).
+  // finding it was merged into (settle_merges decides whether that merge holds).
   for (const Finding& f : lens_findings) {
     if (seen.contains(f.id)) continue;
     const std::string into = merged.is_object() && merged.contains(f.id) && merged[f.id].is_string()
                                  ? merged[f.id].get<std::string>()
                                  : std::string();
-    if (!into.empty() && seen.contains(into)) {
-      merged_ids[f.id] = into;
+    if (!into.empty()) {
+      j.merges.emplace_back(f, into);
       continue;
     }
     kept.push_back(f.id);
@@ -366,8 +382,44 @@ Judged apply_judge(const ReviewEnv& env, const std::vector<Finding>& lens_findin
   }
   std::stable_sort(j.findings.begin(), j.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
-  j.doc = {{"introduced", introduced}, {"downgraded", downgraded}, {"merged", merged_ids}, {"kept", kept}};
+  j.doc = {{"introduced", introduced}, {"downgraded", downgraded}, {"kept", kept}};
   return j;
+}
+
+// Settles the judge's merges, after the claim verifier (a raise it refuted is
+// undone by then). A merge holds only when its target is a lens finding still in
+// the round (not itself merged away) that counts for the gate and is at least as
+// severe as the merged finding, both as the lenses reported them (or the target
+// as the judge raised it, when the raise stood). A merge folds two reports of one
+// defect into one: it never makes a finding disappear into one that does not
+// count (made up, unverified, hallucinated) or into a lesser one. The judge's
+// downgrade of the target is its to make, and applies to the defect. A refused
+// merge leaves the finding as the lenses reported it (kept, and merge_refused).
+void settle_merges(Judged& j, const std::vector<Finding>& lens_findings) {
+  json merged = json::object(), refused = json::object();
+  json kept = j.doc.value("kept", json::array());
+  std::vector<Finding> back;
+  for (auto& [f, into] : j.merges) {
+    auto target =
+        std::find_if(j.findings.begin(), j.findings.end(), [&](const Finding& x) { return x.id == into; });
+    auto lens_target = std::find_if(lens_findings.begin(), lens_findings.end(),
+                                    [&](const Finding& x) { return x.id == into; });
+    if (target != j.findings.end() && lens_target != lens_findings.end() && counts_for_gate(*target) &&
+        std::min(lens_target->severity, target->severity) <= f.severity) {
+      merged[f.id] = into;
+      continue;
+    }
+    refused[f.id] = into;
+    kept.push_back(f.id);
+    back.push_back(std::move(f));
+  }
+  for (auto& f : back) j.findings.push_back(std::move(f));
+  j.merges.clear();
+  std::stable_sort(j.findings.begin(), j.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
+  j.doc["merged"] = std::move(merged);
+  j.doc["merge_refused"] = std::move(refused);
+  j.doc["kept"] = std::move(kept);
 }
 
 class Driver {
@@ -607,7 +659,8 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
       const StepRecord* s = step_of(*reviewers, step);
       json rd = {{"step", step}, {"lens", lens.name}, {"attempts", attempts_of(*reviewers, step)}};
       Expected<ReviewOutput> out = std::unexpected(Error{ErrorCode::InvalidInput, "did not run"});
-      if (s && s->status == StepStatus::Done) out = parse_review_output_text(s->result, lens.name);
+      if (s && s->status == StepStatus::Done)
+        out = parse_review_output_text(s->result, lens.name, workspace_roots(env_));
       if (!out) {
         ++failed;
         rd["status"] = "failed";
@@ -647,8 +700,8 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
         merged = answer["merged"];
         answer.erase("merged");
       }
-      out = answer.is_discarded() ? parse_review_output_text(s->result, "judge")
-                                  : parse_review_output(answer, "judge");
+      out = answer.is_discarded() ? parse_review_output_text(s->result, "judge", workspace_roots(env_))
+                                  : parse_review_output(answer, "judge", workspace_roots(env_));
     }
     json jd = {{"attempts", attempts_of(*judged, "judge")}};
     if (!out) {
@@ -657,7 +710,6 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
       jd["reason"] = failure_of(s, out);
     } else {
       Judged j = apply_judge(env_, findings, std::move(*out), merged);
-      jd.update(j.doc);
       jd["status"] = "ok";
       // The hallucination gate.
       json hallucinated = json::array(), grounded_ids = json::array(), unchecked = json::array();
@@ -705,6 +757,8 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
         std::stable_sort(j.findings.begin(), j.findings.end(),
                          [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
       }
+      settle_merges(j, findings);
+      jd.update(j.doc);
       jd["hallucinated"] = hallucinated;
       jd["grounded"] = grounded_ids;
       jd["unchecked"] = unchecked;
@@ -837,7 +891,20 @@ Expected<ReviewOutcome> Driver::drive() {
 // lock), and drives it. `spend_cap`: resume's --spend-cap.
 Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, bool resuming,
                                      std::optional<std::int64_t> spend_cap) {
-  auto lock = RunLock::acquire(env.store->folder(), "review-" + id);
+  // The lock is the review's, not a run's: `orch cancel` does not know it, but an
+  // interrupted review goes on with --resume.
+  auto lock = RunLock::acquire(env.store->folder(), "review-" + id, [&](const std::string& pid) {
+    return pid == "unknown"
+               ? fmt::format(
+                     "review {} is already being driven by another orch process; wait for it to "
+                     "finish (`orch review --show {}`)",
+                     id, id)
+               : fmt::format(
+                     "review {} is already being driven by another orch process (pid {}); wait for "
+                     "it to finish, or stop it with `kill -INT {}` and go on with `orch review "
+                     "--resume {}`",
+                     id, pid, pid, id);
+  });
   if (!lock) return std::unexpected(lock.error());
   auto found = ORCH_TRY(env.reviews->find_review(id));
   if (!found) return fail(ErrorCode::NotFound, fmt::format("no review '{}' in the ledger", id));

@@ -102,6 +102,16 @@ TEST(ReviewFindingTest, PathsAreNormalised) {
   EXPECT_EQ(normalise_path("/abs/./a.cc"), "/abs/a.cc");
 }
 
+// "verdict" is the claim verifier's to set: what a reviewer (or the judge) writes
+// there is ignored, so it cannot refute a finding.
+TEST(ReviewFindingTest, AReviewersVerdictIsIgnored) {
+  json f = base_finding();
+  f["verdict"] = "refuted";
+  const Finding out = parsed(f);
+  EXPECT_FALSE(out.verdict.has_value());
+  EXPECT_TRUE(counts_for_gate(out));
+}
+
 // ---- ids ----------------------------------------------------------------------
 
 TEST(ReviewFindingTest, IdIgnoresTheLineAndThePathSpelling) {
@@ -142,6 +152,33 @@ TEST(ReviewFindingTest, IdUsesTheClaimWhenThereIsNoRule) {
   EXPECT_EQ(id, finding_id("src/a.cc", "parse_args", "argv[1] read without checking argc"));
   f["claim"] = "something else entirely";
   EXPECT_NE(parsed(f).id, id);
+}
+
+// The id is the first 12 hex digits of the real FNV-1a 64 of "file\nlocus\nkey"
+// (docs/review.md); the value was computed with the standard offset basis
+// 14695981039346656037 and prime 1099511628211.
+TEST(ReviewFindingTest, IdIsFnv1a64OfFileLocusAndKey) {
+  EXPECT_EQ(finding_id("src/a.cc", "Parse_Args", "Check-Bounds"), "8739360f8cc0");
+}
+
+// A reviewer may name a file by its absolute path in the workspace: it is made
+// relative to the workspace before the id is computed, so that every lens's copy
+// of a defect gets one id.
+TEST(ReviewFindingTest, AnAbsolutePathInTheWorkspaceIsMadeRelative) {
+  json f = base_finding();
+  const std::string id = parsed(f).id;
+  const std::vector<std::string> roots = {"/work/space", "/real/space"};
+  f["file"] = "/work/space/src/a.cc";
+  auto out = parse_review_output(json{{"findings", {f}}, {"scorecard", json::object()}}, "lens", roots);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->findings[0].file, "src/a.cc");
+  EXPECT_EQ(out->findings[0].id, id);
+  EXPECT_EQ(relative_to_roots("/real/space/./x/../src/a.cc", roots), "src/a.cc");
+  EXPECT_EQ(relative_to_roots("/work/space2/a.cc", roots), "/work/space2/a.cc");
+  EXPECT_EQ(relative_to_roots("/work/space", roots), "/work/space");
+  EXPECT_EQ(relative_to_roots("/elsewhere/a.cc", roots), "/elsewhere/a.cc");
+  EXPECT_EQ(relative_to_roots("src/a.cc", roots), "src/a.cc");
+  EXPECT_EQ(relative_to_roots("/work/space/a.cc", {"/work/space/"}), "a.cc");
 }
 
 // ---- evidence -----------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/attempt_render.h"
 #include "testing/fake_llm.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
@@ -573,6 +574,190 @@ TEST(CliReview, TheJudgeMergesAndDowngradesButCannotDropAndItsFailureChangesNoth
   EXPECT_EQ(failed.doc["rounds"][0]["judge"]["status"], "failed");
   EXPECT_EQ(failed.doc["rounds"][0]["verdict"], "BLOCK");
   EXPECT_EQ(failed.doc["rounds"][0]["counts"]["major"], 2);
+}
+
+// The id orch gives a finding of the fake reviewer (no rule: the claim is the
+// key), as docs/review.md defines it: the first 12 hex digits of FNV-1a 64.
+std::string id_of(const json& f) {
+  std::string claim = f["claim"];
+  for (char& c : claim) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return fingerprint_of(
+             fmt::format("{}\n{}\n{}", f["file"].get<std::string>(), f["locus"].get<std::string>(), claim))
+      .substr(0, 12);
+}
+
+// A lens's CRITICAL, judged by `judge` (and its claims by `verifier`), in one round.
+Reviewed judge_the_buffer_critical(const json& judge, const json& verifier = json::array()) {
+  Project p({{"reviewer", {{"safety", {{"default", answer({kBuffer})}}}}},
+             {"judge", {{"default", judge}}},
+             {"verifier", verifier}},
+            run_yaml("max_rounds: 1\ndry_rounds: 1\njudge: {worker: fake}\nverifier: {worker: fake}\n"));
+  auto r = review(p);
+  if (r.doc.contains("id")) r.err += "\n" + review_markdown_of(p, r.doc);
+  return r;
+}
+
+// The round still BLOCKs on the lens's CRITICAL, as the lens reported it.
+void expect_the_buffer_critical_blocks(const Reviewed& r) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.doc["verdict"], "BLOCK") << r.doc["rounds"][0].dump(2);
+  const json* f = find_finding(r.doc, "copy_name");
+  ASSERT_NE(f, nullptr) << r.doc.dump(2);
+  EXPECT_EQ((*f)["id"], id_of(kBuffer));
+  EXPECT_EQ((*f)["severity"], "CRITICAL");
+  EXPECT_EQ((*f)["evidence"], kBuffer["evidence"]);
+  EXPECT_FALSE((*f)["unverified"].get<bool>());
+  EXPECT_FALSE(f->contains("verdict")) << f->dump(2);
+  EXPECT_EQ((*f)["history"][0]["status"], "counted");
+  // Its line of the Markdown report carries no tag.
+  const std::size_t at = r.err.find(fmt::format("`{}`", id_of(kBuffer)));
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  EXPECT_EQ(line.find('['), std::string::npos) << line;
+}
+
+// A merge folds a finding into a kept, counted lens finding at least as severe;
+// any other merge is refused and the finding stays as the lenses reported it.
+TEST(CliReview, TheJudgeCannotMergeALensCriticalAway) {
+  // Into a NIT the judge made up, with a quote that is not in the file.
+  json invented_nit = finding("title", "NIT", "the title is vague", "# Parser of everything ever written");
+  json judge = answer({invented_nit});
+  judge["merged"] = {{id_of(kBuffer), id_of(invented_nit)}};
+  {
+    auto r = judge_the_buffer_critical(judge);
+    expect_the_buffer_critical_blocks(r);
+    const json& jd = r.doc["rounds"][0]["judge"];
+    EXPECT_TRUE(jd["merged"].empty()) << jd.dump(2);
+    EXPECT_EQ(jd["merge_refused"], json({{id_of(kBuffer), id_of(invented_nit)}})) << jd.dump(2);
+    EXPECT_EQ(jd["kept"], json({id_of(kBuffer)}));
+  }
+  // Into a CRITICAL the judge made up, which the claim verifier refutes.
+  json invented = finding("main", "CRITICAL", "main leaks the config file handle");
+  judge = answer({invented});
+  judge["merged"] = {{id_of(kBuffer), id_of(invented)}};
+  {
+    auto r = judge_the_buffer_critical(
+        judge, json::array({{{"match", "leaks the config"}, {"answer", {{"verdict", "refuted"}}}}}));
+    expect_the_buffer_critical_blocks(r);
+    EXPECT_EQ(r.doc["rounds"][0]["judge"]["hallucinated"], json({id_of(invented)}));
+    EXPECT_TRUE(r.doc["rounds"][0]["judge"]["merged"].empty());
+  }
+  // Into a CRITICAL the verifier confirms, but that no lens raised: refused too
+  // (a merge keeps one of the lenses' findings).
+  {
+    auto r = judge_the_buffer_critical(
+        judge,
+        json::array(
+            {{{"match", "leaks the config"},
+              {"answer",
+               {{"verdict", "confirmed"}, {"evidence", "holds 16 bytes but the name may be longer"}}}}}));
+    expect_the_buffer_critical_blocks(r);
+    EXPECT_TRUE(r.doc["rounds"][0]["judge"]["merged"].empty());
+    EXPECT_EQ(r.doc["rounds"][0]["counts"]["critical"], 2);
+  }
+}
+
+TEST(CliReview, TheJudgeCannotMergeACriticalIntoALesserLensFinding) {
+  Project p({{"reviewer", {{"safety", {{"default", answer({kBuffer, kArgc})}}}}},
+             {"judge",
+              {{"default",
+                {{"findings", {kArgc}},
+                 {"scorecard", json::object()},
+                 {"merged", {{id_of(kBuffer), id_of(kArgc)}}}}}}}},
+            run_yaml("max_rounds: 1\ndry_rounds: 1\njudge: {worker: fake}\nverifier: {worker: fake}\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.doc["verdict"], "BLOCK") << r.doc["rounds"][0].dump(2);
+  EXPECT_EQ(r.doc["rounds"][0]["counts"]["critical"], 1);
+  EXPECT_EQ(r.doc["rounds"][0]["counts"]["major"], 1);
+  EXPECT_EQ(r.doc["rounds"][0]["judge"]["merge_refused"], json({{id_of(kBuffer), id_of(kArgc)}}));
+}
+
+// `verdict` is the claim verifier's: a judge that writes "refuted" on a lens's
+// CRITICAL does not exclude it.
+TEST(CliReview, TheJudgeCannotRefuteALensFinding) {
+  json refuted = kBuffer;
+  refuted["verdict"] = "refuted";
+  expect_the_buffer_critical_blocks(judge_the_buffer_critical(answer({refuted})));
+}
+
+// The evidence of a lens finding stays the lens's: a judge that echoes it with a
+// quote of its own (not in the file) neither voids it nor changes its claim.
+TEST(CliReview, TheJudgeCannotRewriteALensFindingsEvidence) {
+  json rewritten = kBuffer;
+  rewritten["evidence"] = "char name[16]; strcpy(name, input);";
+  rewritten["failing_case"] = "a name of 17 bytes";
+  rewritten["mechanical"] = true;
+  auto r = judge_the_buffer_critical(answer({rewritten}));
+  expect_the_buffer_critical_blocks(r);
+  const json* f = find_finding(r.doc, "copy_name");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ((*f)["failing_case"], "");
+  EXPECT_FALSE((*f)["mechanical"].get<bool>());
+  // A downgrade is the judge's to make, and keeps the lens's evidence.
+  json downgraded = rewritten;
+  downgraded["severity"] = "MINOR";
+  auto d = judge_the_buffer_critical(answer({downgraded}));
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  const json* g = find_finding(d.doc, "copy_name");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ((*g)["severity"], "MINOR");
+  EXPECT_EQ((*g)["evidence"], kBuffer["evidence"]);
+  EXPECT_FALSE((*g)["unverified"].get<bool>());
+  EXPECT_EQ(d.doc["rounds"][0]["judge"]["downgraded"], json({id_of(kBuffer)}));
+}
+
+// One lens names the file as listed, another by its absolute path: one finding.
+TEST(CliReview, AnAbsolutePathInTheWorkspaceGetsTheSameIdAsTheRelativeOne) {
+  Project p(json::object(), run_yaml("max_rounds: 1\ndry_rounds: 1\n"));
+  json absolute = kArgc;
+  absolute["file"] = (p.d / "doc.md").string();
+  write_file(p.d / "scenario.json", json({{"reviewer",
+                                           {{"correctness", {{"default", answer({kArgc})}}},
+                                            {"safety", {{"default", answer({absolute})}}}}}})
+                                        .dump(2));
+  auto r = review(p);
+  ASSERT_EQ(r.doc["rounds"][0]["findings"].size(), 1u) << r.doc["rounds"][0].dump(2);
+  const json& f = r.doc["rounds"][0]["findings"][0];
+  EXPECT_EQ(f["file"], "doc.md");
+  EXPECT_EQ(f["id"], id_of(kArgc));
+  EXPECT_EQ(f["lenses"], json({"correctness", "safety"}));
+  EXPECT_EQ(r.doc["rounds"][0]["counts"]["major"], 1);
+}
+
+// A review another process is driving: the message names commands that work.
+TEST(CliReview, AReviewDrivenElsewhereNamesACommandThatWorks) {
+  json slow = {{"attempts", json::array({json{{"sleep", 30}, {"raw", "slow"}}, answer({kArgc})})}};
+  json scenario = json::object();
+  scenario["reviewer"]["correctness"]["default"] = slow;
+  Project p(scenario, run_yaml("max_rounds: 1\ndry_rounds: 1\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  pid_t pid =
+      orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("reviewer correctness 1 1") == 1; }, 30000))
+      << read_file(p.d / "out.txt");
+  const json reviews = review_doc_of(run_orch({"review", "--list", "--json"}, p.path()).out);
+  ASSERT_EQ(reviews.size(), 1u);
+  const std::string id = reviews[0]["id"];
+  auto busy = run_orch({"review", "--resume", id}, p.path());
+  EXPECT_EQ(busy.exit_code, 2) << busy.err;
+  EXPECT_EQ(busy.err.find("orch cancel review-"), std::string::npos) << busy.err;
+  const std::string kill_it = fmt::format("`kill -INT {}`", pid);
+  EXPECT_NE(busy.err.find(kill_it), std::string::npos) << busy.err;
+  EXPECT_NE(busy.err.find(fmt::format("`orch review --resume {}`", id)), std::string::npos) << busy.err;
+  // What it says works: the interrupted review resumes.
+  kill(pid, SIGINT);
+  EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(p.d / "out.txt");
+  auto r = run_orch({"review", "--resume", id, "--json"}, p.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(review_doc_of(r.out)["verdict"], "REVISE");
+}
+
+TEST(CliReview, AMissingConfigIsNamedOnce) {
+  TempDir d;
+  auto r = run_orch({"review", "--config", "RUN.yaml", "--yes"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("orch: RUN.yaml: cannot open"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("RUN.yaml: RUN.yaml"), std::string::npos) << r.err;
 }
 
 // The judge raises a lens's MAJOR to CRITICAL and repeats it: one claim step;
