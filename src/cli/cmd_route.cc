@@ -76,6 +76,8 @@ int run_route(const RouteArgs& args) {
   if (trim(args.request).empty())
     return route_refused(args,
                          Error{ErrorCode::InvalidInput, "the request is empty: say what is to be done"});
+  // A mistyped workspace would give the shipped tables in silence.
+  if (auto w = check_workspace(args.workspace); !w) return route_refused(args, w.error());
   auto tables = route::RouteTables::load(args.workspace);
   if (!tables) return route_refused(args, tables.error());
   auto registry = route_registry(args);
@@ -94,6 +96,7 @@ int run_route(const RouteArgs& args) {
 int run_budget_check(const BudgetCheckArgs& args) {
   std::string input = args.input;
   if (input == "-") input.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  if (auto w = check_workspace(args.workspace); !w) return report_error(w.error());
   auto tables = route::RouteTables::load(args.workspace);
   if (!tables) return report_error(tables.error());
   auto allocation = route::allocate_budget(*tables, args.type, input);

@@ -74,6 +74,9 @@ Expected<ClassifiedRequest> classify_request(TaskEnv& env, const std::string& re
   route::Classification c = route::classify(tables, request);
   ClassifiedRequest out;
   out.intents = tables.intent_names();
+  // What the request said by itself: the trace keeps it, whatever --assume decides.
+  const bool ambiguous = c.ambiguous;
+  bool assumed = false;
   if (assume_intent) {
     const route::IntentSpec* spec = tables.find_intent(*assume_intent);
     if (!spec) {
@@ -84,10 +87,13 @@ Expected<ClassifiedRequest> classify_request(TaskEnv& env, const std::string& re
     }
     // Classified as if the request had named the intent: its base complexity,
     // engines, budget and checklist (route/classify.h).
-    if (c.intent != *assume_intent) c = route::classify_as(tables, request, *assume_intent);
+    if (c.intent != *assume_intent) {
+      c = route::classify_as(tables, request, *assume_intent);
+      assumed = true;
+    }
   }
   out.intent = c.intent;
-  out.ambiguous = c.ambiguous;
+  out.ambiguous = ambiguous;
   out.complexity = c.complexity;
   out.engines = c.engines;
   out.recall_tags = c.recall_tags;
@@ -105,8 +111,8 @@ Expected<ClassifiedRequest> classify_request(TaskEnv& env, const std::string& re
                         {"scores", scores},
                         {"complexity_reasons", c.complexity_reasons},
                         {"word_count", c.word_count},
-                        {"assumed", assume_intent.has_value() && c.ambiguous}};
-  if (c.ambiguous && !assume_intent) return out;
+                        {"assumed", assumed}};
+  if (ambiguous && !assume_intent) return out;
 
   // The capability gate: a similar closed trace or note, then a registry tool.
   bool similar_found = false;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "memory/lessons.h"
 #include "memory/markdown_note.h"
 #include "memory/trace_facts.h"
 #include "util/strings.h"
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Bump when what a document holds changes, so that every index is rebuilt once.
-constexpr std::string_view kIndexFormat = "orch-memory-index-1";
+constexpr std::string_view kIndexFormat = "orch-memory-index-2";  // 2: lessons without their template
 
 bool hidden(const fs::path& p) {
   return p.filename().string().starts_with(".");
@@ -135,7 +136,7 @@ Expected<IndexDocument> lesson_file_document(const MemoryPaths& paths, const Sou
   d.kind = "lesson";
   d.id = file.path.stem().string();
   d.title = note->title.starts_with("Lesson: ") ? note->title.substr(8) : note->title;
-  d.body = note->body;
+  d.body = lesson_index_body(note->body);
   d.tags = join(note->tags, " ");
   d.path = workspace_relative(paths, file.path);
   d.subject = d.title;
@@ -164,7 +165,7 @@ IndexDocument lesson_document(const StoredLesson& stored) {
   d.kind = "lesson";
   d.id = l.trace_id;
   d.title = l.request;
-  d.body = lesson_body(l);
+  d.body = lesson_index_body(lesson_body(l));
   d.tags = words_of({"lesson", l.intent, l.result});
   d.path = stored.note_path;
   d.subject = l.request;

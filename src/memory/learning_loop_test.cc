@@ -293,6 +293,33 @@ TEST_F(LearningLoopTest, ASecondSimilarRequestFindsTheFirstOnesLesson) {
   EXPECT_NE(pack->items.front().content.find("cleared the cached date on resume"), std::string::npos);
 }
 
+// A lesson is recalled for its own words, not for the template every lesson
+// shares ("What fixed it", "Not recorded.", "What VERIFY failed on"): an
+// unrelated lesson is not packed into a request that says "fix" or "failed".
+TEST_F(LearningLoopTest, ALessonIsNotRecalledForItsTemplatesWords) {
+  LessonInput greeting = lesson("t-hello", "say hello there", "pass");
+  greeting.intent = "documentation";
+  ASSERT_TRUE(harvest_lesson(paths, greeting));
+  LessonInput login = lesson("t-login", "the login page rejects good passwords", "fail", {"tests pass"});
+  login.fix = "trimmed the password field";
+  ASSERT_TRUE(harvest_lesson(paths, login));
+  auto index = MemoryIndex::open(paths);
+  ASSERT_TRUE(index);
+  ASSERT_TRUE((*index)->reindex());
+  // Words of the template only: no lesson (the login one matches "fix" and
+  // "fail" through its intent and result tags, bug_fix and fail, as it should).
+  for (const char* words : {"recorded", "what failed", "what fixed it", "summary none", "verify item"}) {
+    auto hits = (*index)->recall(words, 5);
+    ASSERT_TRUE(hits) << hits.error().message;
+    for (const auto& h : *hits) EXPECT_EQ(h.id, "t-login") << words;
+  }
+  auto pack = pack_context(**index, "the login page is broken, fix it", 3000);
+  ASSERT_TRUE(pack);
+  ASSERT_EQ(pack->items.size(), 1u);
+  EXPECT_EQ(pack->items.front().id, "t-login");
+  EXPECT_NE(pack->items.front().content.find("trimmed the password field"), std::string::npos);
+}
+
 TEST_F(LearningLoopTest, LessonNotesAreRecalledEvenWhenTheDatabaseIsLost) {
   ASSERT_TRUE(harvest_lesson(paths, lesson("t1", "migrate the billing tables", "pass")));
   fs::remove(paths.db);

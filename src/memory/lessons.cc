@@ -69,6 +69,32 @@ std::string lesson_body(const LessonInput& l) {
   return out;
 }
 
+std::string lesson_index_body(std::string_view body) {
+  static constexpr std::string_view kDropped[] = {
+      "## What VERIFY failed on", "## What fixed it", "## Summary",
+      "No VERIFY item failed.",   "Not recorded.",    "None."};
+  // Intent, result and trace are the document's tags and id; the title is its own column.
+  static constexpr std::string_view kDroppedPrefixes[] = {
+      "# Lesson: ", "- Intent: ", "- Result: ", "- Trace: "};
+  std::string out;
+  std::size_t start = 0;
+  while (start <= body.size()) {
+    std::size_t end = body.find('\n', start);
+    if (end == std::string_view::npos) end = body.size();
+    std::string_view line = body.substr(start, end - start);
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    bool drop = line.empty();
+    for (std::string_view d : kDropped) drop = drop || line == d;
+    for (std::string_view p : kDroppedPrefixes) drop = drop || line.starts_with(p);
+    if (drop) continue;
+    if (line.starts_with("- Request: ")) line.remove_prefix(11);
+    out.append(line);
+    out.push_back('\n');
+  }
+  return out;
+}
+
 std::string lesson_markdown(const LessonInput& l) {
   nlohmann::json tags = nlohmann::json::array({"lesson"});
   if (!l.intent.empty()) tags.push_back(l.intent);

@@ -58,6 +58,11 @@ std::string lesson_markdown(const LessonInput& lesson);
 // sections "What VERIFY failed on", "What fixed it" and "Summary". This is what
 // the index searches and what a context pack carries.
 std::string lesson_body(const LessonInput& lesson);
+// A lesson body as the index holds it: lesson_body's own words only, without its
+// headings, labels and placeholders ("What fixed it", "Not recorded.", ...), which
+// every lesson shares: indexed, they matched every request that says "fix" or
+// "fail" to every lesson. Lines a person added to a lesson file are kept.
+std::string lesson_index_body(std::string_view body);
 
 // Writes the note and the row (see above); returns the note's path.
 Expected<std::filesystem::path> harvest_lesson(const MemoryPaths& paths, const LessonInput& lesson);

@@ -19,8 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// How many violations a reason lists before "and N more".
-constexpr std::size_t kViolationsShown = 3;
+// How many violations a reason lists before "and N more": enough for a repair
+// attempt (told the reason) to fix a reply's usual mistakes in one go.
+constexpr std::size_t kViolationsShown = 10;
 constexpr std::size_t kMaxCachedSchemas = 32;
 
 // Schemas are parsed once per thread and reused on every attempt: an inline one

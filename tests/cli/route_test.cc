@@ -182,6 +182,16 @@ TEST(CliRoute, AnOverrideThatCannotBeReadIsAnErrorNotTheShippedTable) {
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_HAS(r.err, "INTENTS.YAML: not a route table, so it would be ignored");
   }
+  {
+    TempDir d;
+    auto r = run_orch({"route", "fix the crash", "--workspace", "nowhere"}, d.path());
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_HAS(r.err, "workspace 'nowhere' is not a usable folder: No such file or directory");
+    auto b =
+        run_orch({"budget-check", "--intent", "query", "--input", "hi", "--workspace", "nowhere"}, d.path());
+    EXPECT_EQ(b.exit_code, 2) << b.out << b.err;
+    EXPECT_HAS(b.err, "workspace 'nowhere' is not a usable folder: No such file or directory");
+  }
 }
 
 TEST(CliBudgetCheck, SeedFiguresForResearch) {

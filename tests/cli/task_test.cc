@@ -186,6 +186,12 @@ TEST(CliTask, AnAmbiguousRequestAsksFirstUnlessAnIntentIsAssumed) {
   EXPECT_FALSE(fs::exists(d / ".orch" / "traces")) << "no trace is made before the question is answered";
   const json t = plan_trace(d, "the thing with the widget", {"--assume", "feature"});
   EXPECT_EQ(t["intent"], "feature");
+  EXPECT_EQ(t["ambiguous"], true) << "the trace keeps that the request was ambiguous";
+  EXPECT_EQ(t["classification"]["assumed"], true) << t["classification"].dump();
+  // A request that was not ambiguous, planned with the intent it has anyway: nothing assumed.
+  const json plain = plan_trace(d, "fix the crash in the date parser", {"--assume", "bug_fix"});
+  EXPECT_EQ(plain["ambiguous"], false);
+  EXPECT_EQ(plain["classification"]["assumed"], false);
   auto bad = run_orch({"task", "plan", "the thing with the widget", "--assume", "dancing"}, d.path());
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_HAS(bad.err, "not an intent");
@@ -492,6 +498,33 @@ TEST(CliTask, RunKilledMidExecuteIsResumedAndTheTraceCatchesUp) {
   auto again = run_orch({"task", "run", "--resume", id}, d.path());
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_HAS(again.err, "is closed (DONE)");
+}
+
+// gc never abandons a trace whose run a live `task run` drives, however long
+// its step takes; once that process is gone, the trace is stale like any other.
+TEST(CliTask, GcLeavesATraceWhoseRunIsLiveAlone) {
+  TempDir d;
+  const pid_t pid = start_slow_task(d);
+  ASSERT_GT(pid, 0) << read_file(d / "out.txt");
+  std::string id;
+  ASSERT_TRUE(orch::testing::wait_for(
+      [&] {
+        const json open = parse_json(run_orch({"task", "list", "--open", "--json"}, d.path()).out);
+        if (open.size() != 1 || open[0]["state"] != "EXECUTE") return false;
+        id = open[0]["id"];
+        return true;
+      },
+      10000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto live = run_orch({"task", "gc", "--older-than", "10ms", "--json"}, d.path());
+  EXPECT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_EQ(parse_json(live.out)["abandoned"], json::array()) << "the live task's trace was abandoned";
+  kill(pid, SIGINT);
+  EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(d / "out.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto dead = run_orch({"task", "gc", "--older-than", "10ms", "--json"}, d.path());
+  EXPECT_EQ(dead.exit_code, 0) << dead.err;
+  EXPECT_EQ(parse_json(dead.out)["abandoned"], json({id}));
 }
 
 // A burst of SIGTERMs in the middle of EXECUTE (a `timeout` that signals orch,
