@@ -1013,7 +1013,13 @@ Expected<ReviewOutcome> start_review(ReviewEnv& env, const ReviewConfig& config)
     if (std::isdigit(static_cast<unsigned char>(ch))) base += ch;
   base = base.substr(0, 8) + "-" + base.substr(8) + "-" + rrd::slug_of(config.name);
   std::string id = base;
-  for (int n = 2; ORCH_TRY(env.reviews->find_review(id)); ++n) id = fmt::format("{}-{}", base, n);
+  int n = 1;
+  auto next_id = [&]() -> Expected<void> {
+    for (; ORCH_TRY(env.reviews->find_review(id)); id = fmt::format("{}-{}", base, ++n)) {
+    }
+    return {};
+  };
+  ORCH_TRY(next_id());
   ReviewRecord record;
   record.id = id;
   record.name = config.name;
@@ -1034,7 +1040,17 @@ Expected<ReviewOutcome> start_review(ReviewEnv& env, const ReviewConfig& config)
               {"escalations", json::array()},
               {"tokens", {{"spent", 0}, {"cap", config.spend_cap_tokens}}}};
   record.doc_json = json_text(doc);
-  ORCH_TRY(env.reviews->insert_review(record));
+  // Reviews launched in the same second take the next free id: one that another
+  // launch took between the look-up and the insert is passed over, not an error.
+  for (int tries = 0;; ++tries) {
+    auto inserted = env.reviews->insert_review(record);
+    if (inserted) break;
+    if (tries >= 100 || !ORCH_TRY(env.reviews->find_review(id))) return std::unexpected(inserted.error());
+    ORCH_TRY(next_id());
+    record.id = id;
+    doc["id"] = id;
+    record.doc_json = json_text(doc);
+  }
   if (env.on_note) env.on_note(fmt::format("review {} started", id));
   return rrd::drive_review(env, id, false, std::nullopt);
 }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -365,6 +366,27 @@ TEST(CliReview, InvalidReviewerOutputGetsOneRepairAndAFailedLensMakesTheRoundInc
 
 // The fixer inserts lines above the finding without fixing it: round 2 reports
 // it at another line, and it is the same finding (same id, not new).
+// Reviews launched at once from one RUN.yaml (the same second, the same name)
+// each get an id of their own: none fails on the ledger's unique id.
+TEST(CliReview, ReviewsLaunchedAtOnceEachGetTheirOwnId) {
+  Project p({{"reviewer", {{"safety", {{"default", answer({})}}}}}},
+            run_yaml("max_rounds: 1\ndry_rounds: 1\n"));
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 4; ++i)
+    pids.push_back(orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes", "--json"}, p.path(),
+                                             p.d / fmt::format("out{}.txt", i)));
+  std::set<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    const int code = orch::testing::wait_exit(pids[static_cast<std::size_t>(i)]);
+    const std::string out = read_file(p.d / fmt::format("out{}.txt", i));
+    EXPECT_EQ(code, 0) << out;
+    const auto start = out.find('{');
+    ASSERT_NE(start, std::string::npos) << out;
+    ids.insert(review_doc_of(out.substr(start))["id"].get<std::string>());
+  }
+  EXPECT_EQ(ids.size(), 4u);
+}
+
 TEST(CliReview, FindingIdsAreStableUnderALineShift) {
   json moved = kArgc;
   moved["line"] = 6;
