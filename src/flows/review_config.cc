@@ -545,6 +545,30 @@ CostEstimate estimate_review_cost(const ReviewConfig& c, const fs::path& workspa
     est.notes.push_back(fmt::format(
         "not priced (workers report their own cost, or the model has no price): {}", join(names, ", ")));
   }
+  // The spend cap counts what calls report: a worker that reports nothing counts 0.
+  std::set<std::string> silent;
+  if (workers) {
+    auto check = [&](const std::string& executor) {
+      if (const WorkerConfig* w = workers->find(executor);
+          w && w->tokens_in_path.empty() && w->tokens_out_path.empty())
+        silent.insert(executor);
+    };
+    for (const auto& lens : c.lenses) check(lens.role.executor);
+    if (c.judge) check(c.judge->executor);
+    if (c.fixer) check(c.fixer->executor);
+  }
+  if (!silent.empty()) {
+    std::vector<std::string> names(silent.begin(), silent.end());
+    est.notes.push_back(fmt::format(
+        "WARNING: the spend cap cannot see what {} spend{}: no `usage` paths in the workers file, so "
+        "their calls count 0 tokens unless they write $ORCH_USAGE_FILE (docs/workers.md)",
+        join(names, ", "), names.size() == 1 ? "s" : ""));
+  }
+  if (est.tokens_total > c.spend_cap_tokens)
+    est.notes.push_back(fmt::format(
+        "the estimate for {} rounds (~{} tokens) is above the spend cap ({}): the review may stop at the "
+        "cap and ask (exit 3; go on with --resume ID --spend-cap N)",
+        c.max_rounds, est.tokens_total, c.spend_cap_tokens));
   return est;
 }
 

@@ -473,6 +473,9 @@ TEST(CliReview, WithoutYesAndNoTerminalNothingIsLaunched) {
   EXPECT_NE(r.out.find("Pre-Flight Report: review 'parser doc'"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2 x 1 reviewer"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("estimated"), std::string::npos) << r.out;
+  // The fake reviewer reports no usage: the cap cannot see its spend, and says so.
+  EXPECT_NE(r.out.find("WARNING: the spend cap cannot see what worker:fake spends"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.err.find("--yes"), std::string::npos) << r.err;
   EXPECT_TRUE(p.calls().empty());
 }
