@@ -265,7 +265,8 @@ void run_learning_loop(TaskEnv& env, Trace& trace) {
   step("harvest", [&]() -> Expected<json> {
     if (!lesson) return std::unexpected(lesson.error());
     auto note = ORCH_TRY(memory::harvest_lesson(paths, *lesson));
-    return json{{"summary", memory::workspace_relative(paths, note)}, {"note", note.string()}};
+    return json{{"summary", memory::workspace_relative(paths, note)},
+                {"note", memory::workspace_relative(paths, note)}};
   });
   step("faults", [&]() -> Expected<json> {
     if (!lesson) return std::unexpected(lesson.error());

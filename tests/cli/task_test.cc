@@ -225,6 +225,8 @@ TEST(CliTask, GcAbandonsStaleTracesAndHarvestsThem) {
   EXPECT_EQ(shown["state"], "ABANDONED");
   EXPECT_EQ(shown["result"], "abandoned");
   EXPECT_EQ(shown["learning_results"]["harvest"]["status"], "ok");
+  // Stored relative to the workspace, as every path orch stores (docs/memory.md).
+  EXPECT_EQ(shown["learning_results"]["harvest"]["note"], ".orch/memory/lessons/" + id + ".md");
   EXPECT_TRUE(fs::exists(d / ".orch" / "memory" / "lessons" / (id + ".md")));
   auto open = run_orch({"task", "list", "--open"}, d.path());
   EXPECT_HAS(open.out, "no open traces");
