@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "engine/attempt_render.h"
 #include "engine/run_lock.h"
 #include "flows/embedded_files.h"
 #include "flows/plan_template.h"
@@ -215,22 +216,76 @@ ojson claims_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string
   return plan_of(phase_run_name(id, round, kClaimsPhase), c.max_parallel, budget, std::move(steps));
 }
 
+// Whether a finding on `file` may go to the fixer: the file is one the fix
+// step's `writes` can snapshot and a rollback restore — inside the workspace (not
+// the workspace itself) and outside orch's own folders (the ledger, the reports).
+bool fixable_file(const ReviewEnv& env, const std::string& file) {
+  auto path = resolve_in_workspace(env.workspace, file);
+  auto root = resolve_in_workspace(env.workspace, ".");
+  if (!path || !root || *path == *root) return false;
+  auto inside = [&](const fs::path& folder) {
+    std::error_code ec;
+    const fs::path real = fs::weakly_canonical(folder, ec);
+    if (ec) return false;
+    const fs::path rel = path->lexically_relative(real);
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  return !inside(env.store->folder()) && !inside(env.workspace / ".orch");
+}
+
+// What the fix step may write, and so what is snapshotted before it and restored
+// when the verify command fails: the artifacts and every file the fixer is given
+// a finding on (run_round gives it only fixable_file ones).
+std::vector<std::string> fix_writes(const ReviewConfig& c, const std::vector<Finding>& to_fix) {
+  std::vector<std::string> writes = c.artifacts;
+  for (const Finding& f : to_fix)
+    if (std::find(writes.begin(), writes.end(), f.file) == writes.end()) writes.push_back(f.file);
+  return writes;
+}
+
+// The content of a workspace file, as a fingerprint: "" when it cannot be read
+// (absent), so a file the fix creates or removes shows as changed.
+std::string content_fingerprint(const ReviewEnv& env, const std::string& file) {
+  auto path = resolve_in_workspace(env.workspace, file);
+  if (!path) return {};
+  auto text = read_file_text(*path);
+  return text ? fingerprint_of(*text) : std::string();
+}
+
+// The files the fix must leave alone that the review can check cheaply: those of
+// the review's findings (any round) that are not the fix's writes. A change to
+// one could void a finding's quote without a check; a rollback would not undo it.
+json guarded_files(const ReviewEnv& env, const json& rounds, const std::vector<std::string>& writes) {
+  json guarded = json::object();
+  for (const auto& r : rounds)
+    for (const auto& f : r["findings"]) {
+      const std::string file = f.value("file", std::string());
+      if (file.empty() || guarded.contains(file) || !fixable_file(env, file) ||
+          std::find(writes.begin(), writes.end(), file) != writes.end())
+        continue;
+      guarded[file] = content_fingerprint(env, file);
+    }
+  return guarded;
+}
+
 ojson fix_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string& id, int round,
                const std::vector<Finding>& to_fix, std::int64_t budget) {
   auto extra = artifact_inputs(env, c, c.fixer->executor);
   extra.emplace_back("findings", json_text(brief_findings(to_fix), 2));
+  const std::vector<std::string> writes = fix_writes(c, to_fix);
   const std::string prompt = fmt::format(
-      "Fix these findings in the artifacts, in the order given (CRITICAL, then MAJOR, then "
-      "MINOR), editing the files in place. Change nothing else. After you finish, `{}` must "
-      "succeed, or every change is rolled back. Reply with a short account of what you changed.",
-      c.verify);
+      "Fix these findings in the files they name, in the order given (CRITICAL, then MAJOR, then "
+      "MINOR), editing the files in place. Change nothing else: only these files may change: {}. "
+      "After you finish, `{}` must succeed, or every change to them is rolled back. Reply with a "
+      "short account of what you changed.",
+      join(writes, ", "), c.verify);
   ojson post = ojson::array({"exit_zero"});
   if (!c.verify.empty()) post.push_back({{"kind", "shell_zero"}, {"cmd", c.verify}, {"timeout", "10m"}});
   ojson steps = ojson::array({{{"id", "fix"},
                                {"goal", fmt::format("Apply the mechanical fixes of review round {}.", round)},
                                {"executor", c.fixer->executor},
                                {"attempts", 1},
-                               {"writes", c.artifacts},
+                               {"writes", writes},
                                {"env", role_env(id, round, "fixer", "")},
                                {"inputs", role_inputs(c.fixer->executor, prompt, extra, false)},
                                {"post", post}}});
@@ -801,7 +856,7 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
   for (Severity sev : {Severity::Critical, Severity::Major, Severity::Minor})
     for (const auto& f : findings) {
       if (f.severity != sev || !counts_for_gate(f)) continue;
-      if (f.mechanical && !escalated.contains(f.id) && c_.fixer)
+      if (f.mechanical && !escalated.contains(f.id) && c_.fixer && fixable_file(env_, f.file))
         to_fix.push_back(f.id);
       else
         for_human.push_back(f.id);
@@ -826,6 +881,11 @@ Expected<std::optional<ReviewOutcome>> Driver::run_fix(int round) {
     for (const auto& f : doc_["rounds"][index]["findings"])
       if (f["id"] == id)
         if (auto parsed = finding_from_json(f)) to_fix.push_back(std::move(*parsed));
+  // Taken once, before the fixer first runs (kept in the document for a resume).
+  if (!doc_["rounds"][index]["fix"].contains("guarded")) {
+    doc_["rounds"][index]["fix"]["guarded"] = guarded_files(env_, doc_["rounds"], fix_writes(c_, to_fix));
+    ORCH_TRY(save());
+  }
   auto fixed = ORCH_TRY(phase(round, kFixPhase, [&](std::int64_t budget) {
     return fix_plan(env_, c_, record_.id, round, to_fix, budget);
   }));
@@ -847,9 +907,26 @@ Expected<std::optional<ReviewOutcome>> Driver::run_fix(int round) {
     fix["status"] = "rolled_back";
     fix["reason"] = s ? s->reason : fixed->reason;
   }
+  json changed = json::array();
+  for (const auto& [file, before] : fix["guarded"].items())
+    if (content_fingerprint(env_, file) != before.get<std::string>()) changed.push_back(file);
+  if (!changed.empty()) fix["changed_outside"] = changed;
   ORCH_TRY(save());
   note(fmt::format("round {}: fix {}{}", round, fix["status"].get<std::string>(),
                    fix.contains("reason") ? ": " + utf8_prefix(fix["reason"].get<std::string>(), 200) : ""));
+  if (!changed.empty()) {
+    // orch cannot put them back (they were not snapshotted) nor vouch for them:
+    // a human looks before anything else runs on them.
+    std::vector<std::string> files;
+    for (const auto& f : changed) files.push_back(f.get<std::string>());
+    ReviewOutcome out = ORCH_TRY(
+        stop(ReviewStatus::Escalated,
+             fmt::format("round {}: the fixer changed {}, which it was not given to fix and a rollback does "
+                         "not restore; check {} before reviewing again",
+                         round, join(files, ", "), files.size() == 1 ? "it" : "them"),
+             kExitEscalated));
+    return std::optional<ReviewOutcome>(std::move(out));
+  }
   return std::optional<ReviewOutcome>();
 }
 
