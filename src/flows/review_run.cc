@@ -594,9 +594,11 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
   const std::int64_t left = c_.spend_cap_tokens - ORCH_TRY(spent_tokens(env_, record_.id));
   // A phase the old spend cap stopped goes on when the cap was raised (--resume --spend-cap).
   const bool raised = existing && existing->status == RunStatus::BudgetExhausted && left > 0;
-  const bool ended = existing && existing->status != RunStatus::Running &&
-                     existing->status != RunStatus::Interrupted &&
-                     existing->status != RunStatus::AwaitingApproval && !raised;
+  // A run cancelled with `orch cancel` stopped the review; --resume goes on with
+  // it (its cancelled steps run again), as `orch resume` does with a cancelled run.
+  const bool ended =
+      existing && existing->status != RunStatus::Running && existing->status != RunStatus::Interrupted &&
+      existing->status != RunStatus::AwaitingApproval && existing->status != RunStatus::Cancelled && !raised;
   if (ended) {
     p.run_id = existing->id;
     p.status = existing->status;
@@ -643,20 +645,29 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
     p.run_id = outcome->run_id;
     p.status = outcome->status;
     p.reason = outcome->reason;
+    // A phase that did not end, or that `orch cancel` stopped, pauses the review:
+    // nothing of the phase is recorded and no further phase runs (a cancelled
+    // reviewer must not make the round INCOMPLETE and the loop go on).
     if (p.status == RunStatus::Interrupted || p.status == RunStatus::AwaitingApproval ||
-        p.status == RunStatus::Running) {
-      doc_["rounds_in_progress"] = round;
-      ORCH_TRY(save());
+        p.status == RunStatus::Running || p.status == RunStatus::Cancelled) {
       ReviewOutcome out;
       out.id = record_.id;
       out.status = ReviewStatus::Running;
-      out.doc = doc_;
       out.exit_code = exit_code_for(p.status);
       out.reason = p.status == RunStatus::AwaitingApproval
                        ? fmt::format("round {}: {}: {} (then `orch review --resume {}`)", round, name,
                                      p.reason, record_.id)
+                   : p.status == RunStatus::Cancelled
+                       ? fmt::format(
+                             "cancelled in round {} ({}): run {} was cancelled (orch cancel); the review "
+                             "stopped: to go on, `orch review --resume {}`",
+                             round, name, p.run_id, record_.id)
                        : fmt::format("interrupted in round {} ({}): continue with `orch review --resume {}`",
                                      round, name, record_.id);
+      doc_["rounds_in_progress"] = round;
+      if (p.status == RunStatus::Cancelled) doc_["stop_reason"] = out.reason;
+      ORCH_TRY(save());
+      out.doc = doc_;
       paused_ = std::move(out);
       return std::optional<Phase>();
     }
@@ -932,6 +943,7 @@ Expected<std::optional<ReviewOutcome>> Driver::run_fix(int round) {
 
 Expected<ReviewOutcome> Driver::drive() {
   record_.status = ReviewStatus::Running;
+  doc_["stop_reason"] = "";  // a resumed review is running again
   while (true) {
     const json& rounds = doc_["rounds"];
     if (!rounds.empty()) {

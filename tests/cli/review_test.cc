@@ -1038,5 +1038,43 @@ TEST(CliReview, AnInterruptedReviewExits130AndResumes) {
   EXPECT_EQ(review_doc_of(r.out)["verdict"], "REVISE");
 }
 
+// `orch cancel` of the run of the review's current phase stops the review: no
+// round is recorded from the cancelled run, no further round runs, and orch
+// exits 130 as for Ctrl-C. The review stays resumable: --resume runs the
+// cancelled reviewer again. Before, the cancelled round was recorded INCOMPLETE
+// and later rounds ran on to PASS, exit 0.
+TEST(CliReview, CancellingThePhaseRunStopsTheReview) {
+  json scenario = json::object();
+  scenario["reviewer"]["correctness"]["1"] = {{"sleep", 30}, {"raw", "slow"}};
+  Project p(scenario, run_yaml("max_rounds: 3\ndry_rounds: 1\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  pid_t pid =
+      orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("reviewer correctness 1 1") == 1; }, 30000))
+      << read_file(p.d / "out.txt");
+  std::string run_id;
+  for (const auto& run : review_doc_of(run_orch({"runs", "--json"}, p.path()).out))
+    if (run.value("name", std::string()).ends_with("round 1 reviewers")) run_id = run["id"];
+  ASSERT_FALSE(run_id.empty());
+  auto cancelled = run_orch({"cancel", run_id}, p.path());
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.err;
+  EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(p.d / "out.txt");
+  const std::string out = read_file(p.d / "out.txt");
+  EXPECT_NE(out.find(fmt::format("run {} was cancelled", run_id)), std::string::npos) << out;
+  EXPECT_EQ(p.count_calls("reviewer"), 1) << "no further reviewer ran";
+  const json reviews = review_doc_of(run_orch({"review", "--list", "--json"}, p.path()).out);
+  ASSERT_EQ(reviews.size(), 1u);
+  EXPECT_EQ(reviews[0]["status"], "running");
+  EXPECT_EQ(reviews[0]["rounds"], 0) << "the cancelled round is not recorded";
+  // Resumed, the cancelled reviewer runs again (now it answers) and the review ends.
+  write_file(p.d / "scenario.json",
+             json({{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}}}).dump());
+  auto r = run_orch({"review", "--resume", reviews[0]["id"], "--json"}, p.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json doc = review_doc_of(r.out);
+  EXPECT_EQ(doc["verdict"], "REVISE");
+  EXPECT_EQ(doc["rounds"][0]["failed_lenses"], 0) << doc["rounds"][0].dump(2);
+}
+
 }  // namespace
 }  // namespace orch
