@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "engine/attempt_render.h"
 #include "engine/run_lock.h"
 #include "flows/embedded_files.h"
 #include "flows/plan_template.h"
@@ -215,22 +216,76 @@ ojson claims_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string
   return plan_of(phase_run_name(id, round, kClaimsPhase), c.max_parallel, budget, std::move(steps));
 }
 
+// Whether a finding on `file` may go to the fixer: the file is one the fix
+// step's `writes` can snapshot and a rollback restore — inside the workspace (not
+// the workspace itself) and outside orch's own folders (the ledger, the reports).
+bool fixable_file(const ReviewEnv& env, const std::string& file) {
+  auto path = resolve_in_workspace(env.workspace, file);
+  auto root = resolve_in_workspace(env.workspace, ".");
+  if (!path || !root || *path == *root) return false;
+  auto inside = [&](const fs::path& folder) {
+    std::error_code ec;
+    const fs::path real = fs::weakly_canonical(folder, ec);
+    if (ec) return false;
+    const fs::path rel = path->lexically_relative(real);
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  return !inside(env.store->folder()) && !inside(env.workspace / ".orch");
+}
+
+// What the fix step may write, and so what is snapshotted before it and restored
+// when the verify command fails: the artifacts and every file the fixer is given
+// a finding on (run_round gives it only fixable_file ones).
+std::vector<std::string> fix_writes(const ReviewConfig& c, const std::vector<Finding>& to_fix) {
+  std::vector<std::string> writes = c.artifacts;
+  for (const Finding& f : to_fix)
+    if (std::find(writes.begin(), writes.end(), f.file) == writes.end()) writes.push_back(f.file);
+  return writes;
+}
+
+// The content of a workspace file, as a fingerprint: "" when it cannot be read
+// (absent), so a file the fix creates or removes shows as changed.
+std::string content_fingerprint(const ReviewEnv& env, const std::string& file) {
+  auto path = resolve_in_workspace(env.workspace, file);
+  if (!path) return {};
+  auto text = read_file_text(*path);
+  return text ? fingerprint_of(*text) : std::string();
+}
+
+// The files the fix must leave alone that the review can check cheaply: those of
+// the review's findings (any round) that are not the fix's writes. A change to
+// one could void a finding's quote without a check; a rollback would not undo it.
+json guarded_files(const ReviewEnv& env, const json& rounds, const std::vector<std::string>& writes) {
+  json guarded = json::object();
+  for (const auto& r : rounds)
+    for (const auto& f : r["findings"]) {
+      const std::string file = f.value("file", std::string());
+      if (file.empty() || guarded.contains(file) || !fixable_file(env, file) ||
+          std::find(writes.begin(), writes.end(), file) != writes.end())
+        continue;
+      guarded[file] = content_fingerprint(env, file);
+    }
+  return guarded;
+}
+
 ojson fix_plan(const ReviewEnv& env, const ReviewConfig& c, const std::string& id, int round,
                const std::vector<Finding>& to_fix, std::int64_t budget) {
   auto extra = artifact_inputs(env, c, c.fixer->executor);
   extra.emplace_back("findings", json_text(brief_findings(to_fix), 2));
+  const std::vector<std::string> writes = fix_writes(c, to_fix);
   const std::string prompt = fmt::format(
-      "Fix these findings in the artifacts, in the order given (CRITICAL, then MAJOR, then "
-      "MINOR), editing the files in place. Change nothing else. After you finish, `{}` must "
-      "succeed, or every change is rolled back. Reply with a short account of what you changed.",
-      c.verify);
+      "Fix these findings in the files they name, in the order given (CRITICAL, then MAJOR, then "
+      "MINOR), editing the files in place. Change nothing else: only these files may change: {}. "
+      "After you finish, `{}` must succeed, or every change to them is rolled back. Reply with a "
+      "short account of what you changed.",
+      join(writes, ", "), c.verify);
   ojson post = ojson::array({"exit_zero"});
   if (!c.verify.empty()) post.push_back({{"kind", "shell_zero"}, {"cmd", c.verify}, {"timeout", "10m"}});
   ojson steps = ojson::array({{{"id", "fix"},
                                {"goal", fmt::format("Apply the mechanical fixes of review round {}.", round)},
                                {"executor", c.fixer->executor},
                                {"attempts", 1},
-                               {"writes", c.artifacts},
+                               {"writes", writes},
                                {"env", role_env(id, round, "fixer", "")},
                                {"inputs", role_inputs(c.fixer->executor, prompt, extra, false)},
                                {"post", post}}});
@@ -539,9 +594,11 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
   const std::int64_t left = c_.spend_cap_tokens - ORCH_TRY(spent_tokens(env_, record_.id));
   // A phase the old spend cap stopped goes on when the cap was raised (--resume --spend-cap).
   const bool raised = existing && existing->status == RunStatus::BudgetExhausted && left > 0;
-  const bool ended = existing && existing->status != RunStatus::Running &&
-                     existing->status != RunStatus::Interrupted &&
-                     existing->status != RunStatus::AwaitingApproval && !raised;
+  // A run cancelled with `orch cancel` stopped the review; --resume goes on with
+  // it (its cancelled steps run again), as `orch resume` does with a cancelled run.
+  const bool ended =
+      existing && existing->status != RunStatus::Running && existing->status != RunStatus::Interrupted &&
+      existing->status != RunStatus::AwaitingApproval && existing->status != RunStatus::Cancelled && !raised;
   if (ended) {
     p.run_id = existing->id;
     p.status = existing->status;
@@ -588,20 +645,29 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
     p.run_id = outcome->run_id;
     p.status = outcome->status;
     p.reason = outcome->reason;
+    // A phase that did not end, or that `orch cancel` stopped, pauses the review:
+    // nothing of the phase is recorded and no further phase runs (a cancelled
+    // reviewer must not make the round INCOMPLETE and the loop go on).
     if (p.status == RunStatus::Interrupted || p.status == RunStatus::AwaitingApproval ||
-        p.status == RunStatus::Running) {
-      doc_["rounds_in_progress"] = round;
-      ORCH_TRY(save());
+        p.status == RunStatus::Running || p.status == RunStatus::Cancelled) {
       ReviewOutcome out;
       out.id = record_.id;
       out.status = ReviewStatus::Running;
-      out.doc = doc_;
       out.exit_code = exit_code_for(p.status);
       out.reason = p.status == RunStatus::AwaitingApproval
                        ? fmt::format("round {}: {}: {} (then `orch review --resume {}`)", round, name,
                                      p.reason, record_.id)
+                   : p.status == RunStatus::Cancelled
+                       ? fmt::format(
+                             "cancelled in round {} ({}): run {} was cancelled (orch cancel); the review "
+                             "stopped: to go on, `orch review --resume {}`",
+                             round, name, p.run_id, record_.id)
                        : fmt::format("interrupted in round {} ({}): continue with `orch review --resume {}`",
                                      round, name, record_.id);
+      doc_["rounds_in_progress"] = round;
+      if (p.status == RunStatus::Cancelled) doc_["stop_reason"] = out.reason;
+      ORCH_TRY(save());
+      out.doc = doc_;
       paused_ = std::move(out);
       return std::optional<Phase>();
     }
@@ -801,7 +867,7 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
   for (Severity sev : {Severity::Critical, Severity::Major, Severity::Minor})
     for (const auto& f : findings) {
       if (f.severity != sev || !counts_for_gate(f)) continue;
-      if (f.mechanical && !escalated.contains(f.id) && c_.fixer)
+      if (f.mechanical && !escalated.contains(f.id) && c_.fixer && fixable_file(env_, f.file))
         to_fix.push_back(f.id);
       else
         for_human.push_back(f.id);
@@ -826,6 +892,11 @@ Expected<std::optional<ReviewOutcome>> Driver::run_fix(int round) {
     for (const auto& f : doc_["rounds"][index]["findings"])
       if (f["id"] == id)
         if (auto parsed = finding_from_json(f)) to_fix.push_back(std::move(*parsed));
+  // Taken once, before the fixer first runs (kept in the document for a resume).
+  if (!doc_["rounds"][index]["fix"].contains("guarded")) {
+    doc_["rounds"][index]["fix"]["guarded"] = guarded_files(env_, doc_["rounds"], fix_writes(c_, to_fix));
+    ORCH_TRY(save());
+  }
   auto fixed = ORCH_TRY(phase(round, kFixPhase, [&](std::int64_t budget) {
     return fix_plan(env_, c_, record_.id, round, to_fix, budget);
   }));
@@ -847,14 +918,32 @@ Expected<std::optional<ReviewOutcome>> Driver::run_fix(int round) {
     fix["status"] = "rolled_back";
     fix["reason"] = s ? s->reason : fixed->reason;
   }
+  json changed = json::array();
+  for (const auto& [file, before] : fix["guarded"].items())
+    if (content_fingerprint(env_, file) != before.get<std::string>()) changed.push_back(file);
+  if (!changed.empty()) fix["changed_outside"] = changed;
   ORCH_TRY(save());
   note(fmt::format("round {}: fix {}{}", round, fix["status"].get<std::string>(),
                    fix.contains("reason") ? ": " + utf8_prefix(fix["reason"].get<std::string>(), 200) : ""));
+  if (!changed.empty()) {
+    // orch cannot put them back (they were not snapshotted) nor vouch for them:
+    // a human looks before anything else runs on them.
+    std::vector<std::string> files;
+    for (const auto& f : changed) files.push_back(f.get<std::string>());
+    ReviewOutcome out = ORCH_TRY(
+        stop(ReviewStatus::Escalated,
+             fmt::format("round {}: the fixer changed {}, which it was not given to fix and a rollback does "
+                         "not restore; check {} before reviewing again",
+                         round, join(files, ", "), files.size() == 1 ? "it" : "them"),
+             kExitEscalated));
+    return std::optional<ReviewOutcome>(std::move(out));
+  }
   return std::optional<ReviewOutcome>();
 }
 
 Expected<ReviewOutcome> Driver::drive() {
   record_.status = ReviewStatus::Running;
+  doc_["stop_reason"] = "";  // a resumed review is running again
   while (true) {
     const json& rounds = doc_["rounds"];
     if (!rounds.empty()) {

@@ -428,6 +428,82 @@ TEST(CliReview, AFixThatBreaksTheVerifyCommandIsRolledBack) {
   EXPECT_EQ(p.count_calls("fixer"), 1);
 }
 
+// A finding may name any file of the workspace, not only an artifact: the fix
+// step's `writes` cover every file the fixer is given findings on, so a fix that
+// breaks the verify command is rolled back in all of them. Before, notes.txt kept
+// the fixer's edit, round 2's quote no longer matched, and the review PASSed.
+TEST(CliReview, ARolledBackFixRestoresEveryFileItWasGivenFindingsOn) {
+  json notes = finding("intro", "MAJOR", "the notes repeat the argc defect", "argc is never checked", true);
+  notes["file"] = "notes.txt";
+  json scenario = {
+      {"reviewer", {{"correctness", {{"default", answer({notes})}}}}},
+      {"fixer",
+       {{"default",
+         {{"edits",
+           {{{"file", "notes.txt"}, {"replace", "argc is never checked"}, {"with", "argc is checked"}},
+            {{"file", "doc.md"}, {"replace", "# Parser"}, {"with", "# BROKEN"}}}},
+          {"raw", "ok"}}}}}};
+  Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: grep -q '^# Parser' doc.md\nmax_rounds: 2\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  const std::string kNotes = "Open points: argc is never checked in parse_args.\n";
+  write_file(p.d / "notes.txt", kNotes);
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.doc["rounds"][0]["fix"]["status"], "rolled_back") << r.doc["rounds"][0]["fix"].dump(2);
+  EXPECT_EQ(read_file(p.d / "notes.txt"), kNotes) << "the finding's file is restored with the artifacts";
+  EXPECT_EQ(read_file(p.d / "doc.md"), kDoc);
+  ASSERT_EQ(r.doc["rounds"].size(), 2u);
+  EXPECT_EQ(r.doc["rounds"][1]["counts"]["major"], 1) << "the unfixed finding still counts";
+  EXPECT_EQ(r.doc["verdict"], "REVISE");
+}
+
+// The fixer gets findings only on files a rollback can restore: one on a file
+// outside the workspace, or in orch's own store, is for the human.
+TEST(CliReview, AFindingOutsideTheWorkspaceOrInTheStoreIsNotGivenToTheFixer) {
+  json outside = finding("intro", "MAJOR", "a file outside is wrong", "", true);
+  outside["file"] = "../outside.txt";
+  json store = finding("ledger", "MAJOR", "the ledger is wrong", "", true);
+  store["file"] = ".orch/orch.db";
+  json scenario = {{"reviewer", {{"correctness", {{"default", answer({outside, store})}}}}}};
+  Project p(scenario, run_yaml("fixer: {worker: fake}\nverify: 'true'\nmax_rounds: 2\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json& fix = r.doc["rounds"][0]["fix"];
+  EXPECT_EQ(fix["status"], "nothing_to_fix") << fix.dump(2);
+  EXPECT_EQ(fix["for_human"].size(), 2u) << fix.dump(2);
+  EXPECT_EQ(p.count_calls("fixer"), 0);
+}
+
+// A fixer that changes a file of another finding, one it was not given and a
+// rollback does not restore, is caught: the review ends escalated (exit 3) naming
+// the file. Before, the edit voided the finding's quote and the review PASSed.
+TEST(CliReview, AFixerThatChangesAFileItWasNotGivenIsEscalated) {
+  json notes = finding("intro", "MAJOR", "the notes repeat the argc defect", "argc is never checked", false);
+  notes["file"] = "notes.txt";
+  json edit = {{"file", "doc.md"}, {"replace", "without checking argc"}, {"with", "after checking argc"}};
+  json scenario = {
+      {"reviewer", {{"correctness", {{"default", answer({kArgc, notes})}}}}},
+      {"fixer",
+       {{"default",
+         {{"edits",
+           {edit, {{"file", "notes.txt"}, {"replace", "argc is never checked"}, {"with", "argc is fine"}}}},
+          {"raw", "ok"}}}}}};
+  Project p(scenario,
+            run_yaml("fixer: {worker: fake}\nverify: grep -q 'after checking argc' doc.md\nmax_rounds: 2\n",
+                     "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  write_file(p.d / "notes.txt", "Open points: argc is never checked in parse_args.\n");
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.doc["status"], "escalated");
+  ASSERT_EQ(r.doc["rounds"].size(), 1u) << "no round runs on files orch cannot vouch for";
+  const json& fix = r.doc["rounds"][0]["fix"];
+  EXPECT_EQ(fix["status"], "applied") << fix.dump(2);
+  EXPECT_EQ(fix["changed_outside"], json::array({"notes.txt"})) << fix.dump(2);
+  EXPECT_NE(r.doc["stop_reason"].get<std::string>().find("notes.txt"), std::string::npos)
+      << r.doc["stop_reason"];
+}
+
 TEST(CliReview, PreFlightHaltsOnEveryUnresolvedFieldBeforeAnythingLaunches) {
   Project p(json::object(),
             "name: broken\n"
@@ -985,6 +1061,44 @@ TEST(CliReview, AnInterruptedReviewExits130AndResumes) {
   auto r = run_orch({"review", "--resume", reviews[0]["id"], "--json"}, p.path());
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(review_doc_of(r.out)["verdict"], "REVISE");
+}
+
+// `orch cancel` of the run of the review's current phase stops the review: no
+// round is recorded from the cancelled run, no further round runs, and orch
+// exits 130 as for Ctrl-C. The review stays resumable: --resume runs the
+// cancelled reviewer again. Before, the cancelled round was recorded INCOMPLETE
+// and later rounds ran on to PASS, exit 0.
+TEST(CliReview, CancellingThePhaseRunStopsTheReview) {
+  json scenario = json::object();
+  scenario["reviewer"]["correctness"]["1"] = {{"sleep", 30}, {"raw", "slow"}};
+  Project p(scenario, run_yaml("max_rounds: 3\ndry_rounds: 1\n",
+                               "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
+  pid_t pid =
+      orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("reviewer correctness 1 1") == 1; }, 30000))
+      << read_file(p.d / "out.txt");
+  std::string run_id;
+  for (const auto& run : review_doc_of(run_orch({"runs", "--json"}, p.path()).out))
+    if (run.value("name", std::string()).ends_with("round 1 reviewers")) run_id = run["id"];
+  ASSERT_FALSE(run_id.empty());
+  auto cancelled = run_orch({"cancel", run_id}, p.path());
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.err;
+  EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(p.d / "out.txt");
+  const std::string out = read_file(p.d / "out.txt");
+  EXPECT_NE(out.find(fmt::format("run {} was cancelled", run_id)), std::string::npos) << out;
+  EXPECT_EQ(p.count_calls("reviewer"), 1) << "no further reviewer ran";
+  const json reviews = review_doc_of(run_orch({"review", "--list", "--json"}, p.path()).out);
+  ASSERT_EQ(reviews.size(), 1u);
+  EXPECT_EQ(reviews[0]["status"], "running");
+  EXPECT_EQ(reviews[0]["rounds"], 0) << "the cancelled round is not recorded";
+  // Resumed, the cancelled reviewer runs again (now it answers) and the review ends.
+  write_file(p.d / "scenario.json",
+             json({{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}}}).dump());
+  auto r = run_orch({"review", "--resume", reviews[0]["id"], "--json"}, p.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json doc = review_doc_of(r.out);
+  EXPECT_EQ(doc["verdict"], "REVISE");
+  EXPECT_EQ(doc["rounds"][0]["failed_lenses"], 0) << doc["rounds"][0].dump(2);
 }
 
 }  // namespace
