@@ -92,6 +92,11 @@ int run(const ReviewArgs& a) {
   };
 
   if (a.list || !a.show.empty()) {
+    // Listing a ledger that does not exist lists nothing; it does not make one.
+    if (a.list && !fs::exists(fs::symlink_status(store_path, ec))) {
+      if (a.json) std::printf("[]\n");
+      return kExitSucceeded;
+    }
     if (auto opened = open(!a.show.empty()); !opened) return report_error(opened.error());
     if (a.list) {
       auto all = env.reviews->list_reviews();

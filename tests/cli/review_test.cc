@@ -554,6 +554,11 @@ TEST(CliReview, WithoutYesAndNoTerminalNothingIsLaunched) {
       << r.out;
   EXPECT_NE(r.err.find("--yes"), std::string::npos) << r.err;
   EXPECT_TRUE(p.calls().empty());
+  // Listing reviews where there is no ledger lists none and makes none.
+  auto list = run_orch({"review", "--list", "--json"}, p.path());
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(review_doc_of(list.out), json::array());
+  EXPECT_FALSE(fs::exists(p.d / ".orch" / "orch.db"));
 }
 
 // kill -9 while round 1's second reviewer works; --resume continues the round:
