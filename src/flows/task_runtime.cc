@@ -343,9 +343,11 @@ Expected<PlannedTask> plan_task(TaskEnv& env, const std::string& request, const 
                      {"complexity", trace.complexity},
                      {"strategy", trace.strategy},
                      {"llm", trace.llm}}));
+    // Exported before the commit: a trace whose file cannot be written (a file
+    // where .orch/traces should be) is not left open in the ledger, half made.
+    ORCH_TRY(export_trace(trace));
     ORCH_TRY(tx.commit());
   }
-  ORCH_TRY(export_trace(trace));
 
   // The engine stages at the head of the pipeline: orch runs them and logs them.
   const std::vector<TaskState> pipeline = trace.pipeline;  // `trace` is replaced in the loop
@@ -367,9 +369,9 @@ Expected<PlannedTask> plan_task(TaskEnv& env, const std::string& request, const 
       if (outcome.is_object() && outcome.value("stage", "") == task_state_name(stage))
         ORCH_TRY(append(*env.traces, stored.id, at, "engine_result", task_state_name(stage),
                         {{"engine", engine}, {"status", outcome.value("status", "")}}));
+    ORCH_TRY(export_trace(stored));
     ORCH_TRY(tx.commit());
     trace = std::move(stored);
-    ORCH_TRY(export_trace(trace));
   }
   planned.trace = std::move(trace);
   return planned;

@@ -197,6 +197,20 @@ TEST(CliTask, AnAmbiguousRequestAsksFirstUnlessAnIntentIsAssumed) {
   EXPECT_HAS(bad.err, "not an intent");
 }
 
+// A trace whose file cannot be written is not left open in the ledger: a
+// failed `task plan` leaves nothing an agent could go on logging.
+TEST(CliTask, APlanWhoseTraceCannotBeWrittenLeavesNoTrace) {
+  TempDir d;
+  write_file(d / ".orch" / "traces", "a file where the folder goes\n");
+  auto r = run_orch({"task", "plan", "fix the crash in the date parser"}, d.path());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_HAS(r.err, ".orch/traces");
+  fs::remove(d / ".orch" / "traces");
+  auto list = run_orch({"task", "list", "--json"}, d.path());
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(parse_json(list.out), json::array()) << list.out;
+}
+
 // A broken engine degrades its own stage only: the trace is made and the
 // failure is recorded with its error.
 TEST(CliTask, AFailingEngineIsRecordedAndTheTraceGoesOn) {
