@@ -159,6 +159,10 @@ Expected<void> check_enter(const Trace& trace, TaskState next) {
   if (is_final(now))
     return fail(ErrorCode::InvalidInput, fmt::format("trace '{}' is closed ({}): no state can be entered",
                                                      trace.id, task_state_name(now)));
+  if (next == TaskState::Abandoned)
+    return fail(ErrorCode::InvalidInput,
+                "ABANDONED is entered only by gc (`orch task gc`, of a trace left idle), not by logging it; "
+                "to give up on a trace, `orch task close TRACE --result fail`");
   if (is_final(next))
     return fail(ErrorCode::InvalidInput,
                 fmt::format("{} is entered by closing the trace (`orch task close`), not by logging it",

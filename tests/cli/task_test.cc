@@ -109,6 +109,9 @@ TEST(CliTask, IllegalTransitionsAreRefusedNamingTheLegalNextState) {
   auto unknown = run_orch({"task", "show", "no-such-trace"}, d.path());
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_HAS(unknown.err, "no trace 'no-such-trace'");
+  auto abandon = run_orch({"task", "log", id, "--state", "ABANDONED"}, d.path());
+  EXPECT_EQ(abandon.exit_code, 2);
+  EXPECT_HAS(abandon.err, "ABANDONED is entered only by gc");
   // The refusals changed nothing.
   auto shown = run_orch({"task", "show", id, "--json"}, d.path());
   EXPECT_EQ(parse_json(shown.out)["state"], "PLAN");
