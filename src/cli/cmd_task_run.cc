@@ -11,6 +11,7 @@
 #include "cli/task_env.h"
 #include "cli/task_run.h"
 #include "flows/task_run.h"
+#include "flows/tool_direct.h"
 #include "orch/engine.h"
 #include "util/json_text.h"
 
@@ -70,6 +71,7 @@ int run(const TaskRunArgs& a) {
   if (!open) return report_error(open.error());
   flows::TaskRunOptions options;
   options.executor = !a.worker.empty() ? "worker:" + a.worker : !a.model.empty() ? "llm:" + a.model : "llm";
+  options.executor_given = !a.worker.empty() || !a.model.empty();
   options.plan.project = a.project;
   if (!a.assume.empty()) options.plan.assume_intent = a.assume;
   auto printer = std::make_shared<TransitionPrinter>(a.flags.json);
@@ -110,6 +112,11 @@ int run(const TaskRunArgs& a) {
     return outcome->exit_code;
   }
   printer->print_new(*outcome->trace);
+  if (options.executor_given && flows::is_tool_direct(*outcome->trace))
+    std::fprintf(stderr,
+                 "orch task: %s was not used: the capability gate found no model is needed, so the "
+                 "request is a registry tool's (tool-direct)\n",
+                 !a.worker.empty() ? ("--worker " + a.worker).c_str() : ("--model " + a.model).c_str());
   if (a.flags.json) {
     std::printf("%s\n", json_text(flows::to_json(*outcome->trace), 2).c_str());
   } else {

@@ -4,7 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "flows/plan_template.h"
 #include "flows/stage_plan.h"
+#include "flows/task_engines.h"
+#include "flows/tool_direct.h"
+#include "route/classify.h"
 #include "util/json_text.h"
 
 namespace orch::flows {
@@ -22,6 +26,60 @@ std::string run_name(const std::string& trace_id) {
   return "task " + trace_id;
 }
 
+// The VERIFY stage as the execute step's postconditions, after `first` (what
+// the executor produced): every command of the checklist, in order.
+ojson verify_post(const Trace& trace, const char* first) {
+  ojson post = ojson::array({first});
+  for (const auto& item : trace.verify)
+    if (is_command_item(item)) post.push_back({{"shell_zero", item["command"].get<std::string>()}});
+  return post;
+}
+
+ojson with_budget(ojson plan, const Trace& trace) {
+  const std::int64_t tokens = trace.budget.value("tokens", std::int64_t{0});
+  if (tokens > 0) plan["budget"] = {{"tokens", tokens}};
+  return plan;
+}
+
+// The plan of a tool-direct trace (see task_run.h): the tool, then a summary
+// that states what it did, with no model.
+ojson build_tool_direct_plan(const Trace& trace, const ToolDirectCall& call,
+                             const std::string& unused_executor) {
+  ojson inputs = ojson::object();
+  for (auto it = call.inputs.begin(); it != call.inputs.end(); ++it) {
+    const std::string& name = it.key();
+    const ojson& value = it.value();
+    if (value.is_array()) {
+      ojson items = ojson::array();
+      for (const auto& item : value) items.push_back(escape_placeholders(item.get<std::string>()));
+      inputs[name] = items;
+    } else {
+      inputs[name] = value.is_string() ? ojson(escape_placeholders(value.get<std::string>())) : value;
+    }
+  }
+  ojson steps = ojson::array();
+  steps.push_back({{"id", kExecuteStep},
+                   {"goal", trace.request},
+                   {"executor", "tool:" + call.tool},
+                   {"attempts", 1},  // the same inputs give the same output: a retry cannot help
+                   {"inputs", inputs},
+                   {"post", verify_post(trace, "exit_zero")}});
+  std::string said =
+      fmt::format("tool-direct, no model: tool {} (capability {}) gave ", call.describe(), call.capability);
+  std::string after;
+  if (!unused_executor.empty())
+    after = fmt::format(" ({} was not used: the capability gate found no model is needed)", unused_executor);
+  steps.push_back(
+      {{"id", kSummarizeStep},
+       {"goal", "state what the tool did for: " + trace.request},
+       {"deps", {kExecuteStep}},
+       {"executor", "builtin:echo"},
+       {"inputs",
+        {{"text", escape_placeholders(said) + "${steps.execute.result}" + escape_placeholders(after)}}},
+       {"post", {"result_nonempty"}}});
+  return with_budget({{"name", run_name(trace.id)}, {"concurrency", 1}, {"steps", steps}}, trace);
+}
+
 // The plan of the stages after the engine head (see task_run.h).
 ojson build_plan(const Trace& trace, const std::string& executor) {
   const std::string context = trace.engine_results.contains("context")
@@ -37,9 +95,7 @@ ojson build_plan(const Trace& trace, const std::string& executor) {
                    {"inputs", {{"text", context.empty() ? std::string("(nothing recalled)") : context}}}});
 
   // execute: its postconditions are the VERIFY stage.
-  ojson post = ojson::array({"result_nonempty"});
-  for (const auto& item : trace.verify)
-    if (is_command_item(item)) post.push_back({{"shell_zero", item["command"].get<std::string>()}});
+  const ojson post = verify_post(trace, "result_nonempty");
   std::vector<std::pair<std::string, std::string>> extra = {{"context", "${steps.context.result}"}};
   if (!planned.empty()) extra.emplace_back("plan", planned);
   std::string checklist;
@@ -83,10 +139,7 @@ ojson build_plan(const Trace& trace, const std::string& executor) {
        {"inputs", stage_inputs(executor, "Summarise in two or three sentences what was done and why.",
                                summary_inputs, false)},
        {"post", {"result_nonempty"}}});
-  ojson plan = {{"name", run_name(trace.id)}, {"concurrency", 1}, {"steps", steps}};
-  const std::int64_t tokens = trace.budget.value("tokens", std::int64_t{0});
-  if (tokens > 0) plan["budget"] = {{"tokens", tokens}};
-  return plan;
+  return with_budget({{"name", run_name(trace.id)}, {"concurrency", 1}, {"steps", steps}}, trace);
 }
 
 Expected<Plan> load_built_plan(TaskEnv& env, const std::string& text, const std::string& name) {
@@ -94,14 +147,15 @@ Expected<Plan> load_built_plan(TaskEnv& env, const std::string& text, const std:
 }
 
 // The verdict of one finished execute attempt, from its checks (in post order:
-// result_nonempty, then the checklist's commands).
+// result_nonempty — exit_zero for a tool —, then the checklist's commands).
 VerifyRecord verdict_of(const Trace& trace, const AttemptRecord& a) {
   VerifyRecord v;
   auto checks = json::parse(a.checks_json.empty() ? "[]" : a.checks_json, nullptr, false);
   if (!checks.is_array()) checks = json::array();
   auto check = [&](std::size_t i) -> const json* { return i < checks.size() ? &checks[i] : nullptr; };
   CheckOutcome produced;
-  produced.check = "EXECUTE produced a result";
+  produced.check =
+      is_tool_direct(trace) ? "the tool kept its output contract and exited 0" : "EXECUTE produced a result";
   produced.kind = "check";
   if (const json* c = check(0); c && c->value("held", false)) {
     produced.status = "passed";
@@ -147,12 +201,18 @@ std::vector<Expected_transition> implied_transitions(const Trace& trace,
                                                      const std::vector<AttemptRecord>& attempts) {
   std::vector<Expected_transition> out;
   std::optional<TaskState> state;
+  std::string what;  // a tool-direct EXECUTE names its tool
+  if (is_tool_direct(trace)) {
+    const json tool = trace.engine_results.value("route", json::object()).value("tool", json::object());
+    what =
+        fmt::format("tool {} {}, ", tool.value("tool", std::string()), tool.value("command", std::string()));
+  }
   for (const auto& a : attempts) {
     if (a.step_id != kExecuteStep) continue;
     if (state != TaskState::Execute) {
       out.push_back({TaskState::Execute, std::nullopt,
-                     a.number == 1 ? std::string("task run: attempt 1")
-                                   : fmt::format("task run: attempt {} (retry after VERIFY)", a.number)});
+                     fmt::format("task run: {}attempt {}{}", what, a.number,
+                                 a.number == 1 ? "" : " (retry after VERIFY)")});
       state = TaskState::Execute;
     }
     if (a.status == AttemptStatus::Running || a.status == AttemptStatus::Interrupted ||
@@ -220,6 +280,15 @@ Expected<TaskRunOutcome> finish(TaskEnv& env, const std::string& id, const RunOu
   return out;
 }
 
+// Closes the trace as failed before any run: a human decides (exit 3).
+Expected<TaskRunOutcome> escalate(TaskEnv& env, const std::string& id, const std::string& why) {
+  TaskRunOutcome out;
+  out.trace = ORCH_TRY(close_task(env, id, "fail", why));
+  out.reason = why;
+  out.exit_code = kExitEscalated;
+  return out;
+}
+
 Expected<TaskRunOutcome> drive(TaskEnv& env, Trace trace, const TaskRunOptions& options,
                                const std::optional<std::string>& resume_run) {
   EngineOptions eo;
@@ -255,7 +324,15 @@ Expected<TaskRunOutcome> drive(TaskEnv& env, Trace trace, const TaskRunOptions& 
   if (resume_run) {
     outcome = engine.resume(*resume_run, std::nullopt);
   } else {
-    const std::string text = json_text(build_plan(trace, options.executor), 2);
+    ojson built;
+    if (is_tool_direct(trace)) {
+      auto call = tool_direct_call(trace, env.registry, env.workspace);
+      if (!call) return escalate(env, id, "tool-direct: " + call.error().message);
+      built = build_tool_direct_plan(trace, *call, options.executor_given ? options.executor : "");
+    } else {
+      built = build_plan(trace, options.executor);
+    }
+    const std::string text = json_text(built, 2);
     const Plan plan = ORCH_TRY(load_built_plan(env, text, run_name(id)));
     outcome = engine.run(plan, text);
   }
@@ -291,7 +368,9 @@ Expected<Trace> sync_trace_with_run(TaskEnv& env, const std::string& trace_id) {
 }
 
 Expected<TaskRunOutcome> run_task(TaskEnv& env, const std::string& request, const TaskRunOptions& options) {
-  // The executor is checked before a trace exists: a typo must not leave one behind.
+  // The executor is checked before a trace exists: a typo must not leave one
+  // behind. The default one (llm) need not be runnable for a request the
+  // capability gate sends tool-direct: no model is called then.
   {
     const ojson probe = {{"name", "probe"},
                          {"steps",
@@ -300,9 +379,16 @@ Expected<TaskRunOutcome> run_task(TaskEnv& env, const std::string& request, cons
                             {"executor", options.executor},
                             {"inputs", {{"prompt", "probe"}}}}}}};
     auto checked = load_built_plan(env, json_text(probe), "task run");
-    if (!checked)
-      return fail(ErrorCode::InvalidInput,
-                  fmt::format("task run: executor '{}': {}", options.executor, checked.error().message));
+    if (!checked) {
+      bool needs_no_model = false;
+      if (!options.executor_given) {
+        auto classified = classify_request(env, request, options.plan.assume_intent);
+        needs_no_model = classified && classified->llm == route::model_need_name(route::ModelNeed::None);
+      }
+      if (!needs_no_model)
+        return fail(ErrorCode::InvalidInput,
+                    fmt::format("task run: executor '{}': {}", options.executor, checked.error().message));
+    }
   }
   PlannedTask planned = ORCH_TRY(plan_task(env, request, options.plan));
   TaskRunOutcome out;

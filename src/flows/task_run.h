@@ -14,6 +14,17 @@
 //              engine's previous_failure), at most twice.
 //   review     (deep pipelines) a model stage that reviews the work
 //   summarize  a model stage that summarises what was done
+// A tool-direct trace (the capability gate said no model is needed: a trivial
+// request a registry tool covers) is run without any model or worker:
+//   execute    tool:NAME, the tool the ROUTE engine chose, its inputs read from
+//              the request (flows/tool_direct.h). Its postconditions are the
+//              VERIFY stage as above, after exit_zero (the executor has already
+//              held the output to its contract). attempts = 1: the same inputs
+//              give the same output. Inputs the request does not give → the
+//              trace is closed fail (ESCALATED, exit 3) before any run.
+//   summarize  builtin:echo: which tool ran, with what, and its result.
+// The executor given (--worker/--model) is then not used, and the default one
+// (llm) need not be configured.
 // The plan's token budget is the trace's budget (600/3000/12000, research
 // 20000): every model and worker call is charged to it by the engine and a call
 // the remaining budget cannot cover is never started.
@@ -42,6 +53,7 @@ namespace orch::flows {
 
 struct TaskRunOptions {
   std::string executor = "llm";  // the model stages': worker:NAME, llm:NAME or llm
+  bool executor_given = false;   // named by the caller (--worker/--model): checked even when unused
   PlanTaskOptions plan;
   std::function<void(const ProgressEvent&)> on_progress;
   std::function<void(const std::string& run_id)> on_started;

@@ -440,6 +440,110 @@ TEST(CliTask, ATrivialRequestFitsItsCallsToItsSmallBudget) {
   }
 }
 
+// The example registry (examples/registry.yml, whose filestats tool counts
+// lines) as the workspace's .orch/registry.yml, its script beside it.
+void write_example_registry(const TempDir& d) {
+  write_file(d / ".orch" / "registry.yml", read_file(source_dir() / "examples" / "registry.yml"));
+  write_file(d / ".orch" / "tools" / "filestats.sh",
+             read_file(source_dir() / "examples" / "tools" / "filestats.sh"));
+  fs::permissions(d / ".orch" / "tools" / "filestats.sh", fs::perms::owner_all);
+}
+
+// A models file whose default model is the fake provider.
+void write_fake_models(const TempDir& d, const orch::testing::FakeLlmServer& server) {
+  write_file(
+      d / ".orch" / "models.yaml",
+      fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: ORCH_TEST_TASK_KEY, "
+                  "timeout: 10s}}\nmodels:\n  m: {{provider: fake, model: task-test, max_tokens: 64}}\n"
+                  "default_model: m\n",
+                  server.url()));
+}
+
+// The capability gate says no model is needed (a trivial request a registry
+// tool covers): `task run` runs the tool the ROUTE stage chose as EXECUTE, its
+// VERIFY checklist as the tool's postconditions, and a summary without a model
+// — no models file needed, and a configured model is never called, even when
+// named with --model.
+TEST(CliTask, ToolDirectRunsTheRegistryToolAndNoModel) {
+  TempDir d;
+  write_example_registry(d);
+  write_file(d / "README.md", "one\ntwo\nthree\n");
+  auto r = run_orch({"task", "run", "quick: count the lines of the readme", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["strategy"], "tool-direct");
+  EXPECT_EQ(t["llm"], "none");
+  EXPECT_EQ(t["state"], "DONE");
+  std::vector<std::string> states;
+  for (const auto& tr : t["transitions"]) states.push_back(tr["state"]);
+  EXPECT_EQ(states,
+            (std::vector<std::string>{"CLASSIFY", "ROUTE", "EXECUTE", "VERIFY", "SUMMARIZE", "DONE"}));
+  EXPECT_HAS(t["transitions"][2]["note"].get<std::string>(), "tool filestats count");
+  const std::string summary = t["summary"].get<std::string>();
+  EXPECT_HAS(summary, R"(filestats count with {"files":["README.md"]})");
+  EXPECT_HAS(summary, R"("lines":3)");
+  ASSERT_EQ(t["verifications"].size(), 1u);
+  EXPECT_NE(t["verifications"][0]["verdict"], "FAIL") << t["verifications"].dump(2);
+  EXPECT_EQ(t["verifications"][0]["items"][0]["status"], "passed") << t["verifications"].dump(2);
+  EXPECT_EQ(t["budget"]["spent_tokens"], 0);
+  expect_valid_trace(t);
+  auto logs = run_orch({"logs", t["run_id"], "execute"}, d.path());
+  EXPECT_HAS(logs.out, R"("lines":3)");
+
+  // With a model configured, and named: still the tool, and the model is never
+  // called. (A fresh workspace: here the first trace would make the gate cache-first.)
+  TempDir d2;
+  write_example_registry(d2);
+  write_file(d2 / "README.md", "one\ntwo\nthree\n");
+  orch::testing::FakeLlmServer server("sk-task-run-123456");
+  ASSERT_TRUE(server.started());
+  write_fake_models(d2, server);
+  auto named = run_orch({"task", "run", "quick: count the lines of README.md", "--model", "m", "--json"},
+                        d2.path(), {{"ORCH_TEST_TASK_KEY", server.api_key()}});
+  ASSERT_EQ(named.exit_code, 0) << named.out << named.err;
+  const json n = parse_json(named.out);
+  EXPECT_EQ(n["state"], "DONE");
+  EXPECT_HAS(n["summary"].get<std::string>(), R"("lines":3)");
+  EXPECT_HAS(named.err, "--model m was not used");
+  EXPECT_EQ(server.requests().size(), 0u) << server.requests().dump(2);
+}
+
+// Without a model orch gives a tool only the files the request names: a
+// tool-direct request that names none cannot run, and the trace is escalated
+// with the reason (exit 3), no model asked.
+TEST(CliTask, ToolDirectEscalatesWhenTheRequestGivesTheToolNoInput) {
+  TempDir d;
+  write_example_registry(d);
+  auto r = run_orch({"task", "run", "quick: count the lines of the notes", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["strategy"], "tool-direct");
+  EXPECT_EQ(t["state"], "ESCALATED");
+  EXPECT_HAS(t["summary"].get<std::string>(), "names no file of the workspace for the input 'files'");
+}
+
+// A request the gate does not send tool-direct still runs through the model,
+// registry or not — and still needs one configured.
+TEST(CliTask, ARequestThatIsNotToolDirectStillUsesTheModel) {
+  TempDir d;
+  write_example_registry(d);
+  write_file(d / "README.md", "one\n");
+  auto unconfigured = run_orch({"task", "run", "fix the crash in the date parser"}, d.path());
+  EXPECT_EQ(unconfigured.exit_code, 2) << unconfigured.out << unconfigured.err;
+  EXPECT_HAS(unconfigured.err, "no models are configured");
+
+  orch::testing::FakeLlmServer server("sk-task-run-123456");
+  ASSERT_TRUE(server.started());
+  write_fake_models(d, server);
+  auto r = run_orch({"task", "run", "fix the crash in the date parser", "--json"}, d.path(),
+                    {{"ORCH_TEST_TASK_KEY", server.api_key()}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["strategy"], "recall-execute-verify");
+  EXPECT_EQ(t["state"], "DONE");
+  EXPECT_EQ(server.requests().size(), 2u) << "execute and summarize";
+}
+
 // The trace's token budget is the run's: the engine charges every worker call
 // to it and starts no call once it is spent (exit 4, the trace ESCALATED).
 TEST(CliTask, RunEnforcesTheTraceBudgetOnEveryWorkerCall) {
