@@ -86,9 +86,19 @@ Expected<VerifierRun> run_verifier(Store& store, const Trace& trace, const Verif
   for (const auto& [n, why] : options.refute)
     if (n > count)
       return fail(ErrorCode::InvalidInput, fmt::format("--refute {}: the checklist has {} items", n, count));
-  for (const auto& [n, note] : options.attest)
+  for (const auto& [n, note] : options.attest) {
     if (n > count)
       return fail(ErrorCode::InvalidInput, fmt::format("--attest {}: the checklist has {} items", n, count));
+    if (options.refute.contains(n))
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("--attest {0} and --refute {0} contradict each other: give one", n));
+    const json& item = trace.verify[static_cast<std::size_t>(n - 1)];
+    if (is_command_item(item))
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("--attest {}: item {} is a command (`{}`): it passes by its exit code, not by "
+                              "attestation (--refute {}=why overrules it)",
+                              n, n, item["command"].get<std::string>(), n));
+  }
 
   // The command items, as one plan: v1, v2, ... in checklist order.
   json steps = json::array();

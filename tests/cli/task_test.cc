@@ -128,6 +128,14 @@ TEST(CliTask, AFailingVerifyAllowsTwoRetriesThenOnlyEscalation) {
   const std::string id = plan_trace(d, "fix the crash in the date parser")["id"];
   ASSERT_EQ(run_orch({"task", "log", id, "--state", "EXECUTE", "--note", "first try"}, d.path()).exit_code,
             0);
+  // Evidence that contradicts itself, or attests a command, is refused before anything is recorded.
+  auto command = run_orch({"task", "log", id, "--state", "VERIFY", "--attest", "1=trust me"}, d.path());
+  EXPECT_EQ(command.exit_code, 2) << command.out << command.err;
+  EXPECT_HAS(command.err, "--attest 1: item 1 is a command (`test -f fixed.txt`)");
+  auto both =
+      run_orch({"task", "log", id, "--state", "VERIFY", "--attest", "2=yes", "--refute", "2=no"}, d.path());
+  EXPECT_EQ(both.exit_code, 2) << both.out << both.err;
+  EXPECT_HAS(both.err, "--attest 2 and --refute 2 contradict each other");
   for (int round = 0; round < 3; ++round) {
     auto verify = run_orch(
         {"task", "log", id, "--state", "VERIFY", "--attest", "2=off by one in the day count"}, d.path());
