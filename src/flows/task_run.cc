@@ -21,6 +21,9 @@ namespace {
 constexpr const char* kExecuteStep = "execute";
 constexpr const char* kReviewStep = "review";
 constexpr const char* kSummarizeStep = "summarize";
+// A failed review or summary call is tried once more: the work has passed
+// VERIFY, and one flaky call should not escalate it.
+constexpr int kStageAttempts = 2;
 
 std::string run_name(const std::string& trace_id) {
   return "task " + trace_id;
@@ -121,6 +124,7 @@ ojson build_plan(const Trace& trace, const std::string& executor) {
          {"goal", "review the work done for: " + trace.request},
          {"deps", {kExecuteStep}},
          {"executor", executor},
+         {"attempts", kStageAttempts},
          {"inputs", stage_inputs(executor,
                                  "Review the work below for correctness and completeness. "
                                  "List any defect; say LGTM if there is none.",
@@ -136,6 +140,7 @@ ojson build_plan(const Trace& trace, const std::string& executor) {
        {"goal", "summarise what was done for: " + trace.request},
        {"deps", {last}},
        {"executor", executor},
+       {"attempts", kStageAttempts},
        {"inputs", stage_inputs(executor, "Summarise in two or three sentences what was done and why.",
                                summary_inputs, false)},
        {"post", {"result_nonempty"}}});

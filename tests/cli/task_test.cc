@@ -552,6 +552,28 @@ TEST(CliTask, ARequestThatIsNotToolDirectStillUsesTheModel) {
   EXPECT_EQ(server.requests().size(), 2u) << "execute and summarize";
 }
 
+// A summary call that fails once is tried again: work that passed VERIFY is not
+// escalated for one flaky call.
+TEST(CliTask, AFailedSummaryIsTriedOnceMore) {
+  TempDir d;
+  write_file(d / "agent.sh",
+             "#!/bin/sh\n"
+             "case \"$1\" in *Summarise*) if [ ! -f once ]; then touch once; exit 1; fi ;; esac\n"
+             "echo \"did: $(printf '%s' \"$1\" | head -n 1)\"\n");
+  fs::permissions(d / "agent.sh", fs::perms::owner_all);
+  write_file(
+      d / ".orch" / "workers.yaml",
+      "workers:\n  scripted:\n    argv: [./agent.sh, '{prompt}']\n    output: text\n    timeout: 30s\n");
+  write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
+  auto r = run_orch({"task", "run", "fix the crash in the date parser", "--worker", "scripted", "--json"},
+                    d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["state"], "DONE");
+  EXPECT_TRUE(fs::exists(d / "once")) << "the first summary call did not fail";
+  EXPECT_HAS(t["summary"].get<std::string>(), "did:");
+}
+
 // The trace's token budget is the run's: the engine charges every worker call
 // to it and starts no call once it is spent (exit 4, the trace ESCALATED).
 TEST(CliTask, RunEnforcesTheTraceBudgetOnEveryWorkerCall) {
