@@ -148,13 +148,6 @@ std::string diagnostic_text(const Diagnostic& d, const std::map<std::string, int
   return d.message;
 }
 
-// Backs off to a UTF-8 character boundary at or before `n`.
-std::string utf8_prefix(const std::string& s, std::size_t n) {
-  if (s.size() <= n) return s;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-  return s.substr(0, n);
-}
-
 // A result as the report shows it: parsed when it is JSON, else the text.
 ojson result_value(const std::string& result) {
   ojson parsed = ojson::parse(result, nullptr, false);

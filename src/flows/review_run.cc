@@ -78,14 +78,6 @@ ojson role_inputs(const std::string& executor, const std::string& prompt,
   return stage_inputs(executor, escape_placeholders(prompt), extra, with_previous_failure);
 }
 
-// At most `max` bytes of `text`, cut on a UTF-8 character boundary.
-std::string utf8_prefix(const std::string& text, std::size_t max) {
-  if (text.size() <= max) return text;
-  std::size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return text.substr(0, end);
-}
-
 // The artifacts as inputs: their paths (a worker reads them in the workspace);
 // for a model, their text as well.
 std::vector<std::pair<std::string, std::string>> artifact_inputs(const ReviewEnv& env, const ReviewConfig& c,

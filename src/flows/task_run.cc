@@ -10,6 +10,7 @@
 #include "flows/tool_direct.h"
 #include "route/classify.h"
 #include "util/json_text.h"
+#include "util/strings.h"
 
 namespace orch::flows {
 
@@ -263,6 +264,14 @@ Expected<TaskRunOutcome> finish(TaskEnv& env, const std::string& id, const RunOu
       auto steps = ORCH_TRY(env.store->steps(outcome.run_id));
       for (const auto& s : steps)
         if (s.step_id == kSummarizeStep) summary = s.result;
+      // Passed after a failed VERIFY: what the attempt that passed says it did is
+      // what fixed it (the lesson's "What fixed it").
+      if (synced.retries > 0)
+        for (const auto& s : steps)
+          if (s.step_id == kExecuteStep && !s.result.empty())
+            synced = ORCH_TRY(update_task(env, id, [&](Trace& t) {
+              t.fix = fmt::format("attempt {}: {}", s.last_attempt, utf8_prefix(s.result, 1000));
+            }));
       synced = ORCH_TRY(close_task(env, id, "pass", summary));
       out.exit_code = kExitSucceeded;
       break;

@@ -232,7 +232,7 @@ json to_json(const Trace& trace) {
   }
   json verify = json::array();
   for (const auto& item : trace.verify) verify.push_back(item);
-  return json{
+  json doc{
       {"id", trace.id},
       {"request", trace.request},
       {"project", trace.project},
@@ -260,6 +260,8 @@ json to_json(const Trace& trace) {
       {"created_at", iso8601_utc(trace.created_at_ms)},
       {"updated_at", iso8601_utc(trace.updated_at_ms)},
   };
+  if (!trace.fix.empty()) doc["fix"] = trace.fix;
+  return doc;
 }
 
 Expected<Trace> trace_from_json(const json& doc) {
@@ -293,6 +295,7 @@ Expected<Trace> trace_from_json(const json& doc) {
   t.retries = optional_field<int>(doc, "retries", 0);
   if (auto it = doc.find("result"); it != doc.end() && it->is_string()) t.result = it->get<std::string>();
   t.summary = optional_field<std::string>(doc, "summary", "");
+  t.fix = optional_field<std::string>(doc, "fix", "");
   if (auto it = doc.find("verifications"); it != doc.end() && it->is_array()) {
     for (const auto& v : *it) {
       VerifyRecord r;

@@ -97,6 +97,9 @@ struct Trace {
   int retries = 0;
   std::optional<std::string> result;  // "pass" | "fail" | "abandoned"; null while open
   std::string summary;
+  // What fixed it, for a trace that passed after a failed VERIFY: `task run` sets
+  // the passing attempt's own account (the lesson's "What fixed it"); "" when none.
+  std::string fix;
   nlohmann::json engine_results = nlohmann::json::object();    // engine -> {status, ...}
   nlohmann::json learning_results = nlohmann::json::object();  // step -> {status, ...}
   nlohmann::json budget = nlohmann::json::object();            // {tokens, spent_tokens, ...}

@@ -106,6 +106,13 @@ std::string terminal_lines(std::string_view s) {
   return out;
 }
 
+std::string utf8_prefix(const std::string& s, std::size_t max) {
+  if (s.size() <= max) return s;
+  std::size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end);
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) {

@@ -48,6 +48,9 @@ std::string shell_quote(std::string_view s);
 
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 
+// At most `max` bytes of `s`, cut back to a UTF-8 character boundary.
+std::string utf8_prefix(const std::string& s, std::size_t max);
+
 // `s` with each NUL byte written as the two characters \0: for text that goes
 // into a process's arguments or environment, which end at a NUL.
 std::string nul_escaped(std::string s);

@@ -342,6 +342,11 @@ TEST(CliTask, RunDrivesEveryStageAndRetriesExecuteWithTheVerifyFailure) {
   EXPECT_EQ(t["verifications"][0]["verdict"], "FAIL");
   EXPECT_EQ(t["verifications"][1]["verdict"], "PASS");
   EXPECT_HAS(t["summary"].get<std::string>(), "did:");
+  // What fixed it: the passing attempt's own account, in the trace and its lesson.
+  EXPECT_HAS(t["fix"].get<std::string>(), "attempt 2: did: ");
+  const std::string lesson =
+      read_file(d / ".orch" / "memory" / "lessons" / (t["id"].get<std::string>() + ".md"));
+  EXPECT_HAS(lesson, "## What fixed it\n\nattempt 2: did: ");
   EXPECT_FALSE(t["run_id"].get<std::string>().empty());
   expect_valid_trace(t);
   auto status = run_orch({"status", t["run_id"], "--json"}, d.path());
