@@ -226,7 +226,9 @@ Command add_task(CLI::App& app) {
   subs[plan] = [args] { return run_plan(*args); };
 
   CLI::App* log = task->add_subcommand("log", "Enter the next state of a trace; VERIFY runs the verifier.");
-  log->add_option("TRACE", args->trace, "trace id, unique id prefix, or the trace's JSON file")->required();
+  log->add_option("TRACE", args->trace, "trace id, unique id prefix, or the trace's JSON file")
+      ->required()
+      ->check(not_empty("a trace id (`orch task list` lists them)"));
   log->add_option("--state", args->state, "the state to enter")->required();
   log->add_option("--note", args->note, "what happened");
   // One item per flag (repeatable), so `--attest 1 TRACE` leaves the TRACE alone.
@@ -242,7 +244,9 @@ Command add_task(CLI::App& app) {
 
   CLI::App* close =
       task->add_subcommand("close", "Close a trace: pass (after SUMMARIZE) or fail (escalates); then learn.");
-  close->add_option("TRACE", args->trace, "trace id, unique id prefix, or the trace's JSON file")->required();
+  close->add_option("TRACE", args->trace, "trace id, unique id prefix, or the trace's JSON file")
+      ->required()
+      ->check(not_empty("a trace id (`orch task list` lists them)"));
   close->add_option("--result", args->result, "pass or fail")
       ->required()
       ->check(CLI::IsMember({"pass", "fail"}));
@@ -251,7 +255,9 @@ Command add_task(CLI::App& app) {
   subs[close] = [args] { return run_close(*args); };
 
   CLI::App* show = task->add_subcommand("show", "Show a trace.");
-  show->add_option("TRACE", args->trace, "trace id, unique id prefix, or the trace's JSON file")->required();
+  show->add_option("TRACE", args->trace, "trace id, unique id prefix, or the trace's JSON file")
+      ->required()
+      ->check(not_empty("a trace id (`orch task list` lists them)"));
   add_task_flags(*show, args->flags, false);
   subs[show] = [args] { return run_show(*args); };
 

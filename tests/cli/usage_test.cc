@@ -178,6 +178,10 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
       {{"task", "gc", "--older-than", ""},
        "orch: --older-than: is empty: give a duration such as 30m or 24h\nRun `orch task gc --help` for "
        "usage.\n"},
+      {{"task", "show", ""},
+       "orch: TRACE: is empty: give a trace id (`orch task list` lists them)\nRun `orch task show --help` "
+       "for "
+       "usage.\n"},
       {{"route", "fix it", "--registry", ""},
        "orch: --registry: is empty: give the tool registry file\nRun `orch route --help` for usage.\n"},
       {{"plan", "fix it", "--model", ""},
