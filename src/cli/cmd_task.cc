@@ -181,17 +181,21 @@ int run_list(const TaskArgs& a) {
 }
 
 int run_gc(const TaskArgs& a) {
-  auto open = open_task(a.flags, false, true);
-  if (!open) return report_error(open.error());
-  auto older = open->env.settings.abandon_after;
+  // Checked before the ledger is opened: a bad value records nothing.
+  std::optional<Millis> given;
   if (!a.older_than.empty()) {
     auto d = parse_duration(a.older_than);
-    if (!d || d->count() <= 0)
-      return report_error(
-          Error{ErrorCode::InvalidInput,
-                fmt::format("--older-than '{}': expected a duration such as 30m or 24h", a.older_than)});
-    older = *d;
+    if (!d) return report_error(Error{ErrorCode::InvalidInput, "--older-than: " + d.error().message});
+    if (d->count() <= 0)
+      return report_error(Error{ErrorCode::InvalidInput,
+                                fmt::format("--older-than '{}': must be more than 0 (e.g. 30m or 24h): every "
+                                            "open trace would be abandoned",
+                                            a.older_than)});
+    given = *d;
   }
+  auto open = open_task(a.flags, false, true);
+  if (!open) return report_error(open.error());
+  const auto older = given ? *given : open->env.settings.abandon_after;
   auto abandoned = flows::gc_tasks(open->env, older);
   if (!abandoned) return report_error(abandoned.error());
   if (a.flags.json) {

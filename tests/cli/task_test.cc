@@ -260,6 +260,18 @@ TEST(CliTask, GcAbandonsStaleTracesAndHarvestsThem) {
   EXPECT_HAS(log.err, "is closed (ABANDONED)");
   auto bad = run_orch({"task", "gc", "--older-than", "soon"}, d.path());
   EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_HAS(bad.err, "--older-than: bad duration 'soon'");
+  auto day = run_orch({"task", "gc", "--older-than", "1d"}, d.path());
+  EXPECT_EQ(day.exit_code, 2);
+  EXPECT_HAS(day.err, "unknown unit 'd'");
+  auto zero = run_orch({"task", "gc", "--older-than", "0s"}, d.path());
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_HAS(zero.err, "--older-than '0s': must be more than 0");
+  {
+    TempDir empty;
+    EXPECT_EQ(run_orch({"task", "gc", "--older-than", "soon"}, empty.path()).exit_code, 2);
+    EXPECT_FALSE(fs::exists(empty / ".orch")) << "a bad --older-than made a ledger";
+  }
 }
 
 // `task plan` runs the same gc first, with abandon_after from .orch/task.yaml;
