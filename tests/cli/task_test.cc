@@ -636,6 +636,21 @@ pid_t start_slow_task(const TempDir& d) {
   return pid;
 }
 
+// The id of the one open trace once it has entered EXECUTE ("" if it has not
+// within 10 s): the trace follows the run within a turn of the engine (100 ms).
+std::string wait_for_execute(const TempDir& d) {
+  std::string id;
+  orch::testing::wait_for(
+      [&] {
+        const json open = parse_json(run_orch({"task", "list", "--open", "--json"}, d.path()).out);
+        if (open.size() != 1 || open[0]["state"] != "EXECUTE") return false;
+        id = open[0]["id"];
+        return true;
+      },
+      10000);
+  return id;
+}
+
 // kill -9 in the middle of EXECUTE, then `task run --resume`: the engine
 // resumes the run (the interrupted attempt is re-run) and the trace catches up,
 // ending as a run that was never interrupted would.
@@ -643,16 +658,8 @@ TEST(CliTask, RunKilledMidExecuteIsResumedAndTheTraceCatchesUp) {
   TempDir d;
   const pid_t pid = start_slow_task(d);
   ASSERT_GT(pid, 0) << read_file(d / "out.txt");
-  // The trace follows the run within a turn of the engine (100 ms).
-  std::string id;
-  ASSERT_TRUE(orch::testing::wait_for(
-      [&] {
-        const json open = parse_json(run_orch({"task", "list", "--open", "--json"}, d.path()).out);
-        if (open.size() != 1 || open[0]["state"] != "EXECUTE") return false;
-        id = open[0]["id"];
-        return true;
-      },
-      10000));
+  const std::string id = wait_for_execute(d);
+  ASSERT_FALSE(id.empty()) << read_file(d / "out.txt");
   kill(pid, SIGKILL);
   orch::testing::wait_exit(pid);
 
@@ -676,15 +683,8 @@ TEST(CliTask, GcLeavesATraceWhoseRunIsLiveAlone) {
   TempDir d;
   const pid_t pid = start_slow_task(d);
   ASSERT_GT(pid, 0) << read_file(d / "out.txt");
-  std::string id;
-  ASSERT_TRUE(orch::testing::wait_for(
-      [&] {
-        const json open = parse_json(run_orch({"task", "list", "--open", "--json"}, d.path()).out);
-        if (open.size() != 1 || open[0]["state"] != "EXECUTE") return false;
-        id = open[0]["id"];
-        return true;
-      },
-      10000));
+  const std::string id = wait_for_execute(d);
+  ASSERT_FALSE(id.empty()) << read_file(d / "out.txt");
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto live = run_orch({"task", "gc", "--older-than", "10ms", "--json"}, d.path());
   EXPECT_EQ(live.exit_code, 0) << live.err;
