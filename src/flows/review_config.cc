@@ -240,6 +240,10 @@ Expected<ReviewConfig> parse_review_config(const std::string& text, const std::s
       r.problem(
           c.line_of("dry_rounds"), "dry_rounds",
           fmt::format("{} dry rounds can never happen within max_rounds {}", c.dry_rounds, c.max_rounds));
+    // Said plainly here, not as the schema's mismatch under /fixer.
+    if (c.fixer && !c.fixer->executor.starts_with("worker:"))
+      r.problem(c.fixer->line, "fixer",
+                "a model cannot edit files: the fixer must be a worker ('fixer: {worker: NAME}'), or off");
     // The schema is the contract of the file: what the reader let through must
     // satisfy it too.
     if (r.ok()) {

@@ -539,6 +539,13 @@ TEST(CliReview, ABadRunYamlIsRefusedWithLinesAndFields) {
   EXPECT_NE(r.err.find("RUN.yaml:4:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("did you mean 'max_rounds'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("RUN.yaml:5: dry_rounds"), std::string::npos) << r.err;
+
+  // A model as the fixer gets its one plain message, not the schema's mismatch.
+  write_file(p.d / "RUN.yaml", run_yaml("verify: \"true\"\nfixer: {model: m}\n"));
+  auto model_fixer = run_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path());
+  EXPECT_EQ(model_fixer.exit_code, 2) << model_fixer.err;
+  EXPECT_NE(model_fixer.err.find("fixer: a model cannot edit files"), std::string::npos) << model_fixer.err;
+  EXPECT_EQ(model_fixer.err.find("schemas/review-config.schema.json"), std::string::npos) << model_fixer.err;
 }
 
 // Without --yes and with no terminal to ask on, the review is not launched.
