@@ -324,20 +324,23 @@ TEST(CliTask, ASecondSimilarRequestRecallsTheFirstOnesLesson) {
   EXPECT_HAS(similar.out, first);
 }
 
+// Worker `scripted`: ./agent.sh runs `case_line` (a shell line that may act on
+// its prompt, $1), then answers "did: " and the prompt's first line.
+void write_scripted_worker(const TempDir& d, const std::string& case_line) {
+  write_file(d / "agent.sh", "#!/bin/sh\n" + case_line + "echo \"did: $(printf '%s' \"$1\" | head -n 1)\"\n");
+  fs::permissions(d / "agent.sh", fs::perms::owner_all);
+  write_file(
+      d / ".orch" / "workers.yaml",
+      "workers:\n  scripted:\n    argv: [./agent.sh, '{prompt}']\n    output: text\n    timeout: 30s\n");
+}
+
 // `orch task run`: every stage through the core engine with a scripted worker.
 // The worker fixes the file only when its prompt says why the previous attempt
 // failed, so VERIFY fails once, EXECUTE is retried with the reason, and the
 // trace closes DONE.
 TEST(CliTask, RunDrivesEveryStageAndRetriesExecuteWithTheVerifyFailure) {
   TempDir d;
-  write_file(d / "agent.sh",
-             "#!/bin/sh\n"
-             "case \"$1\" in *'previous attempt failed'*) echo fixed > fixed.txt ;; esac\n"
-             "echo \"did: $(printf '%s' \"$1\" | head -n 1)\"\n");
-  fs::permissions(d / "agent.sh", fs::perms::owner_all);
-  write_file(
-      d / ".orch" / "workers.yaml",
-      "workers:\n  scripted:\n    argv: [./agent.sh, '{prompt}']\n    output: text\n    timeout: 30s\n");
+  write_scripted_worker(d, "case \"$1\" in *'previous attempt failed'*) echo fixed > fixed.txt ;; esac\n");
   write_checklists(d, "    - {check: \"the fix is in place\", command: \"test -f fixed.txt\"}\n");
   auto r = run_orch({"task", "run", "fix the crash in the date parser", "--worker", "scripted", "--json"},
                     d.path());
@@ -573,14 +576,8 @@ TEST(CliTask, ARequestThatIsNotToolDirectStillUsesTheModel) {
 // escalated for one flaky call.
 TEST(CliTask, AFailedSummaryIsTriedOnceMore) {
   TempDir d;
-  write_file(d / "agent.sh",
-             "#!/bin/sh\n"
-             "case \"$1\" in *Summarise*) if [ ! -f once ]; then touch once; exit 1; fi ;; esac\n"
-             "echo \"did: $(printf '%s' \"$1\" | head -n 1)\"\n");
-  fs::permissions(d / "agent.sh", fs::perms::owner_all);
-  write_file(
-      d / ".orch" / "workers.yaml",
-      "workers:\n  scripted:\n    argv: [./agent.sh, '{prompt}']\n    output: text\n    timeout: 30s\n");
+  write_scripted_worker(
+      d, "case \"$1\" in *Summarise*) if [ ! -f once ]; then touch once; exit 1; fi ;; esac\n");
   write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
   auto r = run_orch({"task", "run", "fix the crash in the date parser", "--worker", "scripted", "--json"},
                     d.path());
