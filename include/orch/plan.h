@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,9 @@ struct Step {
   int index = 0;                      // position in Plan::steps (the #E<idx> number)
   SourceLoc loc;                      // where the step starts
   std::map<std::string, SourceLoc> field_locs;  // where each field of the step was written
+  // Fields the loader could not read (an error was reported for each): validation
+  // does not report them again as missing or empty.
+  std::set<std::string> unread;
 };
 
 struct PlanDefaults {

@@ -2,8 +2,9 @@
 //                       [--executor NAME] [--registry FILE] [--store PATH] [--workspace DIR] [--json]
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -76,10 +77,17 @@ Command add_plan(CLI::App& app) {
     run_has_ended();  // the plan is printed whatever comes
     if (!planned) return report_error(planned.error());
     if (!args->out.empty()) {
-      std::ofstream file(args->out, std::ios::binary | std::ios::trunc);
-      file << planned->text;
-      file.close();
-      if (!file) return report_error(Error{ErrorCode::Io, fmt::format("{}: cannot write the plan", args->out)});
+      // Written in place (not renamed over): --out may be a terminal, a pipe or /dev/stdout.
+      std::FILE* file = std::fopen(args->out.c_str(), "wb");
+      int err = file == nullptr ? errno : 0;
+      if (file != nullptr) {
+        if (std::fwrite(planned->text.data(), 1, planned->text.size(), file) != planned->text.size())
+          err = errno;
+        if (std::fclose(file) != 0 && err == 0) err = errno;
+      }
+      if (err != 0)
+        return report_error(Error{
+            ErrorCode::Io, fmt::format("{}: cannot write the plan: {}", args->out, std::strerror(err))});
     }
     if (args->json) {
       std::printf("%s\n", json_text(planned_json(*planned), 2).c_str());

@@ -273,9 +273,13 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // The stored plan was valid when the run started; an orch that checks more may
   // refuse it now. Say what to do then: resume with a corrected copy.
   auto invalid = [&](const Diagnostics& problems) {
+    // Said as `orch run` says it: what is wrong first (after orch's "orch: "),
+    // then each problem on a line of its own, FILE:LINE first.
     std::string listed = diagnostics_text(problems);
-    if (problems.size() > 1) listed += fmt::format("\n{}: {} problems", name, problems.size());
-    if (!replan_path)
+    if (replan_path)
+      listed = fmt::format("{} is not valid ({} problem{}); nothing was resumed:\n{}", name, problems.size(),
+                           problems.size() == 1 ? "" : "s", listed);
+    else
       listed = fmt::format(
           "the plan stored with run {} does not validate any more:\n{}\nresume it with a corrected "
           "copy: orch resume {} --replan PLAN",

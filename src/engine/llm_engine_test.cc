@@ -150,13 +150,16 @@ steps:
   - {id: negative, executor: llm, attempts: 1, inputs: {prompt: "[[reply: hi]] [[usage: -50 -3]]"}}
   - {id: text, executor: "llm:claude", attempts: 1, inputs: {prompt: '[[reply: hi]] [[usage: 7 "5"]]'}}
   - {id: fraction, executor: llm, attempts: 1, inputs: {prompt: "[[reply: hi]] [[usage: 7 2.5]]"}}
+  - {id: huge, executor: llm, attempts: 1, inputs: {prompt: "[[reply: hi]] [[usage: 99999999999999999999 3]]"}}
   - {id: fine, executor: llm, attempts: 1, inputs: {prompt: "[[reply: hi]] [[usage: 10 5]]"}}
 )");
   EXPECT_EQ(out.status, RunStatus::Failed);
   for (auto [id, why] :
        {std::pair{"negative", "usage.prompt_tokens = -50, not a non-negative integer"},
         std::pair{"text", "usage.output_tokens = \"5\", not a non-negative integer"},
-        std::pair{"fraction", "usage.completion_tokens = 2.5, not a non-negative integer"}}) {
+        std::pair{"fraction", "usage.completion_tokens = 2.5, not a non-negative integer"},
+        // Past 2^64 JSON readers give a floating-point number: too large, not "not an integer".
+        std::pair{"huge", "usage.prompt_tokens = 1e+20, too large to be a token count"}}) {
     StepRecord s = step(out.run_id, id);
     EXPECT_EQ(s.status, StepStatus::Failed) << id;
     EXPECT_NE(s.reason.find(why), std::string::npos) << s.reason;

@@ -47,10 +47,13 @@ int priority(StopKind k) {
   switch (k) {
     case StopKind::None:
       return 0;
+    // Whichever of these two came first is what the run ends as: a wall budget
+    // that runs out while an aborted run waits for its running steps does not
+    // hide the step that failed, nor does a step failing after the budget ran out
+    // turn a budget stop into a failure.
     case StopKind::Abort:
-      return 1;
     case StopKind::Budget:
-      return 2;
+      return 1;
     case StopKind::Cancel:
       return 3;
     case StopKind::Interrupt:
@@ -1252,7 +1255,13 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
     bool remaining = false;
     for (const auto& other : steps_)
       if (other.in_plan && &other != &s && other.rec.status == StepStatus::Pending) remaining = true;
-    if (remaining) request_stop(StopKind::Budget, "budget exhausted: " + *why);
+    if (remaining) {
+      // Already stopping for the budget: the reason says what is spent now, not
+      // what the first attempt over it had left spent.
+      if (stop_ == StopKind::Budget && stop_reason_.starts_with("budget exhausted: "))
+        stop_reason_ = "budget exhausted: " + *why;
+      request_stop(StopKind::Budget, "budget exhausted: " + *why);
+    }
   }
   // Interrupted with its writes not put back: a resume must not run it again on
   // the leftovers either (a failed step is run again only when asked to).

@@ -9,6 +9,7 @@
 
 #include "exec/curl_api.h"
 #include "exec/output_sink.h"
+#include "exec/usage_figures.h"
 #include "orch/validate.h"
 #include "util/json_schema.h"
 #include "util/json_text.h"
@@ -45,13 +46,9 @@ std::string provider_message(const std::string& body) {
 // the run's spend).
 std::string bad_usage_figure(const json& usage, const char* key) {
   const json& v = usage.at(key);
-  bool fits = false;
-  if (v.is_number_unsigned())
-    fits = v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-  else if (v.is_number_integer())
-    fits = v.get<std::int64_t>() >= 0;
-  return fits ? ""
-              : fmt::format("usage.{} = {}, not a non-negative integer", key, quote_for_message(v.dump()));
+  auto count = token_count(v);
+  return count ? ""
+               : fmt::format("usage.{} = {}, {}", key, quote_for_message(v.dump()), count.error().message);
 }
 
 }  // namespace
@@ -402,8 +399,8 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
       if (has_usage) bad_usage = bad_usage_figure(*usage, in_key);
       if (has_usage && bad_usage.empty()) bad_usage = bad_usage_figure(*usage, out_key);
       if (has_usage && bad_usage.empty()) {
-        o.tokens_in = (*usage)[in_key].get<std::int64_t>();
-        o.tokens_out = (*usage)[out_key].get<std::int64_t>();
+        o.tokens_in = *token_count((*usage)[in_key]);
+        o.tokens_out = *token_count((*usage)[out_key]);
         o.cost_usd = (static_cast<double>(o.tokens_in) * call->model->price_in +
                       static_cast<double>(o.tokens_out) * call->model->price_out) /
                      1e6;

@@ -13,6 +13,7 @@
 
 #include "exec/output_sink.h"
 #include "exec/subprocess.h"
+#include "exec/usage_figures.h"
 #include "orch/workspace.h"
 
 namespace orch {
@@ -344,12 +345,9 @@ Expected<std::optional<UsageReport>> read_usage_file(const fs::path& path) {
        {std::pair{"tokens_in", &usage.tokens_in}, std::pair{"tokens_out", &usage.tokens_out}}) {
     auto it = doc.find(key);
     if (it == doc.end()) continue;
-    bool ok = it->is_number_unsigned() || (it->is_number_integer() && it->get<std::int64_t>() >= 0);
-    if (!ok ||
-        (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))) {
-      return bad(fmt::format("\"{}\" must be a non-negative integer, not {}", key, it->dump()));
-    }
-    *field = it->get<std::int64_t>();
+    auto count = token_count(*it);
+    if (!count) return bad(fmt::format("\"{}\" = {}: {}", key, it->dump(), count.error().message));
+    *field = *count;
   }
   if (auto it = doc.find("cost_usd"); it != doc.end()) {
     if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {

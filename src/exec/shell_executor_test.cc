@@ -336,6 +336,15 @@ TEST(ReadUsageFile, AcceptsAndRejects) {
   EXPECT_EQ((*ok)->tokens_in, 5);
   EXPECT_EQ((*ok)->tokens_out, 0);
   ASSERT_TRUE(check(R"({"cost_usd": 1})").has_value());
+  // A whole number however JSON writes it, as result_json and JSON Schema count one.
+  auto whole = check(R"({"tokens_in": 5.0, "tokens_out": 2e1})");
+  ASSERT_TRUE(whole && *whole) << (whole ? "" : whole.error().message);
+  EXPECT_EQ((*whole)->tokens_in, 5);
+  EXPECT_EQ((*whole)->tokens_out, 20);
+  auto huge = check(R"({"tokens_in": 99999999999999999999})");
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_NE(huge.error().message.find("too large to be a token count"), std::string::npos)
+      << huge.error().message;
   for (std::string bad : {"", "{", "[1]", R"({"tokens_out": -1})", R"({"tokens_in": 1.5})",
                           R"({"cost_usd": "1"})", R"({"cost_usd": -0.5})"}) {
     auto result = check(bad);

@@ -11,6 +11,7 @@
 #include <map>
 #include <utility>
 
+#include "exec/usage_figures.h"
 #include "orch/validate.h"
 #include "util/strings.h"
 
@@ -251,10 +252,11 @@ class WorkerAttempt final : public RunningAttempt {
       if (path->empty()) continue;
       const nlohmann::json* v = last_with(*path);
       if (!v) continue;
-      if (!v->is_number_integer() || v->get<std::int64_t>() < 0)
-        return fail_with(fmt::format("worker '{}': usage '{}' is not a non-negative integer: {}",
-                                     worker_.name, *path, v->dump()));
-      *field = v->get<std::int64_t>();
+      auto count = token_count(*v);
+      if (!count)
+        return fail_with(fmt::format("worker '{}': usage '{}' = {}: {}", worker_.name, *path, v->dump(),
+                                     count.error().message));
+      *field = *count;
     }
     if (!worker_.cost_path.empty()) {
       if (const nlohmann::json* v = last_with(worker_.cost_path)) {

@@ -177,6 +177,8 @@ namespace detail {
 Expected<Millis> duration_or_reason(std::string_view text) {
   auto value = exact_duration(trim(text));
   if (value) return value;
+  if (number_too_large(trim(text)))
+    return fail(ErrorCode::InvalidInput, "too large (at most 87600h, ten years)");
   if (auto other = other_number_notation(trim(text), 1000.0, detail::kMaxDurationMs)) {
     if (!*other) return fail(ErrorCode::InvalidInput, "too large (at most 87600h, ten years)");
     return Millis(**other);
@@ -187,6 +189,7 @@ Expected<Millis> duration_or_reason(std::string_view text) {
 Expected<std::int64_t> size_or_reason(std::string_view text) {
   auto value = exact_size(trim(text));
   if (value) return value;
+  if (number_too_large(trim(text))) return fail(ErrorCode::InvalidInput, "too large");
   if (auto other = other_number_notation(trim(text), 1.0, INT64_MAX)) {
     if (!*other) return fail(ErrorCode::InvalidInput, "too large");
     return **other;

@@ -123,9 +123,10 @@ std::optional<std::int64_t> read_int(const ReadContext& ctx, const Field& f, con
     // an integer if its value is one.
     const nlohmann::json number = plain_yaml_scalar(std::string(text));
     if (number.is_number_integer() && !number.is_number_unsigned()) return number.get<std::int64_t>();
-    if (number.is_number_unsigned() || (number.is_number_float() && std::isfinite(number.get<double>()) &&
-                                        std::trunc(number.get<double>()) == number.get<double>() &&
-                                        std::fabs(number.get<double>()) >= 0x1p63)) {
+    if (number.is_number_unsigned() || number_too_large(text) ||
+        (number.is_number_float() && std::isfinite(number.get<double>()) &&
+         std::trunc(number.get<double>()) == number.get<double>() &&
+         std::fabs(number.get<double>()) >= 0x1p63)) {
       ctx.error(value_line(f), fmt::format("'{}' is out of range: {}", name, describe(f.value)));
       return std::nullopt;
     }
@@ -150,6 +151,10 @@ std::optional<int> read_small_int(const ReadContext& ctx, const Field& f, const 
 std::optional<double> read_number(const ReadContext& ctx, const Field& f, const std::string& name) {
   if (!expect_scalar(ctx, f, name, "a number")) return std::nullopt;
   nlohmann::json value = plain_yaml_scalar(std::string(trim(f.value.scalar)));
+  if (number_too_large(trim(f.value.scalar))) {
+    ctx.error(value_line(f), fmt::format("'{}' is out of range: {}", name, describe(f.value)));
+    return std::nullopt;
+  }
   if (!value.is_number() || !std::isfinite(value.get<double>())) {
     ctx.error(value_line(f), fmt::format("'{}' must be a number, got {}", name, describe(f.value)));
     return std::nullopt;

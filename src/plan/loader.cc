@@ -156,14 +156,24 @@ void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
   else if (k == "executor")
     step.executor = read_string(ctx, f, k).value_or(step.executor);
   else if (k == "run") {
-    if (f.value.is_scalar())
+    if (f.value.is_scalar()) {
       ctx.error(f.line,
                 "'run' must be a list of arguments, e.g. [make, test] (use 'sh' for a shell command line)");
-    else
-      step.run = read_list_with_locs(ctx, f, k, /*allow_single=*/false, step);
-  } else if (k == "sh")
+      step.unread.insert(k);
+    } else {
+      std::vector<int> lines;
+      if (auto items = detail::read_string_list(ctx, f, k, /*allow_single=*/false, &lines)) {
+        for (std::size_t i = 0; i < lines.size(); ++i)
+          if (lines[i] != f.line) step.field_locs[fmt::format("run.{}", i)] = ctx.loc(lines[i]);
+        step.run = std::move(*items);
+      } else {
+        step.unread.insert(k);
+      }
+    }
+  } else if (k == "sh") {
     step.sh = read_string(ctx, f, k);
-  else if (k == "inputs")
+    if (!step.sh) step.unread.insert(k);
+  } else if (k == "inputs")
     read_inputs(ctx, f, step);
   else if (k == "env")
     read_env(ctx, f, step);

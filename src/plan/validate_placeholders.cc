@@ -3,6 +3,9 @@
 // runs: an ancestor step (so its result is there), or an input of this step.
 #include <fmt/format.h>
 
+#include <cctype>
+#include <set>
+
 #include "orch/placeholder.h"
 #include "plan/validate_context.h"
 #include "util/strings.h"
@@ -112,9 +115,51 @@ class PlaceholderChecker {
   std::vector<std::string> ids_;
 };
 
+// An `sh` script that reads $ORCH_IN_<NAME> for a NAME the step does not declare
+// reads an empty variable: orch exports exactly the step's inputs, named as written
+// (`test_command` is $ORCH_IN_test_command, not $ORCH_IN_TEST_COMMAND).
+void check_input_variables(const ValidateContext& ctx, const Step& step) {
+  if (!step.sh) return;
+  const std::string& script = *step.sh;
+  constexpr std::string_view kPrefix = "ORCH_IN_";
+  std::set<std::string> reported;
+  for (std::size_t at = script.find(kPrefix); at != std::string::npos; at = script.find(kPrefix, at + 1)) {
+    // Only a reference: $ORCH_IN_X, or ${ORCH_IN_X} written $${ORCH_IN_X} in a
+    // template (a bare ${ORCH_IN_X} is an unknown placeholder, said as such).
+    const bool referenced =
+        (at >= 1 && script[at - 1] == '$') || (at >= 3 && script.compare(at - 3, 3, "$${") == 0);
+    if (!referenced) continue;
+    std::size_t end = at + kPrefix.size();
+    while (end < script.size() &&
+           (std::isalnum(static_cast<unsigned char>(script[end])) || script[end] == '_'))
+      ++end;
+    std::string name = script.substr(at + kPrefix.size(), end - at - kPrefix.size());
+    if (name.empty() || step.inputs.contains(name) || !reported.insert(name).second) continue;
+    std::vector<std::string> names;
+    std::string same_but_case;
+    for (auto it = step.inputs.begin(); it != step.inputs.end(); ++it) {
+      names.push_back(it.key());
+      if (ascii_lower(it.key()) == ascii_lower(name)) same_but_case = it.key();
+    }
+    std::string hint;
+    if (!same_but_case.empty())
+      hint = fmt::format(" (input names keep their case: input '{}' is $ORCH_IN_{})", same_but_case,
+                         same_but_case);
+    else if (std::string dym = did_you_mean(name, names); !dym.empty())
+      hint = dym;
+    else
+      hint = fmt::format("; declare it under 'inputs' or write ${{inputs.{}}}", name);
+    ctx.step_error(
+        step, "sh",
+        fmt::format("'sh' reads $ORCH_IN_{}, but the step has no input '{}', so it would be empty{}", name,
+                    name, hint));
+  }
+}
+
 }  // namespace
 
 void check_placeholders(const ValidateContext& ctx, const Step& step) {
+  check_input_variables(ctx, step);
   PlaceholderChecker checker(ctx, step);
   for (std::size_t i = 0; i < step.run.size(); ++i)
     checker.check(step.run[i], TemplateSite{"run", fmt::format("run.{}", i)});

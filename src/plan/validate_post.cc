@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <optional>
 
 #include "orch/placeholder.h"
 #include "orch/workspace.h"
@@ -54,9 +55,15 @@ std::string uses(const KindFields& f) {
   return names.empty() ? "it takes no fields" : "it uses " + join(names, ", ");
 }
 
-bool has_placeholder(const std::string& text) {
+// The first `${...}` placeholder written in a postcondition's field, if any: the
+// field is used as written, so it would be looked for (or run) literally.
+std::optional<std::string> placeholder_in(const std::string& text) {
+  if (text.find("${") == std::string::npos) return std::nullopt;
   auto tmpl = parse_template(text);
-  return !tmpl || tmpl->has_placeholders();
+  if (!tmpl) return std::nullopt;  // `${HOME}` and the like: shell or regex text, not a placeholder
+  for (const Segment& seg : tmpl->segments)
+    if (seg.kind != Segment::Kind::Literal && seg.kind != Segment::Kind::IndexResult) return seg.source;
+  return std::nullopt;
 }
 
 class PostChecker {
@@ -80,6 +87,10 @@ class PostChecker {
     if (f.cmd && trim(post_.cmd).empty()) error(fmt::format("postcondition {} needs 'cmd'", name_));
     if (post_.timeout && post_.timeout->count() <= 0)
       error(fmt::format("postcondition {}: 'timeout' must be more than 0", name_));
+    not_a_template("path", post_.path);
+    not_a_template("text", post_.text);
+    not_a_template("pattern", post_.pattern);
+    not_a_template("cmd", post_.cmd);
   }
 
  private:
@@ -91,12 +102,28 @@ class PostChecker {
           fmt::format("postcondition {} does not use '{}' ({})", name_, field, uses(fields_of(post_.kind))));
   }
 
+  // Postcondition fields are not templates: a placeholder in one would reach the
+  // check as its literal text, and the check would fail (or hold) for that.
+  void not_a_template(const char* field, const std::string& text) {
+    auto placeholder = placeholder_in(text);
+    if (!placeholder) return;
+    const char* instead =
+        post_.kind == PostKind::ShellZero
+            ? "the command gets the step's result in $ORCH_RESULT and in the file $ORCH_RESULT_FILE"
+            : "check a value a step produced with shell_zero, which gets the result in $ORCH_RESULT and in "
+              "the file $ORCH_RESULT_FILE";
+    error(
+        fmt::format("postcondition {}: '{}' holds the placeholder '{}', but postcondition fields are used as "
+                    "written, not filled in; {}",
+                    name_, field, *placeholder, instead));
+  }
+
   void check_path() {
     if (post_.path.empty()) {
       error(fmt::format("postcondition {} needs 'path'", name_));
       return;
     }
-    if (has_placeholder(post_.path)) return;  // only known at run time; checked then
+    if (placeholder_in(post_.path)) return;  // said by not_a_template
     auto resolved = resolve_in_workspace(ctx_.options.workspace, post_.path);
     if (!resolved) error(fmt::format("postcondition {}: {}", name_, resolved.error().message));
   }

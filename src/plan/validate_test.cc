@@ -58,9 +58,68 @@ TEST_F(Validate, CleanPlanHasNoDiagnostics) {
     inputs: {v: "${steps.a.result} #E0 ${attempt.number}"}
     post:
       - result_json: {type: object}
-      - {kind: file_exists, path: "sub/${steps.a.result}"}
+      - {kind: file_exists, path: "sub/a b.txt"}
+      - shell_zero: 'test -n "${HOME}" && test -n "$ORCH_RESULT"'
 )");
   EXPECT_TRUE(d.empty()) << ::testing::PrintToString(d);
+}
+
+// Postcondition fields are used as written: a placeholder in one would be looked
+// for, or run, as its literal text, so validation refuses it. A field the loader
+// could not read is reported once, not again as missing or empty.
+TEST_F(Validate, PlaceholdersInPostconditionsAndUnreadFieldsAreSaidOnce) {
+  auto d = check(R"(steps:
+  - id: a
+    run: [echo, out.txt]
+  - id: b
+    deps: [a]
+    run: [true]
+    post:
+      - shell_zero: 'test "${steps.a.result}" = x'
+      - result_matches: '^${inputs.want}$'
+      - {kind: file_contains, path: "${steps.a.result}", text: "${attempt.number}"}
+)");
+  EXPECT_TRUE(has(d,
+                  "p.yaml:8: step 'b': postcondition shell_zero: 'cmd' holds the placeholder "
+                  "'${steps.a.result}', but postcondition fields are used as written"));
+  EXPECT_TRUE(has(d,
+                  "p.yaml:9: step 'b': postcondition result_matches: 'pattern' holds the placeholder "
+                  "'${inputs.want}'"));
+  EXPECT_TRUE(has(d, "p.yaml:10: step 'b': postcondition file_contains: 'path' holds the placeholder"));
+  EXPECT_TRUE(has(d,
+                  "p.yaml:10: step 'b': postcondition file_contains: 'text' holds the placeholder "
+                  "'${attempt.number}'"));
+  EXPECT_EQ(d.size(), 4u) << ::testing::PrintToString(d);
+
+  for (const char* run : {"run: echo", "run: [echo, ~]", "run: {a: b}"}) {
+    LoadResult r = parse_plan(fmt::format("steps:\n  - id: a\n    {}\n", run), "p.yaml");
+    ASSERT_EQ(r.diagnostics.size(), 1u) << run;
+    EXPECT_TRUE(check_plan(r.plan).empty()) << run << ": " << ::testing::PrintToString(check_plan(r.plan));
+  }
+}
+
+// An `sh` script that reads $ORCH_IN_<NAME> for an input the step does not have
+// would read an empty variable: input names keep their case.
+TEST_F(Validate, AnShScriptReadsOnlyInputsTheStepHas) {
+  auto d = check(R"(steps:
+  - id: a
+    inputs: {test_command: make test, base: main}
+    sh: 'sh -c "$ORCH_IN_TEST_COMMAND"; git diff "$ORCH_IN_bse" "$${ORCH_IN_far_away}" "$ORCH_IN_base"'
+)");
+  EXPECT_TRUE(has(d,
+                  "p.yaml:4: step 'a': 'sh' reads $ORCH_IN_TEST_COMMAND, but the step has no input "
+                  "'TEST_COMMAND', so it would be empty (input names keep their case: input 'test_command' "
+                  "is $ORCH_IN_test_command)"));
+  EXPECT_TRUE(has(d,
+                  "'sh' reads $ORCH_IN_bse, but the step has no input 'bse', so it would be empty (did you "
+                  "mean 'base'?)"));
+  EXPECT_TRUE(has(d,
+                  "'sh' reads $ORCH_IN_far_away, but the step has no input 'far_away', so it would be empty; "
+                  "declare it under 'inputs' or write ${inputs.far_away}"));
+  EXPECT_EQ(d.size(), 3u) << ::testing::PrintToString(d);
+  EXPECT_TRUE(
+      check("steps:\n  - id: a\n    inputs: {n: 1}\n    sh: 'echo $ORCH_IN_n $${ORCH_IN_n} ORCH_IN_X'\n")
+          .empty());
 }
 
 TEST_F(Validate, EmptyPlan) {
@@ -463,9 +522,11 @@ TEST_F(Validate, PathsStayInTheWorkspace) {
   EXPECT_TRUE(
       has(d, "p.yaml:13: step 'a': postcondition file_exists: path '../up.txt' escapes the workspace"));
   EXPECT_TRUE(has(d, "p.yaml:14: step 'a': postcondition file_contains: path 'link_out/hosts' resolves to"));
-  // A path with a placeholder is only known at run time, but its placeholder is still checked... in
-  // run/sh/env/inputs only; post fields are taken as written, so nothing more is reported.
-  EXPECT_EQ(d.size(), 6u) << ::testing::PrintToString(d);
+  // Post fields are taken as written: a placeholder in one would be looked for as its
+  // literal text, so it is refused (and the path is not resolved as well).
+  EXPECT_TRUE(has(d, "p.yaml:15: step 'a': postcondition file_exists: 'path' holds the placeholder "
+                     "'${steps.nope.result}'"));
+  EXPECT_EQ(d.size(), 7u) << ::testing::PrintToString(d);
 }
 
 TEST_F(Validate, DiagnosticsComeInFileOrder) {

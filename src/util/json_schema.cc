@@ -24,6 +24,7 @@
 #include <fstream>
 #include <map>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -32,8 +33,10 @@
 #include <valijson/schema_parser.hpp>
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
+#include <vector>
 
 #include "util/regex.h"
+#include "util/strings.h"
 #include "util/yaml_json.h"
 
 namespace orch {
@@ -89,6 +92,103 @@ bool is_schema_map_keyword(const std::string& key) {
 bool is_data_keyword(const std::string& key) {
   return key == "enum" || key == "const" || key == "default" || key == "examples" || key == "required" ||
          key == "type" || key == "$ref" || key == "$id" || key == "id" || key == "$schema";
+}
+
+// The keywords of JSON Schema draft 7 (and of drafts 4 and 6, which valijson also
+// reads), with $defs (2019-09's definitions, which a $ref reaches all the same).
+const std::vector<std::string>& draft7_keywords() {
+  static const std::vector<std::string> kKeywords = {"$schema",
+                                                     "$id",
+                                                     "id",
+                                                     "$ref",
+                                                     "$comment",
+                                                     "$defs",
+                                                     "title",
+                                                     "description",
+                                                     "default",
+                                                     "readOnly",
+                                                     "writeOnly",
+                                                     "examples",
+                                                     "multipleOf",
+                                                     "maximum",
+                                                     "exclusiveMaximum",
+                                                     "minimum",
+                                                     "exclusiveMinimum",
+                                                     "maxLength",
+                                                     "minLength",
+                                                     "pattern",
+                                                     "additionalItems",
+                                                     "items",
+                                                     "maxItems",
+                                                     "minItems",
+                                                     "uniqueItems",
+                                                     "contains",
+                                                     "maxProperties",
+                                                     "minProperties",
+                                                     "required",
+                                                     "additionalProperties",
+                                                     "definitions",
+                                                     "properties",
+                                                     "patternProperties",
+                                                     "dependencies",
+                                                     "propertyNames",
+                                                     "const",
+                                                     "enum",
+                                                     "type",
+                                                     "format",
+                                                     "contentMediaType",
+                                                     "contentEncoding",
+                                                     "if",
+                                                     "then",
+                                                     "else",
+                                                     "allOf",
+                                                     "anyOf",
+                                                     "oneOf",
+                                                     "not"};
+  return kKeywords;
+}
+
+// Keywords of the 2019-09 and 2020-12 drafts that change what validates. valijson
+// (draft 7) would pass over them without a word, and the check would hold where
+// the schema's author meant it to fail. What draft 7 writes instead, when it can.
+std::optional<std::string> later_draft_keyword(const std::string& key) {
+  static const std::map<std::string, std::string> kLater = {
+      {"prefixItems", "'items' with a list of schemas"},
+      {"unevaluatedProperties", "'additionalProperties' beside the 'properties' it is about"},
+      {"unevaluatedItems", "'additionalItems'"},
+      {"dependentRequired", "'dependencies' with a list of names"},
+      {"dependentSchemas", "'dependencies' with a schema"},
+      {"minContains", ""},
+      {"maxContains", ""},
+      {"$anchor", "a '$ref' to '#/definitions/NAME'"},
+      {"$dynamicRef", "'$ref'"},
+      {"$dynamicAnchor", ""},
+      {"$recursiveRef", "'$ref'"},
+      {"$recursiveAnchor", ""}};
+  auto it = kLater.find(key);
+  if (it == kLater.end()) return std::nullopt;
+  return it->second;
+}
+
+// What a schema object says that orch would silently not check: a keyword of a
+// later draft, or a misspelt one ('requird'). Other keys are annotations, left
+// alone ('x-unit', OpenAPI's 'example' and 'nullable').
+std::string keyword_problem(const nlohmann::json& object, const std::string& at) {
+  for (const auto& [key, value] : object.items()) {
+    if (auto instead = later_draft_keyword(key))
+      return fmt::format(
+          "'{}' at #{} is a keyword of JSON Schema 2019-09/2020-12, which orch does not read: it validates "
+          "draft 7 and would pass over it{}",
+          key, at, instead->empty() ? std::string() : fmt::format(" (draft 7 writes it as {})", *instead));
+    const auto& known = draft7_keywords();
+    if (std::find(known.begin(), known.end(), key) != known.end() || key.starts_with("x-") ||
+        key == "example" || key == "nullable")
+      continue;
+    if (auto near = closest_match(key, known))
+      return fmt::format("unknown keyword '{}' at #{} (did you mean '{}'?): orch would pass over it", key, at,
+                         *near);
+  }
+  return "";
 }
 
 // Renames every string 'pattern' keyword of a schema (and of every subschema,
@@ -213,19 +313,26 @@ SchemaShape schema_shape(const nlohmann::json& root) {
     const nlohmann::json* value;
     Pointer at;
     Holds holds;
+    bool keyword = true;  // reached through keywords (not a value under an unknown key): a schema's keys are
+                          // its keywords
   };
-  std::vector<Place> walk{{&root, Pointer(), Holds::Schema}};
+  std::vector<Place> walk{{&root, Pointer(), Holds::Schema, true}};
+  const auto& known = draft7_keywords();
   while (!walk.empty()) {
-    auto [value, at, holds] = std::move(walk.back());
+    auto [value, at, holds, keyword] = std::move(walk.back());
     walk.pop_back();
     if (holds == Holds::NamedSchemas) {
       for (const auto& [name, child] : value->items()) {
-        if (child.is_structured()) walk.push_back({&child, at / name, Holds::Schema});
+        if (child.is_structured()) walk.push_back({&child, at / name, Holds::Schema, keyword});
       }
       continue;
     }
     if (value->is_object()) {
       starts.push_back(at);
+      if (keyword) {
+        shape.problem = keyword_problem(*value, at.to_string());
+        if (!shape.problem.empty()) return shape;
+      }
       if (auto ref = value->find("$ref"); ref != value->end()) {
         const std::string text = ref->is_string() ? ref->get<std::string>() : ref->dump();
         bool usable = ref->is_string() && (text == "#" || (text.starts_with("#/") && !text.ends_with("/") &&
@@ -247,12 +354,14 @@ SchemaShape schema_shape(const nlohmann::json& root) {
       }
       for (const auto& [key, child] : value->items()) {
         if (!child.is_structured() || is_data_keyword(key)) continue;
-        walk.push_back(
-            {&child, at / key,
-             is_schema_map_keyword(key) && child.is_object() ? Holds::NamedSchemas : Holds::Schema});
+        const bool known_key = keyword && std::find(known.begin(), known.end(), key) != known.end();
+        walk.push_back({&child, at / key,
+                        is_schema_map_keyword(key) && child.is_object() ? Holds::NamedSchemas : Holds::Schema,
+                        known_key});
       }
     } else if (value->is_array()) {
-      for (std::size_t i = 0; i < value->size(); ++i) walk.push_back({&(*value)[i], at / i, Holds::Schema});
+      for (std::size_t i = 0; i < value->size(); ++i)
+        walk.push_back({&(*value)[i], at / i, Holds::Schema, keyword});
     }
   }
   // The schemas a schema applies to the very value it is applied to.

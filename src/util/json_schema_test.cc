@@ -40,6 +40,34 @@ TEST(JsonSchema, ValidDocumentHasNoViolations) {
   EXPECT_TRUE(schema->validate(json::parse(R"({"steps": [{"id": "a", "n": 2}]})")).empty());
 }
 
+// valijson reads draft 7: a keyword of a later draft, or a misspelt one, would be
+// passed over and the check would hold where its author meant it to fail. Refused,
+// saying where; keys that are no keyword are annotations, and names under
+// `properties` (or values under an unknown key) are not keywords at all.
+TEST(JsonSchema, KeywordsItWouldPassOverAreRefused) {
+  for (auto [text, fragment] :
+       {std::pair{R"({"type": "array", "prefixItems": [{"type": "string"}]})",
+                  "'prefixItems' at # is a keyword of JSON Schema 2019-09/2020-12"},
+        std::pair{R"({"properties": {"a": {"type": "object", "unevaluatedProperties": false}}})",
+                  "'unevaluatedProperties' at #/properties/a"},
+        std::pair{R"({"dependentRequired": {"card": ["billing"]}})", "draft 7 writes it as 'dependencies'"},
+        std::pair{R"({"type": "object", "requird": ["b"]})",
+                  "unknown keyword 'requird' at # (did you mean 'required'?)"},
+        std::pair{R"({"items": [{"typ": "integer"}]})",
+                  "unknown keyword 'typ' at #/items/0 (did you mean 'type'?)"}}) {
+    auto schema = JsonSchema::parse(json::parse(text));
+    ASSERT_FALSE(schema) << text;
+    EXPECT_NE(schema.error().message.find(fragment), std::string::npos) << schema.error().message;
+  }
+  for (const char* fine : {R"({"type": "object", "x-unit": "ms", "example": {"a": 1}, "nullable": true})",
+                           R"({"properties": {"requird": {"type": "string"}, "typ": {}}})",
+                           R"({"x-extra": {"typ": 1, "prefixItems": 2}, "$defs": {"n": {"type": "integer"}},
+                               "properties": {"n": {"$ref": "#/$defs/n"}}})"}) {
+    auto schema = JsonSchema::parse(json::parse(fine));
+    EXPECT_TRUE(schema) << fine << ": " << schema.error().message;
+  }
+}
+
 // From draft 6 on, a number without a fractional part is an integer however it
 // is written: 2.0 and 1e3 pass "integer" (and a model's `{"n": 3.0}` a result_json check).
 TEST(JsonSchema, ANumberWithoutAFractionIsAnInteger) {

@@ -55,4 +55,7 @@ std::string utf8_prefix(const std::string& s, std::size_t max);
 // into a process's arguments or environment, which end at a NUL.
 std::string nul_escaped(std::string s);
 
+// `s` with ASCII letters in lower case (other bytes as they are).
+std::string ascii_lower(std::string_view s);
+
 }  // namespace orch

@@ -59,7 +59,7 @@ std::optional<nlohmann::json> parse_int(std::string_view text) {
 }
 
 // Floats: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
-std::optional<nlohmann::json> parse_float(std::string_view text) {
+bool parse_float_syntax(std::string_view text) {
   std::size_t i = 0;
   auto digits = [&] {
     std::size_t start = i;
@@ -73,13 +73,17 @@ std::optional<nlohmann::json> parse_float(std::string_view text) {
     ++i;
     frac_digits = digits();
   }
-  if (int_digits == 0 && frac_digits == 0) return std::nullopt;
+  if (int_digits == 0 && frac_digits == 0) return false;
   if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
     ++i;
     if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
-    if (digits() == 0) return std::nullopt;
+    if (digits() == 0) return false;
   }
-  if (i != text.size()) return std::nullopt;
+  return i == text.size();
+}
+
+std::optional<nlohmann::json> parse_float(std::string_view text) {
+  if (!parse_float_syntax(text)) return std::nullopt;
   // from_chars rejects a leading '+'.
   std::string_view number = text[0] == '+' ? text.substr(1) : text;
   double value = 0;
@@ -89,6 +93,30 @@ std::optional<nlohmann::json> parse_float(std::string_view text) {
 }
 
 }  // namespace
+
+bool number_too_large(std::string_view text) {
+  std::string_view number = !text.empty() && text[0] == '+' ? text.substr(1) : text;
+  if (number.empty() || !parse_float_syntax(number)) return false;
+  double value = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc::result_out_of_range) return false;
+  // Out of range one way or the other: too large unless it is too close to 0.
+  // The decimal exponent of its first significant digit says which.
+  const std::size_t e = number.find_first_of("eE");
+  const std::string_view mantissa = number.substr(0, e);
+  long long exponent = 0;
+  if (e != std::string_view::npos) {
+    std::string_view exp = number.substr(e + 1);
+    if (!exp.empty() && exp[0] == '+') exp.remove_prefix(1);
+    auto [p, err] = std::from_chars(exp.data(), exp.data() + exp.size(), exponent);
+    if (err == std::errc::result_out_of_range) return exp[0] != '-';
+  }
+  const std::size_t point = mantissa.find('.');
+  const std::string_view whole = mantissa.substr(0, point);
+  const std::size_t first = whole.find_first_not_of("-0");
+  if (first != std::string_view::npos) return static_cast<long long>(whole.size() - first) - 1 + exponent > 0;
+  return false;  // 0.000...1e-400 and the like: too small, not too large
+}
 
 nlohmann::json plain_yaml_scalar(const std::string& text) {
   if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;

@@ -22,4 +22,9 @@ nlohmann::json yaml_to_json(const YAML::Node& node);
 // The value a plain (unquoted) YAML scalar stands for, by the rules above.
 nlohmann::json plain_yaml_scalar(const std::string& text);
 
+// Whether `text` is written as a number (as plain_yaml_scalar reads one) that is
+// too large for a double, such as 1e309: plain_yaml_scalar keeps it as text, and
+// a field that wants a number says it is too large rather than not a number.
+bool number_too_large(std::string_view text);
+
 }  // namespace orch

@@ -105,5 +105,62 @@ steps:
   EXPECT_EQ(report["steps"][0]["tokens_in"], 500) << report["steps"][0].dump();
 }
 
+// A wall budget that runs out while an aborted run waits for its running steps
+// does not turn the failure into a budget stop: the run ends as the failed step
+// made it end (exit 1), naming it, and what did not start says why.
+TEST(CliBudget, AWallBudgetDoesNotHideTheStepThatAbortedTheRun) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(budget: {wall: 2s}
+steps:
+  - {id: slow, run: [sleep, "30"]}
+  - {id: bad, sh: "exit 1"}
+  - {id: later, run: ["true"]}
+)");
+  const auto began = std::chrono::steady_clock::now();
+  auto r = run_orch({"run", "p.yaml", "-j", "2", "--json"}, d.path());
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(20))
+      << "the wall budget stops slow";
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto report = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r.out << r.err;
+  EXPECT_EQ(report["run"]["status"], "failed");
+  const std::string reason = report["run"]["reason"];
+  EXPECT_NE(reason.find("step 'bad' failed"), std::string::npos) << reason;
+  for (const auto& s : report["steps"]) {
+    if (s["id"] == "later") {
+      EXPECT_EQ(s["status"], "skipped");
+      EXPECT_NE(s["reason"].get<std::string>().find("run aborted (step 'bad' failed)"), std::string::npos)
+          << s.dump();
+    }
+    if (s["id"] == "slow") {
+      EXPECT_NE(s["status"], "done") << s.dump();
+    }
+  }
+}
+
+// The reason a budget stop gives is what was spent when the run ended, not what
+// the first attempt over the budget had left spent.
+TEST(CliBudget, TheBudgetStopSaysWhatWasSpentInTheEnd) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(budget: {tokens: 100}
+steps:
+  - {id: a, sh: 'echo "{\"tokens_in\":60}" > "$ORCH_USAGE_FILE"'}
+  - {id: b, sh: 'sleep 0.2; echo "{\"tokens_in\":60}" > "$ORCH_USAGE_FILE"'}
+  - {id: c, sh: 'sleep 0.4; echo "{\"tokens_in\":60}" > "$ORCH_USAGE_FILE"'}
+  - {id: d, deps: [c], run: ["true"]}
+)");
+  auto r = run_orch({"run", "p.yaml", "-j", "3", "--json"}, d.path());
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  auto report = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r.out << r.err;
+  EXPECT_EQ(report["budget"]["spent"]["tokens"], 180) << report["budget"].dump();
+  const std::string reason = report["run"]["reason"];
+  EXPECT_NE(reason.find("budget exhausted: tokens: 180 spent of 100"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("120 spent"), std::string::npos) << reason;
+  const auto& last = report["steps"][3];
+  EXPECT_EQ(last["id"], "d");
+  EXPECT_EQ(last["reason"], "not started: budget exhausted: tokens: 180 spent of 100") << last.dump();
+}
+
 }  // namespace
 }  // namespace orch

@@ -98,6 +98,14 @@ TEST(PlanCli, ATemplateMatchWritesTheFileAndSaysSoInJson) {
   EXPECT_FALSE(fs::exists(d / ".orch" / "orch.db")) << "a template match makes no planning call";
   auto v = run_orch({"validate", "plan.yaml", "--models", "models.yaml"}, d.path());
   EXPECT_EQ(v.exit_code, 0) << v.err << v.out;
+  // A file that cannot be written: the system's reason.
+  auto nowhere = run_orch({"plan", "Fix the failing tests, then run the linter and commit", "--models",
+                           "models.yaml", "--out", "no/such/dir/plan.yaml"},
+                          d.path());
+  EXPECT_NE(nowhere.exit_code, 0);
+  EXPECT_NE(nowhere.err.find("no/such/dir/plan.yaml: cannot write the plan: No such file or directory"),
+            std::string::npos)
+      << nowhere.err;
 }
 
 TEST(PlanCli, BadTemplatesAndBadInputExitTwo) {
@@ -201,6 +209,46 @@ TEST(PlanCli, AnInterruptDuringAPlanningCallStopsIt) {
   EXPECT_HAS(out, "interrupted: the planning call (run ");
   EXPECT_EQ(out.find("fallback"), std::string::npos) << out;
   EXPECT_EQ(query_int(db, "select count(*) from runs where status = 'interrupted'"), 1) << out;
+}
+
+// The shipped fix-failing-tests template runs the suite the request names, before
+// and after the fix, and the run is done only when the suite passes afterwards
+// (its scripts once read $ORCH_IN_TEST_COMMAND, always empty: the input is
+// `test_command`, so the suite never ran and every fix "passed").
+TEST(PlanCli, TheFixFailingTestsTemplateHoldsTheFixToTheSuite) {
+  FakeLlmServer server("sk-template-cli-123456");
+  ASSERT_TRUE(server.started());
+  const auto request_creating = [](const std::string& file) {
+    return "Fix the failing tests, then run the linter and commit.\n[[reply: diff --git a/" + file + " b/" +
+           file + "\nnew file mode 100644\n--- /dev/null\n+++ b/" + file + "\n@@ -0,0 +1 @@\n+fixed\n]]";
+  };
+  const auto run_in = [&](const TempDir& d, const std::string& file) {
+    write_models(d, server.url());
+    write_file(d / "Makefile", "test:\n\t@test -f fixed.txt || { echo 'fixed.txt is missing'; exit 1; }\n");
+    return run_orch(
+        {"run", "--request", request_creating(file), "--approve-medium", "--models", "models.yaml", "--json"},
+        d.path(), {{kKeyVar, server.api_key()}});
+  };
+
+  TempDir wrong;
+  auto r = run_in(wrong, "other.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("template fix-failing-tests"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(wrong / "other.txt")) << "the patch was applied";
+  const std::string before = step_result(wrong / ".orch" / "orch.db", "run_tests");
+  EXPECT_NE(before.find("fixed.txt is missing"), std::string::npos) << before;
+  EXPECT_NE(before.find("[exit status: 2]"), std::string::npos) << before;
+  json report = json::parse(r.out);
+  EXPECT_EQ(report["run"]["status"], "failed") << r.out;
+  bool rerun_failed = false;
+  for (const auto& s : report["steps"])
+    if (s["id"] == "rerun_tests") rerun_failed = s["status"] == "failed";
+  EXPECT_TRUE(rerun_failed) << r.out;
+
+  TempDir right;
+  auto ok = run_in(right, "fixed.txt");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err << ok.out;
+  EXPECT_EQ(json::parse(ok.out)["run"]["status"], "succeeded") << ok.out;
 }
 
 TEST(PlanCli, RunRequestPlansThenRuns) {

@@ -244,7 +244,10 @@ TEST(CliUsage, AFolderGivenToReplanIsNotAPlan) {
   EXPECT_HAS(bad.err, "bad duration '5x'");
   EXPECT_HAS(bad.err, "'attempts' must be at least 1");
   EXPECT_HAS(bad.err, "depends on unknown step 'nope'");
-  EXPECT_HAS(bad.err, "bad.yaml: 3 problems\n");
+  // Said as `orch run` says it: the verdict after "orch: ", then one problem a line.
+  EXPECT_TRUE(bad.err.starts_with("orch: ")) << bad.err;
+  EXPECT_HAS(bad.err, "bad.yaml is not valid (3 problems); nothing was resumed:\n");
+  EXPECT_EQ(bad.err.find("orch: ", 1), std::string::npos) << "one verdict, then the problems:\n" << bad.err;
   auto as_run = run_orch({"validate", "bad.yaml"}, d.path());
   EXPECT_HAS(as_run.err, "bad.yaml: 3 problems\n");
 }
