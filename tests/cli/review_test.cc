@@ -525,6 +525,35 @@ TEST(CliReview, PreFlightHaltsOnEveryUnresolvedFieldBeforeAnythingLaunches) {
   EXPECT_FALSE(fs::exists(p.d / ".orch" / "orch.db")) << "nothing recorded";
 }
 
+// `{{{{` in a lens prompt is a literal `{{`: a prompt can show a template's
+// `{{user}}` to the reviewer (before, it was a field to fill, unresolved: exit 2).
+TEST(CliReview, FourBracesInALensPromptReachTheReviewerAsTwo) {
+  Project p(json::object(), run_yaml("max_rounds: 1\ndry_rounds: 1\n",
+                                     "  - {name: style, prompt: lenses/jinja.md, worker: fake}\n"));
+  write_file(p.d / "lenses" / "jinja.md", "Templates write {{{{user}} and {{{{ lens }}; this is {{lens}}.\n");
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string prompt = read_file(p.d / "prompts" / "reviewer-style-r1-a1.txt");
+  EXPECT_NE(prompt.find("Templates write {{user}} and {{ lens }}; this is style."), std::string::npos)
+      << prompt;
+}
+
+// A lens prompt or rubric that cannot be read is named once, as RUN.yaml names it.
+TEST(CliReview, AMissingLensPromptOrRubricIsNamedOnce) {
+  Project p(json::object(), run_yaml("rubric: no-rubric.yaml\n",
+                                     "  - {name: style, prompt: lenses/none.md, worker: fake}\n"));
+  auto r = run_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("lenses[0].prompt: prompt file 'lenses/none.md': cannot open: "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("rubric: 'no-rubric.yaml': cannot open: "), std::string::npos) << r.err;
+  for (const std::string name : {"none.md", "no-rubric.yaml"}) {
+    const std::size_t first = r.err.find(name);
+    EXPECT_NE(first, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(name, first + 1), std::string::npos) << name << " is named twice: " << r.err;
+  }
+}
+
 TEST(CliReview, ABadRunYamlIsRefusedWithLinesAndFields) {
   Project p(json::object(),
             "artifacts: [doc.md]\n"
