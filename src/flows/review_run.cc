@@ -594,7 +594,10 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
   if (ended) {
     p.run_id = existing->id;
     p.status = existing->status;
-    p.reason = existing->reason;
+    // A run the cap stopped under an earlier, lower cap (one raised, but not past
+    // what was spent): its reason counts against that cap, not the one now.
+    p.reason = existing->status == RunStatus::BudgetExhausted ? "nothing is left of the spend cap"
+                                                              : existing->reason;
   } else {
     if (left <= 0 && !existing) {
       p.status = RunStatus::BudgetExhausted;
@@ -615,8 +618,9 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
       if (plan.is_discarded())
         return fail(ErrorCode::Store, fmt::format("run {}: its plan is not JSON", existing->id));
       plan["budget"]["tokens"] = existing->spent_tokens + left;
-      const fs::path replan =
-          env_.store->folder() / "reviews" / fmt::format("{}-round-{}-{}.json", record_.id, round, name);
+      // Kept in the run's own folder of the store (docs/store.md), not in .orch/reviews/,
+      // which holds the review documents only.
+      const fs::path replan = env_.store->folder() / "runs" / existing->id / "spend-cap-plan.json";
       std::error_code ec;
       fs::create_directories(replan.parent_path(), ec);
       ORCH_TRY(write_file_atomically(replan, json_text(plan, 2), Durability::RenameOnly));
@@ -686,11 +690,12 @@ Expected<ReviewOutcome> Driver::stop(ReviewStatus status, const std::string& rea
 
 Expected<std::optional<ReviewOutcome>> Driver::spend_cap_stop(int round, const char* phase,
                                                               const std::string& why) {
+  const std::int64_t spent = ORCH_TRY(spent_tokens(env_, record_.id));
   ReviewOutcome out = ORCH_TRY(
       stop(ReviewStatus::SpendCap,
-           fmt::format("the spend cap of {} tokens was reached in round {} ({}): {}; raise it with `orch "
-                       "review --resume {} --spend-cap N`",
-                       c_.spend_cap_tokens, round, phase, why, record_.id),
+           fmt::format("the spend cap of {} tokens was reached in round {} ({}) with {} spent: {}; raise it "
+                       "with `orch review --resume {} --spend-cap N`",
+                       c_.spend_cap_tokens, round, phase, spent, why, record_.id),
            kExitEscalated));
   return std::optional<ReviewOutcome>(std::move(out));
 }

@@ -333,6 +333,60 @@ TEST(CliReview, TheSpendCapStopsAndAsksAndAHigherCapResumes) {
   EXPECT_EQ(doc["rounds"].size(), 3u);
   EXPECT_EQ(doc["tokens"]["cap"], 20000);
   EXPECT_EQ(p.count_calls("reviewer correctness 1"), 1) << "round 1 is not run again";
+  // The plan the stopped phase was resumed with (its budget raised) is kept in
+  // that run's folder of the store: .orch/reviews/ holds review documents only,
+  // so whatever reads every .json there as a report finds nothing else.
+  for (const auto& e : fs::directory_iterator(p.d / ".orch" / "reviews")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(name == id + ".json" || name == id + ".md") << name;
+    if (name.ends_with(".json")) expect_valid_report(review_doc_of(read_file(e.path())));
+  }
+  const std::string raised_run = doc["rounds"][1]["runs"]["reviewers"];
+  EXPECT_TRUE(fs::exists(p.d / ".orch" / "runs" / raised_run / "spend-cap-plan.json"));
+}
+
+// The first of two reviewers reports more than the whole cap: the phase's run
+// stops ("tokens: 5000 spent of 3000") and the review with it. Resumed with a
+// cap raised, but not past what was spent, it stops again and says so about the
+// cap it has now; before, it quoted that run's reason under the old cap.
+TEST(CliReview, ACapRaisedButNotPastTheSpendIsTheCapTheReportNames) {
+  json costly = answer({});
+  costly["tokens"] = 5000;
+  Project p({{"reviewer", {{"correctness", {{"default", costly}}}}}},
+            run_yaml("spend_cap_tokens: 3000\nmax_parallel: 1\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 3) << r.err << r.doc.dump(2);
+  ASSERT_EQ(r.doc["status"], "spend_cap");
+  EXPECT_TRUE(r.doc["rounds"].empty()) << "round 1's phase is the one stopped";
+  EXPECT_NE(r.doc["stop_reason"].get<std::string>().find("5000 spent of 3000"), std::string::npos)
+      << r.doc["stop_reason"];
+  EXPECT_EQ(p.count_calls("reviewer safety"), 0);
+  const std::string id = r.doc["id"];
+
+  auto raised = run_orch({"review", "--resume", id, "--spend-cap", "4000", "--json"}, p.path());
+  EXPECT_EQ(raised.exit_code, 3) << raised.err;
+  const json doc = review_doc_of(raised.out);
+  expect_valid_report(doc);
+  EXPECT_EQ(doc["status"], "spend_cap");
+  EXPECT_EQ(doc["tokens"], json({{"spent", 5000}, {"cap", 4000}}));
+  const std::string why = doc["stop_reason"];
+  EXPECT_NE(why.find("the spend cap of 4000 tokens was reached"), std::string::npos) << why;
+  EXPECT_NE(why.find("round 1 (reviewers) with 5000 spent: nothing is left of the spend cap"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find("3000"), std::string::npos) << "the old cap is not the one now: " << why;
+  const std::string md = review_markdown_of(p, doc);
+  EXPECT_EQ(md.find("3000"), std::string::npos) << md;
+  EXPECT_NE(md.find("5000 spent of a 4000 cap"), std::string::npos) << md;
+
+  auto past = run_orch({"review", "--resume", id, "--spend-cap", "50000", "--json"}, p.path());
+  EXPECT_EQ(past.exit_code, 0) << past.err;
+  const json done = review_doc_of(past.out);
+  EXPECT_EQ(done["status"], "passed");
+  EXPECT_EQ(done["stop_reason"].get<std::string>().find("spend cap"), std::string::npos)
+      << done["stop_reason"];
+  EXPECT_EQ(p.count_calls("reviewer correctness 1"), 1) << "the reviewer that answered is not asked again";
+  EXPECT_EQ(p.count_calls("reviewer safety 1"), 1);
 }
 
 // One reviewer answers prose first and valid JSON when told the validation
