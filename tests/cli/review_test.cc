@@ -1080,6 +1080,111 @@ TEST(CliReview, KillMinus9DuringTheFixRestoresTheArtifactAndRunsTheFixAgain) {
   EXPECT_EQ(p.count_calls("reviewer correctness 1"), 1);
 }
 
+// A review killed (kill -9) while its fixer was half-way through an edit, then
+// doc.md edited by hand after that: the state a user resumes from.
+struct KilledFixThenHandEdit {
+  Project p;
+  std::string id;
+  std::string edited;  // doc.md as the user left it
+  KilledFixThenHandEdit()
+      : p({{"reviewer", {{"correctness", {{"1", answer({kArgc})}, {"default", answer({})}}}}},
+           {"fixer",
+            {{"default",
+              {{"attempts",
+                json::array(
+                    {json{{"edits", {{{"file", "doc.md"}, {"replace", "# Parser"}, {"with", "# HALF"}}}},
+                          {"sleep", 30}},
+                     json{{"edits",
+                           {{{"file", "doc.md"},
+                             {"replace", "without checking argc"},
+                             {"with", "after checking argc"}}}},
+                          {"raw", "fixed"}}})}}}}}},
+          run_yaml("fixer: {worker: fake}\nverify: grep -q 'after checking argc' doc.md\n",
+                   "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n")) {
+    pid_t pid =
+        orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
+    EXPECT_TRUE(orch::testing::wait_for([&] { return p.count_calls("fixer") == 1; }, 30000))
+        << read_file(p.d / "out.txt");
+    EXPECT_TRUE(orch::testing::wait_for(
+        [&] { return read_file(p.d / "doc.md").find("# HALF") != std::string::npos; }, 10000));
+    kill(pid, SIGKILL);
+    orch::testing::wait_exit(pid);
+    id = review_doc_of(run_orch({"review", "--list", "--json"}, p.path()).out)[0]["id"];
+    // Later than orch allows the fixer's own changes to be stamped after its last
+    // heartbeat (3 s): this edit cannot be the fixer's.
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+    edited = read_file(p.d / "doc.md") + "A note the user added by hand.\n";
+    write_file(p.d / "doc.md", edited);
+  }
+};
+
+// The resume does not put the snapshot back over the hand edit (before, it did,
+// and the edit was lost): it refuses, naming the file, with nothing changed and
+// nothing run; --keep-edits keeps the user's version and runs the fix again on it.
+TEST(CliReview, AResumeAfterKillMinus9AsksBeforeLosingAHandEditAndKeepsItWhenTold) {
+  KilledFixThenHandEdit k;
+  auto refused = run_orch({"review", "--resume", k.id, "--json"}, k.p.path());
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("since then this file changed: doc.md (changed "), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find(fmt::format("`orch review --resume {} --keep-edits`", k.id)), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find(fmt::format("`orch review --resume {} --discard-edits`", k.id)),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(read_file(k.p.d / "doc.md"), k.edited) << "nothing was put back";
+  EXPECT_EQ(k.p.count_calls("fixer"), 1) << "nothing was run";
+
+  auto kept = run_orch({"review", "--resume", k.id, "--keep-edits", "--json"}, k.p.path());
+  EXPECT_EQ(kept.exit_code, 0) << kept.err;
+  const json doc = review_doc_of(kept.out);
+  expect_valid_report(doc);
+  EXPECT_EQ(doc["rounds"][0]["fix"]["status"], "applied") << doc["rounds"][0]["fix"].dump(2);
+  const std::string text = read_file(k.p.d / "doc.md");
+  EXPECT_NE(text.find("A note the user added by hand."), std::string::npos) << text;
+  EXPECT_NE(text.find("# HALF"), std::string::npos) << "the user's version is kept whole: " << text;
+  EXPECT_NE(text.find("after checking argc"), std::string::npos) << "the fix ran again on it: " << text;
+  EXPECT_EQ(k.p.count_calls("fixer - 1 2"), 1);
+}
+
+// --discard-edits: the user says so, and the file goes back to what it was before the fix.
+TEST(CliReview, AResumeWithDiscardEditsPutsTheFileBackAsBeforeTheFix) {
+  KilledFixThenHandEdit k;
+  auto r = run_orch({"review", "--resume", k.id, "--discard-edits", "--json"}, k.p.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(review_doc_of(r.out)["rounds"][0]["fix"]["status"], "applied");
+  const std::string text = read_file(k.p.d / "doc.md");
+  EXPECT_EQ(text.find("A note the user added by hand."), std::string::npos) << text;
+  EXPECT_EQ(text.find("# HALF"), std::string::npos) << text;
+  EXPECT_NE(text.find("after checking argc"), std::string::npos) << text;
+  auto flags = run_orch({"review", "--config", "RUN.yaml", "--keep-edits"}, k.p.path());
+  EXPECT_EQ(flags.exit_code, 2) << "--keep-edits goes with --resume: " << flags.err;
+}
+
+// A new review of artifacts an unfinished review still holds warns, naming that
+// review and how to go on with it (before, it said nothing).
+TEST(CliReview, ANewReviewOfArtifactsAnUnfinishedReviewHoldsWarns) {
+  json scenario = {{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}}};
+  Project p(scenario,
+            run_yaml("spend_cap_tokens: 1500\n",
+                     "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"),
+            "    reserve_tokens: 1000\n");
+  auto first = review(p);
+  ASSERT_EQ(first.doc["status"], "spend_cap") << first.err;
+  const std::string id = first.doc["id"];
+  auto second = review(p);
+  EXPECT_NE(second.err.find(fmt::format("WARNING: review {} (spend_cap, ", id)), std::string::npos)
+      << second.err;
+  EXPECT_NE(second.err.find("is unfinished on doc.md"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find(fmt::format("`orch review --resume {} --spend-cap N`", id)), std::string::npos)
+      << second.err;
+  // Another workspace's artifacts are not this review's.
+  write_file(p.d / "other" / "doc.md", kDoc);
+  auto elsewhere =
+      run_orch({"review", "--config", "../RUN.yaml", "--yes", "--store", "../.orch/orch.db"}, p.d / "other");
+  EXPECT_EQ(elsewhere.err.find("WARNING: review"), std::string::npos) << elsewhere.err;
+}
+
 // The spend cap reached by the fix: the fix stays pending and runs when resumed
 // with a higher cap.
 TEST(CliReview, TheSpendCapInTheFixPhaseLeavesItPendingForTheResume) {
