@@ -1,5 +1,5 @@
 // orch review --config RUN.yaml [--yes] [--json]      the pre-flight, then the review
-// orch review --resume ID [--spend-cap N] [--json]    continue a review
+// orch review --resume ID [--spend-cap N] [--keep-edits|--discard-edits] [--json]   continue a review
 // orch review --show ID [--json]                      a review's report
 // orch review --list [--json]                         every review, newest first
 #include <fmt/format.h>
@@ -31,6 +31,8 @@ struct ReviewArgs {
   bool list = false;
   bool yes = false;
   bool json = false;
+  bool keep_edits = false;
+  bool discard_edits = false;
   std::int64_t spend_cap = 0;
   std::string store;
   std::string workspace = ".";
@@ -69,6 +71,10 @@ int run(const ReviewArgs& a) {
   if (a.spend_cap != 0 && a.resume.empty())
     return report_error(Error{ErrorCode::InvalidInput,
                               "--spend-cap goes with --resume (in RUN.yaml it is spend_cap_tokens)"});
+  if ((a.keep_edits || a.discard_edits) && a.resume.empty())
+    return report_error(Error{ErrorCode::InvalidInput, "--keep-edits and --discard-edits go with --resume"});
+  if (a.keep_edits && a.discard_edits)
+    return report_error(Error{ErrorCode::InvalidInput, "give --keep-edits or --discard-edits, not both"});
   std::error_code ec;
   const fs::path workspace = fs::weakly_canonical(fs::absolute(a.workspace), ec);
   if (ec || !fs::is_directory(workspace))
@@ -149,7 +155,10 @@ int run(const ReviewArgs& a) {
     env.executors = *executors;
     catch_stop_signals();  // and each round's engine while it runs
     auto outcome = flows::resume_review(
-        env, r->id, a.spend_cap > 0 ? std::optional<std::int64_t>(a.spend_cap) : std::nullopt);
+        env, r->id, a.spend_cap > 0 ? std::optional<std::int64_t>(a.spend_cap) : std::nullopt,
+        a.keep_edits      ? flows::LaterEdits::Keep
+        : a.discard_edits ? flows::LaterEdits::Discard
+                          : flows::LaterEdits::Refuse);
     run_has_ended();  // the report is printed whatever comes
     if (!outcome) return report_error(outcome.error());
     return print_outcome(*outcome, a.json);
@@ -169,6 +178,15 @@ int run(const ReviewArgs& a) {
   const auto cost = flows::estimate_review_cost(*config, workspace);
   std::fputs(flows::preflight_report(*config, cost, workspace).c_str(), a.json ? stderr : stdout);
   std::fflush(stdout);
+  // A review of these artifacts that has not ended: the user may mean to go on
+  // with it rather than start another (the ledger is read, not made).
+  if (fs::exists(fs::symlink_status(store_path, ec))) {
+    if (auto opened = open(true); !opened) return report_error(opened.error());
+    auto unfinished = flows::unfinished_reviews_of(env, config->artifacts);
+    if (!unfinished) return report_error(unfinished.error());
+    for (const std::string& line : *unfinished)
+      std::fprintf(stderr, "orch review: WARNING: %s\n", line.c_str());
+  }
   if (!a.yes) {
     const auto answer = ask_to_launch();
     if (!answer) {
@@ -210,6 +228,13 @@ Command add_review(CLI::App& app) {
   sub->add_flag("--yes,-y", args->yes,
                 "launch without the final question (the Pre-Flight Report is still printed)");
   sub->add_flag("--json", args->json, "print the review document (schemas/review-report.schema.json)");
+  sub->add_flag(
+      "--keep-edits", args->keep_edits,
+      "with --resume of a fix killed with its orch: keep the files changed since it stopped as they "
+      "are (the fix runs again on them)");
+  sub->add_flag("--discard-edits", args->discard_edits,
+                "with --resume of a fix killed with its orch: put every file back as before the fix, changes "
+                "made since it stopped included");
   sub->add_option("--spend-cap", args->spend_cap,
                   "with --resume: a new spend cap in tokens (to go past the old one)")
       ->transform(whole_number(1, std::numeric_limits<std::int64_t>::max()));

@@ -28,6 +28,7 @@
 // so a resume after kill -9 can restore what the dead process left half-done.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -43,7 +44,24 @@ Expected<void> take_snapshot(const std::vector<std::filesystem::path>& paths,
 
 // Puts every path of the snapshot back as it was. A missing or incomplete
 // snapshot is an error and nothing is changed; otherwise every entry is tried,
-// and the error (if any) lists each one that could not be put back.
-Expected<void> restore_snapshot(const std::filesystem::path& snapshot_dir);
+// and the error (if any) lists each one that could not be put back. `leave`:
+// paths saved (as the snapshot names them: SnapshotChange::path) to leave as
+// they are now.
+Expected<void> restore_snapshot(const std::filesystem::path& snapshot_dir,
+                                const std::vector<std::filesystem::path>& leave = {});
+
+// A path of a snapshot that is not now what the snapshot saved.
+struct SnapshotChange {
+  std::filesystem::path path;  // absolute, as the snapshot names it
+  bool exists = false;         // false: it is gone
+  std::int64_t mtime_ms = 0;   // its modification time now (0 when gone)
+};
+
+// What differs now from the snapshot, without changing anything: each saved path
+// (a root of `writes:` or an entry of a saved folder) that is gone, of another
+// type, or — a file — of other content, and each root that did not exist and
+// does now. What a saved folder gained is not listed. A missing or incomplete
+// snapshot, or one an older orch wrote (manifest version 1), is an error.
+Expected<std::vector<SnapshotChange>> snapshot_changes(const std::filesystem::path& snapshot_dir);
 
 }  // namespace orch

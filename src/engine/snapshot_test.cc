@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -462,6 +463,56 @@ TEST_F(SnapshotTest, AnIncompleteSnapshotIsRefusedAndChangesNothing) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("no complete snapshot"), std::string::npos);
   EXPECT_EQ(read_file(ws_ / "f"), "now\n");
+}
+
+// What differs from the snapshot is listed, and nothing is changed: a file
+// edited (even to the same size), one gone, one made where nothing was, one
+// replaced by a folder; a file touched but not changed is not listed.
+TEST_F(SnapshotTest, ChangesSinceTheSnapshotAreListedWithoutChangingAnything) {
+  write_file(ws_ / "same.txt", "same\n");
+  write_file(ws_ / "edited.txt", "abcd\n");
+  write_file(ws_ / "gone.txt", "gone\n");
+  write_file(ws_ / "d" / "inner.txt", "inner\n");
+  write_file(ws_ / "typed", "file\n");
+  take({ws_ / "same.txt", ws_ / "edited.txt", ws_ / "gone.txt", ws_ / "new.txt", ws_ / "d", ws_ / "typed"});
+  auto none = snapshot_changes(snap());
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->empty());
+
+  set_mtime(ws_ / "same.txt", 1000);
+  write_file(ws_ / "edited.txt", "abXd\n");
+  set_mtime(ws_ / "edited.txt", 2000);
+  fs::remove(ws_ / "gone.txt");
+  write_file(ws_ / "new.txt", "new\n");
+  write_file(ws_ / "d" / "inner.txt", "INNER\n");
+  fs::remove(ws_ / "typed");
+  fs::create_directories(ws_ / "typed");
+  auto changes = snapshot_changes(snap());
+  ASSERT_TRUE(changes) << changes.error().message;
+  std::map<std::string, SnapshotChange> by_path;
+  for (const auto& c : *changes) by_path[c.path.lexically_relative(ws_).string()] = c;
+  EXPECT_EQ(by_path.size(), 5u);
+  EXPECT_FALSE(by_path.contains("same.txt"));
+  ASSERT_TRUE(by_path.contains("edited.txt"));
+  EXPECT_TRUE(by_path["edited.txt"].exists);
+  EXPECT_EQ(by_path["edited.txt"].mtime_ms, 2000000);
+  ASSERT_TRUE(by_path.contains("gone.txt"));
+  EXPECT_FALSE(by_path["gone.txt"].exists);
+  EXPECT_TRUE(by_path.contains("new.txt"));
+  EXPECT_TRUE(by_path.contains("d/inner.txt"));
+  EXPECT_TRUE(by_path.contains("typed"));
+  EXPECT_EQ(read_file(ws_ / "edited.txt"), "abXd\n") << "nothing was changed";
+
+  // A restore may leave some of them as they are now.
+  auto r = restore_snapshot(snap(), {ws_ / "edited.txt"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(read_file(ws_ / "edited.txt"), "abXd\n");
+  EXPECT_EQ(read_file(ws_ / "gone.txt"), "gone\n");
+  EXPECT_EQ(read_file(ws_ / "d" / "inner.txt"), "inner\n");
+  EXPECT_FALSE(fs::exists(ws_ / "new.txt"));
+  EXPECT_TRUE(fs::is_regular_file(ws_ / "typed"));
+
+  EXPECT_FALSE(snapshot_changes(dir_ / "no-snapshot"));
 }
 
 }  // namespace

@@ -88,41 +88,68 @@ const Expected<JsonSchema>& config_schema() {
   return schema;
 }
 
-// "{{name}}" placeholders of a prompt, in order of first appearance.
-std::vector<std::pair<std::string, int>> prompt_fields(const std::string& text) {
-  std::vector<std::pair<std::string, int>> out;
-  std::size_t pos = 0;
-  while ((pos = text.find("{{", pos)) != std::string::npos) {
-    const std::size_t end = text.find("}}", pos + 2);
-    if (end == std::string::npos) break;
-    const std::string name(trim(std::string_view(text).substr(pos + 2, end - pos - 2)));
-    const int line =
-        1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
-    if (std::none_of(out.begin(), out.end(), [&](const auto& p) { return p.first == name; }))
-      out.emplace_back(name, line);
-    pos = end + 2;
-  }
-  return out;
-}
+// A lens prompt, split into text and "{{name}}" fields. `{{{{` is a literal `{{`
+// (as the plan's `$${` is a literal `${`, docs/plan-format.md); any other `{{`
+// opens a field, which ends at the next `}}`; a `{{` with no `}}` after it is text.
+struct PromptPiece {
+  std::string text;   // literal text (escapes already undone)
+  std::string field;  // the name of a field, trimmed ("" for text)
+  int line = 0;       // the field's line in the prompt (1-based)
+  bool is_field = false;
+};
 
-std::string fill_fields(std::string text, const json& fields, const std::string& lens) {
-  std::string out;
+std::vector<PromptPiece> prompt_pieces(const std::string& text) {
+  std::vector<PromptPiece> out;
+  std::string literal;
   std::size_t pos = 0;
   while (true) {
     const std::size_t open = text.find("{{", pos);
-    const std::size_t close = open == std::string::npos ? open : text.find("}}", open + 2);
-    if (close == std::string::npos) {
-      out += text.substr(pos);
-      return out;
+    if (open == std::string::npos) break;
+    literal += text.substr(pos, open - pos);
+    if (text.compare(open, 4, "{{{{") == 0) {
+      literal += "{{";
+      pos = open + 4;
+      continue;
     }
-    out += text.substr(pos, open - pos);
-    const std::string name(trim(std::string_view(text).substr(open + 2, close - open - 2)));
-    if (name == "lens")
-      out += lens;
-    else
-      out += fields.value(name, std::string());
+    const std::size_t close = text.find("}}", open + 2);
+    if (close == std::string::npos) {
+      pos = open;
+      break;
+    }
+    if (!literal.empty()) out.push_back({std::move(literal), "", 0, false});
+    literal.clear();
+    const int line =
+        1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(open), '\n'));
+    out.push_back(
+        {"", std::string(trim(std::string_view(text).substr(open + 2, close - open - 2))), line, true});
     pos = close + 2;
   }
+  literal += text.substr(pos);
+  if (!literal.empty()) out.push_back({std::move(literal), "", 0, false});
+  return out;
+}
+
+// The "{{name}}" fields of a prompt, in order of first appearance, with their lines.
+std::vector<std::pair<std::string, int>> prompt_fields(const std::string& text) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const PromptPiece& p : prompt_pieces(text))
+    if (p.is_field && std::none_of(out.begin(), out.end(), [&](const auto& f) { return f.first == p.field; }))
+      out.emplace_back(p.field, p.line);
+  return out;
+}
+
+std::string fill_fields(const std::string& text, const json& fields, const std::string& lens) {
+  std::string out;
+  for (const PromptPiece& p : prompt_pieces(text))
+    out += !p.is_field ? p.text : p.field == "lens" ? lens : fields.value(p.field, std::string());
+  return out;
+}
+
+// A file's read error without the path read_file_text puts first: the caller
+// names the file as the user wrote it, once.
+std::string read_error(const Error& error, const fs::path& path) {
+  const std::string prefix = path.string() + ": ";
+  return error.message.starts_with(prefix) ? error.message.substr(prefix.size()) : error.message;
 }
 
 json role_json(const std::optional<RoleConfig>& role) {
@@ -306,7 +333,8 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
     const fs::path path = beside_config(lens.prompt_file);
     auto text = read_file_text(path);
     if (!text) {
-      problem(lens.line, field, fmt::format("prompt file '{}': {}", lens.prompt_file, text.error().message));
+      problem(lens.line, field,
+              fmt::format("prompt file '{}': {}", lens.prompt_file, rcd::read_error(text.error(), path)));
       continue;
     }
     lens.prompt_file = path.string();
@@ -396,7 +424,8 @@ Expected<ReviewConfig> resolve_review_config(ReviewConfig c, const fs::path& wor
     const fs::path path = beside_config(c.rubric_file);
     auto text = read_file_text(path);
     if (!text) {
-      problem(c.line_of("rubric"), "rubric", fmt::format("'{}': {}", c.rubric_file, text.error().message));
+      problem(c.line_of("rubric"), "rubric",
+              fmt::format("'{}': {}", c.rubric_file, rcd::read_error(text.error(), path)));
     } else if (auto rubric = parse_rubric(*text, path.string()); !rubric) {
       problem(c.line_of("rubric"), "rubric", rubric.error().message);
     } else {

@@ -120,6 +120,27 @@ TEST(ReviewConfigTest, ResolveFillsFieldsFindsWorkersAndKeepsTheResultForResume)
   EXPECT_NE(preflight_report(*r, est, d.path()).find("style          worker:coder"), std::string::npos);
 }
 
+// `{{{{` is a literal `{{` (as the plan's `$${` is a literal `${`): a prompt can
+// show a template's `{{name}}` without orch taking it for a field to fill.
+TEST(ReviewConfigTest, FourBracesInALensPromptAreALiteralTwo) {
+  TempDir d;
+  write_file(d / "a.md", "hello\n");
+  write_file(d / "p.md",
+             "Jinja writes {{{{ user }} and {{{{lens}}; this is {{lens}} for {{journal}}.\n"
+             "{{{{{{lens}} {{{{{{{{ {{ no close\n");
+  write_file(d / "RUN.yaml",
+             "artifacts: [a.md]\nlenses:\n  - {name: style, prompt: p.md, worker: coder}\n"
+             "workers: w.yaml\nfields: {journal: JASA}\n");
+  write_file(d / "w.yaml", "workers:\n  coder:\n    argv: [echo, \"{prompt}\"]\n");
+  auto c = load_review_config(d / "RUN.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  auto r = resolve_review_config(*c, d.path(), "", "");
+  ASSERT_TRUE(r) << "' user' is no field to resolve: " << r.error().message;
+  EXPECT_EQ(r->lenses[0].prompt,
+            "Jinja writes {{ user }} and {{lens}}; this is style for JASA.\n"
+            "{{style {{{{ {{ no close\n");
+}
+
 TEST(ReviewConfigTest, ResolveNamesEveryUnresolvedField) {
   TempDir d;
   write_file(d / "p.md", "For {{journal}} and {{year}}.\n");

@@ -7,13 +7,16 @@
 #include <set>
 
 #include "engine/attempt_render.h"
+#include "engine/orphans.h"
 #include "engine/run_lock.h"
+#include "engine/snapshot.h"
 #include "flows/embedded_files.h"
 #include "flows/plan_template.h"
 #include "flows/review_gate.h"
 #include "flows/review_rounds.h"
 #include "flows/review_score.h"
 #include "flows/stage_plan.h"
+#include "orch/report.h"
 #include "orch/workspace.h"
 #include "util/atomic_file.h"
 #include "util/iso_time.h"
@@ -469,10 +472,19 @@ void settle_merges(Judged& j, const std::vector<Finding>& lens_findings) {
   j.doc["kept"] = std::move(kept);
 }
 
+// How long after the last sign of life of the orch that watched a fix (its run
+// row's heartbeat, rewritten every second while a step runs) the fixer's own
+// changes may still be stamped: a later change is not known to be the fixer's.
+constexpr std::int64_t kWatchLagMs = 3000;
+
 class Driver {
  public:
-  Driver(ReviewEnv& env, ReviewRecord record, json doc, ReviewConfig config)
-      : env_(env), record_(std::move(record)), doc_(std::move(doc)), c_(std::move(config)) {}
+  Driver(ReviewEnv& env, ReviewRecord record, json doc, ReviewConfig config, LaterEdits later_edits)
+      : env_(env),
+        record_(std::move(record)),
+        doc_(std::move(doc)),
+        c_(std::move(config)),
+        later_edits_(later_edits) {}
 
   Expected<ReviewOutcome> drive();
 
@@ -483,6 +495,7 @@ class Driver {
   Expected<void> save();
   Expected<std::optional<Phase>> phase(int round, const char* name,
                                        const std::function<ojson(std::int64_t)>& build);
+  Expected<void> settle_killed_writes(const RunRecord& run, int round, const char* phase);
   Expected<ReviewOutcome> stop(ReviewStatus status, const std::string& reason, int exit_code);
   Expected<std::optional<ReviewOutcome>> spend_cap_stop(int round, const char* phase, const std::string& why);
   Expected<std::optional<ReviewOutcome>> run_round(int round);
@@ -495,6 +508,7 @@ class Driver {
   ReviewRecord record_;
   json doc_;
   ReviewConfig c_;
+  LaterEdits later_edits_;
   std::optional<ReviewOutcome> paused_;  // a phase that did not end: interrupted, awaiting approval
 };
 
@@ -594,7 +608,10 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
   if (ended) {
     p.run_id = existing->id;
     p.status = existing->status;
-    p.reason = existing->reason;
+    // A run the cap stopped under an earlier, lower cap (one raised, but not past
+    // what was spent): its reason counts against that cap, not the one now.
+    p.reason = existing->status == RunStatus::BudgetExhausted ? "nothing is left of the spend cap"
+                                                              : existing->reason;
   } else {
     if (left <= 0 && !existing) {
       p.status = RunStatus::BudgetExhausted;
@@ -615,8 +632,9 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
       if (plan.is_discarded())
         return fail(ErrorCode::Store, fmt::format("run {}: its plan is not JSON", existing->id));
       plan["budget"]["tokens"] = existing->spent_tokens + left;
-      const fs::path replan =
-          env_.store->folder() / "reviews" / fmt::format("{}-round-{}-{}.json", record_.id, round, name);
+      // Kept in the run's own folder of the store (docs/store.md), not in .orch/reviews/,
+      // which holds the review documents only.
+      const fs::path replan = env_.store->folder() / "runs" / existing->id / "spend-cap-plan.json";
       std::error_code ec;
       fs::create_directories(replan.parent_path(), ec);
       ORCH_TRY(write_file_atomically(replan, json_text(plan, 2), Durability::RenameOnly));
@@ -624,6 +642,7 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
           fmt::format("round {}: {}: resuming run {} under the raised spend cap", round, name, existing->id));
       outcome = engine.resume(existing->id, replan.string());
     } else if (existing) {
+      ORCH_TRY(settle_killed_writes(*existing, round, name));
       note(fmt::format("round {}: {}: resuming run {}", round, name, existing->id));
       outcome = engine.resume(existing->id, std::nullopt);
     } else {
@@ -669,6 +688,68 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
   return std::optional<Phase>(std::move(p));
 }
 
+// The engine's resume of a run whose driver was killed (kill -9) puts every
+// file of an attempt it left running back to the attempt's snapshot — right for
+// what the fixer did while orch watched it, wrong for a change made after: by
+// the user, editing the artifacts by hand before resuming, or by a fixer process
+// that outlived orch. Such a file (changed since the snapshot, and stamped later
+// than orch's last sign of life plus kWatchLagMs) is not put back without the
+// user's word: by default the resume is refused, naming it, with nothing
+// changed; with LaterEdits::Keep the snapshot is restored here but for those
+// files, and removed, so the engine has nothing left to restore.
+Expected<void> Driver::settle_killed_writes(const RunRecord& run, int round, const char* phase) {
+  if (later_edits_ == LaterEdits::Discard) return {};
+  // Driven by a live process: the engine's resume refuses it and says by whom.
+  if (RunLock::is_held(env_.store->folder(), run.id)) return {};
+  std::vector<AttemptRecord> killed;
+  for (AttemptRecord& a : ORCH_TRY(env_.store->attempts(run.id)))
+    if (a.status == AttemptStatus::Running && !a.snapshot_dir.empty() &&
+        fs::exists(fs::path(a.snapshot_dir) / "manifest.json"))
+      killed.push_back(std::move(a));
+  if (killed.empty()) return {};
+  // What the dead orch started must not change a file while it is compared (the
+  // engine's resume would kill it next anyway).
+  if (auto killed_left = kill_orphans(env_.store, run.id); !killed_left)
+    return std::unexpected(killed_left.error());
+  RunRecord alive = run;  // the last sign of life: the heartbeat, or the latest attempt time
+  ORCH_TRY(refresh_running_totals(*env_.store, alive, false, env_.now_ms()));
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(env_.workspace, ec);
+  for (const AttemptRecord& a : killed) {
+    const std::int64_t watched_until = std::max(alive.updated_at, a.started_at);
+    std::vector<fs::path> later;
+    std::vector<std::string> names;
+    for (const SnapshotChange& c : ORCH_TRY(snapshot_changes(a.snapshot_dir))) {
+      if (!c.exists || c.mtime_ms <= watched_until + kWatchLagMs) continue;
+      later.push_back(c.path);
+      const fs::path rel = c.path.lexically_relative(root);
+      names.push_back(fmt::format("{} (changed {})", rel.empty() ? c.path.string() : rel.string(),
+                                  iso8601_utc(c.mtime_ms, TimePrecision::Seconds)));
+    }
+    if (later.empty()) continue;
+    if (later_edits_ == LaterEdits::Refuse)
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("review {}: the {} of round {} was stopped with its orch (last seen {}), and "
+                              "since then {} changed: {}. Resuming would put {} back as before the fix, so "
+                              "nothing was done. To keep {} as {} now (the fix runs again on it): `orch "
+                              "review --resume {} --keep-edits`; to put {} back as before the fix: `orch "
+                              "review --resume {} --discard-edits`",
+                              record_.id, phase, round, iso8601_utc(watched_until, TimePrecision::Seconds),
+                              later.size() == 1 ? "this file" : "these files", join(names, ", "),
+                              later.size() == 1 ? "it" : "them", later.size() == 1 ? "it" : "them",
+                              later.size() == 1 ? "it is" : "they are", record_.id,
+                              later.size() == 1 ? "it" : "them", record_.id));
+    if (auto restored = restore_snapshot(a.snapshot_dir, later); !restored)
+      return fail(ErrorCode::Io, fmt::format("review {}: cannot restore the files of the interrupted {} "
+                                             "(the snapshot is kept in {}): {}",
+                                             record_.id, phase, a.snapshot_dir, restored.error().message));
+    fs::remove_all(a.snapshot_dir, ec);
+    note(fmt::format("round {}: {}: kept as they are now (--keep-edits): {}", round, phase,
+                     join(names, ", ")));
+  }
+  return {};
+}
+
 Expected<ReviewOutcome> Driver::stop(ReviewStatus status, const std::string& reason, int exit_code) {
   record_.status = status;
   doc_["stop_reason"] = reason;
@@ -686,11 +767,12 @@ Expected<ReviewOutcome> Driver::stop(ReviewStatus status, const std::string& rea
 
 Expected<std::optional<ReviewOutcome>> Driver::spend_cap_stop(int round, const char* phase,
                                                               const std::string& why) {
+  const std::int64_t spent = ORCH_TRY(spent_tokens(env_, record_.id));
   ReviewOutcome out = ORCH_TRY(
       stop(ReviewStatus::SpendCap,
-           fmt::format("the spend cap of {} tokens was reached in round {} ({}): {}; raise it with `orch "
-                       "review --resume {} --spend-cap N`",
-                       c_.spend_cap_tokens, round, phase, why, record_.id),
+           fmt::format("the spend cap of {} tokens was reached in round {} ({}) with {} spent: {}; raise it "
+                       "with `orch review --resume {} --spend-cap N`",
+                       c_.spend_cap_tokens, round, phase, spent, why, record_.id),
            kExitEscalated));
   return std::optional<ReviewOutcome>(std::move(out));
 }
@@ -971,7 +1053,7 @@ Expected<ReviewOutcome> Driver::drive() {
 // Takes the review's lock, reads its row as it is now (not as it was before the
 // lock), and drives it. `spend_cap`: resume's --spend-cap.
 Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, bool resuming,
-                                     std::optional<std::int64_t> spend_cap) {
+                                     std::optional<std::int64_t> spend_cap, LaterEdits later_edits) {
   // The lock is the review's, not a run's: `orch cancel` does not know it, but an
   // interrupted review goes on with --resume.
   auto lock = RunLock::acquire(env.store->folder(), "review-" + id, [&](const std::string& pid) {
@@ -1006,7 +1088,7 @@ Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, bool
   if (spend_cap) doc["config"]["spend_cap_tokens"] = *spend_cap;
   ReviewConfig config = ORCH_TRY(review_config_from_json(doc["config"]));
   if (!doc.contains("rounds") || !doc["rounds"].is_array()) doc["rounds"] = json::array();
-  Driver driver(env, std::move(record), std::move(doc), std::move(config));
+  Driver driver(env, std::move(record), std::move(doc), std::move(config), later_edits);
   return driver.drive();
 }
 
@@ -1133,13 +1215,37 @@ Expected<ReviewOutcome> start_review(ReviewEnv& env, const ReviewConfig& config)
     record.doc_json = json_text(doc);
   }
   if (env.on_note) env.on_note(fmt::format("review {} started", id));
-  return rrd::drive_review(env, id, false, std::nullopt);
+  return rrd::drive_review(env, id, false, std::nullopt, LaterEdits::Refuse);
 }
 
 Expected<ReviewOutcome> resume_review(ReviewEnv& env, const std::string& id,
-                                      std::optional<std::int64_t> spend_cap) {
+                                      std::optional<std::int64_t> spend_cap, LaterEdits later_edits) {
   const ReviewRecord record = ORCH_TRY(find_review(env, id));
-  return rrd::drive_review(env, record.id, true, spend_cap);
+  return rrd::drive_review(env, record.id, true, spend_cap, later_edits);
+}
+
+Expected<std::vector<std::string>> unfinished_reviews_of(ReviewEnv& env,
+                                                         const std::vector<std::string>& artifacts) {
+  std::vector<std::string> out;
+  for (const ReviewRecord& r : ORCH_TRY(env.reviews->list_reviews())) {
+    if (r.status != ReviewStatus::Running && r.status != ReviewStatus::SpendCap) continue;
+    if (fs::path(r.workspace) != env.workspace) continue;
+    const json doc = json::parse(r.doc_json, nullptr, false);
+    std::vector<std::string> shared;
+    if (doc.is_object() && doc.contains("config") && doc["config"].is_object())
+      for (const auto& a : doc["config"].value("artifacts", json::array()))
+        if (a.is_string() &&
+            std::find(artifacts.begin(), artifacts.end(), a.get<std::string>()) != artifacts.end())
+          shared.push_back(a.get<std::string>());
+    if (shared.empty()) continue;
+    out.push_back(
+        fmt::format("review {} ({}, {} round{} done) is unfinished on {}: go on with it with `orch review "
+                    "--resume {}{}`, "
+                    "or leave it unfinished (it runs and spends nothing more unless resumed)",
+                    r.id, review_status_name(r.status), r.rounds, r.rounds == 1 ? "" : "s",
+                    join(shared, ", "), r.id, r.status == ReviewStatus::SpendCap ? " --spend-cap N" : ""));
+  }
+  return out;
 }
 
 namespace {

@@ -51,6 +51,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "flows/review_config.h"
 #include "orch/engine.h"
@@ -84,10 +85,27 @@ Expected<void> check_review_executors(const ReviewEnv& env, const ReviewConfig& 
 
 // Creates the review (the config must be resolved) and runs it.
 Expected<ReviewOutcome> start_review(ReviewEnv& env, const ReviewConfig& config);
+
+// What a resume does with a file of a fix killed with its orch (kill -9) that
+// changed after that orch stopped watching the fix (its modification time is
+// later): a change the fixer cannot be known to have made — the user's, or a
+// fixer process that outlived orch. Refuse: nothing is restored or run, and the
+// resume fails naming the files (the default). Keep: those files stay as they
+// are (the fix's other files are restored) and the fix runs again on them.
+// Discard: every file is put back as it was before the fix.
+enum class LaterEdits { Refuse, Keep, Discard };
+
 // Continues a review that is still running (after kill -9, Ctrl-C, an approval,
 // or the spend cap: `spend_cap` raises it). A review that ended is refused.
 Expected<ReviewOutcome> resume_review(ReviewEnv& env, const std::string& id,
-                                      std::optional<std::int64_t> spend_cap);
+                                      std::optional<std::int64_t> spend_cap,
+                                      LaterEdits later_edits = LaterEdits::Refuse);
+
+// One line per unfinished review (running, or stopped by its spend cap: both
+// resumable) of `workspace` that reviews one of `artifacts`: its id, its status
+// and how to go on with it. For the pre-flight of a new review of them.
+Expected<std::vector<std::string>> unfinished_reviews_of(ReviewEnv& env,
+                                                         const std::vector<std::string>& artifacts);
 Expected<ReviewRecord> find_review(ReviewEnv& env, const std::string& id);
 
 // The Markdown report of a review document.

@@ -333,6 +333,60 @@ TEST(CliReview, TheSpendCapStopsAndAsksAndAHigherCapResumes) {
   EXPECT_EQ(doc["rounds"].size(), 3u);
   EXPECT_EQ(doc["tokens"]["cap"], 20000);
   EXPECT_EQ(p.count_calls("reviewer correctness 1"), 1) << "round 1 is not run again";
+  // The plan the stopped phase was resumed with (its budget raised) is kept in
+  // that run's folder of the store: .orch/reviews/ holds review documents only,
+  // so whatever reads every .json there as a report finds nothing else.
+  for (const auto& e : fs::directory_iterator(p.d / ".orch" / "reviews")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(name == id + ".json" || name == id + ".md") << name;
+    if (name.ends_with(".json")) expect_valid_report(review_doc_of(read_file(e.path())));
+  }
+  const std::string raised_run = doc["rounds"][1]["runs"]["reviewers"];
+  EXPECT_TRUE(fs::exists(p.d / ".orch" / "runs" / raised_run / "spend-cap-plan.json"));
+}
+
+// The first of two reviewers reports more than the whole cap: the phase's run
+// stops ("tokens: 5000 spent of 3000") and the review with it. Resumed with a
+// cap raised, but not past what was spent, it stops again and says so about the
+// cap it has now; before, it quoted that run's reason under the old cap.
+TEST(CliReview, ACapRaisedButNotPastTheSpendIsTheCapTheReportNames) {
+  json costly = answer({});
+  costly["tokens"] = 5000;
+  Project p({{"reviewer", {{"correctness", {{"default", costly}}}}}},
+            run_yaml("spend_cap_tokens: 3000\nmax_parallel: 1\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 3) << r.err << r.doc.dump(2);
+  ASSERT_EQ(r.doc["status"], "spend_cap");
+  EXPECT_TRUE(r.doc["rounds"].empty()) << "round 1's phase is the one stopped";
+  EXPECT_NE(r.doc["stop_reason"].get<std::string>().find("5000 spent of 3000"), std::string::npos)
+      << r.doc["stop_reason"];
+  EXPECT_EQ(p.count_calls("reviewer safety"), 0);
+  const std::string id = r.doc["id"];
+
+  auto raised = run_orch({"review", "--resume", id, "--spend-cap", "4000", "--json"}, p.path());
+  EXPECT_EQ(raised.exit_code, 3) << raised.err;
+  const json doc = review_doc_of(raised.out);
+  expect_valid_report(doc);
+  EXPECT_EQ(doc["status"], "spend_cap");
+  EXPECT_EQ(doc["tokens"], json({{"spent", 5000}, {"cap", 4000}}));
+  const std::string why = doc["stop_reason"];
+  EXPECT_NE(why.find("the spend cap of 4000 tokens was reached"), std::string::npos) << why;
+  EXPECT_NE(why.find("round 1 (reviewers) with 5000 spent: nothing is left of the spend cap"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find("3000"), std::string::npos) << "the old cap is not the one now: " << why;
+  const std::string md = review_markdown_of(p, doc);
+  EXPECT_EQ(md.find("3000"), std::string::npos) << md;
+  EXPECT_NE(md.find("5000 spent of a 4000 cap"), std::string::npos) << md;
+
+  auto past = run_orch({"review", "--resume", id, "--spend-cap", "50000", "--json"}, p.path());
+  EXPECT_EQ(past.exit_code, 0) << past.err;
+  const json done = review_doc_of(past.out);
+  EXPECT_EQ(done["status"], "passed");
+  EXPECT_EQ(done["stop_reason"].get<std::string>().find("spend cap"), std::string::npos)
+      << done["stop_reason"];
+  EXPECT_EQ(p.count_calls("reviewer correctness 1"), 1) << "the reviewer that answered is not asked again";
+  EXPECT_EQ(p.count_calls("reviewer safety 1"), 1);
 }
 
 // One reviewer answers prose first and valid JSON when told the validation
@@ -523,6 +577,35 @@ TEST(CliReview, PreFlightHaltsOnEveryUnresolvedFieldBeforeAnythingLaunches) {
   EXPECT_NE(r.err.find("verifier: unresolved"), std::string::npos) << r.err;
   EXPECT_TRUE(p.calls().empty()) << "nothing launched";
   EXPECT_FALSE(fs::exists(p.d / ".orch" / "orch.db")) << "nothing recorded";
+}
+
+// `{{{{` in a lens prompt is a literal `{{`: a prompt can show a template's
+// `{{user}}` to the reviewer (before, it was a field to fill, unresolved: exit 2).
+TEST(CliReview, FourBracesInALensPromptReachTheReviewerAsTwo) {
+  Project p(json::object(), run_yaml("max_rounds: 1\ndry_rounds: 1\n",
+                                     "  - {name: style, prompt: lenses/jinja.md, worker: fake}\n"));
+  write_file(p.d / "lenses" / "jinja.md", "Templates write {{{{user}} and {{{{ lens }}; this is {{lens}}.\n");
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string prompt = read_file(p.d / "prompts" / "reviewer-style-r1-a1.txt");
+  EXPECT_NE(prompt.find("Templates write {{user}} and {{ lens }}; this is style."), std::string::npos)
+      << prompt;
+}
+
+// A lens prompt or rubric that cannot be read is named once, as RUN.yaml names it.
+TEST(CliReview, AMissingLensPromptOrRubricIsNamedOnce) {
+  Project p(json::object(), run_yaml("rubric: no-rubric.yaml\n",
+                                     "  - {name: style, prompt: lenses/none.md, worker: fake}\n"));
+  auto r = run_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("lenses[0].prompt: prompt file 'lenses/none.md': cannot open: "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("rubric: 'no-rubric.yaml': cannot open: "), std::string::npos) << r.err;
+  for (const std::string name : {"none.md", "no-rubric.yaml"}) {
+    const std::size_t first = r.err.find(name);
+    EXPECT_NE(first, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(name, first + 1), std::string::npos) << name << " is named twice: " << r.err;
+  }
 }
 
 TEST(CliReview, ABadRunYamlIsRefusedWithLinesAndFields) {
@@ -995,6 +1078,111 @@ TEST(CliReview, KillMinus9DuringTheFixRestoresTheArtifactAndRunsTheFixAgain) {
   EXPECT_NE(text.find("after checking argc"), std::string::npos);
   EXPECT_EQ(p.count_calls("fixer - 1 2"), 1);
   EXPECT_EQ(p.count_calls("reviewer correctness 1"), 1);
+}
+
+// A review killed (kill -9) while its fixer was half-way through an edit, then
+// doc.md edited by hand after that: the state a user resumes from.
+struct KilledFixThenHandEdit {
+  Project p;
+  std::string id;
+  std::string edited;  // doc.md as the user left it
+  KilledFixThenHandEdit()
+      : p({{"reviewer", {{"correctness", {{"1", answer({kArgc})}, {"default", answer({})}}}}},
+           {"fixer",
+            {{"default",
+              {{"attempts",
+                json::array(
+                    {json{{"edits", {{{"file", "doc.md"}, {"replace", "# Parser"}, {"with", "# HALF"}}}},
+                          {"sleep", 30}},
+                     json{{"edits",
+                           {{{"file", "doc.md"},
+                             {"replace", "without checking argc"},
+                             {"with", "after checking argc"}}}},
+                          {"raw", "fixed"}}})}}}}}},
+          run_yaml("fixer: {worker: fake}\nverify: grep -q 'after checking argc' doc.md\n",
+                   "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n")) {
+    pid_t pid =
+        orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
+    EXPECT_TRUE(orch::testing::wait_for([&] { return p.count_calls("fixer") == 1; }, 30000))
+        << read_file(p.d / "out.txt");
+    EXPECT_TRUE(orch::testing::wait_for(
+        [&] { return read_file(p.d / "doc.md").find("# HALF") != std::string::npos; }, 10000));
+    kill(pid, SIGKILL);
+    orch::testing::wait_exit(pid);
+    id = review_doc_of(run_orch({"review", "--list", "--json"}, p.path()).out)[0]["id"];
+    // Later than orch allows the fixer's own changes to be stamped after its last
+    // heartbeat (3 s): this edit cannot be the fixer's.
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+    edited = read_file(p.d / "doc.md") + "A note the user added by hand.\n";
+    write_file(p.d / "doc.md", edited);
+  }
+};
+
+// The resume does not put the snapshot back over the hand edit (before, it did,
+// and the edit was lost): it refuses, naming the file, with nothing changed and
+// nothing run; --keep-edits keeps the user's version and runs the fix again on it.
+TEST(CliReview, AResumeAfterKillMinus9AsksBeforeLosingAHandEditAndKeepsItWhenTold) {
+  KilledFixThenHandEdit k;
+  auto refused = run_orch({"review", "--resume", k.id, "--json"}, k.p.path());
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("since then this file changed: doc.md (changed "), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find(fmt::format("`orch review --resume {} --keep-edits`", k.id)), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find(fmt::format("`orch review --resume {} --discard-edits`", k.id)),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(read_file(k.p.d / "doc.md"), k.edited) << "nothing was put back";
+  EXPECT_EQ(k.p.count_calls("fixer"), 1) << "nothing was run";
+
+  auto kept = run_orch({"review", "--resume", k.id, "--keep-edits", "--json"}, k.p.path());
+  EXPECT_EQ(kept.exit_code, 0) << kept.err;
+  const json doc = review_doc_of(kept.out);
+  expect_valid_report(doc);
+  EXPECT_EQ(doc["rounds"][0]["fix"]["status"], "applied") << doc["rounds"][0]["fix"].dump(2);
+  const std::string text = read_file(k.p.d / "doc.md");
+  EXPECT_NE(text.find("A note the user added by hand."), std::string::npos) << text;
+  EXPECT_NE(text.find("# HALF"), std::string::npos) << "the user's version is kept whole: " << text;
+  EXPECT_NE(text.find("after checking argc"), std::string::npos) << "the fix ran again on it: " << text;
+  EXPECT_EQ(k.p.count_calls("fixer - 1 2"), 1);
+}
+
+// --discard-edits: the user says so, and the file goes back to what it was before the fix.
+TEST(CliReview, AResumeWithDiscardEditsPutsTheFileBackAsBeforeTheFix) {
+  KilledFixThenHandEdit k;
+  auto r = run_orch({"review", "--resume", k.id, "--discard-edits", "--json"}, k.p.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(review_doc_of(r.out)["rounds"][0]["fix"]["status"], "applied");
+  const std::string text = read_file(k.p.d / "doc.md");
+  EXPECT_EQ(text.find("A note the user added by hand."), std::string::npos) << text;
+  EXPECT_EQ(text.find("# HALF"), std::string::npos) << text;
+  EXPECT_NE(text.find("after checking argc"), std::string::npos) << text;
+  auto flags = run_orch({"review", "--config", "RUN.yaml", "--keep-edits"}, k.p.path());
+  EXPECT_EQ(flags.exit_code, 2) << "--keep-edits goes with --resume: " << flags.err;
+}
+
+// A new review of artifacts an unfinished review still holds warns, naming that
+// review and how to go on with it (before, it said nothing).
+TEST(CliReview, ANewReviewOfArtifactsAnUnfinishedReviewHoldsWarns) {
+  json scenario = {{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}}};
+  Project p(scenario,
+            run_yaml("spend_cap_tokens: 1500\n",
+                     "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"),
+            "    reserve_tokens: 1000\n");
+  auto first = review(p);
+  ASSERT_EQ(first.doc["status"], "spend_cap") << first.err;
+  const std::string id = first.doc["id"];
+  auto second = review(p);
+  EXPECT_NE(second.err.find(fmt::format("WARNING: review {} (spend_cap, ", id)), std::string::npos)
+      << second.err;
+  EXPECT_NE(second.err.find("is unfinished on doc.md"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find(fmt::format("`orch review --resume {} --spend-cap N`", id)), std::string::npos)
+      << second.err;
+  // Another workspace's artifacts are not this review's.
+  write_file(p.d / "other" / "doc.md", kDoc);
+  auto elsewhere =
+      run_orch({"review", "--config", "../RUN.yaml", "--yes", "--store", "../.orch/orch.db"}, p.d / "other");
+  EXPECT_EQ(elsewhere.err.find("WARNING: review"), std::string::npos) << elsewhere.err;
 }
 
 // The spend cap reached by the fix: the fix stays pending and runs when resumed
