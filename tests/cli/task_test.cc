@@ -536,6 +536,36 @@ TEST(CliTask, ToolDirectRunsTheRegistryToolAndNoModel) {
   EXPECT_EQ(server.requests().size(), 0u) << server.requests().dump(2);
 }
 
+// A relative program path in a registry's `command` is relative to the
+// registry file's folder (docs/tools.md). A script put elsewhere — here the
+// workspace's tools/, while the registry is .orch/registry.yml — cannot be run:
+// that is the registry's set-up, not the work. The message names the path and
+// the rule; no VERIFY, no lesson (exit 2), and once the script is where the
+// rule says, --resume runs the tool.
+TEST(CliTask, ToolDirectWithAMisplacedScriptIsASetUpFailure) {
+  TempDir d;
+  write_example_registry(d);
+  fs::create_directories(d / "tools");
+  fs::rename(d / ".orch" / "tools" / "filestats.sh", d / "tools" / "filestats.sh");
+  write_file(d / "README.md", "one\ntwo\nthree\n");
+  auto r = run_orch({"task", "run", "quick: count the lines of the readme", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_HAS(r.err, ".orch/tools/filestats.sh' cannot be run: No such file or directory");
+  EXPECT_HAS(r.err, "relative to the registry file's folder");
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["strategy"], "tool-direct");
+  EXPECT_EQ(t["state"], "EXECUTE");
+  EXPECT_EQ(t["verifications"].size(), 0u);
+  EXPECT_FALSE(fs::exists(d / ".orch" / "memory" / "lessons" / (t["id"].get<std::string>() + ".md")));
+
+  fs::rename(d / "tools" / "filestats.sh", d / ".orch" / "tools" / "filestats.sh");
+  auto resumed = run_orch({"task", "run", "--resume", t["id"], "--json"}, d.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const json done = parse_json(resumed.out);
+  EXPECT_EQ(done["state"], "DONE");
+  EXPECT_HAS(done["summary"].get<std::string>(), R"("lines":3)");
+}
+
 // Without a model orch gives a tool only the files the request names: a
 // tool-direct request that names none cannot run, and the trace is escalated
 // with the reason (exit 3), no model asked.
@@ -570,6 +600,65 @@ TEST(CliTask, ARequestThatIsNotToolDirectStillUsesTheModel) {
   EXPECT_EQ(t["strategy"], "recall-execute-verify");
   EXPECT_EQ(t["state"], "DONE");
   EXPECT_EQ(server.requests().size(), 2u) << "execute and summarize";
+}
+
+// The attempts the execute step of a trace's run made, from `orch status --json`.
+json execute_attempts(const TempDir& d, const std::string& run_id) {
+  auto status = run_orch({"status", run_id, "--json"}, d.path());
+  const json report = parse_json(status.out);
+  for (const auto& s : report.value("steps", json::array()))
+    if (s["id"] == "execute") return s["attempts"];
+  return json::array();
+}
+
+// A model call that fails for its set-up — the key's variable not set, or the
+// provider refusing the key — is not the work failing: no VERIFY, no retry, no
+// close and no lesson. `task run` says what to fix (exit 2) and leaves the trace
+// open, and `--resume` after the fix runs it to the end.
+TEST(CliTask, ASetUpFailureIsNotRetriedNorLearntFromAndTheTraceResumes) {
+  orch::testing::FakeLlmServer server("sk-task-run-123456");
+  ASSERT_TRUE(server.started());
+  TempDir d;
+  write_fake_models(d, server);
+  write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
+  auto r = run_orch({"task", "run", "fix the crash in the date parser", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_HAS(r.err, "set-up failure");
+  EXPECT_HAS(r.err, "takes its key from $ORCH_TEST_TASK_KEY, which is not set");
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["state"], "EXECUTE") << "left open, not escalated";
+  EXPECT_FALSE(t.contains("result") && !t["result"].is_null()) << t.dump(2);
+  EXPECT_EQ(t["verifications"].size(), 0u) << "a set-up failure is no VERIFY";
+  EXPECT_EQ(t["retries"], 0);
+  EXPECT_HAS(r.err, fmt::format("orch task run --resume {}", t["id"].get<std::string>()));
+  EXPECT_EQ(execute_attempts(d, t["run_id"]).size(), 1u) << "not retried";
+  EXPECT_FALSE(fs::exists(d / ".orch" / "memory" / "lessons" / (t["id"].get<std::string>() + ".md")))
+      << "no lesson harvested";
+
+  // Fixed: the same trace goes on, and ends DONE.
+  auto resumed = run_orch({"task", "run", "--resume", t["id"], "--json"}, d.path(),
+                          {{"ORCH_TEST_TASK_KEY", server.api_key()}});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const json done = parse_json(resumed.out);
+  EXPECT_EQ(done["state"], "DONE");
+  EXPECT_EQ(done["retries"], 0) << done.dump(2);
+  expect_valid_trace(done);
+
+  // A key the provider refuses (HTTP 401): one call, the status and the URL named.
+  TempDir d2;
+  write_fake_models(d2, server);
+  server.reset_requests();
+  auto refused = run_orch({"task", "run", "fix the crash in the date parser", "--json"}, d2.path(),
+                          {{"ORCH_TEST_TASK_KEY", "sk-not-the-key-000000"}});
+  ASSERT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_HAS(refused.err, fmt::format("answered HTTP 401 from {}/v1/chat/completions", server.url()));
+  EXPECT_HAS(refused.err, "the key in $ORCH_TEST_TASK_KEY was refused");
+  EXPECT_EQ(server.requests().size(), 1u) << "not retried: " << server.requests().dump(2);
+  const json t2 = parse_json(refused.out);
+  EXPECT_EQ(t2["state"], "EXECUTE");
+  EXPECT_EQ(t2["verifications"].size(), 0u);
+  EXPECT_FALSE(fs::exists(d2 / ".orch" / "memory" / "lessons" / (t2["id"].get<std::string>() + ".md")))
+      << "no lesson harvested";
 }
 
 // A summary call that fails once is tried again: work that passed VERIFY is not
