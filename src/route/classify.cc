@@ -161,8 +161,8 @@ const char* model_need_name(ModelNeed need) {
 }
 
 ModelNeed model_need(bool similar_found, std::string_view complexity, bool covered_by_tool) {
-  if (similar_found) return ModelNeed::CacheFirst;
   if (complexity == complexity_name(Complexity::Trivial) && covered_by_tool) return ModelNeed::None;
+  if (similar_found) return ModelNeed::CacheFirst;
   return ModelNeed::Required;
 }
 

@@ -243,7 +243,10 @@ TEST(RouteStrategy, ComplexityToStrategyToPipeline) {
 }
 
 TEST(RouteStrategy, TheCapabilityGateInItsOrder) {
-  EXPECT_EQ(model_need(true, "trivial", true), ModelNeed::CacheFirst);
+  EXPECT_EQ(model_need(true, "trivial", true), ModelNeed::None)
+      << "a tool that covers the request needs no model, however similar a past trace";
+  EXPECT_EQ(model_need(true, "trivial", false), ModelNeed::CacheFirst);
+  EXPECT_EQ(model_need(true, "standard", true), ModelNeed::CacheFirst);
   EXPECT_EQ(model_need(false, "trivial", true), ModelNeed::None);
   EXPECT_EQ(model_need(false, "standard", true), ModelNeed::Required)
       << "only a trivial request goes tool-direct";

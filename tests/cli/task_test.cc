@@ -519,7 +519,7 @@ TEST(CliTask, ToolDirectRunsTheRegistryToolAndNoModel) {
   EXPECT_HAS(logs.out, R"("lines":3)");
 
   // With a model configured, and named: still the tool, and the model is never
-  // called. (A fresh workspace: here the first trace would make the gate cache-first.)
+  // called.
   TempDir d2;
   write_example_registry(d2);
   write_file(d2 / "README.md", "one\ntwo\nthree\n");
@@ -534,6 +534,26 @@ TEST(CliTask, ToolDirectRunsTheRegistryToolAndNoModel) {
   EXPECT_HAS(n["summary"].get<std::string>(), R"("lines":3)");
   EXPECT_HAS(named.err, "--model m was not used");
   EXPECT_EQ(server.requests().size(), 0u) << server.requests().dump(2);
+}
+
+// The capability gate asks the tool first: a tool-direct request done once is
+// "similar" to itself the next time, but still needs no model (cache-first would
+// have sent it to a model — here, with none configured, an error).
+TEST(CliTask, ToolDirectStaysToolDirectWhenASimilarTraceIsClosed) {
+  TempDir d;
+  write_example_registry(d);
+  write_file(d / "README.md", "one\ntwo\nthree\n");
+  for (int i = 0; i < 2; ++i) {
+    auto r = run_orch({"task", "run", "quick: count the lines of the readme", "--json"}, d.path());
+    ASSERT_EQ(r.exit_code, 0) << "run " << i + 1 << ": " << r.out << r.err;
+    const json t = parse_json(r.out);
+    EXPECT_EQ(t["llm"], "none") << "run " << i + 1;
+    EXPECT_EQ(t["strategy"], "tool-direct");
+    EXPECT_EQ(t["state"], "DONE");
+    if (i == 1) {
+      EXPECT_TRUE(t["classification"]["gate"]["similar_found"].get<bool>()) << t["classification"].dump(2);
+    }
+  }
 }
 
 // A relative program path in a registry's `command` is relative to the
