@@ -122,12 +122,20 @@ std::string slug_id(const std::string& request, std::int64_t now_ms) {
   return iso8601_utc(now_ms).substr(0, 10) + "-" + slug;
 }
 
-// The id for a new trace: the slug, or slug-2, slug-3, ... when taken.
-Expected<std::string> fresh_id(TraceStore& store, const std::string& base) {
+// Gives the new `trace` its id — the slug, or slug-2, slug-3, ... when taken —
+// and exports it under that id. An id is taken when this ledger has it or when
+// the workspace's .orch/traces/ has its file: another ledger of the workspace
+// (`--store`) may have made it, and its trace file, plan and lesson must not be
+// overwritten. The file is created only if the name is free (atomically, so of
+// two processes racing for one id, one moves on to the next).
+Expected<void> claim_fresh_id(TraceStore& store, Trace& trace, const std::string& base) {
   for (int n = 1;; ++n) {
     std::string id = n == 1 ? base : fmt::format("{}-{}", base, n);
-    auto found = ORCH_TRY(store.find_trace(id));
-    if (!found) return id;
+    if (ORCH_TRY(store.find_trace(id))) continue;
+    trace.id = id;
+    if (ORCH_TRY(create_file_atomically(trace_file(trace.workspace, id), json_text(to_json(trace), 2) + "\n",
+                                        Durability::RenameOnly)))
+      return {};
   }
 }
 
@@ -330,23 +338,30 @@ Expected<PlannedTask> plan_task(TaskEnv& env, const std::string& request, const 
   {
     Transaction tx(*env.traces);
     ORCH_TRY(tx.begin());
-    trace.id = ORCH_TRY(fresh_id(*env.traces, slug_id(request, now)));
     const std::string note =
         options.assume_intent
             ? fmt::format("intent {} (assumed), {}, {}", trace.intent, trace.complexity, trace.strategy)
             : fmt::format("intent {}, {}, {}", trace.intent, trace.complexity, trace.strategy);
     enter_state(trace, TaskState::Classify, note, iso8601_utc(now));
-    ORCH_TRY(env.traces->insert_trace(record_of(trace, 0)));
-    ORCH_TRY(append(*env.traces, trace.id, now, "trace_created", "CLASSIFY",
-                    {{"request", request},
-                     {"intent", trace.intent},
-                     {"complexity", trace.complexity},
-                     {"strategy", trace.strategy},
-                     {"llm", trace.llm}}));
-    // Exported before the commit: a trace whose file cannot be written (a file
-    // where .orch/traces should be) is not left open in the ledger, half made.
-    ORCH_TRY(export_trace(trace));
-    ORCH_TRY(tx.commit());
+    // Exported before the commit (claiming the id): a trace whose file cannot be
+    // written (a file where .orch/traces should be) is not left open in the
+    // ledger, half made; and one the ledger did not take leaves no file.
+    ORCH_TRY(claim_fresh_id(*env.traces, trace, slug_id(request, now)));
+    auto recorded = [&]() -> Expected<void> {
+      ORCH_TRY(env.traces->insert_trace(record_of(trace, 0)));
+      ORCH_TRY(append(*env.traces, trace.id, now, "trace_created", "CLASSIFY",
+                      {{"request", request},
+                       {"intent", trace.intent},
+                       {"complexity", trace.complexity},
+                       {"strategy", trace.strategy},
+                       {"llm", trace.llm}}));
+      return tx.commit();
+    }();
+    if (!recorded) {
+      std::error_code ec;
+      fs::remove(trace_file(trace.workspace, trace.id), ec);
+      return std::unexpected(recorded.error());
+    }
   }
 
   // The engine stages at the head of the pipeline: orch runs them and logs them.

@@ -120,6 +120,27 @@ TEST(CliTask, IllegalTransitionsAreRefusedNamingTheLegalNextState) {
 // VERIFY runs the checklist's commands through the engine: a failing command
 // is a FAIL verdict that blocks SUMMARIZE and close pass; EXECUTE may be retried
 // twice; then only close fail is left, and the trace ends ESCALATED (exit 3).
+// Two ledgers in one workspace (`--store`) share its .orch/traces/, plans and
+// lessons: the second one's trace of the same request on the same day gets the
+// next id, not the first one's, so neither file is overwritten.
+TEST(CliTask, TwoLedgersInOneWorkspaceNeverShareATraceId) {
+  TempDir d;
+  const json a = plan_trace(d, "fix the crash in the date parser", {"--store", "a.db"});
+  const json b = plan_trace(d, "fix the crash in the date parser", {"--store", "b.db"});
+  const std::string ida = a["id"], idb = b["id"];
+  EXPECT_NE(ida, idb);
+  EXPECT_EQ(idb, ida + "-2");
+  EXPECT_EQ(parse_json(read_file(d / ".orch" / "traces" / (ida + ".json")))["id"], ida);
+  EXPECT_EQ(parse_json(read_file(d / ".orch" / "traces" / (idb + ".json")))["id"], idb);
+  // Each closes into a lesson of its own.
+  for (const auto& [store, id] : {std::pair{"a.db", ida}, std::pair{"b.db", idb}}) {
+    auto closed = run_orch({"task", "close", id, "--result", "fail", "--store", store}, d.path());
+    EXPECT_EQ(closed.exit_code, 3) << closed.err;
+    EXPECT_TRUE(fs::exists(d / ".orch" / "memory" / "lessons" / (id + ".md"))) << id;
+  }
+  EXPECT_EQ(parse_json(read_file(d / ".orch" / "traces" / (ida + ".json")))["state"], "ESCALATED");
+}
+
 TEST(CliTask, AFailingVerifyAllowsTwoRetriesThenOnlyEscalation) {
   TempDir d;
   write_checklists(d,
