@@ -237,10 +237,18 @@ Expected<TaskSettings> load_task_settings(const fs::path& workspace) {
     const std::string key = entry.first.as<std::string>("");
     const int line = entry.first.Mark().line + 1;
     auto duration_of = [&](std::chrono::milliseconds& into) {
-      auto d = parse_duration(entry.second.IsScalar() ? entry.second.Scalar() : std::string());
-      if (!d || d->count() <= 0)
+      if (!entry.second.IsScalar()) {
         problems.push_back(fmt::format("{}:{}: {}: expected a positive duration such as 30m or 24h",
                                        file.string(), line, key));
+        return;
+      }
+      // The parser's own reason: a unit it does not know, a value too large, ...
+      auto d = parse_duration(entry.second.Scalar());
+      if (!d)
+        problems.push_back(fmt::format("{}:{}: {}: {}", file.string(), line, key, d.error().message));
+      else if (d->count() <= 0)
+        problems.push_back(fmt::format("{}:{}: {}: '{}' must be more than 0 (e.g. 30m or 24h)", file.string(),
+                                       line, key, entry.second.Scalar()));
       else
         into = *d;
     };

@@ -314,7 +314,18 @@ TEST(CliTask, PlanAbandonsStaleTracesFirstAndChecksTheSettingsFile) {
   write_file(d / ".orch" / "task.yaml", "abandon_after: later\n");
   auto bad = run_orch({"task", "list"}, d.path());
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_HAS(bad.err, "task.yaml:1: abandon_after: expected a positive duration");
+  EXPECT_HAS(bad.err, "task.yaml:1: abandon_after: bad duration 'later'");
+  // Too large is said as such (the parser's reason), naming the file and field.
+  write_file(d / ".orch" / "task.yaml", "verify_timeout: 5m\nabandon_after: 99999999999999h\n");
+  auto huge = run_orch({"task", "list"}, d.path());
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_HAS(huge.err,
+             ".orch/task.yaml:2: abandon_after: bad duration '99999999999999h': too large (at most 87600h");
+  EXPECT_EQ(huge.err.find("positive"), std::string::npos) << huge.err;
+  write_file(d / ".orch" / "task.yaml", "verify_timeout: 0s\n");
+  auto zero = run_orch({"task", "list"}, d.path());
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_HAS(zero.err, "task.yaml:1: verify_timeout: '0s' must be more than 0");
 }
 
 // The learning loop: a closed trace becomes a lesson that a second, similar
