@@ -5,14 +5,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <sstream>
 
 #include "engine/run_lock.h"
 #include "flows/task_engines.h"
 #include "orch/plan_loader.h"
 #include "util/atomic_file.h"
 #include "util/json_text.h"
+#include "util/read_file.h"
 #include "util/strings.h"
 
 namespace orch::flows {
@@ -273,12 +272,20 @@ Expected<Trace> find_task(TaskEnv& env, const std::string& ref) {
   std::string id = ref;
   std::error_code ec;
   if (ref.ends_with(".json") && fs::is_regular_file(ref, ec)) {
-    std::ifstream in(ref, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto doc = json::parse(text.str(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("id") || !doc["id"].is_string())
-      return fail(ErrorCode::InvalidInput, fmt::format("{}: not a trace file (no \"id\")", ref));
+    const std::string text = ORCH_TRY(read_file_text(ref));
+    json doc;
+    try {
+      doc = json::parse(text);
+    } catch (const json::exception& e) {
+      // "[json.exception.parse_error.101] parse error at line 1, column 5: ...": the id helps no one.
+      std::string why = e.what();
+      if (const auto end = why.find("] "); why.starts_with("[json.exception") && end != std::string::npos)
+        why = why.substr(end + 2);
+      return fail(ErrorCode::InvalidInput, fmt::format("{}: not a trace file: not valid JSON: {}", ref, why));
+    }
+    if (!doc.is_object() || !doc.contains("id") || !doc["id"].is_string())
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("{}: not a trace file: valid JSON, but no \"id\" string", ref));
     id = doc["id"].get<std::string>();
   }
   auto row = ORCH_TRY(env.traces->find_trace(id));

@@ -141,6 +141,29 @@ TEST(CliTask, TwoLedgersInOneWorkspaceNeverShareATraceId) {
   EXPECT_EQ(parse_json(read_file(d / ".orch" / "traces" / (ida + ".json")))["state"], "ESCALATED");
 }
 
+// TRACE may be the path of a trace's exported file. One that is not JSON says
+// so with the parser's position and reason; JSON without an id says that.
+TEST(CliTask, ATraceFileThatIsNotJsonSaysWhereItBreaks) {
+  TempDir d;
+  const std::string id = plan_trace(d, "fix the crash in the date parser")["id"];
+  const std::string file = (d / ".orch" / "traces" / (id + ".json")).string();
+  auto shown = run_orch({"task", "show", file, "--json"}, d.path());
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(parse_json(shown.out)["id"], id);
+
+  write_file(d / "broken.json", "{\"id\": \"x\",\n  oops}\n");
+  auto broken = run_orch({"task", "show", "broken.json"}, d.path());
+  EXPECT_EQ(broken.exit_code, 2);
+  EXPECT_HAS(broken.err,
+             "broken.json: not a trace file: not valid JSON: parse error at line 2, column 3: syntax error");
+  EXPECT_EQ(broken.err.find("no \"id\""), std::string::npos) << broken.err;
+
+  write_file(d / "list.json", "[1, 2]\n");
+  auto no_id = run_orch({"task", "show", "list.json"}, d.path());
+  EXPECT_EQ(no_id.exit_code, 2);
+  EXPECT_HAS(no_id.err, "list.json: not a trace file: valid JSON, but no \"id\" string");
+}
+
 TEST(CliTask, AFailingVerifyAllowsTwoRetriesThenOnlyEscalation) {
   TempDir d;
   write_checklists(d,
