@@ -68,6 +68,11 @@ enum class AttemptEnding {
   Cancelled,    // orch killed it on request (cancel, interrupt, abort)
   SpawnFailed,  // could not be started (missing executable, ...)
   Error,        // the executor failed (bad input to a builtin, unreadable output file, ...)
+  // The executor's set-up is wrong, not the work: an llm provider's key variable
+  // is not set, or the provider refused the credentials (HTTP 401/403). No
+  // attempt can pass until a person fixes the configuration, so the engine does
+  // not retry it; the message names the cause (the variable, or the status and URL).
+  SetupFailed,
 };
 const char* attempt_ending_name(AttemptEnding ending);
 

@@ -112,6 +112,13 @@ int run(const TaskRunArgs& a) {
     return outcome->exit_code;
   }
   printer->print_new(*outcome->trace);
+  if (!outcome->setup_failure.empty())
+    std::fprintf(stderr,
+                 "orch: task run: set-up failure, not the work's: %s\n"
+                 "orch: trace %s stays open at %s (no retry, no lesson): fix the set-up, then `orch task run "
+                 "--resume %s`\n",
+                 outcome->setup_failure.c_str(), outcome->trace->id.c_str(),
+                 flows::task_state_name(outcome->trace->state()), outcome->trace->id.c_str());
   if (options.executor_given && flows::is_tool_direct(*outcome->trace))
     std::fprintf(stderr,
                  "orch task: %s was not used: the capability gate found no model is needed, so the "

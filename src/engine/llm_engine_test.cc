@@ -292,19 +292,35 @@ steps:
   EXPECT_LT(past[1].started_at - past[0].finished_at, 2'000) << "a date in the past asks for no wait";
 }
 
+// A key not set, or one the provider refuses (401, 403), is the set-up, not the
+// work: the attempt ends setup_failed and the step fails at once, not retried.
 TEST_F(LlmEngineTest, AMissingKeyOrUnauthorizedKeyFailsWithoutRetrying) {
   unsetenv(kKeyVar);
   auto out = run("steps:\n  - {id: a, executor: llm, attempts: 3, inputs: {prompt: hi}}\n");
   EXPECT_EQ(out.status, RunStatus::Failed);
-  EXPECT_NE(step(out.run_id, "a").reason.find("ORCH_TEST_LLM_API_KEY, which is not set"), std::string::npos)
-      << step(out.run_id, "a").reason;
+  EXPECT_EQ(step(out.run_id, "a").reason,
+            "provider 'oa' takes its key from $ORCH_TEST_LLM_API_KEY, which is not set");
+  auto missing = *store_->attempts(out.run_id, "a");
+  ASSERT_EQ(missing.size(), 1u) << "a set-up failure is not retried";
+  EXPECT_EQ(missing[0].ending, "setup_failed");
   setenv(kKeyVar, "sk-wrong-key-999999", 1);
   auto denied = run("steps:\n  - {id: a, executor: llm, attempts: 3, inputs: {prompt: hi}}\n");
   EXPECT_EQ(denied.status, RunStatus::Failed);
-  EXPECT_NE(step(denied.run_id, "a").reason.find("HTTP 401"), std::string::npos)
+  EXPECT_NE(step(denied.run_id, "a").reason.find("HTTP 401 from http://127.0.0.1:"), std::string::npos)
       << step(denied.run_id, "a").reason;
-  EXPECT_EQ(store_->attempts(denied.run_id, "a")->size(), 2u)
-      << "a 401 is not transient: same failure twice stops it";
+  EXPECT_NE(step(denied.run_id, "a").reason.find("the key in $ORCH_TEST_LLM_API_KEY was refused"),
+            std::string::npos)
+      << step(denied.run_id, "a").reason;
+  auto refused = *store_->attempts(denied.run_id, "a");
+  ASSERT_EQ(refused.size(), 1u) << "a 401 is a set-up failure: not retried";
+  EXPECT_EQ(refused[0].ending, "setup_failed");
+  setenv(kKeyVar, server_->api_key().c_str(), 1);
+  auto forbidden =
+      run("steps:\n  - {id: a, executor: llm, attempts: 3, inputs: {prompt: \"[[status: 403]]\"}}\n");
+  EXPECT_EQ(forbidden.status, RunStatus::Failed);
+  EXPECT_NE(step(forbidden.run_id, "a").reason.find("HTTP 403 from"), std::string::npos)
+      << step(forbidden.run_id, "a").reason;
+  EXPECT_EQ(store_->attempts(forbidden.run_id, "a")->size(), 1u);
 }
 
 // A 200 that is not a completion says what it was instead; a 408 (the provider

@@ -1313,7 +1313,11 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   bool same_twice = !o.transient && !s.last_failure_key.empty() && key == s.last_failure_key;
   s.last_failure_key = key;
   std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
-  if (step.budget.tokens && step_tokens > 0 && step_tokens >= *step.budget.tokens) {
+  if (o.ending == AttemptEnding::SetupFailed) {
+    // The executor's set-up (a key not set, credentials refused), not the work:
+    // every retry would fail the same way until a person fixes it.
+    mark_failed(i, reason);
+  } else if (step.budget.tokens && step_tokens > 0 && step_tokens >= *step.budget.tokens) {
     mark_failed(i, fmt::format("step budget exhausted: tokens {} spent of {}; last failure: {}", step_tokens,
                                *step.budget.tokens, reason));
   } else if (step.budget.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *step.budget.cost_usd) {

@@ -55,6 +55,7 @@ std::string bad_usage_figure(const json& usage, const char* key) {
 
 struct LlmExecutor::Call {
   std::string provider;
+  std::string key_env;  // the provider's api_key_env ("" when it sends no key)
   const LlmModel* model = nullptr;
   LlmApi api = LlmApi::OpenAi;
   HttpRequest request;
@@ -215,10 +216,10 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
   auto call = std::make_shared<Call>();
   call->done = std::move(done);
   call->spec = spec;
-  auto fail_later = [&](std::string message) {
+  auto fail_later = [&](std::string message, AttemptEnding ending = AttemptEnding::Error) {
     call->finished = true;
     AttemptOutcome outcome;
-    outcome.ending = AttemptEnding::Error;
+    outcome.ending = ending;
     outcome.message = std::move(message);
     loop.defer(
         [done = std::move(call->done), outcome = std::move(outcome)]() mutable { done(std::move(outcome)); });
@@ -242,7 +243,8 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
     const char* value = std::getenv(provider->api_key_env.c_str());
     if (value == nullptr || *value == '\0')
       return fail_later(fmt::format("provider '{}' takes its key from ${}, which is not set", provider->name,
-                                    provider->api_key_env));
+                                    provider->api_key_env),
+                        AttemptEnding::SetupFailed);
     key = value;
   }
 
@@ -264,6 +266,7 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
     }
   }
   call->provider = provider->name;
+  call->key_env = provider->api_key_env;
   call->model = model;
   call->api = provider->api;
   HttpRequest& r = call->request;
@@ -356,6 +359,20 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
                       location && !location->empty() ? fmt::format(" to {}", quote_for_message(*location))
                                                      : std::string()),
           false);
+    } else if (r.status == 401 || r.status == 403) {
+      // The credentials, not the call: no attempt passes until a person fixes
+      // the key (or what it may do), so the engine does not retry it.
+      const std::string& key_env = call->key_env;
+      failed(fmt::format("provider '{}' answered HTTP {} from {}: {} ({})", call->provider, r.status,
+                         call->request.url, provider_message(r.body),
+                         key_env.empty() ? std::string("the provider has no api_key_env: does it need a key?")
+                         : r.status == 401
+                             ? fmt::format("the key in ${} was refused: check it", key_env)
+                             : fmt::format("the key in ${} may not make this call: check its permissions "
+                                           "and the model's name",
+                                           key_env)),
+             false);
+      o.ending = AttemptEnding::SetupFailed;
     } else if (r.status != 200) {
       failed(fmt::format("provider '{}' answered HTTP {}: {}", call->provider, r.status,
                          provider_message(r.body)),

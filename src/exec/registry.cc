@@ -23,6 +23,8 @@ const char* attempt_ending_name(AttemptEnding ending) {
       return "spawn_failed";
     case AttemptEnding::Error:
       return "error";
+    case AttemptEnding::SetupFailed:
+      return "setup_failed";
   }
   return "error";
 }

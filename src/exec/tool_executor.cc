@@ -1,16 +1,20 @@
 #include "exec/tool_executor.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <optional>
 #include <utility>
 
 #include "orch/placeholder.h"
+#include "orch/validate.h"
 #include "util/json_text.h"
 #include "util/strings.h"
-#include "orch/validate.h"
 
 namespace orch {
 
@@ -19,10 +23,12 @@ namespace {
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
-// An attempt that ends Error before anything was spawned (its inputs did not fit
-// the tool), reported from the loop like every other ending.
+// An attempt that ends before anything was spawned — Error when its inputs did
+// not fit the tool, SetupFailed when the tool's program is not there to run —
+// reported from the loop like every other ending.
 struct RefusalState {
   std::string message;
+  AttemptEnding ending = AttemptEnding::Error;
   Executor::DoneCallback done;
   SteadyClock::time_point started;
   std::optional<std::string> cancelled;
@@ -39,14 +45,15 @@ class RefusedAttempt final : public RunningAttempt {
   std::shared_ptr<RefusalState> state_;
 };
 
-std::unique_ptr<RunningAttempt> refuse(std::string message, EventLoop& loop, Executor::DoneCallback done) {
+std::unique_ptr<RunningAttempt> refuse(std::string message, EventLoop& loop, Executor::DoneCallback done,
+                                       AttemptEnding ending = AttemptEnding::Error) {
   auto state = std::make_shared<RefusalState>(
-      RefusalState{std::move(message), std::move(done), SteadyClock::now(), {}});
+      RefusalState{std::move(message), ending, std::move(done), SteadyClock::now(), {}});
   loop.defer([weak = std::weak_ptr<RefusalState>(state)] {
     auto held = weak.lock();
     if (!held || !held->done) return;
     AttemptOutcome outcome;
-    outcome.ending = held->cancelled ? AttemptEnding::Cancelled : AttemptEnding::Error;
+    outcome.ending = held->cancelled ? AttemptEnding::Cancelled : held->ending;
     outcome.message = held->cancelled ? *held->cancelled : held->message;
     outcome.duration =
         std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - held->started);
@@ -55,6 +62,29 @@ std::unique_ptr<RunningAttempt> refuse(std::string message, EventLoop& loop, Exe
     report(std::move(outcome));
   });
   return std::make_unique<RefusedAttempt>(std::move(state));
+}
+
+// Why the tool's program, an absolute path (a bare name is looked up in PATH
+// when it starts), cannot be run — the registry's set-up, not the work: no attempt
+// could pass until a person puts it there — or nullopt when it can.
+std::optional<std::string> missing_program(const ToolRegistry& registry, const RegisteredTool& tool) {
+  // A relative path is left to the spawn: only a registry read from text keeps one.
+  if (tool.command.empty() || !tool.command[0].starts_with("/")) return std::nullopt;
+  const std::string& program = tool.command[0];
+  if (::access(program.c_str(), X_OK) == 0) return std::nullopt;
+  const int err = errno;
+  std::string rule;
+  if (!registry.file.empty()) {
+    std::error_code ec;
+    const std::filesystem::path folder = std::filesystem::absolute(registry.file, ec).parent_path();
+    // Made absolute at load from a relative path: say where relative paths lead.
+    if (!ec && program.starts_with(folder.string() + "/"))
+      rule =
+          fmt::format(" (a relative program path in `command` is relative to the registry file's folder, {})",
+                      folder.string());
+  }
+  return fmt::format("tool '{}': its program '{}' cannot be run: {}{}", tool.name, program,
+                     std::strerror(err), rule);
 }
 
 // The step's inputs with every template rendered, when none holds a placeholder
@@ -180,6 +210,8 @@ Expected<std::unique_ptr<RunningAttempt>> ToolExecutor::start(const AttemptSpec&
                                                               DoneCallback done) {
   auto call = tool_invocation(*registry_, tool_name_of(spec.executor), json(spec.inputs));
   if (!call) return refuse(call.error().message, loop, std::move(done));
+  if (auto missing = missing_program(*registry_, *call->tool))
+    return refuse(*missing, loop, std::move(done), AttemptEnding::SetupFailed);
   AttemptSpec run = spec;
   run.argv = call->argv;
   // The contract and label are copied: the attempt may outlive this registry.

@@ -152,6 +152,24 @@ Expected<Plan> load_built_plan(TaskEnv& env, const std::string& text, const std:
   return flows::load_built_plan(env.workspace, *env.executors, text, name, "the task's plan");
 }
 
+bool is_setup_failure(const AttemptRecord& a) {
+  return a.ending == attempt_ending_name(AttemptEnding::SetupFailed);
+}
+
+// Why the run failed for its set-up rather than its work — the reason of a failed
+// step whose last attempt ended setup_failed — or "" when it did not.
+Expected<std::string> setup_failure_of(TaskEnv& env, const std::string& run_id) {
+  const auto steps = ORCH_TRY(env.store->steps(run_id));
+  const auto attempts = ORCH_TRY(env.store->attempts(run_id));
+  for (const auto& s : steps) {
+    if (s.status != StepStatus::Failed) continue;
+    for (const auto& a : attempts)
+      if (a.step_id == s.step_id && a.number == s.last_attempt && is_setup_failure(a))
+        return fmt::format("step '{}': {}", s.step_id, a.reason);
+  }
+  return std::string();
+}
+
 // The verdict of one finished execute attempt, from its checks (in post order:
 // result_nonempty — exit_zero for a tool —, then the checklist's commands).
 VerifyRecord verdict_of(const Trace& trace, const AttemptRecord& a) {
@@ -221,8 +239,10 @@ std::vector<Expected_transition> implied_transitions(const Trace& trace,
                                  a.number == 1 ? "" : " (retry after VERIFY)")});
       state = TaskState::Execute;
     }
+    // A set-up failure (a key not set, credentials refused) did no work: there
+    // is nothing to verify, and a resume after the fix tries again.
     if (a.status == AttemptStatus::Running || a.status == AttemptStatus::Interrupted ||
-        a.status == AttemptStatus::Cancelled)
+        a.status == AttemptStatus::Cancelled || is_setup_failure(a))
       continue;
     VerifyRecord v = verdict_of(trace, a);
     out.push_back({TaskState::Verify, v,
@@ -282,6 +302,15 @@ Expected<TaskRunOutcome> finish(TaskEnv& env, const std::string& id, const RunOu
       out.exit_code = exit_code_for(outcome.status);
       break;
     default: {
+      if (outcome.status == RunStatus::Failed) {
+        // Not a lesson about the work: the trace stays open (no close, so no
+        // lesson), and `task run --resume` tries again once the set-up is fixed.
+        out.setup_failure = ORCH_TRY(setup_failure_of(env, outcome.run_id));
+        if (!out.setup_failure.empty()) {
+          out.exit_code = kExitInvalid;
+          break;
+        }
+      }
       const std::string why = outcome.status == RunStatus::BudgetExhausted
                                   ? "the token budget is exhausted: " + outcome.reason
                                   : outcome.reason;
@@ -427,7 +456,11 @@ Expected<TaskRunOutcome> resume_task(TaskEnv& env, const std::string& trace_ref,
     trace = ORCH_TRY(update_task(env, trace.id, [&](Trace& t) { t.run_id = run_id; }));
   trace = ORCH_TRY(sync_trace_with_run(env, trace.id));
   auto run = ORCH_TRY(env.store->find_run(run_id));
-  if (run && run->status != RunStatus::Interrupted && run->status != RunStatus::Running &&
+  // A run that failed for its set-up is run again (its failed steps only): the
+  // person has fixed the key or the models file.
+  const bool setup_failed =
+      run && run->status == RunStatus::Failed && !ORCH_TRY(setup_failure_of(env, run_id)).empty();
+  if (run && !setup_failed && run->status != RunStatus::Interrupted && run->status != RunStatus::Running &&
       run->status != RunStatus::AwaitingApproval)  // the run ended; orch died before closing the trace
     return finish(env, trace.id, RunOutcome{run_id, run->status, run->reason});
   return drive(env, std::move(trace), options, run_id);

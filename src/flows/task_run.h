@@ -39,7 +39,10 @@
 //
 // The end: the run succeeded → close pass (DONE, exit 0); execute failed after
 // its retries → close fail (ESCALATED, exit 3); budget exhausted → close fail
-// (exit 4); interrupted → the trace stays open at its state (exit 130).
+// (exit 4); interrupted → the trace stays open at its state (exit 130); a step
+// failed for its set-up (an attempt ended setup_failed: a model's key not set,
+// credentials refused) → the trace stays open, not verified, closed or learnt
+// from (exit 2), and resume_task runs the failed step again.
 #pragma once
 
 #include <functional>
@@ -64,6 +67,10 @@ struct TaskRunOutcome {
   std::optional<AmbiguousRequest> ambiguous;  // exit 3 with the question
   RunStatus run_status = RunStatus::Failed;
   std::string reason;
+  // Set when a step failed for its set-up, not its work ("step 'execute':
+  // provider 'x' takes its key from $X, which is not set"; HTTP 401/403): the
+  // trace is left open — no VERIFY, no close, no lesson — and exit_code is 2.
+  std::string setup_failure;
   int exit_code = 1;
 };
 

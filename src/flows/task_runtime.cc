@@ -5,14 +5,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <sstream>
 
 #include "engine/run_lock.h"
 #include "flows/task_engines.h"
 #include "orch/plan_loader.h"
 #include "util/atomic_file.h"
 #include "util/json_text.h"
+#include "util/read_file.h"
 #include "util/strings.h"
 
 namespace orch::flows {
@@ -122,12 +121,20 @@ std::string slug_id(const std::string& request, std::int64_t now_ms) {
   return iso8601_utc(now_ms).substr(0, 10) + "-" + slug;
 }
 
-// The id for a new trace: the slug, or slug-2, slug-3, ... when taken.
-Expected<std::string> fresh_id(TraceStore& store, const std::string& base) {
+// Gives the new `trace` its id — the slug, or slug-2, slug-3, ... when taken —
+// and exports it under that id. An id is taken when this ledger has it or when
+// the workspace's .orch/traces/ has its file: another ledger of the workspace
+// (`--store`) may have made it, and its trace file, plan and lesson must not be
+// overwritten. The file is created only if the name is free (atomically, so of
+// two processes racing for one id, one moves on to the next).
+Expected<void> claim_fresh_id(TraceStore& store, Trace& trace, const std::string& base) {
   for (int n = 1;; ++n) {
     std::string id = n == 1 ? base : fmt::format("{}-{}", base, n);
-    auto found = ORCH_TRY(store.find_trace(id));
-    if (!found) return id;
+    if (ORCH_TRY(store.find_trace(id))) continue;
+    trace.id = id;
+    if (ORCH_TRY(create_file_atomically(trace_file(trace.workspace, id), json_text(to_json(trace), 2) + "\n",
+                                        Durability::RenameOnly)))
+      return {};
   }
 }
 
@@ -229,10 +236,18 @@ Expected<TaskSettings> load_task_settings(const fs::path& workspace) {
     const std::string key = entry.first.as<std::string>("");
     const int line = entry.first.Mark().line + 1;
     auto duration_of = [&](std::chrono::milliseconds& into) {
-      auto d = parse_duration(entry.second.IsScalar() ? entry.second.Scalar() : std::string());
-      if (!d || d->count() <= 0)
+      if (!entry.second.IsScalar()) {
         problems.push_back(fmt::format("{}:{}: {}: expected a positive duration such as 30m or 24h",
                                        file.string(), line, key));
+        return;
+      }
+      // The parser's own reason: a unit it does not know, a value too large, ...
+      auto d = parse_duration(entry.second.Scalar());
+      if (!d)
+        problems.push_back(fmt::format("{}:{}: {}: {}", file.string(), line, key, d.error().message));
+      else if (d->count() <= 0)
+        problems.push_back(fmt::format("{}:{}: {}: '{}' must be more than 0 (e.g. 30m or 24h)", file.string(),
+                                       line, key, entry.second.Scalar()));
       else
         into = *d;
     };
@@ -257,12 +272,20 @@ Expected<Trace> find_task(TaskEnv& env, const std::string& ref) {
   std::string id = ref;
   std::error_code ec;
   if (ref.ends_with(".json") && fs::is_regular_file(ref, ec)) {
-    std::ifstream in(ref, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto doc = json::parse(text.str(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("id") || !doc["id"].is_string())
-      return fail(ErrorCode::InvalidInput, fmt::format("{}: not a trace file (no \"id\")", ref));
+    const std::string text = ORCH_TRY(read_file_text(ref));
+    json doc;
+    try {
+      doc = json::parse(text);
+    } catch (const json::exception& e) {
+      // "[json.exception.parse_error.101] parse error at line 1, column 5: ...": the id helps no one.
+      std::string why = e.what();
+      if (const auto end = why.find("] "); why.starts_with("[json.exception") && end != std::string::npos)
+        why = why.substr(end + 2);
+      return fail(ErrorCode::InvalidInput, fmt::format("{}: not a trace file: not valid JSON: {}", ref, why));
+    }
+    if (!doc.is_object() || !doc.contains("id") || !doc["id"].is_string())
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("{}: not a trace file: valid JSON, but no \"id\" string", ref));
     id = doc["id"].get<std::string>();
   }
   auto row = ORCH_TRY(env.traces->find_trace(id));
@@ -330,23 +353,30 @@ Expected<PlannedTask> plan_task(TaskEnv& env, const std::string& request, const 
   {
     Transaction tx(*env.traces);
     ORCH_TRY(tx.begin());
-    trace.id = ORCH_TRY(fresh_id(*env.traces, slug_id(request, now)));
     const std::string note =
         options.assume_intent
             ? fmt::format("intent {} (assumed), {}, {}", trace.intent, trace.complexity, trace.strategy)
             : fmt::format("intent {}, {}, {}", trace.intent, trace.complexity, trace.strategy);
     enter_state(trace, TaskState::Classify, note, iso8601_utc(now));
-    ORCH_TRY(env.traces->insert_trace(record_of(trace, 0)));
-    ORCH_TRY(append(*env.traces, trace.id, now, "trace_created", "CLASSIFY",
-                    {{"request", request},
-                     {"intent", trace.intent},
-                     {"complexity", trace.complexity},
-                     {"strategy", trace.strategy},
-                     {"llm", trace.llm}}));
-    // Exported before the commit: a trace whose file cannot be written (a file
-    // where .orch/traces should be) is not left open in the ledger, half made.
-    ORCH_TRY(export_trace(trace));
-    ORCH_TRY(tx.commit());
+    // Exported before the commit (claiming the id): a trace whose file cannot be
+    // written (a file where .orch/traces should be) is not left open in the
+    // ledger, half made; and one the ledger did not take leaves no file.
+    ORCH_TRY(claim_fresh_id(*env.traces, trace, slug_id(request, now)));
+    auto recorded = [&]() -> Expected<void> {
+      ORCH_TRY(env.traces->insert_trace(record_of(trace, 0)));
+      ORCH_TRY(append(*env.traces, trace.id, now, "trace_created", "CLASSIFY",
+                      {{"request", request},
+                       {"intent", trace.intent},
+                       {"complexity", trace.complexity},
+                       {"strategy", trace.strategy},
+                       {"llm", trace.llm}}));
+      return tx.commit();
+    }();
+    if (!recorded) {
+      std::error_code ec;
+      fs::remove(trace_file(trace.workspace, trace.id), ec);
+      return std::unexpected(recorded.error());
+    }
   }
 
   // The engine stages at the head of the pipeline: orch runs them and logs them.

@@ -30,8 +30,14 @@ std::string quoted_list(const std::vector<std::string>& words) {
 }
 
 void score_intents(const RouteTables& tables, const std::vector<std::string>& words, Classification& c) {
-  for (const IntentSpec& intent : tables.intents) {
-    auto hits = find_keywords(words, intent.keywords);
+  // A phrase that occurs claims its words from every intent's single-word
+  // keywords ("memory leak" is bug_fix's, not also security's "leak").
+  std::vector<const std::vector<Keyword>*> lists;
+  for (const IntentSpec& intent : tables.intents) lists.push_back(&intent.keywords);
+  const auto all_hits = find_keywords_claiming(words, lists);
+  for (std::size_t n = 0; n < tables.intents.size(); ++n) {
+    const IntentSpec& intent = tables.intents[n];
+    const auto& hits = all_hits[n];
     if (hits.empty()) continue;
     IntentScore score{intent.name, static_cast<int>(hits.size()), {}};
     for (const auto& h : hits) score.matched.push_back(h.matched);
@@ -155,8 +161,8 @@ const char* model_need_name(ModelNeed need) {
 }
 
 ModelNeed model_need(bool similar_found, std::string_view complexity, bool covered_by_tool) {
-  if (similar_found) return ModelNeed::CacheFirst;
   if (complexity == complexity_name(Complexity::Trivial) && covered_by_tool) return ModelNeed::None;
+  if (similar_found) return ModelNeed::CacheFirst;
   return ModelNeed::Required;
 }
 

@@ -56,9 +56,11 @@ Classification classify_as(const RouteTables& tables, std::string_view request, 
 enum class ModelNeed { None, CacheFirst, Required };
 const char* model_need_name(ModelNeed need);
 
-// The gate of issue 4, in its order: a similar closed trace or note
-// (similarity >= 0.6, found by the caller's recall) → cache-first; a trivial
-// request that a registry tool fully covers (tool_route.h) → none; else required.
+// The gate of issue 4, in its order: a trivial request that a registry tool
+// fully covers (tool_route.h) → none; a similar closed trace or note
+// (similarity >= 0.6, found by the caller's recall) → cache-first; else
+// required. The tool comes first: cache-first still asks a model, and a request
+// a tool answers without one must not need a model because it was done before.
 ModelNeed model_need(bool similar_found, std::string_view complexity, bool covered_by_tool);
 
 // "tool-direct" (strategies.yaml's no_model) when `need` is None, else the

@@ -111,6 +111,45 @@ TEST(RouteClassify, TiesGoToTheRiskierIntent) {
   EXPECT_EQ(intent_of("fix the crash and the error in the deploy script"), "bug_fix");
 }
 
+// A phrase keyword that occurs claims its words: "memory leak" is bug_fix's,
+// and security's single word `leak` does not score on it too (which tied the two
+// and sent a memory leak down the security path). A `leak` elsewhere still counts.
+TEST(RouteClassify, APhraseClaimsItsWordsFromSingleWordKeywords) {
+  Classification c = classify(shipped(), "there is a memory leak in the parser");
+  EXPECT_EQ(c.intent, "bug_fix") << c.intent_reason;
+  EXPECT_FALSE(hits("there is a memory leak in the parser", "security"));
+  ASSERT_EQ(c.scores.size(), 1u);
+  EXPECT_EQ(c.scores[0].matched, std::vector<std::string>{"memory leak"});
+  EXPECT_EQ(intent_of("memory leak"), "bug_fix");
+  // Its own intent's single word does not count twice on it either.
+  Classification sql = classify(shipped(), "sql injection in the login form");
+  ASSERT_FALSE(sql.scores.empty());
+  EXPECT_EQ(sql.scores[0].intent, "security");
+  EXPECT_EQ(sql.scores[0].matched, std::vector<std::string>{"sql injection"});
+  // The word outside the phrase is a word of its own.
+  EXPECT_TRUE(hits("the memory leak also leaks the session token", "security"));
+}
+
+TEST(RouteWords, PhrasesClaimTheirWordsAcrossLists) {
+  const std::vector<Keyword> security = {{"leak", {"leak"}, "", {}, 1.0, 1}};
+  const std::vector<Keyword> bug_fix = {{"memory leak", {"memory", "leak"}, "", {}, 1.0, 2},
+                                        {"fix", {"fix"}, "", {}, 1.0, 3}};
+  const std::vector<Keyword> longer = {{"big memory leak", {"big", "memory", "leak"}, "", {}, 1.0, 4}};
+  auto hits = find_keywords_claiming(words_of("fix the memory leak"), {&security, &bug_fix});
+  EXPECT_TRUE(hits[0].empty());
+  ASSERT_EQ(hits[1].size(), 2u);
+  EXPECT_EQ(hits[1][0].matched, "memory leak");
+  EXPECT_EQ(hits[1][1].matched, "fix");
+  // The longer phrase claims first, whatever the order of the lists.
+  hits = find_keywords_claiming(words_of("a big memory leak"), {&bug_fix, &longer});
+  EXPECT_TRUE(hits[0].empty());
+  ASSERT_EQ(hits[1].size(), 1u);
+  // A second occurrence of the word is free.
+  hits = find_keywords_claiming(words_of("leak: the memory leak"), {&security, &bug_fix});
+  EXPECT_EQ(hits[0].size(), 1u);
+  EXPECT_EQ(hits[1].size(), 1u);
+}
+
 TEST(RouteClassify, NoHitIsAmbiguous) {
   Classification c = classify(shipped(), "make it nicer somehow");
   EXPECT_TRUE(c.ambiguous);
@@ -204,7 +243,10 @@ TEST(RouteStrategy, ComplexityToStrategyToPipeline) {
 }
 
 TEST(RouteStrategy, TheCapabilityGateInItsOrder) {
-  EXPECT_EQ(model_need(true, "trivial", true), ModelNeed::CacheFirst);
+  EXPECT_EQ(model_need(true, "trivial", true), ModelNeed::None)
+      << "a tool that covers the request needs no model, however similar a past trace";
+  EXPECT_EQ(model_need(true, "trivial", false), ModelNeed::CacheFirst);
+  EXPECT_EQ(model_need(true, "standard", true), ModelNeed::CacheFirst);
   EXPECT_EQ(model_need(false, "trivial", true), ModelNeed::None);
   EXPECT_EQ(model_need(false, "standard", true), ModelNeed::Required)
       << "only a trivial request goes tool-direct";

@@ -77,4 +77,51 @@ std::vector<KeywordHit> find_keywords(const std::vector<std::string>& words,
   return hits;
 }
 
+std::vector<std::vector<KeywordHit>> find_keywords_claiming(
+    const std::vector<std::string>& words, const std::vector<const std::vector<Keyword>*>& lists) {
+  std::vector<std::vector<KeywordHit>> hits(lists.size());
+  std::vector<bool> claimed(words.size(), false);
+  // The phrases, longest first; a stable sort keeps list and table order.
+  struct Phrase {
+    std::size_t list;
+    const Keyword* keyword;
+  };
+  std::vector<Phrase> phrases;
+  for (std::size_t l = 0; l < lists.size(); ++l)
+    for (const Keyword& k : *lists[l])
+      if (k.phrase.size() > 1) phrases.push_back({l, &k});
+  std::stable_sort(phrases.begin(), phrases.end(), [](const Phrase& a, const Phrase& b) {
+    return a.keyword->phrase.size() > b.keyword->phrase.size();
+  });
+  // found[list][i]: whether the list's i-th keyword matched.
+  std::vector<std::vector<bool>> found(lists.size());
+  for (std::size_t l = 0; l < lists.size(); ++l) found[l].assign(lists[l]->size(), false);
+  for (const Phrase& p : phrases) {
+    const auto& ph = p.keyword->phrase;
+    for (std::size_t at = 0; at + ph.size() <= words.size(); ++at) {
+      bool fits = true;
+      for (std::size_t k = 0; k < ph.size() && fits; ++k) fits = !claimed[at + k] && words[at + k] == ph[k];
+      if (!fits) continue;
+      for (std::size_t k = 0; k < ph.size(); ++k) claimed[at + k] = true;
+      found[p.list][static_cast<std::size_t>(p.keyword - lists[p.list]->data())] = true;
+      break;
+    }
+  }
+  std::vector<std::string> unclaimed;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    if (!claimed[i]) unclaimed.push_back(words[i]);
+  for (std::size_t l = 0; l < lists.size(); ++l) {
+    const std::vector<Keyword>& keywords = *lists[l];
+    for (std::size_t i = 0; i < keywords.size(); ++i) {
+      const Keyword& k = keywords[i];
+      if (k.phrase.size() > 1) {
+        if (found[l][i]) hits[l].push_back({&k, k.text});
+      } else if (auto matched = find_keyword(unclaimed, k)) {
+        hits[l].push_back({&k, std::move(*matched)});
+      }
+    }
+  }
+  return hits;
+}
+
 }  // namespace orch::route

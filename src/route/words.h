@@ -53,4 +53,14 @@ struct KeywordHit {
 std::vector<KeywordHit> find_keywords(const std::vector<std::string>& words,
                                       const std::vector<Keyword>& keywords);
 
+// The hits of several keyword lists competing for the same request (the intents),
+// one list of hits per list, each in its table's order. A word of the request
+// counts for one keyword only: the phrases that occur claim their words first —
+// longer phrases before shorter, then in list and table order — and a keyword
+// scores only on words no phrase claimed. So "memory leak" claims both words, and
+// a single-word keyword `leak` (of any list) does not score on them; a `leak`
+// elsewhere in the request still does.
+std::vector<std::vector<KeywordHit>> find_keywords_claiming(
+    const std::vector<std::string>& words, const std::vector<const std::vector<Keyword>*>& lists);
+
 }  // namespace orch::route

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <system_error>
+#include <utility>
 
 namespace orch {
 
@@ -30,6 +31,9 @@ class TempFile {
   }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
+  TempFile(TempFile&& other) noexcept : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {
+    other.path_.clear();
+  }
   int fd() const { return fd_; }
   const fs::path& path() const { return path_; }
   int close() {
@@ -44,10 +48,9 @@ class TempFile {
   fs::path path_;
 };
 
-}  // namespace
-
-Expected<void> write_file_atomically(const fs::path& path, std::string_view content, Durability durability) {
-  const bool sync = durability == Durability::Synced;
+// Writes `content` to a new temporary file in `path`'s folder (created when
+// missing), synced when asked, and closed: what is left is to give it its name.
+Expected<TempFile> write_temporary(const fs::path& path, std::string_view content, bool sync) {
   const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
   fs::create_directories(folder, ec);
@@ -71,17 +74,41 @@ Expected<void> write_file_atomically(const fs::path& path, std::string_view cont
   }
   if (sync && ::fsync(fd) != 0) return std::unexpected(io_error(path, "syncing", errno));
   if (temp.close() != 0) return std::unexpected(io_error(path, "closing", errno));
+  return temp;
+}
+
+void sync_folder_of(const fs::path& path) {
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    (void)::fsync(dir);  // best effort: the name is in place either way
+    ::close(dir);
+  }
+}
+
+}  // namespace
+
+Expected<void> write_file_atomically(const fs::path& path, std::string_view content, Durability durability) {
+  const bool sync = durability == Durability::Synced;
+  TempFile temp = ORCH_TRY(write_temporary(path, content, sync));
   if (::rename(temp.path().c_str(), path.c_str()) != 0)
     return std::unexpected(io_error(path, "replacing", errno));
   temp.release();
-
-  if (!sync) return {};
-  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    (void)::fsync(dir);  // best effort: the rename is done either way
-    ::close(dir);
-  }
+  if (sync) sync_folder_of(path);
   return {};
+}
+
+Expected<bool> create_file_atomically(const fs::path& path, std::string_view content, Durability durability) {
+  const bool sync = durability == Durability::Synced;
+  TempFile temp = ORCH_TRY(write_temporary(path, content, sync));
+  // link() gives the whole file its name, and fails if the name is taken.
+  if (::link(temp.path().c_str(), path.c_str()) != 0) {
+    if (errno == EEXIST) return false;
+    return std::unexpected(io_error(path, "creating", errno));
+  }
+  // The temporary name goes when `temp` does.
+  if (sync) sync_folder_of(path);
+  return true;
 }
 
 }  // namespace orch

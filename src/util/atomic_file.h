@@ -26,4 +26,11 @@ enum class Durability { Synced, RenameOnly };
 Expected<void> write_file_atomically(const std::filesystem::path& path, std::string_view content,
                                      Durability durability = Durability::Synced);
 
+// Like write_file_atomically, but only when `path` does not exist yet: the whole
+// file gets the name (a hard link from the temporary file), or nothing happens
+// and the answer is false. Of several processes creating one name at once,
+// exactly one gets true. For claiming a name: a new trace's id in its workspace.
+Expected<bool> create_file_atomically(const std::filesystem::path& path, std::string_view content,
+                                      Durability durability = Durability::Synced);
+
 }  // namespace orch

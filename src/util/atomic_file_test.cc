@@ -25,6 +25,21 @@ TEST(AtomicFile, WritesReplacesAndLeavesNoTemporaryFile) {
   EXPECT_EQ(entries, 1) << "the temporary file was left behind";
 }
 
+TEST(AtomicFile, CreateGivesTheNameOnceAndNeverReplaces) {
+  testing::TempDir dir;
+  const fs::path target = dir / "traces" / "t.json";
+  auto first = create_file_atomically(target, "first", Durability::RenameOnly);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_TRUE(*first);
+  auto second = create_file_atomically(target, "second");
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_FALSE(*second) << "the name was taken";
+  EXPECT_EQ(testing::read_file(target), "first");
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir / "traces")) ++entries;
+  EXPECT_EQ(entries, 1) << "a temporary file was left behind";
+}
+
 // Failures that hold for root too: a folder that is a file, a target that is a
 // folder. Either way the error names the path and nothing is left behind.
 TEST(AtomicFile, AFailureNamesThePathAndLeavesNothingBehind) {

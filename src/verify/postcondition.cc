@@ -56,6 +56,9 @@ CheckResult check_exit_zero(const AttemptOutcome& outcome) {
       return failed("exit_zero: could not start: " + (message.empty() ? std::string("unknown error") : message));
     case AttemptEnding::Error:
       return failed(message.empty() ? "exit_zero: the executor failed" : "exit_zero: " + message);
+    case AttemptEnding::SetupFailed:
+      return failed("exit_zero: set-up failure: " +
+                    (message.empty() ? std::string("unknown cause") : message));
   }
   return failed("exit_zero: unknown attempt ending");
 }

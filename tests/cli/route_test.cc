@@ -64,6 +64,19 @@ TEST(CliRoute, WatchBeatsGithubAndTheReportFollowsTheContract) {
   EXPECT_TRUE(doc["run_id"].is_null());
 }
 
+// A phrase keyword claims its words: "memory leak" is a bug, not a tie with
+// security's single word "leak" that the riskier-first rule would hand to security.
+TEST(CliRoute, AMultiWordKeywordClaimsItsWords) {
+  TempDir d;
+  auto r = run_orch({"route", "there is a memory leak in the parser", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json doc = route_report_of(r);
+  const json& c = doc["output"]["data"]["classification"];
+  EXPECT_EQ(c["intent"], "bug_fix") << c.dump(2);
+  ASSERT_EQ(c["scores"].size(), 1u) << c["scores"].dump();
+  EXPECT_EQ(c["scores"][0]["intent"], "bug_fix");
+}
+
 TEST(CliRoute, ARequestThatCannotBeDecidedSaysSo) {
   TempDir d;
   auto r = run_orch({"route", "make it nicer somehow", "--json"}, d.path());

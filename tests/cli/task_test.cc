@@ -120,6 +120,50 @@ TEST(CliTask, IllegalTransitionsAreRefusedNamingTheLegalNextState) {
 // VERIFY runs the checklist's commands through the engine: a failing command
 // is a FAIL verdict that blocks SUMMARIZE and close pass; EXECUTE may be retried
 // twice; then only close fail is left, and the trace ends ESCALATED (exit 3).
+// Two ledgers in one workspace (`--store`) share its .orch/traces/, plans and
+// lessons: the second one's trace of the same request on the same day gets the
+// next id, not the first one's, so neither file is overwritten.
+TEST(CliTask, TwoLedgersInOneWorkspaceNeverShareATraceId) {
+  TempDir d;
+  const json a = plan_trace(d, "fix the crash in the date parser", {"--store", "a.db"});
+  const json b = plan_trace(d, "fix the crash in the date parser", {"--store", "b.db"});
+  const std::string ida = a["id"], idb = b["id"];
+  EXPECT_NE(ida, idb);
+  EXPECT_EQ(idb, ida + "-2");
+  EXPECT_EQ(parse_json(read_file(d / ".orch" / "traces" / (ida + ".json")))["id"], ida);
+  EXPECT_EQ(parse_json(read_file(d / ".orch" / "traces" / (idb + ".json")))["id"], idb);
+  // Each closes into a lesson of its own.
+  for (const auto& [store, id] : {std::pair{"a.db", ida}, std::pair{"b.db", idb}}) {
+    auto closed = run_orch({"task", "close", id, "--result", "fail", "--store", store}, d.path());
+    EXPECT_EQ(closed.exit_code, 3) << closed.err;
+    EXPECT_TRUE(fs::exists(d / ".orch" / "memory" / "lessons" / (id + ".md"))) << id;
+  }
+  EXPECT_EQ(parse_json(read_file(d / ".orch" / "traces" / (ida + ".json")))["state"], "ESCALATED");
+}
+
+// TRACE may be the path of a trace's exported file. One that is not JSON says
+// so with the parser's position and reason; JSON without an id says that.
+TEST(CliTask, ATraceFileThatIsNotJsonSaysWhereItBreaks) {
+  TempDir d;
+  const std::string id = plan_trace(d, "fix the crash in the date parser")["id"];
+  const std::string file = (d / ".orch" / "traces" / (id + ".json")).string();
+  auto shown = run_orch({"task", "show", file, "--json"}, d.path());
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(parse_json(shown.out)["id"], id);
+
+  write_file(d / "broken.json", "{\"id\": \"x\",\n  oops}\n");
+  auto broken = run_orch({"task", "show", "broken.json"}, d.path());
+  EXPECT_EQ(broken.exit_code, 2);
+  EXPECT_HAS(broken.err,
+             "broken.json: not a trace file: not valid JSON: parse error at line 2, column 3: syntax error");
+  EXPECT_EQ(broken.err.find("no \"id\""), std::string::npos) << broken.err;
+
+  write_file(d / "list.json", "[1, 2]\n");
+  auto no_id = run_orch({"task", "show", "list.json"}, d.path());
+  EXPECT_EQ(no_id.exit_code, 2);
+  EXPECT_HAS(no_id.err, "list.json: not a trace file: valid JSON, but no \"id\" string");
+}
+
 TEST(CliTask, AFailingVerifyAllowsTwoRetriesThenOnlyEscalation) {
   TempDir d;
   write_checklists(d,
@@ -293,7 +337,18 @@ TEST(CliTask, PlanAbandonsStaleTracesFirstAndChecksTheSettingsFile) {
   write_file(d / ".orch" / "task.yaml", "abandon_after: later\n");
   auto bad = run_orch({"task", "list"}, d.path());
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_HAS(bad.err, "task.yaml:1: abandon_after: expected a positive duration");
+  EXPECT_HAS(bad.err, "task.yaml:1: abandon_after: bad duration 'later'");
+  // Too large is said as such (the parser's reason), naming the file and field.
+  write_file(d / ".orch" / "task.yaml", "verify_timeout: 5m\nabandon_after: 99999999999999h\n");
+  auto huge = run_orch({"task", "list"}, d.path());
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_HAS(huge.err,
+             ".orch/task.yaml:2: abandon_after: bad duration '99999999999999h': too large (at most 87600h");
+  EXPECT_EQ(huge.err.find("positive"), std::string::npos) << huge.err;
+  write_file(d / ".orch" / "task.yaml", "verify_timeout: 0s\n");
+  auto zero = run_orch({"task", "list"}, d.path());
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_HAS(zero.err, "task.yaml:1: verify_timeout: '0s' must be more than 0");
 }
 
 // The learning loop: a closed trace becomes a lesson that a second, similar
@@ -519,7 +574,7 @@ TEST(CliTask, ToolDirectRunsTheRegistryToolAndNoModel) {
   EXPECT_HAS(logs.out, R"("lines":3)");
 
   // With a model configured, and named: still the tool, and the model is never
-  // called. (A fresh workspace: here the first trace would make the gate cache-first.)
+  // called.
   TempDir d2;
   write_example_registry(d2);
   write_file(d2 / "README.md", "one\ntwo\nthree\n");
@@ -534,6 +589,56 @@ TEST(CliTask, ToolDirectRunsTheRegistryToolAndNoModel) {
   EXPECT_HAS(n["summary"].get<std::string>(), R"("lines":3)");
   EXPECT_HAS(named.err, "--model m was not used");
   EXPECT_EQ(server.requests().size(), 0u) << server.requests().dump(2);
+}
+
+// The capability gate asks the tool first: a tool-direct request done once is
+// "similar" to itself the next time, but still needs no model (cache-first would
+// have sent it to a model — here, with none configured, an error).
+TEST(CliTask, ToolDirectStaysToolDirectWhenASimilarTraceIsClosed) {
+  TempDir d;
+  write_example_registry(d);
+  write_file(d / "README.md", "one\ntwo\nthree\n");
+  for (int i = 0; i < 2; ++i) {
+    auto r = run_orch({"task", "run", "quick: count the lines of the readme", "--json"}, d.path());
+    ASSERT_EQ(r.exit_code, 0) << "run " << i + 1 << ": " << r.out << r.err;
+    const json t = parse_json(r.out);
+    EXPECT_EQ(t["llm"], "none") << "run " << i + 1;
+    EXPECT_EQ(t["strategy"], "tool-direct");
+    EXPECT_EQ(t["state"], "DONE");
+    if (i == 1) {
+      EXPECT_TRUE(t["classification"]["gate"]["similar_found"].get<bool>()) << t["classification"].dump(2);
+    }
+  }
+}
+
+// A relative program path in a registry's `command` is relative to the
+// registry file's folder (docs/tools.md). A script put elsewhere — here the
+// workspace's tools/, while the registry is .orch/registry.yml — cannot be run:
+// that is the registry's set-up, not the work. The message names the path and
+// the rule; no VERIFY, no lesson (exit 2), and once the script is where the
+// rule says, --resume runs the tool.
+TEST(CliTask, ToolDirectWithAMisplacedScriptIsASetUpFailure) {
+  TempDir d;
+  write_example_registry(d);
+  fs::create_directories(d / "tools");
+  fs::rename(d / ".orch" / "tools" / "filestats.sh", d / "tools" / "filestats.sh");
+  write_file(d / "README.md", "one\ntwo\nthree\n");
+  auto r = run_orch({"task", "run", "quick: count the lines of the readme", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_HAS(r.err, ".orch/tools/filestats.sh' cannot be run: No such file or directory");
+  EXPECT_HAS(r.err, "relative to the registry file's folder");
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["strategy"], "tool-direct");
+  EXPECT_EQ(t["state"], "EXECUTE");
+  EXPECT_EQ(t["verifications"].size(), 0u);
+  EXPECT_FALSE(fs::exists(d / ".orch" / "memory" / "lessons" / (t["id"].get<std::string>() + ".md")));
+
+  fs::rename(d / "tools" / "filestats.sh", d / ".orch" / "tools" / "filestats.sh");
+  auto resumed = run_orch({"task", "run", "--resume", t["id"], "--json"}, d.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const json done = parse_json(resumed.out);
+  EXPECT_EQ(done["state"], "DONE");
+  EXPECT_HAS(done["summary"].get<std::string>(), R"("lines":3)");
 }
 
 // Without a model orch gives a tool only the files the request names: a
@@ -570,6 +675,65 @@ TEST(CliTask, ARequestThatIsNotToolDirectStillUsesTheModel) {
   EXPECT_EQ(t["strategy"], "recall-execute-verify");
   EXPECT_EQ(t["state"], "DONE");
   EXPECT_EQ(server.requests().size(), 2u) << "execute and summarize";
+}
+
+// The attempts the execute step of a trace's run made, from `orch status --json`.
+json execute_attempts(const TempDir& d, const std::string& run_id) {
+  auto status = run_orch({"status", run_id, "--json"}, d.path());
+  const json report = parse_json(status.out);
+  for (const auto& s : report.value("steps", json::array()))
+    if (s["id"] == "execute") return s["attempts"];
+  return json::array();
+}
+
+// A model call that fails for its set-up — the key's variable not set, or the
+// provider refusing the key — is not the work failing: no VERIFY, no retry, no
+// close and no lesson. `task run` says what to fix (exit 2) and leaves the trace
+// open, and `--resume` after the fix runs it to the end.
+TEST(CliTask, ASetUpFailureIsNotRetriedNorLearntFromAndTheTraceResumes) {
+  orch::testing::FakeLlmServer server("sk-task-run-123456");
+  ASSERT_TRUE(server.started());
+  TempDir d;
+  write_fake_models(d, server);
+  write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
+  auto r = run_orch({"task", "run", "fix the crash in the date parser", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_HAS(r.err, "set-up failure");
+  EXPECT_HAS(r.err, "takes its key from $ORCH_TEST_TASK_KEY, which is not set");
+  const json t = parse_json(r.out);
+  EXPECT_EQ(t["state"], "EXECUTE") << "left open, not escalated";
+  EXPECT_FALSE(t.contains("result") && !t["result"].is_null()) << t.dump(2);
+  EXPECT_EQ(t["verifications"].size(), 0u) << "a set-up failure is no VERIFY";
+  EXPECT_EQ(t["retries"], 0);
+  EXPECT_HAS(r.err, fmt::format("orch task run --resume {}", t["id"].get<std::string>()));
+  EXPECT_EQ(execute_attempts(d, t["run_id"]).size(), 1u) << "not retried";
+  EXPECT_FALSE(fs::exists(d / ".orch" / "memory" / "lessons" / (t["id"].get<std::string>() + ".md")))
+      << "no lesson harvested";
+
+  // Fixed: the same trace goes on, and ends DONE.
+  auto resumed = run_orch({"task", "run", "--resume", t["id"], "--json"}, d.path(),
+                          {{"ORCH_TEST_TASK_KEY", server.api_key()}});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const json done = parse_json(resumed.out);
+  EXPECT_EQ(done["state"], "DONE");
+  EXPECT_EQ(done["retries"], 0) << done.dump(2);
+  expect_valid_trace(done);
+
+  // A key the provider refuses (HTTP 401): one call, the status and the URL named.
+  TempDir d2;
+  write_fake_models(d2, server);
+  server.reset_requests();
+  auto refused = run_orch({"task", "run", "fix the crash in the date parser", "--json"}, d2.path(),
+                          {{"ORCH_TEST_TASK_KEY", "sk-not-the-key-000000"}});
+  ASSERT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_HAS(refused.err, fmt::format("answered HTTP 401 from {}/v1/chat/completions", server.url()));
+  EXPECT_HAS(refused.err, "the key in $ORCH_TEST_TASK_KEY was refused");
+  EXPECT_EQ(server.requests().size(), 1u) << "not retried: " << server.requests().dump(2);
+  const json t2 = parse_json(refused.out);
+  EXPECT_EQ(t2["state"], "EXECUTE");
+  EXPECT_EQ(t2["verifications"].size(), 0u);
+  EXPECT_FALSE(fs::exists(d2 / ".orch" / "memory" / "lessons" / (t2["id"].get<std::string>() + ".md")))
+      << "no lesson harvested";
 }
 
 // A summary call that fails once is tried again: work that passed VERIFY is not
