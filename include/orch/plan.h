@@ -13,7 +13,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -93,11 +92,12 @@ struct Step {
   // Declared risk; the executor may raise it (a registry tool's own level), never lower it.
   std::optional<RiskLevel> risk;
   int index = 0;                      // position in Plan::steps (the #E<idx> number)
+  // The loader could not read the step's command (`run` or `sh`) and said so:
+  // validation does not report it again as missing or empty. (A flag, not a set of
+  // names: a 100,000-step plan pays for it in every step.)
+  bool command_unread = false;
   SourceLoc loc;                      // where the step starts
   std::map<std::string, SourceLoc> field_locs;  // where each field of the step was written
-  // Fields the loader could not read (an error was reported for each): validation
-  // does not report them again as missing or empty.
-  std::set<std::string> unread;
 };
 
 struct PlanDefaults {

@@ -159,7 +159,7 @@ void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
     if (f.value.is_scalar()) {
       ctx.error(f.line,
                 "'run' must be a list of arguments, e.g. [make, test] (use 'sh' for a shell command line)");
-      step.unread.insert(k);
+      step.command_unread = true;
     } else {
       std::vector<int> lines;
       if (auto items = detail::read_string_list(ctx, f, k, /*allow_single=*/false, &lines)) {
@@ -167,12 +167,12 @@ void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
           if (lines[i] != f.line) step.field_locs[fmt::format("run.{}", i)] = ctx.loc(lines[i]);
         step.run = std::move(*items);
       } else {
-        step.unread.insert(k);
+        step.command_unread = true;
       }
     }
   } else if (k == "sh") {
     step.sh = read_string(ctx, f, k);
-    if (!step.sh) step.unread.insert(k);
+    if (!step.sh) step.command_unread = true;
   } else if (k == "inputs")
     read_inputs(ctx, f, step);
   else if (k == "env")

@@ -249,7 +249,7 @@ void check_executor(const ValidateContext& ctx, const Step& step) {
   bool has_run = step.field_locs.contains("run") || !step.run.empty();
   if (step.executor == "shell") {
     // A field the loader could not read has its error already.
-    if (step.unread.contains("run") || step.unread.contains("sh")) return;
+    if (step.command_unread) return;
     if (has_run && step.sh) {
       ctx.step_error(step, "sh", "has both 'run' and 'sh': give one");
     } else if (!has_run && !step.sh) {
