@@ -116,6 +116,10 @@ class RunningAttempt {
   // records it so that a resume after kill -9 can find the group's processes even
   // when they cleared their environment.
   virtual int process_group() const { return 0; }
+  // The bytes the attempt's process has written to stdout and stderr so far,
+  // counting those past max_output that the logs did not keep; -1 when the
+  // attempt has no process output to count. (A worker's stall detection.)
+  virtual std::int64_t output_bytes() const { return -1; }
 };
 
 // What a step is expected to spend, reserved from the budgets before dispatch.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -24,11 +25,39 @@
 
 namespace orch {
 
+// Each key written twice in one mapping of `node`, as "FILE:LINE: FIELD: duplicate
+// key (first at line N)": converted to JSON, the later value would silently win.
+inline void collect_duplicate_keys(const YAML::Node& node, const std::string& field, const std::string& file,
+                                   std::vector<std::string>& out) {
+  if (node.IsMap()) {
+    std::map<std::string, int> seen;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : YAML::Dump(kv.first);
+      const int line = kv.first.Mark().line + 1;
+      const std::string sub = field.empty() ? key : field + "." + key;
+      if (auto [it, fresh] = seen.emplace(key, line); !fresh) {
+        out.push_back(
+            fmt::format("{}:{}: {}: duplicate key (first at line {})", file, line, sub, it->second));
+        continue;
+      }
+      collect_duplicate_keys(kv.second, sub, file, out);
+    }
+  } else if (node.IsSequence()) {
+    std::size_t i = 0;
+    for (const auto& item : node) collect_duplicate_keys(item, fmt::format("{}[{}]", field, i++), file, out);
+  }
+}
+
 // A configuration file's YAML (or JSON) text as JSON; a syntax error is
-// "FILE:LINE: YAML syntax error: ..." (InvalidInput).
+// "FILE:LINE: YAML syntax error: ..." and a key written twice in one mapping
+// "FILE:LINE: FIELD: duplicate key (first at line N)" (InvalidInput).
 inline Expected<nlohmann::json> parse_config_yaml(const std::string& text, const std::string& file) {
   try {
-    return yaml_to_json(YAML::Load(text));
+    const YAML::Node root = YAML::Load(text);
+    std::vector<std::string> duplicates;
+    collect_duplicate_keys(root, "", file, duplicates);
+    if (!duplicates.empty()) return fail(ErrorCode::InvalidInput, join(duplicates, "\n"));
+    return yaml_to_json(root);
   } catch (const YAML::Exception& e) {
     return fail(ErrorCode::InvalidInput, fmt::format("{}:{}: YAML syntax error: {}", file,
                                                      e.mark.line >= 0 ? e.mark.line + 1 : 0, e.msg));

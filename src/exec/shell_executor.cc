@@ -87,6 +87,8 @@ class ShellAttempt final : public RunningAttempt {
 
   ~ShellAttempt() override { loop_.cancel_timer(timeout_timer_); }
 
+  std::int64_t output_bytes() const override { return stdout_.total_bytes() + stderr_.total_bytes(); }
+
   void begin(const AttemptSpec& spec) {
     Subprocess::Options options;
     options.argv = spec.argv;

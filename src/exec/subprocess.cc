@@ -220,6 +220,30 @@ std::string spawn_failure_message(const std::string& program, int err, const std
 
 }  // namespace
 
+std::optional<std::string> program_not_runnable(const std::string& program, const char* path) {
+  if (program.empty()) return std::string("cannot run a step with an empty command");
+  auto runnable = [](const std::string& file) {
+    struct stat st {};
+    return ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(file.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) {
+    if (runnable(program)) return std::nullopt;
+    struct stat st {};
+    const int err = ::stat(program.c_str(), &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : EACCES;
+    return fmt::format("cannot run '{}': {}", program, std::strerror(err));
+  }
+  const std::string_view folders = path != nullptr ? path : "/usr/bin:/bin";
+  for (std::size_t at = 0; at <= folders.size();) {
+    std::size_t end = folders.find(':', at);
+    if (end == std::string_view::npos) end = folders.size();
+    std::string_view folder = folders.substr(at, end - at);
+    if (folder.empty()) folder = ".";  // an empty PATH entry is the current folder
+    if (runnable(std::string(folder) + "/" + program)) return std::nullopt;
+    at = end + 1;
+  }
+  return fmt::format("cannot run '{}': {} (not found in PATH)", program, std::strerror(ENOENT));
+}
+
 std::size_t subprocess_path_searches() {
   return path_cache().searches();
 }

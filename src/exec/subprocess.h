@@ -31,6 +31,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,6 +50,13 @@ struct ProcessExit {
   // output, and argv[0] cannot be found. Then it says why, as start() would have.
   std::string spawn_error;
 };
+
+// Why `program` cannot be started, said as a failed start says it ("cannot run
+// 'claude': No such file or directory (not found in PATH)"), or nullopt when it
+// can: a bare name is looked for in `path` (PATH's value; "/usr/bin:/bin" when
+// PATH is unset), a path is checked as it stands. For executors whose program is
+// their set-up (a registry tool, a worker CLI), checked before an attempt starts.
+std::optional<std::string> program_not_runnable(const std::string& program, const char* path);
 
 // How many PATH searches Subprocess::start made, as opposed to answers it took
 // from its cache of earlier searches (for tests; see subprocess.cc, PathCache).

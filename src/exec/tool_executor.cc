@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
 #include <utility>
 
+#include "exec/refused_attempt.h"
+#include "exec/subprocess.h"
 #include "orch/placeholder.h"
 #include "orch/validate.h"
 #include "util/json_text.h"
@@ -23,54 +26,23 @@ namespace {
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
-// An attempt that ends before anything was spawned — Error when its inputs did
-// not fit the tool, SetupFailed when the tool's program is not there to run —
-// reported from the loop like every other ending.
-struct RefusalState {
-  std::string message;
-  AttemptEnding ending = AttemptEnding::Error;
-  Executor::DoneCallback done;
-  SteadyClock::time_point started;
-  std::optional<std::string> cancelled;
-};
-
-class RefusedAttempt final : public RunningAttempt {
- public:
-  explicit RefusedAttempt(std::shared_ptr<RefusalState> state) : state_(std::move(state)) {}
-  void cancel(const std::string& reason) override {
-    if (state_->done && !state_->cancelled) state_->cancelled = reason;
-  }
-
- private:
-  std::shared_ptr<RefusalState> state_;
-};
-
-std::unique_ptr<RunningAttempt> refuse(std::string message, EventLoop& loop, Executor::DoneCallback done,
-                                       AttemptEnding ending = AttemptEnding::Error) {
-  auto state = std::make_shared<RefusalState>(
-      RefusalState{std::move(message), ending, std::move(done), SteadyClock::now(), {}});
-  loop.defer([weak = std::weak_ptr<RefusalState>(state)] {
-    auto held = weak.lock();
-    if (!held || !held->done) return;
-    AttemptOutcome outcome;
-    outcome.ending = held->cancelled ? AttemptEnding::Cancelled : held->ending;
-    outcome.message = held->cancelled ? *held->cancelled : held->message;
-    outcome.duration =
-        std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - held->started);
-    Executor::DoneCallback report = std::move(held->done);
-    held->done = nullptr;
-    report(std::move(outcome));
-  });
-  return std::make_unique<RefusedAttempt>(std::move(state));
-}
-
-// Why the tool's program, an absolute path (a bare name is looked up in PATH
-// when it starts), cannot be run — the registry's set-up, not the work: no attempt
-// could pass until a person puts it there — or nullopt when it can.
-std::optional<std::string> missing_program(const ToolRegistry& registry, const RegisteredTool& tool) {
+// Why the tool's program cannot be run — the registry's set-up, not the work: no
+// attempt could pass until a person puts it there — or nullopt when it can. A bare
+// name is looked for in the PATH the attempt will have (the step's env may set it).
+std::optional<std::string> missing_program(const ToolRegistry& registry, const RegisteredTool& tool,
+                                           const AttemptSpec& spec) {
   // A relative path is left to the spawn: only a registry read from text keeps one.
-  if (tool.command.empty() || !tool.command[0].starts_with("/")) return std::nullopt;
+  if (tool.command.empty()) return std::nullopt;
   const std::string& program = tool.command[0];
+  if (program.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    for (const auto& [name, value] : spec.env)
+      if (name == "PATH") path = value.c_str();
+    auto why = program_not_runnable(program, path);
+    if (!why) return std::nullopt;
+    return fmt::format("tool '{}': {}", tool.name, *why);
+  }
+  if (!program.starts_with("/")) return std::nullopt;
   if (::access(program.c_str(), X_OK) == 0) return std::nullopt;
   const int err = errno;
   std::string rule;
@@ -209,9 +181,9 @@ std::string ToolExecutor::describe(const AttemptSpec& spec) const {
 Expected<std::unique_ptr<RunningAttempt>> ToolExecutor::start(const AttemptSpec& spec, EventLoop& loop,
                                                               DoneCallback done) {
   auto call = tool_invocation(*registry_, tool_name_of(spec.executor), json(spec.inputs));
-  if (!call) return refuse(call.error().message, loop, std::move(done));
-  if (auto missing = missing_program(*registry_, *call->tool))
-    return refuse(*missing, loop, std::move(done), AttemptEnding::SetupFailed);
+  if (!call) return refused_attempt(call.error().message, loop, std::move(done));
+  if (auto missing = missing_program(*registry_, *call->tool, spec))
+    return refused_attempt(*missing, loop, std::move(done), AttemptEnding::SetupFailed);
   AttemptSpec run = spec;
   run.argv = call->argv;
   // The contract and label are copied: the attempt may outlive this registry.

@@ -8,9 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
+#include "exec/refused_attempt.h"
+#include "exec/subprocess.h"
 #include "exec/usage_figures.h"
 #include "orch/validate.h"
 #include "util/strings.h"
@@ -178,7 +181,11 @@ class WorkerAttempt final : public RunningAttempt {
   }
 
   void check_stall() {
-    std::int64_t out = bytes_in(stdout_path_), err = bytes_in(stderr_path_);
+    // What the process wrote, counted past max_output too: a log file cut at its
+    // cap stops growing while the worker goes on writing.
+    const std::int64_t written = process_ ? process_->output_bytes() : -1;
+    std::int64_t out = written >= 0 ? written : bytes_in(stdout_path_);
+    std::int64_t err = written >= 0 ? 0 : bytes_in(stderr_path_);
     auto now = loop_.clock().now();
     if (out != out_bytes_ || err != err_bytes_) {
       out_bytes_ = out;
@@ -217,6 +224,13 @@ class WorkerAttempt final : public RunningAttempt {
       o.ending = AttemptEnding::Error;
       o.message = std::move(message);
     };
+    // Cut at max_output, the output is not what the worker wrote: its last line
+    // (the answer, the usage) may be the part that was dropped.
+    if (o.stdout_truncated)
+      return fail_with(fmt::format(
+          "worker '{}': its output ({} bytes) was cut at max_output, so its {} cannot be read from it; raise "
+          "the step's max_output",
+          worker_.name, o.stdout_bytes, worker_.output == WorkerOutput::Json ? "JSON" : "last lines"));
     std::vector<nlohmann::json> docs;
     if (worker_.output == WorkerOutput::Json) {
       auto doc = nlohmann::json::parse(o.result, nullptr, false);
@@ -414,6 +428,18 @@ Expected<std::unique_ptr<RunningAttempt>> WorkerExecutor::start(const AttemptSpe
   const WorkerConfig* worker = catalog_->find(spec.executor);
   if (!worker)
     return fail(ErrorCode::InvalidInput, fmt::format("no worker for executor '{}'", spec.executor));
+  // The worker's CLI not being there is its set-up, not the work: no attempt could
+  // pass until a person installs it (or fixes the workers file), so it is not retried.
+  if (!worker->argv.empty() && worker->argv[0].find('{') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    for (const auto& [name, value] : worker->env)
+      if (name == "PATH") path = value.c_str();
+    for (const auto& [name, value] : spec.env)
+      if (name == "PATH") path = value.c_str();
+    if (auto why = program_not_runnable(worker->argv[0], path))
+      return refused_attempt(fmt::format("worker '{}': {}", worker->name, *why), loop, std::move(done),
+                             AttemptEnding::SetupFailed);
+  }
   auto attempt = std::make_unique<WorkerAttempt>(*worker, spec, loop, std::move(done));
   ORCH_TRY(attempt->begin(shell_, spec));
   return std::unique_ptr<RunningAttempt>(std::move(attempt));

@@ -242,5 +242,15 @@ TEST(CliBudgetCheck, StdinUnknownTypesAndInputsOverTheBudget) {
   EXPECT_HAS(over.err, "exceeds the effective budget of 400 tokens");
 }
 
+// The README's own example: a plural of a phrase keyword counts (forms are declared,
+// never guessed, and the shipped tables declare them).
+TEST(CliRoute, ThePluralOfAPhraseKeywordCounts) {
+  TempDir d;
+  auto r = run_orch({"route", "list the open pull requests", "--json"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json doc = route_report_of(r);
+  EXPECT_EQ(doc["output"]["data"]["intent"]["domain"], "github") << r.out;
+}
+
 }  // namespace
 }  // namespace orch

@@ -162,5 +162,32 @@ TEST(CliTool, ValidationNamesUnknownToolsAndBadRegistries) {
   EXPECT_HAS(missing.err, "nope.yml: cannot read the tool registry");
 }
 
+// A registry tool whose program is a bare name not in PATH is the registry's set-up,
+// not the work: one attempt, ended setup_failed, not retried however many attempts
+// the step has, and the reason says it was not found in PATH.
+TEST(CliTool, AToolWhoseProgramIsNotInPathIsASetUpFailure) {
+  TempDir d;
+  write_file(d / "registry.yml", R"(tools:
+  ghost:
+    command: [no-such-orch-tool-program]
+    status: prod_ready
+    safe_for_agents: true
+    risk: low
+    commands:
+      run: {output_schema: {type: object}}
+)");
+  write_file(d / "p.yaml",
+             "steps:\n  - {id: g, executor: tool:ghost, attempts: 3, inputs: {command: run}}\n");
+  auto r = run_orch({"run", "p.yaml", "--registry", "registry.yml", "--json"}, d.path());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  const auto& step = doc["steps"][0];
+  ASSERT_EQ(step["attempts"].size(), 1u) << step.dump();
+  EXPECT_EQ(step["attempts"][0]["ending"], "setup_failed") << step.dump();
+  EXPECT_HAS(
+      step["reason"].get<std::string>(),
+      "tool 'ghost': cannot run 'no-such-orch-tool-program': No such file or directory (not found in PATH)");
+}
+
 }  // namespace
 }  // namespace orch
