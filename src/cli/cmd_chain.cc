@@ -117,6 +117,12 @@ int run_chain_command(const ChainArgs& args) {
     return refuse(args, chain.error().code, chain.error().message, *limit, chain.error().problems,
                   kExitInvalid);
 
+  // An unknown --approve is refused as a run would refuse it, by the dry run too, and
+  // before the ledger is opened.
+  if (auto approvals = flows::check_approvals(*chain, args.approve); !approvals)
+    return refuse(args, approvals.error().code, approvals.error().message, *limit, approvals.error().problems,
+                  kExitInvalid);
+
   if (args.dry_run) {
     flows::DryRunOptions dry;
     dry.workspace = args.workspace;
@@ -148,8 +154,8 @@ int run_chain_command(const ChainArgs& args) {
   run_has_ended();
   progress.finish();
   if (!outcome)
-    return refuse(args, "orch_error", outcome.error().message, *limit, {},
-                  exit_code_for_error(outcome.error()));
+    return refuse(args, outcome.error().code == ErrorCode::InvalidInput ? "invalid_chain" : "orch_error",
+                  outcome.error().message, *limit, {}, exit_code_for_error(outcome.error()));
   auto report = flows::build_chain_report(**store, outcome->run_id, **executors);
   if (!report)
     return refuse(args, "orch_error", report.error().message, *limit, {},
@@ -168,6 +174,7 @@ Command add_chain(CLI::App& app) {
       "a failure stops the chain (docs/chains.md).");
   CLI::Option* steps = sub->add_option(
       "--steps", args->steps, "the chain: a JSON array of steps inline, or a JSON/YAML file holding one");
+  steps->check(not_empty("a JSON array of steps, or a JSON/YAML file holding one"));
   CLI::Option* report = sub->add_option(
       "--report", args->report_run, "print the chain report of an existing chain run (after `orch resume`)");
   steps->excludes(report);

@@ -22,6 +22,41 @@ struct ValidateArgs {
   std::string registry;
   std::string workers;
 };
+
+// With --json the answer is JSON whatever it is: a plan that cannot be checked (its file,
+// the executors' files or the workspace cannot be read) is an invalid one, each line of the
+// reason one error (said on stderr too). A line "FILE:LINE: ..." keeps its file and line.
+void print_invalid_json(const std::string& plan, const std::string& reason) {
+  nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+  std::size_t start = 0;
+  while (start <= reason.size()) {
+    std::size_t end = reason.find('\n', start);
+    if (end == std::string::npos) end = reason.size();
+    std::string line = reason.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    std::string file = plan;
+    int number = 0;
+    std::string message = line;
+    if (auto colon = line.find(':'); colon != std::string::npos && colon > 0) {
+      std::size_t digits = colon + 1;
+      while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9') ++digits;
+      if (digits > colon + 1 && line.compare(digits, 2, ": ") == 0) {
+        file = line.substr(0, colon);
+        number = std::stoi(line.substr(colon + 1, digits - colon - 1));
+        message = line.substr(digits + 2);
+      }
+    }
+    errors.push_back({{"file", file}, {"line", number}, {"step", ""}, {"message", message}});
+  }
+  nlohmann::ordered_json out = {{"valid", false},
+                                {"plan", plan},
+                                {"steps", 0},
+                                {"errors", errors},
+                                {"warnings", nlohmann::ordered_json::array()}};
+  std::printf("%s\n", json_text(out, 2).c_str());
+}
+
 }  // namespace
 
 Command add_validate(CLI::App& app) {
@@ -34,26 +69,16 @@ Command add_validate(CLI::App& app) {
   sub->add_flag("--json", args->json, "print {valid, plan, steps, errors[], warnings[]} as JSON");
   add_executor_file_flags(*sub, args->models, args->registry, args->workers);
   return [args]() -> int {
-    auto executors = cli_executors(args->models, args->registry, args->workers);
-    if (!executors) return report_error(executors.error());
-    if (auto workspace = check_workspace(args->workspace); !workspace) return report_error(workspace.error());
-    PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
     const std::string shown = plan_display_name(args->plan);  // "<stdin>" for -
-    if (!in.readable) {
-      // With --json the answer is JSON whatever it is: a plan that cannot be read
-      // is an invalid one, its one error the reason (said on stderr too).
-      if (args->json) {
-        nlohmann::ordered_json error = {
-            {"file", shown}, {"line", 0}, {"step", ""}, {"message", in.read_error}};
-        nlohmann::ordered_json out = {{"valid", false},
-                                      {"plan", shown},
-                                      {"steps", 0},
-                                      {"errors", nlohmann::ordered_json::array({error})},
-                                      {"warnings", nlohmann::ordered_json::array()}};
-        std::printf("%s\n", json_text(out, 2).c_str());
-      }
-      return report_error(Error{ErrorCode::NotFound, in.read_error});
-    }
+    auto refuse = [&](const Error& e) {
+      if (args->json) print_invalid_json(shown, e.message);
+      return report_error(e);
+    };
+    auto executors = cli_executors(args->models, args->registry, args->workers);
+    if (!executors) return refuse(executors.error());
+    if (auto workspace = check_workspace(args->workspace); !workspace) return refuse(workspace.error());
+    PlanInput in = read_and_validate(args->plan, args->workspace, **executors);
+    if (!in.readable) return refuse(Error{ErrorCode::NotFound, in.read_error});
     // A valid plan may still hold a step the risk guard refuses whatever is
     // approved (a tool the registry has as pending or planned): it would fail at
     // run time. Said here as a warning; the plan is valid and may run its other steps.

@@ -95,6 +95,16 @@ std::string usage_message(const CLI::ParseError& e, CLI::App& app) {
                          did_you_mean(given.front(), candidates), kind, names);
     return fmt::format("a {} is required: {}", kind, names);
   }
+  // A value starting with '-' is read as an option, so the argument it was meant for is
+  // missing (`orch memory search -cmake`): say how to give it.
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && what.ends_with(" is required")) {
+    for (const std::string& given : deepest_parsed(app).remaining())
+      if (given.starts_with('-') && given.size() > 1)
+        return fmt::format(
+            "{} ('{}' was read as an option; for a value that starts with '-', put -- "
+            "before it: {} -- {})",
+            what, given, command_path(app), given);
+  }
   static const std::regex kValueMissing("^(\\S+): \\d+ required \\S+ missing$");
   static const std::regex kAtMost("^(\\S+): At Most (\\d+) required but received (\\d+)$");
   static const std::regex kAtLeast("^(\\S+): At least (\\d+) required but received (\\d+)$");

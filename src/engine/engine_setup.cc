@@ -276,14 +276,36 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     // Said as `orch run` says it: what is wrong first (after orch's "orch: "),
     // then each problem on a line of its own, FILE:LINE first.
     std::string listed = diagnostics_text(problems);
-    if (replan_path)
+    // A problem that says to pass --registry/--models/--workers comes from a file this
+    // resume was not given, not from the plan: when every problem is one, the plan is fine
+    // and the advice is to give the file again, not to edit the plan.
+    std::vector<std::string> flags;
+    bool only_missing_files = !problems.empty();
+    for (const auto& d : problems) {
+      bool missing_file = false;
+      for (const char* flag : {"--registry", "--models", "--workers"}) {
+        if (d.message.find(fmt::format("pass {} FILE", flag)) == std::string::npos) continue;
+        missing_file = true;
+        if (std::find(flags.begin(), flags.end(), flag) == flags.end()) flags.push_back(flag);
+      }
+      only_missing_files = only_missing_files && missing_file;
+    }
+    if (replan_path) {
       listed = fmt::format("{} is not valid ({} problem{}); nothing was resumed:\n{}", name, problems.size(),
                            problems.size() == 1 ? "" : "s", listed);
-    else
+    } else if (only_missing_files) {
+      std::string again;
+      for (const auto& flag : flags) again += fmt::format(" {} FILE", flag);
+      listed = fmt::format(
+          "the plan stored with run {} names executors this resume has no file for:\n{}\nresume it "
+          "with the file{} the run was started with: orch resume {}{}",
+          run_.id, listed, flags.size() == 1 ? "" : "s", run_.id, again);
+    } else {
       listed = fmt::format(
           "the plan stored with run {} does not validate any more:\n{}\nresume it with a corrected "
           "copy: orch resume {} --replan PLAN",
           run_.id, listed, run_.id);
+    }
     return fail(ErrorCode::InvalidInput, listed);
   };
   // Every problem at once, as `orch run` and `orch validate` list them: the

@@ -292,7 +292,8 @@ class RegistryReader {
         command.output_schema = tool_output;
         command.output_contract = *tool_contract;
       } else if (command.output_schema.is_null() && !value.contains("output_schema") &&
-                 command_value.is_object()) {
+                 command_value.is_object() && !command_value.contains("output_schema")) {
+        // An output_schema given but refused has its own problem: it is not missing too.
         problem(command_pointer,
                 fmt::format("no output_schema (the JSON output contract): give one here or at "
                             "tools.{}.output_schema",
@@ -532,6 +533,11 @@ Expected<ToolRegistry> parse_tool_registry(const std::string& text, const std::s
 }
 
 Expected<ToolRegistry> load_tool_registry(const fs::path& file) {
+  // A folder is named as one, not read as an empty registry.
+  std::error_code dir_ec;
+  if (fs::is_directory(file, dir_ec))
+    return fail(ErrorCode::NotFound,
+                fmt::format("{}: cannot read the tool registry: is a folder, not a file", file.string()));
   std::ifstream in(file, std::ios::binary);
   if (!in)
     return fail(ErrorCode::NotFound,

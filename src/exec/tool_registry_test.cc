@@ -188,6 +188,27 @@ TEST(ToolRegistry, EveryCommandNeedsAnOutputContract) {
   EXPECT_HAS(e, "registry.yml:7: tools.t.commands.run: no output_schema (the JSON output contract)");
 }
 
+// An output_schema that is there but refused is one problem, not also a missing contract.
+TEST(ToolRegistry, ARefusedOutputSchemaIsNotAlsoMissing) {
+  std::string e = load_error(one_tool("t", R"(    command: [/bin/true]
+    status: prod_ready
+    risk: low
+    commands:
+      run: {output_schema: {type: objekt}}
+)"));
+  EXPECT_HAS(e, "tools.t.commands.run.output_schema: not a usable JSON Schema");
+  EXPECT_EQ(e.find("no output_schema"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+TEST(ToolRegistry, AFolderIsNamedAsOne) {
+  testing::TempDir d;
+  auto registry = load_tool_registry(d.path());
+  ASSERT_FALSE(registry);
+  EXPECT_HAS(registry.error().message,
+             d.path().string() + ": cannot read the tool registry: is a folder, not a file");
+}
+
 TEST(ToolRegistry, ArgumentsTheSchemaDeclaresMustBePassed) {
   std::string e = load_error(one_tool("t", R"(    command: [/bin/true]
     status: prod_ready

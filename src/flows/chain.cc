@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
+#include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "engine/attempt_render.h"
@@ -15,6 +16,7 @@
 #include "orch/validate.h"
 #include "route/skill_output.h"
 #include "util/json_text.h"
+#include "util/read_file.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
 
@@ -201,13 +203,21 @@ ChainExpected<ChainInput> read_chain_input(const std::string& arg) {
   if (t.front() == '[' || t.front() == '{') {
     text = std::string(t);
   } else {
-    std::ifstream f(arg, std::ios::binary);
-    if (!f)
+    // A folder or a file that cannot be opened says so with the system's reason, never as a
+    // parse error of nothing.
+    std::error_code ec;
+    if (std::filesystem::is_directory(arg, ec))
       return std::unexpected(invalid(fmt::format(
-          "--steps '{}': cannot read the file (give a JSON array inline, or a JSON/YAML file)", arg)));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    text = ss.str();
+          "--steps '{}': is a folder, not a file (give a JSON array inline, or a JSON/YAML file)", arg)));
+    auto read = read_file_text(arg);
+    if (!read) {
+      const std::string& why = read.error().message;
+      const std::string reason = why.starts_with(arg + ": cannot open: ") ? why.substr(arg.size() + 15) : why;
+      return std::unexpected(invalid(fmt::format(
+          "--steps '{}': cannot read the file: {} (give a JSON array inline, or a JSON/YAML file)", arg,
+          reason)));
+    }
+    text = std::move(*read);
     in.source = arg;
     yaml = arg.ends_with(".yaml") || arg.ends_with(".yml");
   }
@@ -257,6 +267,20 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
   all_keys.insert(all_keys.end(), kPlanKeys.begin(), kPlanKeys.end());
   ojson plan_steps = ojson::array();
   std::string prev_id;
+  // The ids the user gave, so that a default id ("step2") never takes one of them, and the
+  // position that first gave each, so that a repeated one names the chain steps.
+  std::map<std::string, int> explicit_ids;
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].is_object() && steps[i].contains("id") && steps[i]["id"].is_string() &&
+        !steps[i]["id"].get<std::string>().empty())
+      explicit_ids.emplace(steps[i]["id"].get<std::string>(), static_cast<int>(i) + 1);
+  std::set<std::string> taken;
+  auto default_id = [&](int pos) {
+    std::string id = fmt::format("step{}", pos);
+    for (int n = 2; explicit_ids.contains(id) || taken.contains(id); ++n)
+      id = fmt::format("step{}-{}", pos, n);
+    return id;
+  };
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const int pos = static_cast<int>(i) + 1;
     const ojson& item = steps[i];
@@ -264,7 +288,8 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
     if (!item.is_object()) {
       problem(fmt::format("a step is an object {{\"executor\": ..., \"inputs\": {{...}}}}, got {}",
                           json_type_name(item)));
-      prev_id = fmt::format("step{}", pos);
+      prev_id = default_id(pos);
+      taken.insert(prev_id);
       continue;
     }
     bool ok = true;
@@ -279,15 +304,21 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
         ok = false;
       }
     }
-    std::string id = fmt::format("step{}", pos);
+    std::string id;
     if (item.contains("id")) {
       if (!item["id"].is_string() || item["id"].get<std::string>().empty()) {
         problem(fmt::format("'id' must be a non-empty string, got {}", json_type_name(item["id"])));
         ok = false;
       } else {
         id = item["id"].get<std::string>();
+        if (int first = explicit_ids.at(id); first != pos) {
+          problem(fmt::format("id '{}' is already the id of step {}: ids must differ", id, first));
+          ok = false;
+        }
       }
     }
+    if (id.empty()) id = default_id(pos);
+    taken.insert(id);
     std::string executor;
     if (!item.contains("executor")) {
       problem(
@@ -406,6 +437,17 @@ ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& op
   chain.text = json_text(plan, 2);
   chain.plan = std::move(loaded.plan);
   return chain;
+}
+
+ChainExpected<void> check_approvals(const Chain& chain, const std::vector<std::string>& approve) {
+  std::vector<std::string> ids;
+  for (const auto& step : chain.plan.steps) ids.push_back(step.id);
+  for (const auto& id : approve) {
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
+    return std::unexpected(
+        invalid(fmt::format("--approve {}: the plan has no step '{}'{}", id, id, did_you_mean(id, ids))));
+  }
+  return {};
 }
 
 Expected<RunOutcome> run_chain(Store& store, const Chain& chain, EngineOptions options) {

@@ -78,6 +78,11 @@ struct Chain {
 // step's fields, then builds and validates the plan; all problems are collected.
 ChainExpected<Chain> build_chain(const ChainInput& input, const ChainOptions& options);
 
+// Every --approve ID names a step of the chain (as the engine checks for a run), else
+// invalid_chain naming the first that does not, with a guess. Asked before a dry run and
+// before the ledger is opened, so a refused chain records nothing.
+ChainExpected<void> check_approvals(const Chain& chain, const std::vector<std::string>& approve);
+
 // Runs the chain as a new run of the engine (options.executors and workspace are
 // those of the chain; approval flags and progress as the caller sets them).
 Expected<RunOutcome> run_chain(Store& store, const Chain& chain, EngineOptions options);

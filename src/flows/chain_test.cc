@@ -396,7 +396,10 @@ TEST_F(ChainTest, ChainInputIsInlineJsonOrAJsonOrYamlFile) {
   EXPECT_EQ(yaml->steps[0]["inputs"]["command"], "run");
   auto missing = read_chain_input((dir_ / "nope.json").string());
   ASSERT_FALSE(missing);
-  EXPECT_HAS(missing.error().message, "cannot read the file");
+  EXPECT_HAS(missing.error().message, "cannot read the file: No such file or directory");
+  auto folder = read_chain_input((dir_ / "tools").string());
+  ASSERT_FALSE(folder);
+  EXPECT_HAS(folder.error().message, "is a folder, not a file");
   auto broken = read_chain_input("[{\"executor\": }]");
   ASSERT_FALSE(broken);
   EXPECT_HAS(broken.error().message, "--steps: not valid JSON");

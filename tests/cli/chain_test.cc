@@ -214,6 +214,75 @@ TEST(CliChain, InvalidStepsExitTwoNamingTheStep) {
   EXPECT_EQ(none.exit_code, 2);
 }
 
+// A folder given as --steps is named as one (not parsed as empty JSON); a missing file
+// says the system's reason; an empty value is refused as empty.
+TEST(CliChain, AStepsFolderMissingFileOrEmptyValueIsNamedAsSuch) {
+  TempDir d;
+  fs::create_directories(d / "steps-folder");
+  auto folder = run_orch({"chain", "--steps", "steps-folder", "--json"}, d.path());
+  EXPECT_EQ(folder.exit_code, 2) << folder.out << folder.err;
+  EXPECT_HAS(folder.err, "--steps 'steps-folder': is a folder, not a file");
+  EXPECT_EQ(folder.err.find("not valid JSON"), std::string::npos) << folder.err;
+  EXPECT_EQ(report_of(folder)["error"]["code"], "invalid_chain");
+  auto missing = run_orch({"chain", "--steps", "nope.json"}, d.path());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_HAS(missing.err, "--steps 'nope.json': cannot read the file: No such file or directory");
+  auto empty = run_orch({"chain", "--steps", ""}, d.path());
+  EXPECT_EQ(empty.exit_code, 2) << empty.err;
+  EXPECT_HAS(empty.err, "--steps: is empty");
+  EXPECT_EQ(empty.err.find("chain needs --steps"), std::string::npos) << empty.err;
+}
+
+// An --approve that names no step is refused by the dry run as by a run (invalid_chain,
+// exit 2), and the run refuses it before the ledger is made.
+TEST(CliChain, AnUnknownApproveIsRefusedByTheDryRunAndBeforeTheLedger) {
+  TempDir d;
+  const std::string steps = R"([{"executor": "builtin:echo", "inputs": {"text": "a"}},
+                                {"executor": "builtin:echo", "inputs": {"text": "b"}}])";
+  const std::string said = "--approve stpe1: the plan has no step 'stpe1' (did you mean 'step1'?)";
+  auto dry = run_orch({"chain", "--dry-run", "--approve", "stpe1", "--steps", steps}, d.path());
+  EXPECT_EQ(dry.exit_code, 2) << dry.out << dry.err;
+  EXPECT_HAS(dry.err, said);
+  auto dry_json =
+      run_orch({"chain", "--dry-run", "--json", "--approve", "stpe1", "--steps", steps}, d.path());
+  EXPECT_EQ(dry_json.exit_code, 2);
+  EXPECT_EQ(report_of(dry_json)["error"]["code"], "invalid_chain");
+  auto run = run_orch({"chain", "--json", "--approve", "stpe1", "--steps", steps}, d.path());
+  EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
+  EXPECT_HAS(run.err, said);
+  json doc = report_of(run);
+  EXPECT_EQ(doc["error"]["code"], "invalid_chain");
+  EXPECT_FALSE(fs::exists(d / ".orch" / "orch.db"));
+  auto approved = run_orch({"chain", "--dry-run", "--approve", "step1", "--steps", steps}, d.path());
+  EXPECT_EQ(approved.exit_code, 0) << approved.err;
+}
+
+// A default id ("step2") skips an id the user gave another step; two steps given the same
+// id are named by their positions in the chain, not by a line of the generated plan.
+TEST(CliChain, DefaultIdsSkipTheIdsTheUserGave) {
+  TempDir d;
+  auto r = run_orch({"chain", "--json", "--steps",
+                     R"([{"id": "step2", "executor": "builtin:echo", "inputs": {"text": "a"}},
+                         {"executor": "builtin:echo", "inputs": {"text": "b"}}])"},
+                    d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  json doc = report_of(r);
+  ASSERT_EQ(doc["execution_chain"].size(), 2u) << r.out;
+  EXPECT_EQ(doc["execution_chain"][0]["id"], "step2");
+  EXPECT_NE(doc["execution_chain"][1]["id"], "step2");
+  EXPECT_EQ(doc["execution_chain"][1]["status"], "success");
+
+  auto dup = run_orch({"chain", "--steps",
+                       R"([{"id": "x", "executor": "builtin:echo", "inputs": {"text": "a"}},
+                           {"executor": "builtin:echo", "inputs": {"text": "b"}},
+                           {"id": "x", "executor": "builtin:echo", "inputs": {"text": "c"}}])"},
+                      d.path());
+  EXPECT_EQ(dup.exit_code, 2) << dup.out << dup.err;
+  EXPECT_HAS(dup.err, "step 3: id 'x' is already the id of step 1");
+  EXPECT_EQ(dup.err.find("line"), std::string::npos) << dup.err;
+  EXPECT_EQ(dup.err.find("depends on itself"), std::string::npos) << dup.err;
+}
+
 TEST(CliChain, AHighRiskStepPausesTheChainWithExitThreeUntilApproved) {
   TempDir d;
   write_tools(d);

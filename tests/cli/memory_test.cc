@@ -45,6 +45,18 @@ TEST(CliMemory, AnEmptyWorkspaceHasNoMatchesAndNoFilesAreMade) {
   EXPECT_FALSE(fs::exists(d / ".orch"));
 }
 
+// A text that starts with '-' is read as an option by the parser: the error says how
+// to give it, and that way works.
+TEST(CliMemory, ASearchTextStartingWithADashSaysToPutDashDashBeforeIt) {
+  TempDir d;
+  auto r = run_orch({"memory", "search", "-cmake"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_HAS(r.err, "'-cmake' was read as an option");
+  EXPECT_HAS(r.err, "orch memory search -- -cmake");
+  auto dashes = run_orch({"memory", "search", "--", "-cmake"}, d.path());
+  EXPECT_EQ(dashes.exit_code, 0) << dashes.err;
+}
+
 TEST(CliMemory, HarvestThenASimilarRequestFindsTheLesson) {
   TempDir d;
   write_trace(d, "t1", "Fix the stale date crash in the navigation bar", "pass");

@@ -189,5 +189,106 @@ TEST(CliTool, AToolWhoseProgramIsNotInPathIsASetUpFailure) {
       "tool 'ghost': cannot run 'no-such-orch-tool-program': No such file or directory (not found in PATH)");
 }
 
+// A folder given as the registry is named as one, as for --workers and --models, not
+// read as a registry with no `tools`.
+TEST(CliTool, ARegistryThatIsAFolderIsNamedAsOne) {
+  TempDir d;
+  write_registry(d);
+  write_file(d / "p.yaml", "steps:\n  - id: a\n    executor: builtin:echo\n    inputs: {text: hi}\n");
+  auto r = run_orch({"validate", "p.yaml", "--registry", "tools"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_HAS(r.err, "tools: cannot read the tool registry: is a folder, not a file");
+  EXPECT_EQ(r.err.find("must be a mapping"), std::string::npos) << r.err;
+}
+
+// A sub-command's output_schema that is there but broken is one problem: it is not
+// reported missing as well.
+TEST(CliTool, ABrokenOutputSchemaIsOneProblemNotAlsoAMissingOne) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - id: a\n    executor: builtin:echo\n    inputs: {text: hi}\n");
+  write_file(d / "registry.yml",
+             "tools:\n  t:\n    command: [x]\n    status: prod_ready\n    risk: low\n    commands:\n"
+             "      go: {output_schema: {type: objekt}}\n");
+  auto r = run_orch({"validate", "p.yaml", "--registry", "registry.yml"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_HAS(r.err, "registry.yml:7: tools.t.commands.go.output_schema: ");
+  EXPECT_EQ(r.err.find("no output_schema"), std::string::npos) << r.err;
+}
+
+// validate --json prints its document on every refusal, the executors' files and the
+// workspace included; stderr says it as before.
+TEST(CliTool, ValidateJsonAnswersInJsonWhenAFileOrTheWorkspaceIsBad) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - id: a\n    executor: builtin:echo\n    inputs: {text: hi}\n");
+  fs::create_directories(d / "folder");
+  write_file(d / "bad.yml",
+             "tools:\n  t:\n    command: [x]\n    status: ready\n    risk: low\n"
+             "    commands: {go: {output_schema: {}}}\n");
+  struct Case {
+    std::vector<std::string> flags;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {{"--registry", "folder"}, "is a folder, not a file"},
+      {{"--registry", "nope.yml"}, "cannot read the tool registry"},
+      {{"--workers", "folder"}, "is a folder, not a file"},
+      {{"--models", "nope.yaml"}, "nope.yaml"},
+      {{"--workspace", "no-such-dir"}, "no-such-dir"},
+      {{"--registry", "bad.yml"}, "tools.t.status: 'ready' is not a status"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {"validate", "p.yaml", "--json"};
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    auto r = run_orch(argv, d.path());
+    EXPECT_EQ(r.exit_code, 2) << c.flags[0] << " " << c.flags[1] << "\n" << r.out << r.err;
+    EXPECT_HAS(r.err, c.error);
+    auto doc = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << c.flags[0] << " " << c.flags[1] << ": not JSON:\n" << r.out;
+    EXPECT_EQ(doc["valid"], false);
+    EXPECT_EQ(doc["plan"], "p.yaml");
+    EXPECT_TRUE(doc.contains("steps"));
+    EXPECT_TRUE(doc["warnings"].is_array());
+    ASSERT_TRUE(doc["errors"].is_array() && !doc["errors"].empty()) << r.out;
+    EXPECT_HAS(doc["errors"].dump(), c.error);
+  }
+  // A problem with a line keeps its file and line.
+  auto bad = run_orch({"validate", "p.yaml", "--json", "--registry", "bad.yml"}, d.path());
+  auto doc = nlohmann::json::parse(bad.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << bad.out;
+  EXPECT_EQ(doc["errors"][0]["file"], "bad.yml");
+  EXPECT_EQ(doc["errors"][0]["line"], 4);
+}
+
+// A run started with --registry and resumed without it: the plan is fine, the flag is
+// missing, and the advice says to pass it again (not to edit the plan).
+TEST(CliTool, AResumeWithoutTheRunsRegistrySaysToPassItAgain) {
+  TempDir d;
+  write_registry(d);
+  write_file(d / "notes.txt", "one\n");
+  write_file(d / "p.yaml", R"(steps:
+  - id: stats
+    executor: tool:filestats
+    inputs: {command: count, files: [notes.txt]}
+  - id: fails
+    deps: [stats]
+    sh: 'exit 1'
+)");
+  auto run = run_orch({"run", "p.yaml", "--registry", "tools/registry.yml"}, d.path());
+  ASSERT_EQ(run.exit_code, 1) << run.out << run.err;
+  auto runs = run_orch({"runs", "--json"}, d.path());
+  auto list = nlohmann::json::parse(runs.out, nullptr, false);
+  ASSERT_TRUE(list.is_array() && !list.empty()) << runs.out;
+  const std::string id = list[0]["id"];
+  auto resumed = run_orch({"resume", id}, d.path());
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.out << resumed.err;
+  EXPECT_HAS(resumed.err, "no tool registry is loaded");
+  EXPECT_HAS(resumed.err, "orch resume " + id + " --registry FILE");
+  EXPECT_EQ(resumed.err.find("--replan"), std::string::npos) << resumed.err;
+  EXPECT_EQ(resumed.err.find("does not validate any more"), std::string::npos) << resumed.err;
+  // With the flag again it goes on.
+  auto again = run_orch({"resume", id, "--registry", "tools/registry.yml"}, d.path());
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+}
+
 }  // namespace
 }  // namespace orch
