@@ -463,6 +463,17 @@ TEST(CliTask, RunEscalatesAfterTwoRetriesWhenVerifyKeepsFailing) {
   EXPECT_HAS(typo.err, "lazzy");
 }
 
+// A models file whose default model is the fake provider (`max_tokens` 0: the
+// model's default, 1024).
+void write_fake_models(const TempDir& d, const orch::testing::FakeLlmServer& server, int max_tokens = 64) {
+  write_file(
+      d / ".orch" / "models.yaml",
+      fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: ORCH_TEST_TASK_KEY, "
+                  "timeout: 10s}}\nmodels:\n  m: {{provider: fake, model: task-test{}}}\n"
+                  "default_model: m\n",
+                  server.url(), max_tokens > 0 ? fmt::format(", max_tokens: {}", max_tokens) : ""));
+}
+
 // The default executor of `task run` is `llm`: one chat call per model stage to
 // an OpenAI-compatible provider (our fake, real HTTP on 127.0.0.1), the
 // usage it reports charged to the trace's budget.
@@ -470,12 +481,7 @@ TEST(CliTask, RunWithAModelCallsTheProviderForEachModelStage) {
   orch::testing::FakeLlmServer server("sk-task-run-123456");
   ASSERT_TRUE(server.started());
   TempDir d;
-  write_file(
-      d / ".orch" / "models.yaml",
-      fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: ORCH_TEST_TASK_KEY, "
-                  "timeout: 10s}}\nmodels:\n  m: {{provider: fake, model: task-test, max_tokens: 64}}\n"
-                  "default_model: m\n",
-                  server.url()));
+  write_fake_models(d, server);
   write_checklists(d, "    - {check: \"root cause named\", attest: true}\n");
   auto r = run_orch({"task", "run", "fix the crash in the date parser", "--json"}, d.path(),
                     {{"ORCH_TEST_TASK_KEY", server.api_key()}});
@@ -501,12 +507,7 @@ TEST(CliTask, ATrivialRequestFitsItsCallsToItsSmallBudget) {
   orch::testing::FakeLlmServer server("sk-task-run-123456");
   ASSERT_TRUE(server.started());
   TempDir d;
-  write_file(
-      d / ".orch" / "models.yaml",
-      fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: ORCH_TEST_TASK_KEY, "
-                  "timeout: 10s}}\nmodels:\n  m: {{provider: fake, model: task-test}}\n"
-                  "default_model: m\n",
-                  server.url()));
+  write_fake_models(d, server, 0);  // the default max_tokens: more than the budget
   auto r = run_orch({"task", "run", "fix the typo in the readme", "--json"}, d.path(),
                     {{"ORCH_TEST_TASK_KEY", server.api_key()}});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -530,16 +531,6 @@ void write_example_registry(const TempDir& d) {
   write_file(d / ".orch" / "tools" / "filestats.sh",
              read_file(source_dir() / "examples" / "tools" / "filestats.sh"));
   fs::permissions(d / ".orch" / "tools" / "filestats.sh", fs::perms::owner_all);
-}
-
-// A models file whose default model is the fake provider.
-void write_fake_models(const TempDir& d, const orch::testing::FakeLlmServer& server) {
-  write_file(
-      d / ".orch" / "models.yaml",
-      fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: ORCH_TEST_TASK_KEY, "
-                  "timeout: 10s}}\nmodels:\n  m: {{provider: fake, model: task-test, max_tokens: 64}}\n"
-                  "default_model: m\n",
-                  server.url()));
 }
 
 // The capability gate says no model is needed (a trivial request a registry
