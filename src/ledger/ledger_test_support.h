@@ -230,6 +230,22 @@ class RawDb {
     sqlite3_finalize(statement);
     return value;
   }
+  // How many times the program SQLite compiles `sql` to has the opcode `op`
+  // (its EXPLAIN listing); -1 when it does not compile.
+  int count_opcode(const std::string& sql, std::string_view op) {
+    sqlite3_stmt* statement = nullptr;
+    if (sqlite3_prepare_v2(db_, ("EXPLAIN " + sql).c_str(), -1, &statement, nullptr) != SQLITE_OK) {
+      ADD_FAILURE() << sqlite3_errmsg(db_) << " in " << sql;
+      return -1;
+    }
+    int count = 0;
+    while (sqlite3_step(statement) == SQLITE_ROW) {
+      const auto* name = reinterpret_cast<const char*>(sqlite3_column_text(statement, 1));
+      if (name != nullptr && op == name) ++count;
+    }
+    sqlite3_finalize(statement);
+    return count;
+  }
 
  private:
   sqlite3* db_ = nullptr;

@@ -32,8 +32,16 @@ void expect_refused(const std::filesystem::path& path, const std::string& fragme
 void make_old_ledger(lt::RawDb& raw, int version) {
   ASSERT_EQ(raw.exec("PRAGMA journal_mode = WAL"), "");
   ASSERT_EQ(raw.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId)), "");
-  for (int v = 0; v < version; ++v)
-    ASSERT_EQ(raw.exec(schema_migrations()[static_cast<std::size_t>(v)].sql), "");
+  for (int v = 0; v < version; ++v) {
+    const Migration& m = schema_migrations()[static_cast<std::size_t>(v)];
+    ASSERT_EQ(raw.exec(m.sql), "");
+    // As migrate.cc does: a rewritten CREATE text is re-read only once the schema
+    // cookie moves (a later ALTER would otherwise edit the stale text).
+    if (m.edits_schema_text) {
+      const int cookie = std::stoi(raw.query("PRAGMA schema_version"));
+      ASSERT_EQ(raw.exec(fmt::format("PRAGMA schema_version = {}", cookie + 1)), "");
+    }
+  }
 }
 
 TEST(LedgerFile, AFileThatIsNotADatabaseIsRefusedAndLeftAlone) {
@@ -334,6 +342,85 @@ TEST(LedgerFile, AVersion5LedgerKeepsItsAttemptsAndTakesOutputsInTheRow) {
   EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
   EXPECT_NE(raw.exec("UPDATE attempts SET stdout_text = 'forged' WHERE number = 2"), "")
       << "a finished attempt never changes";
+}
+
+// v7 rewrote the status constraints of five tables as OR chains (no temporary
+// b-tree per row written): a v6 ledger keeps its rows, its constraints still
+// accept and refuse what they did, its append-only triggers survive, and a step
+// upsert no longer builds a temporary table on it.
+TEST(LedgerFile, AVersion6LedgerKeepsItsRowsAndConstraintsWithoutTemporaryTables) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  const std::string upsert =
+      "INSERT INTO steps VALUES ('old-run', 'b', 1, '', 'shell', 'pending', '', '', '', 0, 0,"
+      " 0, 0, 0, 0, 0, 0) ON CONFLICT (run_id, step_id) DO UPDATE SET status = 'done'";
+  {
+    lt::RawDb raw(path);
+    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 6));
+    ASSERT_EQ(
+        raw.exec(
+            "INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
+            " (5, 5, 'v5'), (6, 6, 'v6');"
+            "INSERT INTO runs VALUES ('old-run', 'n', 'awaiting_approval', '', '/p.yaml', '/w', 1, 2, 0, 0,"
+            " 1, 2, 3, 10, 0.5, 1, 100, 0, 0, '{}');"
+            "INSERT INTO steps VALUES ('old-run', 'a', 0, '', 'shell', 'skipped', 'r', '', '', 1, 1,"
+            " 0, 0, 0, 5, 1, 2);"
+            "INSERT INTO attempts VALUES ('old-run', 'a', 1, 'stalled', 1, 'exited', 1, 0, 'r', '[]', '',"
+            " '', '', 3, 0, 0, 0, 'out', 0, 0, 0, 1, 2, 1, '', 'text', '');"
+            "INSERT INTO traces VALUES ('t', 'r', '', '/w', 'DONE', 'abandoned', '{}', '', 1, 1, 0);"
+            "INSERT INTO reviews VALUES ('v', 'n', '/w', 'spend_cap', '', 0, '{}', 1, 1);"),
+        "");
+    EXPECT_EQ(raw.count_opcode(upsert, "OpenEphemeral"), 2) << "the v6 lists build one table per check";
+  }
+  {
+    auto store = open_sqlite_store(path);
+    ASSERT_TRUE(store) << store.error().message;
+    auto steps = (*store)->steps("old-run");
+    ASSERT_TRUE(steps && steps->size() == 1u);
+    EXPECT_EQ((*steps)[0].status, StepStatus::Skipped);
+    auto attempts = (*store)->attempts("old-run");
+    ASSERT_TRUE(attempts && attempts->size() == 1u);
+    EXPECT_EQ((*attempts)[0].status, AttemptStatus::Stalled);
+    EXPECT_EQ((*attempts)[0].stdout_text, "text");
+  }
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
+  EXPECT_EQ(raw.count_opcode(upsert, "OpenEphemeral"), 0);
+  EXPECT_EQ(raw.exec(upsert), "");
+  EXPECT_EQ(raw.query("SELECT status FROM steps WHERE step_id = 'b'"), "pending");
+  EXPECT_EQ(raw.exec("UPDATE steps SET status = 'awaiting_approval' WHERE step_id = 'b'"), "");
+  EXPECT_NE(raw.exec("UPDATE steps SET status = 'paused'"), "") << "only the listed statuses";
+  EXPECT_NE(raw.exec("UPDATE runs SET status = 'paused'"), "");
+  EXPECT_NE(raw.exec("UPDATE traces SET status = 'paused'"), "");
+  EXPECT_NE(raw.exec("UPDATE reviews SET status = 'paused'"), "");
+  EXPECT_NE(raw.exec("UPDATE reviews SET verdict = 'pass'"), "");
+  EXPECT_EQ(raw.exec("UPDATE reviews SET status = 'passed', verdict = 'PASS'"), "");
+  EXPECT_NE(raw.exec("DELETE FROM attempts"), "") << "the append-only triggers survived the rewrite";
+  EXPECT_NE(raw.exec("UPDATE attempts SET status = 'running'"), "");
+}
+
+// A v6 file whose table text is not what orch wrote (edited by hand) is not
+// half-migrated: the migration's check fails and the file stays at v6.
+TEST(LedgerFile, AVersion6LedgerWithUnexpectedTableTextIsRefusedAndLeftAtVersion6) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 6));
+    ASSERT_EQ(
+        raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
+                 " (5, 5, 'v5'), (6, 6, 'v6');"
+                 "PRAGMA writable_schema = ON;"
+                 "UPDATE sqlite_schema SET sql = replace(sql, '''skipped'',', '''skipped'',  ')"
+                 " WHERE name = 'steps';"
+                 "PRAGMA writable_schema = OFF;"),
+        "");
+  }
+  expect_refused(path, "migrating to schema version 7: the table definitions were not rewritten as expected");
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), "6");
+  EXPECT_EQ(raw.query("SELECT count(*) FROM sqlite_schema WHERE sql LIKE '%CHECK (status = %'"), "0");
 }
 
 }  // namespace

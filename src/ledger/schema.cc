@@ -392,13 +392,62 @@ ALTER TABLE attempts ADD COLUMN stdout_text TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN stderr_text TEXT NOT NULL DEFAULT '';
 )sql";
 
-constexpr std::array<Migration, 6> kMigrations{{
+// v7: the status CHECK constraints as OR chains instead of IN lists. SQLite
+// evaluates a CHECK `x IN (a, b, c, ...)` of more than two values by building a
+// temporary b-tree of the list every time a statement checks a row: each step
+// upsert, attempt insert and attempt finish built one or two (a third of the
+// instructions orch ran on the 5000-step benchmark; docs/benchmarks.md, session
+// 20). The same values compared one by one accept and refuse exactly what the
+// lists did, so every existing row satisfies the new text and it is rewritten as
+// in v3; `verify` checks that no IN list of text values is left in the tables.
+constexpr const char* kSchemaV7 = R"sql(
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema SET sql = replace(sql, 'CHECK (status IN (''running'', ''succeeded'', ''failed'', ''cancelled'',
+                                                   ''budget_exhausted'', ''escalated'', ''interrupted'', ''awaiting_approval''))',
+'CHECK (status = ''running'' OR status = ''succeeded'' OR status = ''failed'' OR
+                                                    status = ''cancelled'' OR status = ''budget_exhausted'' OR status = ''escalated'' OR
+                                                    status = ''interrupted'' OR status = ''awaiting_approval'')')
+ WHERE type = 'table' AND name = 'runs';
+UPDATE sqlite_schema SET sql = replace(sql, 'CHECK (status IN (''pending'', ''running'', ''done'', ''failed'', ''skipped'',
+                                                   ''cancelled'', ''awaiting_approval''))',
+'CHECK (status = ''pending'' OR status = ''running'' OR status = ''done'' OR
+                                                    status = ''failed'' OR status = ''skipped'' OR status = ''cancelled'' OR
+                                                    status = ''awaiting_approval'')')
+ WHERE type = 'table' AND name = 'steps';
+UPDATE sqlite_schema SET sql = replace(sql, 'CHECK (status IN (''running'', ''succeeded'', ''failed'', ''timed_out'',
+                                                   ''cancelled'', ''interrupted'', ''stalled''))',
+'CHECK (status = ''running'' OR status = ''succeeded'' OR status = ''failed'' OR
+                                                    status = ''timed_out'' OR status = ''cancelled'' OR status = ''interrupted'' OR
+                                                    status = ''stalled'')')
+ WHERE type = 'table' AND name = 'attempts';
+UPDATE sqlite_schema SET sql = replace(sql, 'CHECK (status IN (''open'', ''done'', ''escalated'', ''abandoned''))',
+'CHECK (status = ''open'' OR status = ''done'' OR status = ''escalated'' OR status = ''abandoned'')')
+ WHERE type = 'table' AND name = 'traces';
+UPDATE sqlite_schema SET sql = replace(replace(sql,
+'CHECK (status IN (''running'', ''passed'', ''failed'', ''escalated'', ''spend_cap''))',
+'CHECK (status = ''running'' OR status = ''passed'' OR status = ''failed'' OR status = ''escalated'' OR
+              status = ''spend_cap'')'),
+'CHECK (verdict IN ('''', ''PASS'', ''REVISE'', ''BLOCK'', ''INCOMPLETE''))',
+'CHECK (verdict = '''' OR verdict = ''PASS'' OR verdict = ''REVISE'' OR verdict = ''BLOCK'' OR
+              verdict = ''INCOMPLETE'')')
+ WHERE type = 'table' AND name = 'reviews';
+PRAGMA writable_schema = OFF;
+)sql";
+constexpr const char* kVerifyV7 = R"sql(
+SELECT count(*) = 5 FROM sqlite_schema
+ WHERE type = 'table' AND name IN ('runs', 'steps', 'attempts', 'traces', 'reviews')
+   AND sql NOT LIKE '%IN (''%' AND sql LIKE '%CHECK (status = %'
+)sql";
+
+constexpr std::array<Migration, 7> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
     {4, "traces and trace_events: the request runtime (orch task)", kSchemaV4},
     {5, "reviews: the review runtime (orch review)", kSchemaV5},
     {6, "attempts.stdout_text, stderr_text: outputs kept in the ledger", kSchemaV6},
+    {7, "status CHECK constraints as OR chains: no temporary b-tree per row written", kSchemaV7, true,
+     kVerifyV7},
 }};
 
 }  // namespace

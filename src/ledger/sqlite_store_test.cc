@@ -340,7 +340,7 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 6);
+  EXPECT_EQ(store_schema_version(), 7);
   EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
 }
 
