@@ -214,6 +214,35 @@ TEST(CliChain, InvalidStepsExitTwoNamingTheStep) {
   EXPECT_EQ(none.exit_code, 2);
 }
 
+// A key written twice in one mapping of --steps (inline JSON, a JSON file, a YAML
+// file) is refused with its line and the first one's, before any ledger is made:
+// parsed, the later value would silently have won.
+TEST(CliChain, AKeyWrittenTwiceInTheStepsIsRefusedWithBothLines) {
+  TempDir d;
+  auto inline_json = run_orch({"chain", "--dry-run", "--steps",
+                               "[{\"executor\": \"builtin:echo\", \"inputs\": {\"text\": \"a\",\n"
+                               "  \"text\": \"b\"}}]"},
+                              d.path());
+  EXPECT_EQ(inline_json.exit_code, 2) << inline_json.out << inline_json.err;
+  EXPECT_HAS(inline_json.err, "--steps: a key is written twice");
+  EXPECT_HAS(inline_json.err, "--steps:2: [0].inputs.text: duplicate key (first at line 1)");
+  write_file(d / "steps.json", "[\n {\"executor\": \"builtin:echo\",\n  \"executor\": \"shell\",\n"
+                               "  \"sh\": \"echo hi\"}\n]\n");
+  auto file_json = run_orch({"chain", "--steps", "steps.json", "--json"}, d.path());
+  EXPECT_EQ(file_json.exit_code, 2) << file_json.out << file_json.err;
+  EXPECT_EQ(report_of(file_json)["error"]["code"], "invalid_chain");
+  EXPECT_HAS(file_json.err, "steps.json:3: [0].executor: duplicate key (first at line 2)");
+  write_file(d / "steps.yaml", "- executor: builtin:echo\n  inputs:\n    text: a\n    text: b\n");
+  auto file_yaml = run_orch({"chain", "--steps", "steps.yaml"}, d.path());
+  EXPECT_EQ(file_yaml.exit_code, 2) << file_yaml.out << file_yaml.err;
+  EXPECT_HAS(file_yaml.err, "steps.yaml:4: [0].inputs.text: duplicate key (first at line 3)");
+  EXPECT_FALSE(fs::exists(d / ".orch"));
+  // The same keys once each are a chain.
+  write_file(d / "once.yaml", "- executor: builtin:echo\n  inputs:\n    text: a\n");
+  auto once = run_orch({"chain", "--steps", "once.yaml"}, d.path());
+  EXPECT_EQ(once.exit_code, 0) << once.out << once.err;
+}
+
 // A folder given as --steps is named as one (not parsed as empty JSON); a missing file
 // says the system's reason; an empty value is refused as empty.
 TEST(CliChain, AStepsFolderMissingFileOrEmptyValueIsNamedAsSuch) {
