@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "orch/error.h"
@@ -73,6 +75,20 @@ inline Expected<std::string> read_config_file(const std::filesystem::path& file,
   if (const std::string prefix = file.string() + ": "; why.starts_with(prefix)) why.erase(0, prefix.size());
   return fail(ErrorCode::NotFound, fmt::format("{}: cannot read the {} file: {}", file.string(), what, why));
 }
+
+// A name a plan writes after `tool:` or `worker:` (and a tool's sub-command):
+// letters, digits, '_', '.' and '-', starting with a letter or digit, at most
+// 64 characters. Nothing that a shell, a path or the `KIND:NAME` form would
+// read differently.
+inline bool is_executor_name(std::string_view name) {
+  auto ok = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  };
+  return !name.empty() && name.size() <= 64 && std::isalnum(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), ok);
+}
+inline constexpr const char* kExecutorNameRule =
+    "letters, digits, '_', '.' and '-', starting with a letter or digit (at most 64)";
 
 // "a.b" (or "b" at the top).
 inline std::string config_field(const std::string& field, const std::string& key) {

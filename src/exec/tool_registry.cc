@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "exec/config_check.h"
 #include "plan/doc_node.h"
 #include "plan/json_reader.h"
 #include "plan/yaml_reader.h"
@@ -135,7 +136,7 @@ class RegistryReader {
     }
     for (const auto& [name, value] : tools->items()) {
       std::string pointer = child("/tools", name);
-      if (!is_name(name))
+      if (!is_executor_name(name))
         problem(pointer, "a tool name is letters, digits, '_', '.' and '-', starting with a letter or digit",
                 true);
       registry.tools[name] = read_tool(name, value, pointer);
@@ -144,14 +145,6 @@ class RegistryReader {
   }
 
  private:
-  static bool is_name(const std::string& name) {
-    auto ok = [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-    };
-    return !name.empty() && name.size() <= 64 && std::isalnum(static_cast<unsigned char>(name[0])) &&
-           std::all_of(name.begin(), name.end(), ok);
-  }
-
   // Keys starting with "x-" are notes (and YAML anchors' homes), except in `args` entries.
   void only_keys(const ojson& object, const std::string& pointer, const std::vector<std::string>& known,
                  bool notes_allowed = true) {
@@ -283,7 +276,7 @@ class RegistryReader {
     }
     for (const auto& [command_name, command_value] : commands->items()) {
       std::string command_pointer = child(child(pointer, "commands"), command_name);
-      if (!is_name(command_name))
+      if (!is_executor_name(command_name))
         problem(command_pointer,
                 "a sub-command name is letters, digits, '_', '.' and '-', starting with a letter or digit",
                 true);

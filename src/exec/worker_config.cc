@@ -52,6 +52,9 @@ Expected<WorkerCatalog> parse_worker_catalog(const std::string& text, const std:
   if (!workers.is_object()) workers = json::object();
   for (const auto& [name, w] : workers.items()) {
     const std::string field = "workers." + name;
+    if (!is_executor_name(name))
+      check.problem(field, fmt::format("a worker name is {} (it is written `worker:NAME` in a plan)",
+                                       kExecutorNameRule));
     if (!w.is_object()) {
       check.problem(field, "must be a mapping");
       continue;

@@ -1,6 +1,7 @@
 // The workers file: every problem at once, as FILE: FIELD: message.
 #include "exec/worker_config.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "exec/worker_executor.h"
@@ -61,6 +62,25 @@ TEST(WorkerConfig, EveryProblemIsListedWithItsField) {
                            "w.yaml: workers.b.result: missing",
                            "w.yaml: workers.b.timeout:", "w.yaml: workers.c.argv: must be a non-empty list"})
     EXPECT_NE(m.find(want), std::string::npos) << "missing '" << want << "' in:\n" << m;
+}
+
+// A worker name is written `worker:NAME` in a plan: one with a space, a colon or
+// a leading '-' is refused as tool names are, and a good one is not.
+TEST(WorkerConfig, AWorkerNameIsCheckedLikeAToolName) {
+  for (const char* bad : {"my worker", "w:x", "-w", "_w", "w/x"}) {
+    auto c = parse_worker_catalog(
+        fmt::format("workers:\n  \"{}\":\n    argv: [agent, \"{{prompt}}\"]\n", bad), "w.yaml");
+    ASSERT_FALSE(c) << bad;
+    EXPECT_NE(
+        c.error().message.find(fmt::format("w.yaml: workers.{}: a worker name is letters, digits", bad)),
+        std::string::npos)
+        << c.error().message;
+  }
+  for (const char* good : {"claude", "codex-2", "a.b_c", "9lives"}) {
+    auto c = parse_worker_catalog(fmt::format("workers:\n  {}:\n    argv: [agent, \"{{prompt}}\"]\n", good),
+                                  "w.yaml");
+    EXPECT_TRUE(c) << good << ": " << c.error().message;
+  }
 }
 
 TEST(WorkerConfig, JsonPathsWalkObjectsAndArrays) {
