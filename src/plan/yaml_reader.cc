@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -136,6 +137,7 @@ class TreeBuilder {
       case YAML_MAPPING_END_EVENT: {
         Frame frame = std::move(stack_.back());
         stack_.pop_back();
+        if (frame.node->is_map() && !merge_keys(*frame.node)) return false;
         end_value(*frame.node, frame.anchor);
         return true;
       }
@@ -270,6 +272,57 @@ class TreeBuilder {
       top.at_key = !top.at_key;
     else if (top.stream)
       sink_(*top.stream, item_);
+  }
+
+  // YAML's merge key: `<<: *defaults` or `<<: [*a, *b]` adds the keys of the
+  // merged mapping(s) that `map` does not write itself (its own keys win, then
+  // the mappings of a list in order), each with the line it was written on. A
+  // quoted '<<' is an ordinary key.
+  bool merge_keys(DocNode& map) {
+    auto is_merge = [](const DocEntry& e) {
+      return e.key.is_scalar() && !e.key.quoted && e.key.scalar == "<<";
+    };
+    if (std::none_of(map.entries.begin(), map.entries.end(), is_merge)) return true;
+    std::vector<DocEntry> own;
+    std::vector<DocNode> merged;
+    int merge_line = 0;
+    for (DocEntry& e : map.entries) {
+      if (!is_merge(e)) {
+        own.push_back(std::move(e));
+        continue;
+      }
+      if (merge_line != 0)
+        return fail_at(e.key.line, fmt::format("merge key '<<' written twice in one mapping (first at line "
+                                               "{}): merge several with a list, <<: [*a, *b]",
+                                               merge_line));
+      merge_line = e.key.line;
+      bool maps = e.value.is_map();
+      if (e.value.is_sequence())
+        maps = !e.value.items.empty() && std::all_of(e.value.items.begin(), e.value.items.end(),
+                                                     [](const DocNode& n) { return n.is_map(); });
+      if (!maps)
+        return fail_at(
+            e.key.line,
+            "a merge key '<<' takes a mapping or a list of mappings (<<: *defaults, <<: [*a, *b])");
+      if (e.value.is_map()) {
+        merged.push_back(std::move(e.value));
+      } else {
+        for (DocNode& item : e.value.items) merged.push_back(std::move(item));
+      }
+    }
+    std::set<std::string> present;
+    for (const DocEntry& e : own)
+      if (e.key.is_scalar()) present.insert(e.key.scalar);
+    for (DocNode& source : merged)
+      for (DocEntry& e : source.entries)
+        if (!e.key.is_scalar() || present.insert(e.key.scalar).second) own.push_back(std::move(e));
+    map.entries = std::move(own);
+    return true;
+  }
+
+  bool fail_at(int line, std::string message) {
+    error_ = YamlSyntaxError{line, std::move(message)};
+    return false;
   }
 
   bool fail(const yaml_mark_t& mark, std::string message) {

@@ -161,6 +161,49 @@ TEST(YamlReader, AnchorsAndAliases) {
   EXPECT_EQ(recursive.message, "alias '*loop' is inside the node it names");
 }
 
+// YAML's merge key: the merged mapping's keys that the mapping does not write
+// itself are added with the lines they were written on; its own keys win, and
+// in a list the earlier mapping wins.
+TEST(YamlReader, MergeKeysAddTheKeysAMappingDoesNotWrite) {
+  DocNode root = read_ok(
+      "x-a: &a {timeout: 5s, attempts: 2}\n"
+      "x-b: &b {timeout: 9s, sh: date}\n"
+      "steps:\n"
+      "  - id: one\n"
+      "    <<: *a\n"
+      "    attempts: 3\n"
+      "  - id: two\n"
+      "    <<: [*a, *b]\n");
+  const DocNode& one = at(root, "steps").items[0];
+  ASSERT_EQ(one.entries.size(), 3u);
+  EXPECT_EQ(at(one, "attempts").scalar, "3") << "the mapping's own key wins";
+  EXPECT_EQ(at(one, "timeout").scalar, "5s");
+  EXPECT_EQ(at(one, "timeout").line, 1) << "a merged key keeps the line it was written on";
+  const DocNode& two = at(root, "steps").items[1];
+  ASSERT_EQ(two.entries.size(), 4u);
+  EXPECT_EQ(at(two, "timeout").scalar, "5s") << "the first mapping of the list wins";
+  EXPECT_EQ(at(two, "sh").scalar, "date");
+  for (const DocEntry& e : two.entries) EXPECT_NE(e.key.scalar, "<<");
+  // An inline mapping merges too; a quoted '<<' is an ordinary key.
+  DocNode quoted = read_ok("a: &a {x: 1}\nb: {'<<': *a}\nc: {<<: {y: 2}, z: 3}\n");
+  EXPECT_EQ(at(quoted, "b").entries[0].key.scalar, "<<");
+  EXPECT_EQ(at(at(quoted, "c"), "y").scalar, "2");
+  // A duplicate of the mapping's own key is still there for the loader to report.
+  DocNode dup = read_ok("a: &a {x: 1}\nb: {<<: *a, y: 1, y: 2}\n");
+  EXPECT_EQ(at(dup, "b").entries.size(), 3u);
+
+  YamlSyntaxError scalar = read_bad("a: 1\nb:\n  <<: 5\n");
+  EXPECT_EQ(scalar.line, 3);
+  EXPECT_EQ(scalar.message,
+            "a merge key '<<' takes a mapping or a list of mappings (<<: *defaults, <<: [*a, *b])");
+  EXPECT_EQ(read_bad("a: &a {x: 1}\nb:\n  <<: [*a, 5]\n").line, 3);
+  YamlSyntaxError twice = read_bad("a: &a {x: 1}\nb:\n  <<: *a\n  <<: *a\n");
+  EXPECT_EQ(twice.line, 4);
+  EXPECT_NE(twice.message.find("merge key '<<' written twice in one mapping (first at line 3)"),
+            std::string::npos)
+      << twice.message;
+}
+
 TEST(YamlReader, AliasExpansionIsCapped) {
   // "Billion laughs": ten levels of ten aliases each stand for 10^10 nodes.
   std::string text = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";

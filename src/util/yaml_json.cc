@@ -3,10 +3,11 @@
 #include <cctype>
 #include <charconv>
 #include <climits>
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace orch {
 
@@ -147,12 +148,37 @@ nlohmann::json yaml_to_json(const YAML::Node& node) {
     }
     case YAML::NodeType::Map: {
       nlohmann::json obj = nlohmann::json::object();
+      std::vector<YAML::Node> merged;  // YAML's merge key: `<<: *defaults`, `<<: [*a, *b]`
       for (const auto& kv : node) {
+        if (kv.first.IsScalar() && kv.first.Tag() == "?" && kv.first.Scalar() == "<<") {
+          const YAML::Node& value = kv.second;
+          bool maps = value.IsMap();
+          if (value.IsSequence()) {
+            maps = value.size() > 0;
+            for (const auto& item : value) maps = maps && item.IsMap();
+          }
+          if (!maps)
+            throw YAML::ParserException(kv.first.Mark(),
+                                        "a merge key '<<' takes a mapping or a list of mappings "
+                                        "(<<: *defaults, <<: [*a, *b])");
+          if (value.IsMap()) {
+            merged.push_back(value);
+          } else {
+            for (const auto& item : value) merged.push_back(item);
+          }
+          continue;
+        }
         // yaml-cpp keeps no text for a null key ("null", "~"); it is written "null".
         std::string key = kv.first.IsScalar() ? kv.first.Scalar()
                           : kv.first.IsNull() ? std::string("null")
                                               : YAML::Dump(kv.first);
         obj[key] = yaml_to_json(kv.second);
+      }
+      // The mapping's own keys win, then the merged mappings in order.
+      for (const YAML::Node& source : merged) {
+        const nlohmann::json from = yaml_to_json(source);
+        for (auto it = from.begin(); it != from.end(); ++it)
+          if (!obj.contains(it.key())) obj[it.key()] = it.value();
       }
       return obj;
     }

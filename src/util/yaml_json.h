@@ -8,8 +8,11 @@
 //    and otherwise strings. .inf and .nan stay strings: JSON has no such numbers.
 // Mapping keys are always strings: a null key (null, ~) is "null", a non-scalar key
 // is written as its YAML text.
-// Aliases are expanded. Sequences become arrays, mappings objects (nlohmann::json
-// keeps keys sorted; a repeated key keeps its last value).
+// Aliases are expanded, and YAML's merge key too: `<<: *defaults` (or a list,
+// `<<: [*a, *b]`) adds the merged mappings' keys the mapping does not write
+// itself; a '<<' whose value is not a mapping or a list of them throws
+// YAML::ParserException at its mark. Sequences become arrays, mappings objects
+// (nlohmann::json keeps keys sorted; a repeated key keeps its last value).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -99,6 +99,27 @@ list:
   EXPECT_EQ(j["list"], nlohmann::json::parse(R"([1, "two", {"k": "v"}])"));
 }
 
+TEST(YamlJson, MergeKeysAddTheKeysAMappingDoesNotWrite) {
+  auto j = convert(R"(
+a: &a {x: 1, y: 1}
+b: &b {y: 2, z: 2}
+one: {<<: *a, x: 9}
+two: {<<: [*a, *b]}
+quoted: {'<<': *a}
+)");
+  EXPECT_EQ(j["one"], nlohmann::json::parse(R"({"x": 9, "y": 1})"));
+  EXPECT_EQ(j["two"], nlohmann::json::parse(R"({"x": 1, "y": 1, "z": 2})"));
+  EXPECT_EQ(j["quoted"], nlohmann::json::parse(R"({"<<": {"x": 1, "y": 1}})"));
+  try {
+    convert("a: 1\nb:\n  <<: 5\n");
+    ADD_FAILURE() << "a scalar merged";
+  } catch (const YAML::ParserException& e) {
+    EXPECT_EQ(e.mark.line + 1, 3);
+    EXPECT_NE(e.msg.find("a merge key '<<' takes a mapping or a list of mappings"), std::string::npos)
+        << e.msg;
+  }
+}
+
 TEST(YamlJson, KeysAreAlwaysStrings) {
   auto j = convert("1: one\ntrue: yes\nnull: z\n");
   EXPECT_EQ(j["1"], "one");
