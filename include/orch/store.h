@@ -173,6 +173,9 @@ class Store {
   virtual Expected<void> update_run(const RunRecord& run) = 0;  // every column but id
   virtual Expected<void> insert_plan_version(const PlanVersion& plan) = 0;
   virtual Expected<void> upsert_step(const StepRecord& step) = 0;
+  // A step the ledger does not have yet (a new run's): as upsert_step, which a
+  // store may make cheaper for rows it has.
+  virtual Expected<void> insert_step(const StepRecord& step) { return upsert_step(step); }
   virtual Expected<void> insert_attempt(const AttemptRecord& attempt) = 0;
   // Moves a running attempt to its final status. Fails (Store) for a finished row.
   virtual Expected<void> finish_attempt(const AttemptRecord& attempt) = 0;

@@ -152,7 +152,7 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   ORCH_TRY(tx());
   ORCH_TRY(store_.insert_run(run_));
   ORCH_TRY(store_.insert_plan_version(PlanVersion{run_.id, 1, run_.plan_path, plan_text, run_.created_at}));
-  for (auto& s : steps_) ORCH_TRY(store_.upsert_step(s.rec));
+  for (auto& s : steps_) ORCH_TRY(store_.insert_step(s.rec));
   event("run_started", "", 0,
         {{"plan", run_.plan_path},
          {"steps", steps_.size()},

@@ -423,5 +423,50 @@ TEST(LedgerFile, AVersion6LedgerWithUnexpectedTableTextIsRefusedAndLeftAtVersion
   EXPECT_EQ(raw.query("SELECT count(*) FROM sqlite_schema WHERE sql LIKE '%CHECK (status = %'"), "0");
 }
 
+// v8 dropped AUTOINCREMENT from events.seq: a v7 ledger keeps its events, a new
+// event's seq is past every old one, the events row of sqlite_sequence is gone,
+// and events are still append-only.
+TEST(LedgerFile, AVersion7LedgerKeepsItsEventsAndTheirOrder) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 7));
+    ASSERT_EQ(
+        raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
+                 " (5, 5, 'v5'), (6, 6, 'v6'), (7, 7, 'v7');"
+                 "INSERT INTO runs VALUES ('old-run', 'n', 'failed', '', '/p.yaml', '/w', 1, 2, 0, 0,"
+                 " 1, 2, 3, 10, 0.5, 1, 100, 0, 0, '{}');"
+                 "INSERT INTO events (seq, run_id, ts, kind, step_id, attempt, data)"
+                 " VALUES (41, 'old-run', 1, 'run_started', '', 0, '{}');"),
+        "");
+    EXPECT_EQ(raw.query("SELECT seq FROM sqlite_sequence WHERE name = 'events'"), "41");
+  }
+  {
+    auto store = open_sqlite_store(path);
+    ASSERT_TRUE(store) << store.error().message;
+    EventRecord e;
+    e.run_id = "old-run";
+    e.kind = "run_finished";
+    e.data_json = "{}";
+    ASSERT_TRUE((*store)->begin());
+    auto seq = (*store)->append_event(e);
+    ASSERT_TRUE(seq) << seq.error().message;
+    EXPECT_EQ(*seq, 42);
+    ASSERT_TRUE((*store)->commit());
+  }
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
+  EXPECT_EQ(raw.query("SELECT group_concat(seq || ':' || kind) FROM events"),
+            "41:run_started,42:run_finished");
+  EXPECT_EQ(raw.query("SELECT count(*) FROM sqlite_sequence WHERE name = 'events'"), "0");
+  EXPECT_EQ(
+      raw.query("SELECT count(*) FROM sqlite_schema WHERE name = 'events' AND sql LIKE '%AUTOINCREMENT%'"),
+      "0");
+  EXPECT_NE(raw.exec("DELETE FROM events"), "") << "the append-only triggers survived the rewrite";
+  EXPECT_NE(raw.exec("INSERT OR REPLACE INTO events VALUES (42, 'old-run', 1, 'x', '', 0, '{}')"), "");
+}
+
 }  // namespace
 }  // namespace orch

@@ -126,6 +126,12 @@ const char kUpsertStep[] =
     "attempts_counted = excluded.attempts_counted, last_attempt = excluded.last_attempt, "
     "tokens_in = excluded.tokens_in, tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd, "
     "wall_ms = excluded.wall_ms, started_at = excluded.started_at, finished_at = excluded.finished_at";
+// The same row written over in place, for a step the ledger has (one lookup by
+// the key, where the upsert tries an insert first).
+const char kUpdateStep[] =
+    "UPDATE steps SET idx = ?3, goal = ?4, executor = ?5, status = ?6, reason = ?7, result = ?8, "
+    "fingerprint = ?9, attempts_counted = ?10, last_attempt = ?11, tokens_in = ?12, tokens_out = ?13, "
+    "cost_usd = ?14, wall_ms = ?15, started_at = ?16, finished_at = ?17 WHERE run_id = ?1 AND step_id = ?2";
 const char kStepsOfRun[] = "SELECT " ORCH_STEP_COLUMNS " FROM steps WHERE run_id = ?1 ORDER BY idx, step_id";
 const char kCountStepsOfRun[] = "SELECT count(*) FROM steps WHERE run_id = ?1";
 const char kStepStatusCounts[] = "SELECT status, count(*) FROM steps WHERE run_id = ?1 GROUP BY status";

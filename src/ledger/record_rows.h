@@ -33,6 +33,7 @@ PlanVersion read_plan(const Statement& row);
 
 // steps: ?1..?17 in the order of StepRecord; insert or replace every column but the key.
 extern const char kUpsertStep[];
+extern const char kUpdateStep[];        // bound as kUpsertStep
 extern const char kStepsOfRun[];        // ?1 = run_id, by idx
 extern const char kCountStepsOfRun[];   // ?1 = run_id, by idx
 extern const char kStepStatusCounts[];  // ?1 = run_id: (status, count) rows

@@ -158,6 +158,18 @@ Expected<void> SqliteStore::insert_plan_version(const PlanVersion& plan) {
 }
 
 Expected<void> SqliteStore::upsert_step(const StepRecord& step) {
+  // Most writes are of a step the ledger has (it is recorded pending when its run
+  // starts, then running, then done): an UPDATE by the key costs one lookup; the
+  // upsert only when it changed nothing.
+  Statement& update_step_sql = *ORCH_TRY(prepared(sql_.update_step, rows::kUpdateStep));
+  rows::bind_step(update_step_sql, step);
+  ORCH_TRY(update_step_sql.run(
+      [&] { return fmt::format("writing step '{}' of run '{}'", step.step_id, step.run_id); }));
+  if (db_.changes() > 0) return {};
+  return insert_step(step);
+}
+
+Expected<void> SqliteStore::insert_step(const StepRecord& step) {
   Statement& upsert_step_sql = *ORCH_TRY(prepared(sql_.upsert_step, rows::kUpsertStep));
   rows::bind_step(upsert_step_sql, step);
   return upsert_step_sql.run(

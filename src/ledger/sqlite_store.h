@@ -56,6 +56,7 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
   Expected<void> update_run(const RunRecord& run) override;
   Expected<void> insert_plan_version(const PlanVersion& plan) override;
   Expected<void> upsert_step(const StepRecord& step) override;
+  Expected<void> insert_step(const StepRecord& step) override;
   Expected<void> insert_attempt(const AttemptRecord& attempt) override;
   Expected<void> finish_attempt(const AttemptRecord& attempt) override;
   Expected<std::int64_t> append_event(const EventRecord& event) override;
@@ -108,7 +109,7 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
     Statement begin, commit, rollback;
     Statement insert_run, update_run, find_run, list_runs, request_cancel, cancel_requested, attempt_totals;
     Statement insert_plan, latest_plan;
-    Statement upsert_step, steps_of_run, count_steps_of_run, step_status_counts;
+    Statement upsert_step, update_step, steps_of_run, count_steps_of_run, step_status_counts;
     Statement insert_attempt, finish_attempt, attempts_of_run, attempts_of_step;
     Statement insert_event, events_of_run, events_of_kind;
     Statement insert_trace, update_trace, find_trace, list_traces, insert_trace_event, trace_events;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -137,6 +138,41 @@ TEST(SqliteStore, StepsRoundTripUpsertAndComeByIndex) {
   ASSERT_EQ(steps->size(), 2u);
   expect_same((*steps)[1], changed);
   EXPECT_TRUE(f.store->steps("nope")->empty());
+}
+
+// A step written again has every column replaced (the UPDATE by its key), and
+// insert_step records a step the ledger does not have.
+TEST(SqliteStore, AStepWrittenAgainHasEveryColumnReplaced) {
+  Fixture f;
+  StepRecord fresh = lt::sample_step("r1", "new", 7);
+  ASSERT_TRUE(f.store->insert_step(fresh));
+  StepRecord all;
+  all.run_id = "r1";
+  all.step_id = "new";
+  all.idx = 8;
+  all.goal = "another goal";
+  all.executor = "builtin:echo";
+  all.status = StepStatus::Skipped;
+  all.reason = "skipped: 'a' failed";
+  all.result = "r";
+  all.fingerprint = "fp-2";
+  all.attempts_counted = 4;
+  all.last_attempt = 5;
+  all.tokens_in = 6;
+  all.tokens_out = 7;
+  all.cost_usd = 0.5;
+  all.wall_ms = 9;
+  all.started_at = 10;
+  all.finished_at = 11;
+  ASSERT_TRUE(f.store->upsert_step(all));
+  auto steps = f.store->steps("r1");
+  ASSERT_TRUE(steps);
+  auto it =
+      std::find_if(steps->begin(), steps->end(), [](const StepRecord& s) { return s.step_id == "new"; });
+  ASSERT_NE(it, steps->end());
+  expect_same(*it, all);
+  EXPECT_EQ(
+      std::count_if(steps->begin(), steps->end(), [](const StepRecord& s) { return s.step_id == "new"; }), 1);
 }
 
 // The query's counts agree with counting what steps() returns (the Store default).
@@ -340,7 +376,7 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 7);
+  EXPECT_EQ(store_schema_version(), 8);
   EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
 }
 
