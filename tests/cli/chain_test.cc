@@ -143,6 +143,11 @@ TEST(CliChain, SixStepsAreRefusedWithChainLimitExceededAndNothingRuns) {
   EXPECT_EQ(bad.exit_code, 2);
   report_of(bad);
   EXPECT_HAS(bad.err, "ORCH_CHAIN_MAX_STEPS='many'");
+  // Set but empty counts as not set (docs/chains.md): the default limit of 5.
+  auto empty = run_orch({"chain", "--steps", six, "--registry", kRegistry, "--json"}, d.path(),
+                        {{"ORCH_CHAIN_MAX_STEPS", ""}});
+  EXPECT_EQ(empty.exit_code, 2) << empty.out << empty.err;
+  EXPECT_EQ(report_of(empty)["chain_limit"], 5);
 }
 
 TEST(CliChain, DryRunListsRisksAndCommandsAndRunsNothing) {
