@@ -21,6 +21,8 @@
 
 #include "orch/error.h"
 #include "orch/plan_loader.h"
+#include "plan/doc_node.h"
+#include "plan/yaml_reader.h"
 #include "util/read_file.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
@@ -28,42 +30,41 @@
 namespace orch {
 
 // Each key written twice in one mapping of `node`, as "FILE:LINE: FIELD: duplicate
-// key (first at line N)": converted to JSON, the later value would silently win.
-inline void collect_duplicate_keys(const YAML::Node& node, const std::string& field, const std::string& file,
-                                   std::vector<std::string>& out) {
-  if (node.IsMap()) {
+// key (first at line N)": converted to JSON, one value would silently win.
+inline void collect_duplicate_keys(const detail::DocNode& node, const std::string& field,
+                                   const std::string& file, std::vector<std::string>& out) {
+  if (node.is_map()) {
     std::map<std::string, int> seen;
-    for (const auto& kv : node) {
-      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : YAML::Dump(kv.first);
-      const int line = kv.first.Mark().line + 1;
-      const std::string sub = field.empty() ? key : field + "." + key;
-      if (auto [it, fresh] = seen.emplace(key, line); !fresh) {
+    for (const detail::DocEntry& e : node.entries) {
+      const std::string sub = field.empty() ? e.key.scalar : field + "." + e.key.scalar;
+      if (auto [first, fresh] = seen.emplace(e.key.scalar, e.key.line); !fresh) {
         out.push_back(
-            fmt::format("{}:{}: {}: duplicate key (first at line {})", file, line, sub, it->second));
+            fmt::format("{}:{}: {}: duplicate key (first at line {})", file, e.key.line, sub, first->second));
         continue;
       }
-      collect_duplicate_keys(kv.second, sub, file, out);
+      collect_duplicate_keys(e.value, sub, file, out);
     }
-  } else if (node.IsSequence()) {
+  } else if (node.is_sequence()) {
     std::size_t i = 0;
-    for (const auto& item : node) collect_duplicate_keys(item, fmt::format("{}[{}]", field, i++), file, out);
+    for (const detail::DocNode& item : node.items)
+      collect_duplicate_keys(item, fmt::format("{}[{}]", field, i++), file, out);
   }
 }
 
-// A configuration file's YAML (or JSON) text as JSON; a syntax error is
-// "FILE:LINE: YAML syntax error: ..." and a key written twice in one mapping
-// "FILE:LINE: FIELD: duplicate key (first at line N)" (InvalidInput).
+// A configuration file's YAML (or JSON) text as JSON, read by the plan's YAML
+// reader (plan/yaml_reader.h: aliases and merge keys with their limits, a
+// cyclic alias refused); a syntax error is "FILE:LINE: YAML syntax error: ..."
+// and a key written twice in one mapping "FILE:LINE: FIELD: duplicate key (first
+// at line N)" (InvalidInput).
 inline Expected<nlohmann::json> parse_config_yaml(const std::string& text, const std::string& file) {
-  try {
-    const YAML::Node root = YAML::Load(text);
-    std::vector<std::string> duplicates;
-    collect_duplicate_keys(root, "", file, duplicates);
-    if (!duplicates.empty()) return fail(ErrorCode::InvalidInput, join(duplicates, "\n"));
-    return yaml_to_json(root);
-  } catch (const YAML::Exception& e) {
-    return fail(ErrorCode::InvalidInput, fmt::format("{}:{}: YAML syntax error: {}", file,
-                                                     e.mark.line >= 0 ? e.mark.line + 1 : 0, e.msg));
-  }
+  auto doc = detail::read_yaml_doc(text);
+  if (!doc)
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("{}:{}: YAML syntax error: {}", file, doc.error().line, doc.error().message));
+  std::vector<std::string> duplicates;
+  collect_duplicate_keys(*doc, "", file, duplicates);
+  if (!duplicates.empty()) return fail(ErrorCode::InvalidInput, join(duplicates, "\n"));
+  return detail::to_json(*doc);
 }
 
 // The whole text of a configuration file; NotFound "FILE: cannot read the WHAT

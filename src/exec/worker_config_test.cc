@@ -83,6 +83,24 @@ TEST(WorkerConfig, AWorkerNameIsCheckedLikeAToolName) {
   }
 }
 
+// The file is read by the plan's YAML reader: merge keys work, and a cyclic
+// alias is refused with its line (yaml-cpp's shared nodes recursed until the
+// stack ran out).
+TEST(WorkerConfig, MergeKeysWorkAndACyclicAliasIsRefused) {
+  auto c = parse_worker_catalog(
+      "workers:\n  a: &a\n    argv: [agent, \"{prompt}\"]\n    timeout: 5m\n  b:\n    <<: *a\n    timeout: "
+      "9m\n",
+      "w.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->workers.size(), 2u);
+  EXPECT_EQ(c->workers.at("b").argv, c->workers.at("a").argv);
+  EXPECT_NE(c->workers.at("b").timeout, c->workers.at("a").timeout);
+  auto cyclic =
+      parse_worker_catalog("workers:\n  a: &a\n    argv: [agent, \"{prompt}\"]\n    <<: *a\n", "w.yaml");
+  ASSERT_FALSE(cyclic);
+  EXPECT_EQ(cyclic.error().message, "w.yaml:4: YAML syntax error: alias '*a' is inside the node it names");
+}
+
 TEST(WorkerConfig, JsonPathsWalkObjectsAndArrays) {
   auto doc = nlohmann::json::parse(R"({"a": {"b": [10, {"c": "x"}]}})");
   ASSERT_NE(json_at_path(doc, "a.b.1.c"), nullptr);

@@ -16,6 +16,7 @@
 #include "orch/report.h"
 #include "orch/validate.h"
 #include "plan/json_reader.h"
+#include "plan/yaml_reader.h"
 #include "route/skill_output.h"
 #include "util/json_text.h"
 #include "util/read_file.h"
@@ -51,29 +52,6 @@ std::string json_type_name(const ojson& v) {
 
 ChainRefusal invalid(std::string message, std::vector<std::string> problems = {}) {
   return ChainRefusal{"invalid_chain", std::move(message), std::move(problems)};
-}
-
-// Each key written twice in one mapping of a JSON document, as
-// "WHAT:LINE: FIELD: duplicate key (first at line N)" (the form
-// collect_duplicate_keys gives a YAML file's).
-void collect_duplicate_json_keys(const detail::DocNode& node, const std::string& field,
-                                 const std::string& what, std::vector<std::string>& out) {
-  if (node.is_map()) {
-    std::map<std::string, int> seen;
-    for (const detail::DocEntry& e : node.entries) {
-      const std::string sub = field.empty() ? e.key.scalar : field + "." + e.key.scalar;
-      if (auto [first, fresh] = seen.emplace(e.key.scalar, e.key.line); !fresh) {
-        out.push_back(
-            fmt::format("{}:{}: {}: duplicate key (first at line {})", what, e.key.line, sub, first->second));
-        continue;
-      }
-      collect_duplicate_json_keys(e.value, sub, what, out);
-    }
-  } else if (node.is_sequence()) {
-    std::size_t i = 0;
-    for (const detail::DocNode& item : node.items)
-      collect_duplicate_json_keys(item, fmt::format("{}[{}]", field, i++), what, out);
-  }
 }
 
 // `${previous.result}` / `${previous.json[.PATH]}` → `${steps.PREV.…}`. `$${` stays a
@@ -251,13 +229,12 @@ ChainExpected<ChainInput> read_chain_input(const std::string& arg) {
   // later value would silently win.
   std::vector<std::string> duplicates;
   if (yaml) {
-    try {
-      const YAML::Node root = YAML::Load(text);
-      orch::collect_duplicate_keys(root, "", what, duplicates);
-      in.steps = ojson::parse(yaml_to_json(root).dump());
-    } catch (const std::exception& e) {
-      return std::unexpected(invalid(fmt::format("{}: not valid YAML: {}", what, e.what())));
-    }
+    auto doc = detail::read_yaml_doc(text);
+    if (!doc)
+      return std::unexpected(
+          invalid(fmt::format("{}:{}: not valid YAML: {}", what, doc.error().line, doc.error().message)));
+    collect_duplicate_keys(*doc, "", what, duplicates);
+    in.steps = detail::to_ordered_json(*doc);
   } else {
     try {
       in.steps = ojson::parse(text);
@@ -269,7 +246,7 @@ ChainExpected<ChainInput> read_chain_input(const std::string& arg) {
     }
     // nlohmann keeps the last of a repeated key and says nothing: the plan
     // reader's JSON parser keeps each with its line.
-    if (auto doc = detail::read_json_doc(text)) collect_duplicate_json_keys(*doc, "", what, duplicates);
+    if (auto doc = detail::read_json_doc(text)) collect_duplicate_keys(*doc, "", what, duplicates);
   }
   if (!duplicates.empty())
     return std::unexpected(invalid(fmt::format("{}: a key is written twice", what), std::move(duplicates)));

@@ -10,6 +10,7 @@
 #include <yaml.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -138,8 +139,7 @@ class TreeBuilder {
         Frame frame = std::move(stack_.back());
         stack_.pop_back();
         if (frame.node->is_map() && !merge_keys(*frame.node)) return false;
-        end_value(*frame.node, frame.anchor);
-        return true;
+        return end_value(*frame.node, frame.anchor, frame.node->line);
       }
       case YAML_ALIAS_EVENT:
         return on_alias(event);
@@ -187,8 +187,7 @@ class TreeBuilder {
     }
     if (node.type == DocNode::Type::Scalar)
       node.scalar.assign(reinterpret_cast<const char*>(s.value), s.length);
-    end_value(node, view(s.anchor));
-    return true;
+    return end_value(node, view(s.anchor), node.line);
   }
 
   bool start_container(const yaml_event_t& event, DocNode::Type type, std::string_view anchor) {
@@ -236,8 +235,7 @@ class TreeBuilder {
     alias_nodes_ += anchor.size;
     DocNode& node = begin_value(event.start_mark);
     node = anchor.node;  // with the anchor's lines, as yaml-cpp (one shared node) gave
-    end_value(node, {});
-    return true;
+    return end_value(node, {}, node.line);
   }
 
   // The node the next value goes into, with its line set.
@@ -260,63 +258,84 @@ class TreeBuilder {
 
   // A value is complete: its anchor is registered, and an item of a streamed
   // list goes to the sink.
-  void end_value(DocNode& node, std::string_view anchor) {
+  // An anchor keeps a copy of its node, which counts toward the same limit as
+  // the aliases' copies: anchors nested a thousand deep around one long list
+  // would otherwise copy it a thousand times.
+  bool end_value(DocNode& node, std::string_view anchor, int line) {
     if (!anchor.empty()) {
-      Anchor a{node};
-      measure(node, 0, a);
-      anchors_.insert_or_assign(std::string(anchor), std::move(a));
+      Anchor measured;
+      measure(node, 0, measured);
+      if (measured.size > alias_limit_ - alias_nodes_)
+        return fail_at(line,
+                       fmt::format("anchors and aliases copy more than {} nodes in all (at anchor '&{}')",
+                                   alias_limit_, anchor));
+      alias_nodes_ += measured.size;
+      measured.node = node;
+      anchors_.insert_or_assign(std::string(anchor), std::move(measured));
     }
-    if (stack_.empty()) return;
+    if (stack_.empty()) return true;
     Frame& top = stack_.back();
     if (top.node->is_map())
       top.at_key = !top.at_key;
     else if (top.stream)
       sink_(*top.stream, item_);
+    return true;
   }
 
   // YAML's merge key: `<<: *defaults` or `<<: [*a, *b]` adds the keys of the
   // merged mapping(s) that `map` does not write itself (its own keys win, then
-  // the mappings of a list in order), each with the line it was written on. A
-  // quoted '<<' is an ordinary key.
+  // the mappings of a list in order), where the `<<` was, each with the line it
+  // was written on. A key a merged mapping writes twice is kept twice, for the
+  // loader to report as a duplicate. A quoted '<<' is an ordinary key.
   bool merge_keys(DocNode& map) {
     auto is_merge = [](const DocEntry& e) {
       return e.key.is_scalar() && !e.key.quoted && e.key.scalar == "<<";
     };
-    if (std::none_of(map.entries.begin(), map.entries.end(), is_merge)) return true;
-    std::vector<DocEntry> own;
-    std::vector<DocNode> merged;
-    int merge_line = 0;
+    const auto merge_at = std::find_if(map.entries.begin(), map.entries.end(), is_merge);
+    if (merge_at == map.entries.end()) return true;
+    if (auto again = std::find_if(merge_at + 1, map.entries.end(), is_merge); again != map.entries.end())
+      return fail_at(again->key.line,
+                     fmt::format("merge key '<<' written twice in one mapping (first at line "
+                                 "{}): merge several with a list, <<: [*a, *b]",
+                                 merge_at->key.line));
+    DocNode& value = merge_at->value;
+    bool maps = value.is_map();
+    if (value.is_sequence())
+      maps = !value.items.empty() &&
+             std::all_of(value.items.begin(), value.items.end(), [](const DocNode& n) { return n.is_map(); });
+    if (!maps)
+      return fail_at(merge_at->key.line,
+                     "a merge key '<<' takes a mapping or a list of mappings (<<: *defaults, <<: [*a, *b])");
+    std::vector<DocNode> sources;
+    if (value.is_map()) {
+      sources.push_back(std::move(value));
+    } else {
+      for (DocNode& item : value.items) sources.push_back(std::move(item));
+    }
+    std::set<std::string> taken;  // the mapping's own keys, then each merged mapping's
+    for (const DocEntry& e : map.entries)
+      if (!is_merge(e) && e.key.is_scalar()) taken.insert(e.key.scalar);
+    std::vector<DocEntry> merged;
+    for (DocNode& source : sources) {
+      std::map<std::string, int> count;  // a key this mapping writes twice is kept, both times
+      for (const DocEntry& e : source.entries)
+        if (e.key.is_scalar()) ++count[e.key.scalar];
+      for (DocEntry& e : source.entries) {
+        if (!e.key.is_scalar() || count[e.key.scalar] > 1 || !taken.contains(e.key.scalar))
+          merged.push_back(std::move(e));
+      }
+      for (const auto& [key, n] : count) taken.insert(key);
+    }
+    std::vector<DocEntry> entries;
+    entries.reserve(map.entries.size() - 1 + merged.size());
     for (DocEntry& e : map.entries) {
       if (!is_merge(e)) {
-        own.push_back(std::move(e));
+        entries.push_back(std::move(e));
         continue;
       }
-      if (merge_line != 0)
-        return fail_at(e.key.line, fmt::format("merge key '<<' written twice in one mapping (first at line "
-                                               "{}): merge several with a list, <<: [*a, *b]",
-                                               merge_line));
-      merge_line = e.key.line;
-      bool maps = e.value.is_map();
-      if (e.value.is_sequence())
-        maps = !e.value.items.empty() && std::all_of(e.value.items.begin(), e.value.items.end(),
-                                                     [](const DocNode& n) { return n.is_map(); });
-      if (!maps)
-        return fail_at(
-            e.key.line,
-            "a merge key '<<' takes a mapping or a list of mappings (<<: *defaults, <<: [*a, *b])");
-      if (e.value.is_map()) {
-        merged.push_back(std::move(e.value));
-      } else {
-        for (DocNode& item : e.value.items) merged.push_back(std::move(item));
-      }
+      for (DocEntry& m : merged) entries.push_back(std::move(m));
     }
-    std::set<std::string> present;
-    for (const DocEntry& e : own)
-      if (e.key.is_scalar()) present.insert(e.key.scalar);
-    for (DocNode& source : merged)
-      for (DocEntry& e : source.entries)
-        if (!e.key.is_scalar() || present.insert(e.key.scalar).second) own.push_back(std::move(e));
-    map.entries = std::move(own);
+    map.entries = std::move(entries);
     return true;
   }
 

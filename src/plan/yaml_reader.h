@@ -12,8 +12,11 @@
 //    or tagged ! or !!str; other tags are ignored. A plain, untagged empty, ~,
 //    null, Null or NULL is a Null node;
 //  - an alias is a copy of its anchor's node, lines included. An alias with no
-//    complete anchor of its name before it is an error, and aliases may expand
-//    to at most max_alias_nodes(text.size()) nodes in all (no "billion laughs");
+//    complete anchor of its name before it is an error, and anchors and aliases
+//    may copy at most max_alias_nodes(text.size()) nodes in all (no "billion
+//    laughs", no anchors nested around a long list);
+//  - YAML's merge key (`<<: *defaults`, `<<: [*a, *b]`) adds the merged
+//    mappings' keys the mapping does not write itself, where the `<<` was;
 //  - with YamlDocuments::First, only the first document is read (unless it ends
 //    with "...", what follows must be the end or a new "---"); with OnlyOne (a
 //    plan file), a second document, or anything but comments after "...", is an

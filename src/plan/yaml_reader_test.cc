@@ -188,9 +188,19 @@ TEST(YamlReader, MergeKeysAddTheKeysAMappingDoesNotWrite) {
   DocNode quoted = read_ok("a: &a {x: 1}\nb: {'<<': *a}\nc: {<<: {y: 2}, z: 3}\n");
   EXPECT_EQ(at(quoted, "b").entries[0].key.scalar, "<<");
   EXPECT_EQ(at(at(quoted, "c"), "y").scalar, "2");
-  // A duplicate of the mapping's own key is still there for the loader to report.
+  // A duplicate of the mapping's own key is still there for the loader to report,
+  // and so is a key a merged mapping writes twice, even one the mapping writes.
   DocNode dup = read_ok("a: &a {x: 1}\nb: {<<: *a, y: 1, y: 2}\n");
   EXPECT_EQ(at(dup, "b").entries.size(), 3u);
+  DocNode repeated = read_ok("a: &a {x: 1, x: 2}\nb: {<<: *a}\nc: {x: 0, <<: *a}\n");
+  ASSERT_EQ(at(repeated, "b").entries.size(), 2u);
+  EXPECT_EQ(at(repeated, "b").entries[1].key.line, 1);
+  EXPECT_EQ(at(repeated, "c").entries.size(), 3u);
+  // The merged keys take the place of the '<<' (the order a builtin:json keeps).
+  DocNode order = read_ok("i: &i {a: 1, b: 2}\nj: {z: 0, <<: *i, y: 9}\n");
+  std::vector<std::string> keys;
+  for (const DocEntry& e : at(order, "j").entries) keys.push_back(e.key.scalar);
+  EXPECT_EQ(keys, (std::vector<std::string>{"z", "a", "b", "y"}));
 
   YamlSyntaxError scalar = read_bad("a: 1\nb:\n  <<: 5\n");
   EXPECT_EQ(scalar.line, 3);
@@ -217,6 +227,14 @@ TEST(YamlReader, AliasExpansionIsCapped) {
   EXPECT_NE(e.message.find("aliases expand to more than"), std::string::npos) << e.message;
   EXPECT_GE(e.line, 5);
   EXPECT_LE(e.line, 7);
+  // Anchors copy their node too: 300 anchors nested around a list of 10,000
+  // items would copy 3 million nodes with no alias at all.
+  std::string nested = "x: ";
+  for (int i = 0; i < 300; ++i) nested += "&a" + std::to_string(i) + " [";
+  for (int i = 0; i < 10000; ++i) nested += i ? ", 1" : "1";
+  nested += std::string(300, ']') + "\n";
+  YamlSyntaxError anchors = read_bad(nested);
+  EXPECT_NE(anchors.message.find("anchors and aliases copy more than"), std::string::npos) << anchors.message;
   // Plenty of ordinary reuse stays well inside the cap.
   std::string reuse = "x-post: &post [exit_zero, {result_contains: ok}]\nsteps:\n";
   for (int i = 0; i < 5000; ++i) reuse += "  - {id: s" + std::to_string(i) + ", post: *post}\n";

@@ -1,5 +1,7 @@
 #include "util/yaml_json.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
 #include <climits>
@@ -131,7 +133,22 @@ nlohmann::json plain_yaml_scalar(const std::string& text) {
   return text;
 }
 
-nlohmann::json yaml_to_json(const YAML::Node& node) {
+namespace {
+
+// yaml-cpp shares one node among an anchor and its aliases, so a document may
+// be a cycle (`a: &a {b: *a}`) or stand for exponentially many nodes (ten
+// aliases of ten aliases of ...): the walk keeps its ancestors and counts what
+// it has made.
+struct Walk {
+  std::vector<YAML::Node> ancestors;
+  std::size_t nodes = 0;
+  std::size_t limit;
+};
+
+nlohmann::json convert(const YAML::Node& node, Walk& walk) {
+  if (++walk.nodes > walk.limit)
+    throw YAML::ParserException(node.Mark(),
+                                fmt::format("aliases expand to more than {} nodes in all", walk.limit));
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -141,49 +158,61 @@ nlohmann::json yaml_to_json(const YAML::Node& node) {
       if (node.Tag() == "?") return plain_yaml_scalar(node.Scalar());
       if (node.Tag() == "!" || node.Tag() == kStrTag) return node.Scalar();
       return plain_yaml_scalar(node.Scalar());
-    case YAML::NodeType::Sequence: {
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& item : node) arr.push_back(yaml_to_json(item));
-      return arr;
-    }
-    case YAML::NodeType::Map: {
-      nlohmann::json obj = nlohmann::json::object();
-      std::vector<YAML::Node> merged;  // YAML's merge key: `<<: *defaults`, `<<: [*a, *b]`
-      for (const auto& kv : node) {
-        if (kv.first.IsScalar() && kv.first.Tag() == "?" && kv.first.Scalar() == "<<") {
-          const YAML::Node& value = kv.second;
-          bool maps = value.IsMap();
-          if (value.IsSequence()) {
-            maps = value.size() > 0;
-            for (const auto& item : value) maps = maps && item.IsMap();
-          }
-          if (!maps)
-            throw YAML::ParserException(kv.first.Mark(),
-                                        "a merge key '<<' takes a mapping or a list of mappings "
-                                        "(<<: *defaults, <<: [*a, *b])");
-          if (value.IsMap()) {
-            merged.push_back(value);
-          } else {
-            for (const auto& item : value) merged.push_back(item);
-          }
-          continue;
+    case YAML::NodeType::Sequence:
+    case YAML::NodeType::Map:
+      break;
+  }
+  for (const YAML::Node& a : walk.ancestors)
+    if (a.is(node)) throw YAML::ParserException(node.Mark(), "an alias is inside the node it names");
+  walk.ancestors.push_back(node);
+  nlohmann::json out;
+  if (node.IsSequence()) {
+    out = nlohmann::json::array();
+    for (const auto& item : node) out.push_back(convert(item, walk));
+  } else {
+    out = nlohmann::json::object();
+    std::vector<YAML::Node> merged;  // YAML's merge key: `<<: *defaults`, `<<: [*a, *b]`
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar() && kv.first.Tag() == "?" && kv.first.Scalar() == "<<") {
+        const YAML::Node& value = kv.second;
+        bool maps = value.IsMap();
+        if (value.IsSequence()) {
+          maps = value.size() > 0;
+          for (const auto& item : value) maps = maps && item.IsMap();
         }
-        // yaml-cpp keeps no text for a null key ("null", "~"); it is written "null".
-        std::string key = kv.first.IsScalar() ? kv.first.Scalar()
-                          : kv.first.IsNull() ? std::string("null")
-                                              : YAML::Dump(kv.first);
-        obj[key] = yaml_to_json(kv.second);
+        if (!maps)
+          throw YAML::ParserException(kv.first.Mark(),
+                                      "a merge key '<<' takes a mapping or a list of mappings "
+                                      "(<<: *defaults, <<: [*a, *b])");
+        if (value.IsMap()) {
+          merged.push_back(value);
+        } else {
+          for (const auto& item : value) merged.push_back(item);
+        }
+        continue;
       }
-      // The mapping's own keys win, then the merged mappings in order.
-      for (const YAML::Node& source : merged) {
-        const nlohmann::json from = yaml_to_json(source);
-        for (auto it = from.begin(); it != from.end(); ++it)
-          if (!obj.contains(it.key())) obj[it.key()] = it.value();
-      }
-      return obj;
+      // yaml-cpp keeps no text for a null key ("null", "~"); it is written "null".
+      std::string key = kv.first.IsScalar() ? kv.first.Scalar()
+                        : kv.first.IsNull() ? std::string("null")
+                                            : YAML::Dump(kv.first);
+      out[key] = convert(kv.second, walk);
+    }
+    // The mapping's own keys win, then the merged mappings in order.
+    for (const YAML::Node& source : merged) {
+      const nlohmann::json from = convert(source, walk);
+      for (auto it = from.begin(); it != from.end(); ++it)
+        if (!out.contains(it.key())) out[it.key()] = it.value();
     }
   }
-  return nullptr;
+  walk.ancestors.pop_back();
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json yaml_to_json(const YAML::Node& node, std::size_t max_nodes) {
+  Walk walk{{}, 0, max_nodes};
+  return convert(node, walk);
 }
 
 }  // namespace orch

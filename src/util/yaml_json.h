@@ -15,12 +15,17 @@
 // (nlohmann::json keeps keys sorted; a repeated key keeps its last value).
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
 
 namespace orch {
 
-nlohmann::json yaml_to_json(const YAML::Node& node);
+// A cycle (`a: &a {b: *a}`: yaml-cpp shares an anchor's node with its aliases)
+// and more than `max_nodes` nodes in all (aliases of aliases: "billion laughs")
+// throw YAML::ParserException at the node's mark.
+nlohmann::json yaml_to_json(const YAML::Node& node, std::size_t max_nodes = 1'000'000);
 
 // The value a plain (unquoted) YAML scalar stands for, by the rules above.
 nlohmann::json plain_yaml_scalar(const std::string& text);

@@ -1,5 +1,6 @@
 #include "util/yaml_json.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace orch {
@@ -118,6 +119,35 @@ quoted: {'<<': *a}
     EXPECT_NE(e.msg.find("a merge key '<<' takes a mapping or a list of mappings"), std::string::npos)
         << e.msg;
   }
+}
+
+// yaml-cpp shares an anchor's node with its aliases: a cycle is refused at its
+// mark (it recursed until the stack ran out), and aliases of aliases stop at the
+// node limit (they ran for minutes, then out of memory).
+TEST(YamlJson, ACyclicAliasOrAnAliasBombIsRefused) {
+  for (const char* cyclic : {"a: &a\n  b: *a\n", "a: &a {x: 1, <<: *a}\n", "- &s [1, *s]\n"}) {
+    try {
+      convert(cyclic);
+      ADD_FAILURE() << "converted " << cyclic;
+    } catch (const YAML::ParserException& e) {
+      EXPECT_EQ(e.msg, "an alias is inside the node it names") << cyclic;
+    }
+  }
+  std::string bomb = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 8; ++i) {
+    bomb += fmt::format("l{}: &l{} [", i, i);
+    for (int j = 0; j < 10; ++j) bomb += fmt::format("{}*l{}", j ? ", " : "", i - 1);
+    bomb += "]\n";
+  }
+  try {
+    yaml_to_json(YAML::Load(bomb));
+    ADD_FAILURE() << "a billion nodes converted";
+  } catch (const YAML::ParserException& e) {
+    EXPECT_EQ(e.msg, "aliases expand to more than 1000000 nodes in all");
+  }
+  // Shared, not cyclic: the same anchor twice side by side is fine.
+  auto ok = convert("a: &a {x: 1}\nb: [*a, *a]\n");
+  EXPECT_EQ(ok["b"][1]["x"], 1);
 }
 
 TEST(YamlJson, KeysAreAlwaysStrings) {
