@@ -472,6 +472,37 @@ steps:
       << step(inner.run_id, "s").reason;
 }
 
+// A ledger kept in the workspace itself (`--store orch.db`): the workspace's
+// other files are the user's, and a `writes:` of them is snapshotted as usual.
+// What orch keeps there (the ledger, its -wal, runs/, locks/) is refused, and not
+// retried: every attempt would be refused the same way.
+TEST_F(EngineTest, WithTheLedgerInTheWorkspaceOnlyWhatOrchKeepsThereIsRefused) {
+  auto beside = open_sqlite_store(ws() / "orch.db");
+  ASSERT_TRUE(beside) << beside.error().message;
+  store_ = std::move(*beside);
+  write_file(ws() / "f.txt", "before\n");
+  RunOutcome mine = run(R"(
+steps:
+  - {id: s, writes: [f.txt, build], sh: 'mkdir -p build && echo x > build/o && echo after > f.txt && exit 1',
+     attempts: 1}
+)");
+  EXPECT_EQ(mine.status, RunStatus::Failed);
+  EXPECT_EQ(step(mine.run_id, "s").reason.find("orch's store"), std::string::npos)
+      << step(mine.run_id, "s").reason;
+  EXPECT_EQ(read_file(ws() / "f.txt"), "before\n") << "restored after the failed attempt";
+  EXPECT_FALSE(fs::exists(ws() / "build")) << "a folder the attempt made is removed";
+  for (const char* owned : {"orch.db", "orch.db-wal", "runs", "runs/x", "locks"}) {
+    RunOutcome out =
+        run(fmt::format("steps:\n  - {{id: s, writes: ['{}'], sh: 'true', attempts: 3}}\n", owned));
+    EXPECT_EQ(out.status, RunStatus::Failed) << owned;
+    EXPECT_NE(step(out.run_id, "s").reason.find("is or holds orch's store"), std::string::npos) << owned;
+    auto attempts = store_->attempts(out.run_id, "s");
+    ASSERT_TRUE(attempts);
+    ASSERT_EQ(attempts->size(), 1u) << owned << ": retried";
+    EXPECT_EQ((*attempts)[0].ending, "setup_failed");
+  }
+}
+
 TEST_F(EngineTest, ARetryIsToldWhyTheLastAttemptFailed) {
   auto out = run(R"(
 steps:

@@ -877,6 +877,7 @@ bool Scheduler::prepare_attempt(int i) {
   s.flight().next_check = 0;
   s.flight().cancel_reason.clear();
   s.flight().pending_render_error.clear();
+  s.flight().pending_error_is_setup = false;
 
   AttemptRecord& a = s.flight().attempt;
   a = AttemptRecord{};
@@ -958,21 +959,34 @@ bool Scheduler::prepare_attempt(int i) {
 
   if (!step.writes.empty() && s.flight().pending_render_error.empty()) {
     std::vector<fs::path> paths;
+    // What orch keeps in the store's folder: the ledger and its SQLite files, the
+    // runs' outputs and snapshots, the run locks. A snapshot of a path holding
+    // one would copy the ledger into itself (without end), and restoring it would
+    // put an old ledger back over the live one. Anything else in that folder (a
+    // ledger kept in the workspace itself) is the user's to list.
+    std::vector<fs::path> owned;
     std::error_code ec;
     const fs::path store_folder = fs::weakly_canonical(store_.folder(), ec);
+    if (!store_folder.empty()) {
+      const std::string ledger = (store_folder / store_.location().filename()).string();
+      owned = {store_folder / "runs", store_folder / "locks", ledger,
+               ledger + "-wal",       ledger + "-shm",        ledger + "-journal"};
+      if (store_.location() == store_.folder()) owned = {store_folder};  // a store without a file
+    }
     for (const auto& w : step.writes) {
       auto p = resolve_in_workspace(run_.workspace, w);
       if (!p) {
         s.flight().pending_render_error = p.error().message;
         break;
       }
-      // A snapshot of a folder holding the store would copy the ledger into itself
-      // (without end), and restoring it would put an old ledger back over the live one.
-      if (!store_folder.empty() && (within(store_folder, *p) || within(*p, store_folder))) {
+      auto hit = std::find_if(owned.begin(), owned.end(),
+                              [&](const fs::path& o) { return within(o, *p) || within(*p, o); });
+      if (hit != owned.end()) {
         s.flight().pending_render_error = fmt::format(
             "writes '{}': it is or holds orch's store ({}), which a snapshot cannot copy or restore; "
             "list the files or folders the step changes instead",
-            w, store_folder.string());
+            w, hit->string());
+        s.flight().pending_error_is_setup = true;
         break;
       }
       paths.push_back(*p);
@@ -1012,7 +1026,8 @@ void Scheduler::start_attempt(int i) {
     completions_.push_back(std::move(c));
   };
   if (!s.flight().pending_render_error.empty()) {
-    queue_failure(AttemptEnding::Error, s.flight().pending_render_error);
+    queue_failure(s.flight().pending_error_is_setup ? AttemptEnding::SetupFailed : AttemptEnding::Error,
+                  s.flight().pending_render_error);
     return;
   }
   // Cancelled after it was recorded (`orch cancel`, read with the run row inside

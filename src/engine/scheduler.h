@@ -52,6 +52,7 @@ struct Flight {
   std::unique_ptr<RunningAttempt> check_running;
   std::string cancel_reason;  // set when orch itself stops the attempt
   std::string pending_render_error;
+  bool pending_error_is_setup = false;  // the plan itself, every retry would fail the same way
   // The attempt's row is not in the ledger yet: it is inserted once, finished,
   // when the attempt ends in the transaction that started it (a builtin), else
   // as running when that transaction commits (before any process is spawned).
