@@ -412,7 +412,20 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
         event("step_reset", r.step_id, 0,
               {{"why", "resume"}, {"previous_status", step_status_name(r.status)}});
         r.attempts_counted = 0;
-        if (r.status == StepStatus::Failed) steps_[i].earlier_failure = r.reason;
+        if (r.status == StepStatus::Failed) {
+          // Its last attempt's failure: the step's reason may already be a "not
+          // retried (...); last failure: ..." of an earlier stop, which would nest
+          // one level deeper on every resume.
+          steps_[i].earlier_failure = r.reason;
+          const std::vector<AttemptRecord> tried = ORCH_TRY(store_.attempts(run_.id, r.step_id));
+          for (auto a = tried.rbegin(); a != tried.rend(); ++a) {
+            if (a->status == AttemptStatus::Interrupted || a->status == AttemptStatus::Running ||
+                a->reason.empty())
+              continue;
+            steps_[i].earlier_failure = a->reason;
+            break;
+          }
+        }
       }
       r.status = StepStatus::Pending;
       r.reason.clear();

@@ -1147,6 +1147,24 @@ steps:
   EXPECT_NE(a.reason.find("not retried (budget exhausted"), std::string::npos) << a.reason;
   EXPECT_EQ(a.reason.find("not started"), std::string::npos) << a.reason;
   EXPECT_EQ(attempts(out.run_id, "a").size(), 2u);
+  // More resumes that stop the same way say the same thing: the reason does not
+  // nest one "not retried (...); last failure: not retried (...)" deeper each time.
+  const std::string first = a.reason;
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(resume(out.run_id).status, RunStatus::BudgetExhausted);
+  a = step(out.run_id, "a");
+  EXPECT_EQ(a.reason, first);
+  EXPECT_EQ(a.reason.find("not retried", a.reason.find("last failure:")), std::string::npos) << a.reason;
+  EXPECT_EQ(attempts(out.run_id, "a").size(), 2u);
+  // Each step_failed event names the attempt that failed, also when a resume
+  // failed it without running it.
+  int failed_events = 0;
+  const std::vector<EventRecord> events = *store_->events(out.run_id);
+  for (const EventRecord& e : events) {
+    if (e.kind != "step_failed") continue;
+    ++failed_events;
+    EXPECT_EQ(e.attempt, 2) << e.data_json;
+  }
+  EXPECT_EQ(failed_events, 4);
 }
 
 // An abort names the step that stopped the run, and the others that failed

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +21,7 @@
 
 #include "engine/budget.h"
 #include "engine/snapshot.h"
+#include "exec/output_sink.h"
 #include "exec/shell_executor.h"
 #include "util/json_text.h"
 
@@ -200,6 +203,41 @@ Expected<int> kill_orphans(Store* store, const std::string& run_id) {
 }
 
 namespace {
+// The last `n` bytes of the file at `path` and its size, or nothing when it
+// cannot be read (an attempt that printed nothing has no file).
+struct FileTail {
+  std::int64_t size = 0;
+  std::string tail;
+};
+std::optional<FileTail> read_file_tail(const std::string& path, std::size_t n) {
+  if (path.empty()) return std::nullopt;
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return std::nullopt;
+  FileTail t;
+  t.size = static_cast<std::int64_t>(in.tellg());
+  const std::int64_t from = std::max<std::int64_t>(0, t.size - static_cast<std::int64_t>(n));
+  in.seekg(from);
+  t.tail.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return t;
+}
+
+// What an attempt cut off by its process's death had written: its streams'
+// files hold it (masked as written), the row does not. The sizes are what the
+// files hold, which is what the process said unless it outgrew the cap; the tail
+// is stdout's then stderr's, their interleaving being lost with the process.
+void record_output_so_far(AttemptRecord& a) {
+  OutputTail tail;
+  if (auto out = read_file_tail(a.stdout_path, OutputTail::kDefaultSize)) {
+    a.stdout_bytes = out->size;
+    tail.append(out->tail);
+  }
+  if (auto err = read_file_tail(a.stderr_path, OutputTail::kDefaultSize)) {
+    a.stderr_bytes = err->size;
+    tail.append(err->tail);
+  }
+  a.output_tail = tail.text();
+}
+
 // Charges `a` what its usage file reports; a report that cannot be read or
 // cannot be real is not charged, and the attempt's reason says why.
 void charge_usage_file(const Store& store, AttemptRecord& a) {
@@ -233,6 +271,7 @@ Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, co
     a.reason = "interrupted: the orch process driving it stopped";
     a.finished_at = now_ms;
     a.duration_ms = std::max<std::int64_t>(0, std::min(last_alive_ms, now_ms) - a.started_at);
+    record_output_so_far(a);
     charge_usage_file(store, a);
     ORCH_TRY(store.finish_attempt(a));
     std::string restored;

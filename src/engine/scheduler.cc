@@ -1426,7 +1426,7 @@ void Scheduler::mark_failed(int i, const std::string& reason) {
   s.rec.reason = reason;
   s.rec.finished_at = now_ms();
   save_step(s);
-  event("step_failed", s.step->id, s.flight().attempt.number, {{"reason", reason}});
+  event("step_failed", s.step->id, s.rec.last_attempt, {{"reason", reason}});
   report(ProgressEvent::Kind::StepFinished, i, reason);
   if (run_.keep_going || plan_.on_failure == OnFailure::Continue) {
     skip_descendants(i, fmt::format("dependency '{}' failed", s.step->id));
@@ -1527,7 +1527,8 @@ Expected<RunOutcome> Scheduler::finish_run() {
         s.rec.reason = skip_reason;
       }
       save_step(s);
-      event(s.rec.status == StepStatus::Failed ? "step_failed" : "step_skipped", s.step->id, 0,
+      const bool failed = s.rec.status == StepStatus::Failed;
+      event(failed ? "step_failed" : "step_skipped", s.step->id, failed ? s.rec.last_attempt : 0,
             {{"reason", s.rec.reason}});
       report(ProgressEvent::Kind::StepFinished, static_cast<int>(i), s.rec.reason);
     }

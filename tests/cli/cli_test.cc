@@ -823,7 +823,8 @@ steps:
 TEST(Cli, AnAttemptLeftByAKilledDriverKeepsTheTimeItWasWatched) {
   TempDir d;
   write_file(d / "p.yaml", R"(steps:
-  - {id: long, sh: 'if [ -f again ]; then exit 0; fi; echo $$ > long.pid; exec sleep 30'}
+  - id: long
+    sh: 'if [ -f again ]; then exit 0; fi; echo out-so-far; echo err-so-far >&2; echo $$ > long.pid; exec sleep 30'
 )");
   fs::path db = d / ".orch" / "orch.db";
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
@@ -851,6 +852,13 @@ TEST(Cli, AnAttemptLeftByAKilledDriverKeepsTheTimeItWasWatched) {
   EXPECT_GE(query_int(db, "select wall_ms from steps"), watched);
   EXPECT_GE(query_int(db, "select spent_wall_ms from runs"), watched);
   EXPECT_LT(query_int(db, "select spent_wall_ms from runs"), watched + 1500);
+  // What it had printed is in its row too, not only in its files.
+  EXPECT_EQ(query_int(db, "select stdout_bytes from attempts where number = 1"), 11);
+  EXPECT_EQ(query_int(db, "select stderr_bytes from attempts where number = 1"), 11);
+  EXPECT_EQ(query_int(db,
+                      "select count(*) from attempts where number = 1 and output_tail = "
+                      "'out-so-far' || char(10) || 'err-so-far' || char(10)"),
+            1);
 }
 
 TEST(Cli, TwoRunsShareAStoreAndOneRunCannotBeDrivenTwice) {
