@@ -141,9 +141,11 @@ void check_ids(const ValidateContext& ctx) {
     if (first && *first != ctx.position(step)) {
       const Step& earlier = ctx.plan.steps[static_cast<std::size_t>(*first)];
       int line = earlier.field_locs.contains("id") ? earlier.field_locs.at("id").line : earlier.loc.line;
-      ctx.step_error(step, "id",
-                     line ? fmt::format("duplicate step id '{}' (first defined at line {})", step.id, line)
-                          : fmt::format("duplicate step id '{}' (also step #{})", step.id, *first));
+      ctx.step_error(
+          step, "id",
+          line ? fmt::format("duplicate step id '{}' (first defined at line {})", quote_for_message(step.id),
+                             line)
+               : fmt::format("duplicate step id '{}' (also step #{})", quote_for_message(step.id), *first));
     }
   }
 }

@@ -173,6 +173,16 @@ void check_postconditions(const ValidateContext& ctx, const Step& step) {
 
 void check_step_paths(const ValidateContext& ctx, const Step& step) {
   auto check = [&](const std::string& path, const std::string& field, const char* what) {
+    // Paths are used as written: a placeholder would name a file called "${...}".
+    if (auto placeholder = placeholder_in(path)) {
+      ctx.step_error(
+          step, field,
+          fmt::format("'{}': '{}' holds the placeholder '{}', but {} paths are used as written, not "
+                      "filled in; name the file itself",
+                      what, quote_for_message(path), *placeholder, what),
+          {what});
+      return;
+    }
     auto resolved = resolve_in_workspace(ctx.options.workspace, path);
     if (!resolved)
       ctx.step_error(step, field, fmt::format("'{}': {}", what, resolved.error().message), {what});

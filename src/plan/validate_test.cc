@@ -142,12 +142,25 @@ TEST_F(Validate, Ids) {
     sh: x
   - id: dup
     sh: y
+  - id: "two\nlines"
+    sh: x
+  - id: "two\nlines"
+    sh: x
+  - id: "nul\0cut"
+    sh: x
 )");
   EXPECT_TRUE(has(d, "p.yaml:2: the step at index 0 has no 'id'"));
   EXPECT_TRUE(has(d, "p.yaml:4: step 'has space': invalid step id 'has space'"));
   EXPECT_TRUE(has(d, "p.yaml:6: step '_under': invalid step id '_under'"));
   EXPECT_TRUE(has(d, "p.yaml:12: step 'dup': duplicate step id 'dup' (first defined at line 10)"));
-  EXPECT_EQ(d.size(), 4u) << ::testing::PrintToString(d);
+  // An id that is not valid is shown escaped, in the prefix too: a line break
+  // would forge a line of the report and a NUL would cut it.
+  EXPECT_TRUE(has(d, "p.yaml:14: step 'two\\nlines': invalid step id 'two\\nlines'"));
+  EXPECT_TRUE(
+      has(d, "p.yaml:16: step 'two\\nlines': duplicate step id 'two\\nlines' (first defined at line 14)"));
+  EXPECT_TRUE(has(d, "p.yaml:18: step 'nul\\x00cut': invalid step id 'nul\\x00cut'"));
+  for (const auto& line : d) EXPECT_EQ(line.find_first_of(std::string("\n\0", 2)), std::string::npos) << line;
+  EXPECT_EQ(d.size(), 8u) << ::testing::PrintToString(d);
 }
 
 TEST_F(Validate, Deps) {
@@ -513,6 +526,11 @@ TEST_F(Validate, PathsStayInTheWorkspace) {
       - {kind: file_contains, path: link_out/hosts, text: x}
       - file_exists: "${steps.nope.result}/x"
       - file_exists: inside
+  - id: b
+    deps: [a]
+    sh: x
+    writes: ["${steps.a.result}"]
+    output: out-${attempt.number}.txt
 )");
   EXPECT_TRUE(has(d, "p.yaml:7: step 'a': 'writes': path '../escape.txt' escapes the workspace"));
   EXPECT_TRUE(has(d, "p.yaml:8: step 'a': 'writes': path '/etc/passwd' escapes the workspace"));
@@ -526,7 +544,14 @@ TEST_F(Validate, PathsStayInTheWorkspace) {
   // literal text, so it is refused (and the path is not resolved as well).
   EXPECT_TRUE(has(d, "p.yaml:15: step 'a': postcondition file_exists: 'path' holds the placeholder "
                      "'${steps.nope.result}'"));
-  EXPECT_EQ(d.size(), 7u) << ::testing::PrintToString(d);
+  // So are writes and output: a placeholder would name a file called "${...}".
+  EXPECT_TRUE(has(d,
+                  "p.yaml:20: step 'b': 'writes': '${steps.a.result}' holds the placeholder "
+                  "'${steps.a.result}', but writes paths are used as written"));
+  EXPECT_TRUE(has(d,
+                  "p.yaml:21: step 'b': 'output': 'out-${attempt.number}.txt' holds the placeholder "
+                  "'${attempt.number}'"));
+  EXPECT_EQ(d.size(), 9u) << ::testing::PrintToString(d);
 }
 
 TEST_F(Validate, DiagnosticsComeInFileOrder) {
