@@ -576,13 +576,21 @@ TEST(Cli, AnInterruptAlsoStopsWhatAStepStartedInASessionOfItsOwn) {
 // running step's TIME counts its running attempt.
 TEST(Cli, StatusAndStoreFlagsSayWhatIsWrongAndWatchJsonIsJsonLines) {
   TempDir d;
-  write_file(d / "p.yaml", "steps:\n  - {id: long, sh: 'touch started; sleep 1.5'}\n");
+  // The step runs until the test says so ("go"), however slow the machine: the
+  // watch must start while it runs.
+  write_file(d / "p.yaml",
+             "steps:\n  - {id: long, sh: 'touch started; while [ ! -e go ]; do sleep 0.05; done'}\n");
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_TRUE(wait_for([&] { return fs::exists(d / "started"); }, 10000));
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   auto live = nlohmann::json::parse(run_orch({"status", "--json"}, d.path()).out);
   EXPECT_GE(live["steps"][0]["duration_ms"].get<std::int64_t>(), 500) << live["steps"][0].dump();
+  std::thread finish([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    write_file(d / "go", "");
+  });
   auto watched = run_orch({"status", "--watch", "--json", "--interval", "0.2"}, d.path());
+  finish.join();
   EXPECT_EQ(watched.exit_code, 0) << watched.err;
   EXPECT_EQ(wait_exit(pid), 0);
   std::istringstream lines(watched.out);
