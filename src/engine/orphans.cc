@@ -215,6 +215,7 @@ std::optional<FileTail> read_file_tail(const std::string& path, std::size_t n) {
   if (!in) return std::nullopt;
   FileTail t;
   t.size = static_cast<std::int64_t>(in.tellg());
+  if (t.size < 0) return std::nullopt;
   const std::int64_t from = std::max<std::int64_t>(0, t.size - static_cast<std::int64_t>(n));
   in.seekg(from);
   t.tail.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -338,13 +338,17 @@ void read_yaml_plan(ReadContext& ctx, std::string_view body, LoadResult& result)
   auto most = static_cast<std::size_t>(std::count(body.begin(), body.end(), '-') +
                                        std::count(body.begin(), body.end(), ',') + 1);
   plan.steps.reserve(std::min(most, body.size() / 8 + 1));
-  auto doc = detail::read_yaml_doc(body, step_reader(ctx, plan), detail::YamlDocuments::OnlyOne);
+  std::vector<detail::YamlSyntaxError> problems;
+  auto doc = detail::read_yaml_doc(body, step_reader(ctx, plan), detail::YamlDocuments::OnlyOne, &problems);
   if (!doc) {
     start_over(result);
     result.diagnostics.push_back(Diagnostic{plan.source_path, doc.error().line, "",
                                             fmt::format("YAML syntax error: {}", doc.error().message)});
     return;
   }
+  // Misused merge keys: reported with the rest of the plan's mistakes.
+  for (auto& p : problems)
+    result.diagnostics.push_back(Diagnostic{plan.source_path, p.line, "", std::move(p.message)});
   read_root(ctx, *doc, plan);
 }
 

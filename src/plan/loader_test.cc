@@ -411,6 +411,17 @@ TEST(ParsePlan, SyntaxErrorsHaveLines) {
   EXPECT_EQ(tabs.diagnostics[0].line, 2);
 }
 
+// A misused merge key is one mistake among the others, not a syntax error that
+// hides them.
+TEST(ParsePlan, AMisusedMergeKeyIsListedWithTheOtherProblems) {
+  auto p =
+      problems("steps:\n  - id: a\n    <<: date\n    sh: date\n  - id: b\n    atempts: 2\n    sh: date\n");
+  EXPECT_TRUE(has_problem(p, "plan.yaml:3: a merge key '<<' takes a mapping or a list of mappings"));
+  EXPECT_TRUE(has_problem(p, "plan.yaml:6: step 'b': unknown key 'atempts'"));
+  for (const auto& line : p) EXPECT_EQ(line.find("syntax error"), std::string::npos) << line;
+  EXPECT_EQ(p.size(), 2u) << ::testing::PrintToString(p);
+}
+
 TEST(ParsePlan, WrongTopLevel) {
   auto p = problems("just text\n");
   EXPECT_TRUE(has_problem(p, "plan.yaml:1: a plan must be a mapping with 'steps:'"));

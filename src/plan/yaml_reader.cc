@@ -117,8 +117,9 @@ void measure(const DocNode& node, std::size_t level, Anchor& out) {
 // Builds the DocNode tree from the events of one document.
 class TreeBuilder {
  public:
-  TreeBuilder(const LineMap& lines, std::size_t text_size, const ItemSink& sink)
-      : lines_(lines), alias_limit_(max_alias_nodes(text_size)), sink_(sink) {}
+  TreeBuilder(const LineMap& lines, std::size_t text_size, const ItemSink& sink,
+              std::vector<YamlSyntaxError>* problems)
+      : lines_(lines), alias_limit_(max_alias_nodes(text_size)), sink_(sink), problems_(problems) {}
 
   // Takes one event inside the document; false when it makes the document
   // invalid (error() says why).
@@ -291,21 +292,30 @@ class TreeBuilder {
     auto is_merge = [](const DocEntry& e) {
       return e.key.is_scalar() && !e.key.quoted && e.key.scalar == "<<";
     };
-    const auto merge_at = std::find_if(map.entries.begin(), map.entries.end(), is_merge);
+    auto merge_at = std::find_if(map.entries.begin(), map.entries.end(), is_merge);
     if (merge_at == map.entries.end()) return true;
-    if (auto again = std::find_if(merge_at + 1, map.entries.end(), is_merge); again != map.entries.end())
-      return fail_at(again->key.line,
-                     fmt::format("merge key '<<' written twice in one mapping (first at line "
-                                 "{}): merge several with a list, <<: [*a, *b]",
-                                 merge_at->key.line));
+    for (auto again = std::find_if(merge_at + 1, map.entries.end(), is_merge); again != map.entries.end();
+         again = std::find_if(merge_at + 1, map.entries.end(), is_merge)) {
+      if (!problem_at(again->key.line,
+                      fmt::format("merge key '<<' written twice in one mapping (first at line "
+                                  "{}): merge several with a list, <<: [*a, *b]",
+                                  merge_at->key.line)))
+        return false;
+      map.entries.erase(again);  // reported; the first one is merged
+      merge_at = std::find_if(map.entries.begin(), map.entries.end(), is_merge);
+    }
     DocNode& value = merge_at->value;
     bool maps = value.is_map();
     if (value.is_sequence())
       maps = !value.items.empty() &&
              std::all_of(value.items.begin(), value.items.end(), [](const DocNode& n) { return n.is_map(); });
-    if (!maps)
-      return fail_at(merge_at->key.line,
-                     "a merge key '<<' takes a mapping or a list of mappings (<<: *defaults, <<: [*a, *b])");
+    if (!maps) {
+      if (!problem_at(merge_at->key.line,
+                      "a merge key '<<' takes a mapping or a list of mappings (<<: *defaults, <<: [*a, *b])"))
+        return false;
+      map.entries.erase(merge_at);  // reported; the mapping is read without it
+      return true;
+    }
     std::vector<DocNode> sources;
     if (value.is_map()) {
       sources.push_back(std::move(value));
@@ -339,6 +349,14 @@ class TreeBuilder {
     return true;
   }
 
+  // A problem the document can be read past: reported to problems_ when there
+  // is one (true: go on), else it fails the document.
+  bool problem_at(int line, std::string message) {
+    if (!problems_) return fail_at(line, std::move(message));
+    problems_->push_back(YamlSyntaxError{line, std::move(message)});
+    return true;
+  }
+
   bool fail_at(int line, std::string message) {
     error_ = YamlSyntaxError{line, std::move(message)};
     return false;
@@ -359,6 +377,7 @@ class TreeBuilder {
   std::unordered_map<std::string, Anchor> anchors_;
   bool steps_streamed_ = false;
   std::optional<YamlSyntaxError> error_;
+  std::vector<YamlSyntaxError>* problems_;
 };
 
 int line_at_offset(std::string_view text, std::size_t offset) {
@@ -453,12 +472,13 @@ struct Event {
 }  // namespace
 
 std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, const ItemSink& sink,
-                                                      YamlDocuments documents) {
+                                                      YamlDocuments documents,
+                                                      std::vector<YamlSyntaxError>* problems) {
   Parser p;
   if (p.parser.error == YAML_MEMORY_ERROR) return std::unexpected(YamlSyntaxError{0, "out of memory"});
   yaml_parser_set_input_string(&p.parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
   LineMap lines(text);
-  TreeBuilder builder(lines, text.size(), sink);
+  TreeBuilder builder(lines, text.size(), sink, problems);
   bool document_read = false;
   int end_marker_line = 0;  // OnlyOne: the line of the "..." that ended the document
   while (true) {

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "orch/error.h"
 #include "plan/doc_node.h"
@@ -59,8 +60,12 @@ enum class YamlDocuments { First, OnlyOne };
 
 // Parses the first YAML document of the text; on failure returns where and why
 // (items already given to the sink then belong to a document that turned out to
-// be broken).
+// be broken). `problems`, when given, takes the misused merge keys (`<<: 5`, two
+// `<<` in one mapping) instead of failing the document: each is reported there,
+// its `<<` entry left out, and the rest is read, so a plan's other mistakes are
+// listed with it. Without it they fail the document like a syntax error.
 std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, const ItemSink& sink = {},
-                                                      YamlDocuments documents = YamlDocuments::First);
+                                                      YamlDocuments documents = YamlDocuments::First,
+                                                      std::vector<YamlSyntaxError>* problems = nullptr);
 
 }  // namespace orch::detail

@@ -212,6 +212,23 @@ TEST(YamlReader, MergeKeysAddTheKeysAMappingDoesNotWrite) {
   EXPECT_NE(twice.message.find("merge key '<<' written twice in one mapping (first at line 3)"),
             std::string::npos)
       << twice.message;
+
+  // Given a list for them, those problems do not stop the reading: each is
+  // listed, its '<<' left out, and the rest of the document read.
+  std::vector<YamlSyntaxError> problems;
+  auto doc = read_yaml_doc("a: &a {x: 1}\nb:\n  <<: 5\n  k: v\nc:\n  <<: *a\n  <<: *a\n  y: 2\n", {},
+                           YamlDocuments::First, &problems);
+  ASSERT_TRUE(doc) << doc.error().message;
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].line, 3);
+  EXPECT_NE(problems[0].message.find("a merge key '<<' takes a mapping"), std::string::npos);
+  EXPECT_EQ(problems[1].line, 7);
+  EXPECT_NE(problems[1].message.find("written twice in one mapping (first at line 6)"), std::string::npos);
+  std::vector<std::string> b_keys, c_keys;
+  for (const DocEntry& e : at(*doc, "b").entries) b_keys.push_back(e.key.scalar);
+  for (const DocEntry& e : at(*doc, "c").entries) c_keys.push_back(e.key.scalar);
+  EXPECT_EQ(b_keys, (std::vector<std::string>{"k"}));
+  EXPECT_EQ(c_keys, (std::vector<std::string>{"x", "y"}));
 }
 
 TEST(YamlReader, AliasExpansionIsCapped) {
