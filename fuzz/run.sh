@@ -26,8 +26,10 @@ fi
 echo "fuzz/run.sh: building in $build with $cxx"
 # -O1 with line tables: what libFuzzer's documentation suggests, and much quicker
 # to compile than -O2 -g under ASan+UBSan (the test command builds this every run).
+# Each library in one translation unit (ORCH_UNITY_BATCH_SIZE=0): 67 s instead of
+# 84 s on two cores.
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DORCH_UNITY_BATCH_SIZE=0 \
   -DCMAKE_CXX_COMPILER="$cxx" -DORCH_FUZZ=ON -DORCH_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" -j 2 --target fuzz_plan_parser fuzz_placeholder
 

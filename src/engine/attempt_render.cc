@@ -12,11 +12,13 @@ namespace orch {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
-std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : json_text(v); }
+std::string value_text(const ojson& v) {
+  return v.is_string() ? v.get<std::string>() : json_text(v);
+}
 
-RenderContext make_context(const ResultLookup& results, const json* inputs, int attempt,
+RenderContext make_context(const ResultLookup& results, const ojson* inputs, int attempt,
                            const std::string& previous_failure) {
   RenderContext ctx;
   ctx.step_result = results.by_id;
@@ -40,16 +42,16 @@ Expected<std::string> render_text(const std::string& text, const RenderContext& 
 }
 
 // Renders the string leaves of an inputs value.
-Expected<json> render_inputs(const json& value, const RenderContext& ctx, const std::string& where) {
-  if (value.is_string()) return json(ORCH_TRY(render_text(value.get<std::string>(), ctx, where)));
+Expected<ojson> render_inputs(const ojson& value, const RenderContext& ctx, const std::string& where) {
+  if (value.is_string()) return ojson(ORCH_TRY(render_text(value.get<std::string>(), ctx, where)));
   if (value.is_object()) {
-    json out = json::object();
+    ojson out = ojson::object();
     for (auto it = value.begin(); it != value.end(); ++it)
       out[it.key()] = ORCH_TRY(render_inputs(it.value(), ctx, where + "." + it.key()));
     return out;
   }
   if (value.is_array()) {
-    json out = json::array();
+    ojson out = ojson::array();
     for (std::size_t i = 0; i < value.size(); ++i)
       out.push_back(ORCH_TRY(render_inputs(value[i], ctx, fmt::format("{}[{}]", where, i))));
     return out;
@@ -136,9 +138,9 @@ namespace {
 // One postcondition as the fingerprint sees it. A shell_zero timeout is there only
 // when given and not the default, so that writing out a default (`timeout: 60s`)
 // changes nothing, and steps without one keep the fingerprints they had.
-json post_for_fingerprint(const Postcondition& p, const std::filesystem::path& plan_dir) {
-  json j = {{"kind", post_kind_name(p.kind)}, {"path", p.path}, {"text", p.text}, {"pattern", p.pattern},
-            {"schema_path", p.schema_path},   {"cmd", p.cmd}};
+ojson post_for_fingerprint(const Postcondition& p, const std::filesystem::path& plan_dir) {
+  ojson j = {{"kind", post_kind_name(p.kind)}, {"path", p.path}, {"text", p.text}, {"pattern", p.pattern},
+             {"schema_path", p.schema_path},   {"cmd", p.cmd}};
   if (p.schema) j["schema"] = *p.schema;
   if (p.timeout && !(p.kind == PostKind::ShellZero && *p.timeout == kShellZeroTimeout))
     j["timeout_ms"] = p.timeout->count();
@@ -160,19 +162,19 @@ Expected<std::string> step_fingerprint(const Step& step, const ResultLookup& res
   // Rendered as attempt 0 with no previous failure: the fingerprint covers what the
   // step would do, not which attempt does it.
   RenderedStep r = ORCH_TRY(render_step(step, results, 0, ""));
-  json fp = json::object();
+  ojson fp = ojson::object();
   fp["executor"] = step.executor;
   fp["argv"] = r.argv;
   fp["env"] = r.env;
   fp["inputs"] = r.inputs;
-  json post = json::array();
+  ojson post = ojson::array();
   for (const auto& p : step.post) post.push_back(post_for_fingerprint(p, plan_dir));
   // The executor's default written out (`post: exit_zero` on a shell step) is the
   // step without `post:`: the same fingerprint, as before.
   if (!post.empty() && post.size() == default_post.size()) {
-    json defaults = json::array();
+    ojson defaults = ojson::array();
     for (const auto& p : default_post) defaults.push_back(post_for_fingerprint(p, plan_dir));
-    if (post == defaults) post = json::array();
+    if (post == defaults) post = ojson::array();
   }
   fp["post"] = post;
   fp["writes"] = step.writes;

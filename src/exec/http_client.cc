@@ -19,6 +19,7 @@
 #include <set>
 
 #include "exec/curl_api.h"
+#include "util/strings.h"
 
 namespace orch {
 
@@ -35,13 +36,6 @@ constexpr double kMaxRetryAfterSeconds = 365.0 * 24 * 3600;
 
 std::string to_lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string trim(std::string s) {
-  auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
   return s;
 }
 
@@ -203,7 +197,9 @@ struct HttpClient::Impl {
     if (line.starts_with("HTTP/")) {
       t->response.headers.clear();  // a new response (after a 100 Continue)
     } else if (auto colon = line.find(':'); colon != std::string::npos) {
-      t->response.headers.emplace_back(to_lower(trim(line.substr(0, colon))), trim(line.substr(colon + 1)));
+      const std::string_view text(line);
+      t->response.headers.emplace_back(to_lower(std::string(trim(text.substr(0, colon)))),
+                                       std::string(trim(text.substr(colon + 1))));
     }
     return n;
   }

@@ -64,9 +64,9 @@ class LineCountingStream {
 constexpr unsigned kParseFlags = rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseValidateEncodingFlag;
 
 // Builds the DocNode tree from RapidJSON's SAX events.
-class TreeBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TreeBuilder> {
+class JsonTreeBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, JsonTreeBuilder> {
  public:
-  TreeBuilder(std::string_view text, const LineCountingStream& stream, const ItemSink& sink)
+  JsonTreeBuilder(std::string_view text, const LineCountingStream& stream, const ItemSink& sink)
       : text_(text), stream_(stream), sink_(sink) {}
 
   bool Null() {
@@ -300,7 +300,7 @@ JsonSyntaxError translate(std::string_view text, rapidjson::ParseErrorCode code,
 
 std::expected<DocNode, JsonSyntaxError> read_json_doc(std::string_view text, const ItemSink& sink) {
   LineCountingStream stream(text);
-  TreeBuilder builder(text, stream, sink);
+  JsonTreeBuilder builder(text, stream, sink);
   rapidjson::Reader reader;
   rapidjson::ParseResult result = reader.Parse<kParseFlags>(stream, builder);
   if (result.IsError()) {

@@ -115,10 +115,10 @@ void measure(const DocNode& node, std::size_t level, Anchor& out) {
 }
 
 // Builds the DocNode tree from the events of one document.
-class TreeBuilder {
+class YamlTreeBuilder {
  public:
-  TreeBuilder(const LineMap& lines, std::size_t text_size, const ItemSink& sink,
-              std::vector<YamlSyntaxError>* problems)
+  YamlTreeBuilder(const LineMap& lines, std::size_t text_size, const ItemSink& sink,
+                  std::vector<YamlSyntaxError>* problems)
       : lines_(lines), alias_limit_(max_alias_nodes(text_size)), sink_(sink), problems_(problems) {}
 
   // Takes one event inside the document; false when it makes the document
@@ -478,7 +478,7 @@ std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, con
   if (p.parser.error == YAML_MEMORY_ERROR) return std::unexpected(YamlSyntaxError{0, "out of memory"});
   yaml_parser_set_input_string(&p.parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
   LineMap lines(text);
-  TreeBuilder builder(lines, text.size(), sink, problems);
+  YamlTreeBuilder builder(lines, text.size(), sink, problems);
   bool document_read = false;
   int end_marker_line = 0;  // OnlyOne: the line of the "..." that ended the document
   while (true) {
