@@ -5,7 +5,8 @@
 #                [--no-hyperfine] [--only N[,N...]]
 #
 #   1. N independent `true` commands at -j2 (N = 5000): the raw posix_spawn loop
-#      (bench/spawn_loop.cc), the same loop with orch's spawn mechanics
+#      (bench/spawn_loop.cc), the same loop with vfork (as orch starts children),
+#      the vfork loop with orch's spawn mechanics
 #      (`spawn_loop --orch-mechanics`), that loop keeping a minimal per-turn SQLite
 #      record (`--ledger`), `make -j2`, `ninja -j2` and `orch run` with
 #      a fresh store and workspace; wall seconds and the ratio of each to the raw loop.
@@ -181,6 +182,14 @@ if raw=$(measure raw "" "$(q "$spawn_loop") $n 2 true"); then
   note "$(printf '%-28s %9.3f s   1.00x' "raw spawn loop (J=2)" "$raw")"
 else
   note "raw spawn loop: FAILED"; failures=$((failures + 1))
+fi
+# The raw loop with vfork + execve instead of posix_spawn, as orch starts its
+# children: what that choice alone is worth here (the ratios stay against the
+# posix_spawn loop, the baseline the target is set against).
+if secs=$(measure raw-vfork "" "$(q "$spawn_loop") --vfork $n 2 true"); then
+  ratio_line "raw vfork loop (J=2)" "$secs"
+else
+  note "raw vfork loop: FAILED"; failures=$((failures + 1))
 fi
 ratio_line() {  # ratio_line LABEL SECONDS [TARGET]
   local label=$1 secs=$2 target=${3:-} ratio="-"

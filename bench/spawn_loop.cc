@@ -1,21 +1,29 @@
 // bench/spawn_loop.cc — the baseline for the 5000-step benchmark.
 //
 //   spawn_loop N J CMD [ARG...]
+//   spawn_loop --vfork N J CMD [ARG...]
 //   spawn_loop --orch-mechanics DIR N J CMD [ARG...]
 //   spawn_loop --orch-mechanics DIR --ledger DB N J CMD [ARG...]
 //
 // Runs CMD N times with posix_spawnp, keeping at most J children running at
 // once (reaping with waitpid), and prints the elapsed wall time in seconds.
-// This is the least any orchestrator can do to run N processes J at a time; orch
-// (and make, ninja) are compared against it in bench/run.sh. No orch code is used.
+// This is the baseline orch (and make, ninja) are compared against in
+// bench/run.sh. No orch code is used.
 // Exits 1 if any child could not be spawned or did not exit 0.
 //
+// --vfork: the same loop starting each child with vfork and execve (CMD looked up
+// in PATH once, before the loop). orch starts its children that way (see
+// src/exec/subprocess.cc for why): this loop shows what that alone saves against
+// posix_spawn on the machine at hand.
+//
 // --orch-mechanics DIR starts and ends each child the way orch's shell executor
-// does (src/exec/subprocess.cc), written again here: stdout and stderr to pipes
-// read until end of file, stdin from /dev/null, cwd DIR, its own process group,
-// no blocked signals and default dispositions for the signals orch resets, a
-// pidfd watched with poll(2), and the group killed once the child has exited
-// (then the pipes are read to their end).
+// does (src/exec/subprocess.cc), written again here: vfork, then in the child its
+// own process group, stdin from /dev/null, stdout and stderr to pipes, cwd DIR,
+// default dispositions for the signals orch resets and for every caught one, no
+// blocked signals, and execve of CMD as found in PATH once (orch remembers its
+// PATH lookups); in the parent a pidfd watched with poll(2), the pipes read until
+// end of file, and the group killed once the child has exited (then the pipes
+// are read to their end).
 // What it adds to the plain loop is what those mechanics cost; what orch adds to
 // it is orch's own work (its ledger, checks and bookkeeping).
 //
@@ -32,6 +40,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,6 +53,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -52,7 +62,7 @@ extern char** environ;
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: spawn_loop [--orch-mechanics DIR [--ledger DB]] N J CMD [ARG...]\n");
+  std::fprintf(stderr, "usage: spawn_loop [--vfork | --orch-mechanics DIR [--ledger DB]] N J CMD [ARG...]\n");
   return 2;
 }
 
@@ -96,6 +106,67 @@ long plain_loop(long total, long jobs, char** command) {
   return failures;
 }
 
+// CMD[0] as execvp would find it (in PATH when it has no '/'); empty if nowhere.
+std::string resolve(const char* name) {
+  if (std::strchr(name, '/') != nullptr) return name;
+  const char* path = std::getenv("PATH");
+  std::string rest = path != nullptr ? path : "/bin:/usr/bin";
+  for (;;) {
+    const auto colon = rest.find(':');
+    const std::string dir = rest.substr(0, colon);
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    struct stat st {};
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (colon == std::string::npos) return {};
+    rest.erase(0, colon + 1);
+  }
+}
+
+// A child running `file`, started with vfork (in a function of its own, so that
+// no variable of the loop lives in the frame vfork returns to twice).
+[[gnu::noinline]] pid_t vfork_exec(const char* file, char** command) {
+  const pid_t pid = vfork();
+  if (pid == 0) {
+    execve(file, command, environ);
+    _exit(127);
+  }
+  return pid;
+}
+
+// The plain loop again, each child started with vfork and execve.
+long vfork_loop(long total, long jobs, char** command) {
+  const std::string file = resolve(command[0]);
+  if (file.empty()) {
+    std::fprintf(stderr, "spawn_loop: %s not found in PATH\n", command[0]);
+    return -1;
+  }
+  long started = 0;
+  long running = 0;
+  long failures = 0;
+  while (started < total || running > 0) {
+    while (started < total && running < jobs) {
+      const pid_t pid = vfork_exec(file.c_str(), command);
+      ++started;
+      if (pid < 0) {
+        std::perror("spawn_loop: vfork");
+        ++failures;
+        continue;
+      }
+      ++running;
+    }
+    if (running == 0) continue;
+    int status = 0;
+    if (waitpid(-1, &status, 0) < 0) {
+      std::perror("spawn_loop: waitpid");
+      return -1;
+    }
+    --running;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
+  }
+  return failures;
+}
+
 struct Child {
   long id = 0;  // 1, 2, ... in the order started
   pid_t pid = -1;
@@ -119,8 +190,36 @@ void drain(int& fd) {
   }
 }
 
-// Starts CMD as orch's shell executor does; false (with a message) if it could not.
-bool start_like_orch(Child& child, const char* dir, char** command) {
+// What the child does between vfork and execve, as orch's (run_child in
+// src/exec/subprocess.cc): only system calls, on the parent's memory.
+[[noreturn]] void child_like_orch(const char* dir, const char* file, char** command, int out, int err,
+                                  const sigset_t& defaults, volatile int* error) {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction current {};
+    if (sigaction(sig, nullptr, &current) != 0) continue;
+    if (sigismember(&defaults, sig) == 1 ||
+        (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN)) {
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      sigemptyset(&dfl.sa_mask);
+      sigaction(sig, &dfl, nullptr);
+    }
+  }
+  const int null_fd = open("/dev/null", O_RDONLY);
+  if (setpgid(0, 0) == 0 && null_fd >= 0 && dup2(null_fd, 0) == 0 && close(null_fd) == 0 &&
+      dup2(out, 1) == 1 && dup2(err, 2) == 2 && chdir(dir) == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(file, command, environ);
+  }
+  *error = errno;
+  _exit(127);
+}
+
+// Starts CMD (found at `file`) as orch's shell executor does; false (with a
+// message) if it could not.
+bool start_like_orch(Child& child, const char* dir, const char* file, char** command) {
   int out_pipe[2] = {-1, -1};
   int err_pipe[2] = {-1, -1};
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -132,39 +231,31 @@ bool start_like_orch(Child& child, const char* dir, char** command) {
   fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
   fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  posix_spawn_file_actions_addchdir_np(&actions, dir);
-
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t mask;
-  sigemptyset(&mask);
-  posix_spawnattr_setsigmask(&attr, &mask);
   sigset_t defaults;
   sigemptyset(&defaults);
   for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ,
                   SIGUSR1, SIGUSR2, SIGALRM}) {
     sigaddset(&defaults, sig);
   }
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-
-  const int rc = posix_spawnp(&child.pid, command[0], &actions, &attr, command, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  volatile int child_error = 0;
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  const pid_t pid = vfork();
+  if (pid == 0) child_like_orch(dir, file, command, out_pipe[1], err_pipe[1], defaults, &child_error);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   close(out_pipe[1]);
   close(err_pipe[1]);
-  if (rc != 0) {
-    std::fprintf(stderr, "spawn_loop: cannot spawn %s: %s\n", command[0], std::strerror(rc));
+  if (pid < 0 || child_error != 0) {
+    std::fprintf(stderr, "spawn_loop: cannot spawn %s: %s\n", command[0],
+                 std::strerror(pid < 0 ? errno : child_error));
+    if (pid > 0) waitpid(pid, nullptr, 0);
     close(out_pipe[0]);
     close(err_pipe[0]);
     return false;
   }
+  child.pid = pid;
   child.out = out_pipe[0];
   child.err = err_pipe[0];
   child.pidfd = static_cast<int>(syscall(SYS_pidfd_open, child.pid, 0));
@@ -243,6 +334,11 @@ class Ledger {
 };
 
 long orch_mechanics_loop(const char* dir, Ledger* ledger, long total, long jobs, char** command) {
+  const std::string file = resolve(command[0]);
+  if (file.empty()) {
+    std::fprintf(stderr, "spawn_loop: %s not found in PATH\n", command[0]);
+    return -1;
+  }
   long started = 0;
   long failures = 0;
   std::vector<Child> running;
@@ -261,7 +357,7 @@ long orch_mechanics_loop(const char* dir, Ledger* ledger, long total, long jobs,
       ++started;
       Child child;
       child.id = started;
-      if (!start_like_orch(child, dir, command)) return -1;
+      if (!start_like_orch(child, dir, file.c_str(), command)) return -1;
       running.push_back(child);
     }
     fds.clear();
@@ -312,7 +408,11 @@ int main(int argc, char** argv) {
   int first = 1;
   const char* orch_dir = nullptr;
   const char* ledger_path = nullptr;
-  if (argc > 2 && std::strcmp(argv[1], "--orch-mechanics") == 0) {
+  bool use_vfork = false;
+  if (argc > 1 && std::strcmp(argv[1], "--vfork") == 0) {
+    use_vfork = true;
+    first = 2;
+  } else if (argc > 2 && std::strcmp(argv[1], "--orch-mechanics") == 0) {
     orch_dir = argv[2];
     first = 3;
     if (argc > 4 && std::strcmp(argv[3], "--ledger") == 0) {
@@ -331,8 +431,9 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   if (ledger_path != nullptr && !ledger.open(ledger_path)) return 1;
   const long failures =
-      orch_dir ? orch_mechanics_loop(orch_dir, ledger_path ? &ledger : nullptr, total, jobs, command)
-               : plain_loop(total, jobs, command);
+      orch_dir    ? orch_mechanics_loop(orch_dir, ledger_path ? &ledger : nullptr, total, jobs, command)
+      : use_vfork ? vfork_loop(total, jobs, command)
+                  : plain_loop(total, jobs, command);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   if (failures < 0) return 1;
   std::printf("%.3f\n", elapsed.count());

@@ -166,10 +166,7 @@ class ShellAttempt final : public RunningAttempt {
     outcome.stderr_truncated = stderr_.truncated();
     outcome.exit_code = exit.signaled ? -1 : exit.code;
     outcome.signal = exit.signaled ? exit.signal : 0;
-    if (!exit.spawn_error.empty()) {
-      outcome.ending = AttemptEnding::SpawnFailed;
-      outcome.message = exit.spawn_error;
-    } else if (exit.signaled) {
+    if (exit.signaled) {
       outcome.ending = AttemptEnding::Signaled;
       outcome.message = fmt::format("killed by {}", signal_name(exit.signal));
     } else {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -27,17 +26,123 @@ namespace {
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr int kMaxDrainReads = 64;  // 4 MiB per stream per drain, then back to the loop
 
-// RAII for the posix_spawn attribute objects, which must be destroyed on every path.
-struct SpawnActions {
-  posix_spawn_file_actions_t actions;
-  SpawnActions() { posix_spawn_file_actions_init(&actions); }
-  ~SpawnActions() { posix_spawn_file_actions_destroy(&actions); }
+// Everything the child does between vfork and exec, prepared by the parent: until
+// it execs, the child runs on orch's memory and stack, so it may only make system
+// calls (no allocation, no lock, no C++ object).
+struct ChildPlan {
+  std::vector<const char*> candidates;  // the files to exec, tried in order
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const char* cwd = nullptr;  // nullptr: orch's own working folder
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  sigset_t defaults{};  // signals set back to their default disposition
 };
-struct SpawnAttr {
-  posix_spawnattr_t attr;
-  SpawnAttr() { posix_spawnattr_init(&attr); }
-  ~SpawnAttr() { posix_spawnattr_destroy(&attr); }
-};
+
+// The files execvp would try for `name` under `path`, in order: each PATH entry
+// followed by "/name" (an empty entry is the working folder, so plain `name`).
+std::vector<std::string> path_candidates(const std::string& name, std::string_view path) {
+  std::vector<std::string> out;
+  for (;;) {
+    const auto colon = path.find(':');
+    const std::string_view dir = path.substr(0, colon);
+    out.push_back(dir.empty() ? name : fmt::format("{}/{}", dir, name));
+    if (colon == std::string_view::npos) return out;
+    path.remove_prefix(colon + 1);
+  }
+}
+
+// fd `from` as fd `to`, inherited across exec (dup2 of an fd onto itself would
+// leave its close-on-exec flag set).
+bool move_fd(int from, int to) {
+  if (from == to) return ::fcntl(to, F_SETFD, 0) == 0;
+  return ::dup2(from, to) == to;
+}
+
+// The child's side: sets up the process as posix_spawn would (process group,
+// stdin from /dev/null, stdout and stderr to the pipes, working folder, signal
+// dispositions and mask), then execs the first candidate that can be, searching
+// like execvp without its /bin/sh fallback (as posix_spawnp). On failure, the
+// errno is left in *error, which the parent reads once the child has exited.
+[[noreturn]] void child_failed(volatile int* error) {
+  *error = errno != 0 ? errno : EINVAL;
+  ::_exit(127);
+}
+
+[[noreturn]] void run_child(const ChildPlan& plan, volatile int* error) {
+  auto fail = [error] { child_failed(error); };
+  // A signal handler of orch's must never run in the child, which shares orch's
+  // memory until it execs: every caught signal goes back to its default while all
+  // are still blocked (as the parent left them), then the mask is emptied.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction current {};
+    if (::sigaction(sig, nullptr, &current) != 0) continue;  // SIGKILL, SIGSTOP, the C library's own
+    if (sigismember(&plan.defaults, sig) == 1 ||
+        (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN)) {
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      sigemptyset(&dfl.sa_mask);
+      ::sigaction(sig, &dfl, nullptr);
+    }
+  }
+  if (::setpgid(0, 0) != 0) fail();
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd < 0 || !move_fd(null_fd, 0)) fail();
+  if (null_fd != 0) ::close(null_fd);
+  if (!move_fd(plan.stdout_fd, 1) || !move_fd(plan.stderr_fd, 2)) fail();
+  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) fail();
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  bool denied = false;
+  for (const char* file : plan.candidates) {
+    ::execve(file, plan.argv, plan.envp);
+    switch (errno) {
+      case EACCES:
+        denied = true;
+        break;
+      case ENOENT:
+      case ENOTDIR:
+      case ESTALE:
+      case ENODEV:
+      case ETIMEDOUT:
+        break;
+      default:
+        fail();
+    }
+  }
+  if (denied) errno = EACCES;
+  child_failed(error);
+}
+
+// Starts a child with vfork and run_child. Returns 0 with *pid set, or the errno
+// that made the start fail (that child already reaped).
+//
+// vfork rather than posix_spawn: glibc's posix_spawn maps a fresh stack for each
+// child and unmaps it afterwards, and the unmapping must flush the TLB of the
+// core the child ran on. With two cores busy running steps that flush was a
+// tenth of orch's CPU a step, and the fresh stack's page faults cost the child
+// as much again (docs/benchmarks.md). A vfork child runs on orch's own stack
+// below this frame, and the calling thread waits until it has exec'd or exited.
+int spawn_child(const ChildPlan& plan, pid_t* pid_out) {
+  volatile int child_error = 0;
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
+  const pid_t pid = ::vfork();
+  if (pid == 0) run_child(plan, &child_error);
+  const int vfork_error = errno;
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (pid < 0) return vfork_error;
+  if (child_error != 0) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return child_error;
+  }
+  *pid_out = pid;
+  return 0;
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -63,22 +168,6 @@ std::string effective_path(const std::vector<std::pair<std::string, std::string>
   if (auto p = override_of(env, "PATH")) return std::string(*p);
   const char* own = std::getenv("PATH");
   return own ? own : "/bin:/usr/bin";
-}
-
-// Looks `name` up like execvp in the child would: each PATH entry in order, the
-// first executable file; a relative entry is taken in the child's working folder
-// `cwd` (orch's own when empty).
-std::optional<std::string> find_in_path(const std::string& name, std::string_view path,
-                                        const std::filesystem::path& cwd) {
-  for (;;) {
-    auto colon = path.find(':');
-    std::string_view dir = path.substr(0, colon);
-    std::string candidate = dir.empty() ? name : fmt::format("{}/{}", dir, name);
-    if (!cwd.empty() && candidate.front() != '/') candidate = (cwd / candidate).string();
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) return std::nullopt;
-    path.remove_prefix(colon + 1);
-  }
 }
 
 // PATH lookups, remembered for the process like a shell's command hash. Without
@@ -199,7 +288,7 @@ bool attempt_value(std::string_view name) {
 
 std::string spawn_failure_message(const std::string& program, int err, const std::filesystem::path& cwd) {
   if (err == ENOENT || err == ENOTDIR || err == EACCES) {
-    // posix_spawn reports a failed chdir with the same errno as a failed exec.
+    // The child reports a failed chdir with the same errno as a failed exec.
     std::error_code ec;
     if (!cwd.empty() && !std::filesystem::is_directory(cwd, ec)) {
       return fmt::format("cannot run '{}': working folder '{}' does not exist or is not a folder", program,
@@ -289,8 +378,6 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
                       name, value.size(), kMaxArgString - 2 - name.size()));
   std::unique_ptr<Subprocess> self(new Subprocess(loop, std::move(handlers)));
   self->program_ = options.argv[0];
-  self->env_ = options.env;
-  self->cwd_ = options.cwd;
   self->drain_limit_ = options.drain_limit;
 
   // Read ends are non-blocking (so draining never hangs) and close-on-exec; the
@@ -312,28 +399,18 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
   ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
   ::fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
 
-  SpawnActions fa;
-  posix_spawn_file_actions_addopen(&fa.actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa.actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&fa.actions, err_pipe[1], 2);
-  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa.actions, options.cwd.c_str());
-
-  // Own process group (pgid = the child's pid); no blocked signals (the engine may
-  // block SIGINT/SIGTERM for a signalfd) and default dispositions for the signals
-  // orch might ignore, since an ignored disposition survives exec.
-  SpawnAttr sa;
-  posix_spawnattr_setflags(&sa.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&sa.attr, 0);
-  sigset_t mask;
-  sigemptyset(&mask);
-  posix_spawnattr_setsigmask(&sa.attr, &mask);
-  sigset_t defaults;
-  sigemptyset(&defaults);
+  ChildPlan plan;
+  plan.stdout_fd = out_pipe[1];
+  plan.stderr_fd = err_pipe[1];
+  if (!options.cwd.empty()) plan.cwd = options.cwd.c_str();
+  // Default dispositions for the signals orch might ignore, since an ignored
+  // disposition survives exec; no blocked signals (the engine may block
+  // SIGINT/SIGTERM for a signalfd).
+  sigemptyset(&plan.defaults);
   for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ,
                   SIGUSR1, SIGUSR2, SIGALRM}) {
-    sigaddset(&defaults, sig);
+    sigaddset(&plan.defaults, sig);
   }
-  posix_spawnattr_setsigdefault(&sa.attr, &defaults);
 
   // orch's environment minus the overridden names, then the overrides (last wins).
   std::vector<std::string> overrides;
@@ -351,32 +428,36 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
   }
   for (auto& kv : overrides) envp.push_back(kv.data());
   envp.push_back(nullptr);
+  plan.envp = envp.data();
 
   std::vector<char*> argv;
   argv.reserve(options.argv.size() + 1);
   for (const auto& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  plan.argv = argv.data();
 
   int rc = -1;  // -1: not tried yet
   pid_t pid = -1;
-  bool has_slash = self->program_.find('/') != std::string::npos;
-  if (!has_slash) {
+  const bool has_slash = self->program_.find('/') != std::string::npos;
+  if (has_slash) {
+    plan.candidates = {self->program_.c_str()};
+    rc = spawn_child(plan, &pid);
+  } else {
     // The remembered answer first; should it fail (a file made unexecutable since,
-    // a script without #!), the search below decides, as it always did.
+    // a script without #!), the search decides, as it always did. The search is
+    // made in the child (after its chdir, so a relative PATH entry is taken in
+    // its working folder), in the step's PATH when it sets one, else in orch's.
     const std::string path = effective_path(options.env);
     if (auto known = path_cache().find(self->program_, path)) {
-      rc = posix_spawn(&pid, known->c_str(), &fa.actions, &sa.attr, argv.data(), envp.data());
+      plan.candidates = {known->c_str()};
+      rc = spawn_child(plan, &pid);
       if (rc != 0) path_cache().forget(self->program_, path);
     }
-  }
-  if (rc != 0) {
-    if (!has_slash && override_of(options.env, "PATH")) {
-      // posix_spawnp would search orch's PATH, not the one the step asked for.
-      auto resolved = find_in_path(self->program_, effective_path(options.env), options.cwd);
-      rc = resolved ? posix_spawn(&pid, resolved->c_str(), &fa.actions, &sa.attr, argv.data(), envp.data())
-                    : ENOENT;
-    } else {
-      rc = posix_spawnp(&pid, self->program_.c_str(), &fa.actions, &sa.attr, argv.data(), envp.data());
+    if (rc != 0) {
+      const std::vector<std::string> files = path_candidates(self->program_, path);
+      plan.candidates.clear();
+      for (const auto& file : files) plan.candidates.push_back(file.c_str());
+      rc = spawn_child(plan, &pid);
     }
   }
   ::close(out_pipe[1]);
@@ -446,7 +527,6 @@ void Subprocess::read_stream(Stream& stream, bool drain) {
   for (int reads = 0; stream.fd >= 0 && reads < kMaxDrainReads; ++reads) {
     ssize_t n = ::read(stream.fd, buffer, sizeof buffer);
     if (n > 0) {
-      any_output_ = true;
       if (stream.handler) stream.handler(std::string_view(buffer, static_cast<std::size_t>(n)));
       // A short read means the pipe is empty for now: wait for the next wakeup,
       // unless we are draining after the exit and want EOF in this same turn.
@@ -501,15 +581,6 @@ void Subprocess::on_leader_exit() {
 
   read_stream(out_, true);
   read_stream(err_, true);
-  if (!exit_.signaled && exit_.code == 127 && !any_output_) {
-    // An exec failure posix_spawn did not report itself (older C libraries exit
-    // 127 in the child). Say so only when argv[0] really cannot be found.
-    std::filesystem::path program = program_;
-    bool found = program_.find('/') != std::string::npos
-                     ? ::access((cwd_ / program).c_str(), X_OK) == 0  // cwd_ / absolute = absolute
-                     : find_in_path(program_, effective_path(env_), cwd_).has_value();
-    if (!found) exit_.spawn_error = spawn_failure_message(program_, ENOENT, {});
-  }
   if (out_.fd >= 0 || err_.fd >= 0) {
     drain_timer_ = loop_.add_timer(drain_limit_, [this] {
       drain_timer_ = 0;

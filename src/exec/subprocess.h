@@ -1,8 +1,9 @@
 // exec/subprocess.h — one child process, driven by the EventLoop.
 //
-// A Subprocess is started with posix_spawn (no fork of orch's address space) into
-// its own process group, with stdin from /dev/null, its working folder set, and
-// orch's environment plus the caller's overrides. Its stdout and stderr come back
+// A Subprocess is started with vfork and exec (no copy of orch's address space;
+// subprocess.cc says why not posix_spawn) into its own process group, with stdin
+// from /dev/null, its working folder set, and orch's environment plus the
+// caller's overrides. Its stdout and stderr come back
 // through two pipes watched by the loop and are handed to the caller as they
 // arrive; its exit is noticed through a pidfd (or, on kernels without pidfd_open,
 // a 20 ms timer that checks without reaping).
@@ -46,9 +47,6 @@ struct ProcessExit {
   bool signaled = false;
   int code = -1;   // the exit status, when !signaled
   int signal = 0;  // the signal that ended it, when signaled
-  // Set when the "exit" was really a failed start: status 127, not a byte of
-  // output, and argv[0] cannot be found. Then it says why, as start() would have.
-  std::string spawn_error;
 };
 
 // Why `program` cannot be started, said as a failed start says it ("cannot run
@@ -120,8 +118,6 @@ class Subprocess {
   EventLoop& loop_;
   Handlers handlers_;
   std::string program_;  // argv[0], for messages
-  std::vector<std::pair<std::string, std::string>> env_;
-  std::filesystem::path cwd_;
   std::chrono::milliseconds drain_limit_{1000};
   pid_t pid_ = -1;
   int pidfd_ = -1;
@@ -129,7 +125,6 @@ class Subprocess {
   Stream err_;
   bool reaped_ = false;
   bool finished_ = false;
-  bool any_output_ = false;
   ProcessExit exit_;
   EventLoop::TimerId kill_timer_ = 0;
   EventLoop::TimerId poll_timer_ = 0;

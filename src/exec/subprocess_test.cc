@@ -63,7 +63,6 @@ TEST(Subprocess, ReportsExitCodeAndOutput) {
   ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
   EXPECT_FALSE(run.exit->signaled);
   EXPECT_EQ(run.exit->code, 3);
-  EXPECT_EQ(run.exit->spawn_error, "");
   EXPECT_EQ(run.out, "out\n");
   EXPECT_EQ(run.err, "err\n");
   EXPECT_FALSE(run.process->running());
@@ -221,11 +220,12 @@ TEST(Subprocess, APathLookupIsRememberedUntilAPathFolderChanges) {
   EXPECT_EQ(run(), "second\n");
 
   // Made unexecutable without its folder changing: the remembered path fails
-  // and the search decides, as without the cache.
+  // and the search decides, as without the cache (as execvp: found, but not
+  // executable).
   age(dir / "first");
   EXPECT_EQ(run(), "second\n");
   fs::permissions(dir / "second/orch-test-hashed", fs::perms::owner_read | fs::perms::owner_write);
-  EXPECT_EQ(run(), "failed: cannot run 'orch-test-hashed': No such file or directory (not found in PATH)");
+  EXPECT_EQ(run(), "failed: cannot run 'orch-test-hashed': Permission denied");
   fs::permissions(dir / "second/orch-test-hashed", fs::perms::owner_all);
   EXPECT_EQ(run(), "second\n");
 
@@ -317,13 +317,105 @@ TEST(Subprocess, MissingWorkingFolderIsNamed) {
       << started.error().message;
 }
 
-TEST(Subprocess, Exit127WithoutOutputIsOnlyASpawnErrorWhenTheProgramIsMissing) {
+TEST(Subprocess, Exit127IsAnExitNotAFailedStart) {
   EventLoop loop;
   Child run;
   ASSERT_TRUE(run.start(loop, sh("exit 127")));  // /bin/sh exists: a real exit 127
   ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  EXPECT_FALSE(run.exit->signaled);
   EXPECT_EQ(run.exit->code, 127);
-  EXPECT_EQ(run.exit->spawn_error, "");
+}
+
+// The child starts with no blocked signal and with default dispositions for the
+// signals orch may ignore or catch, whatever orch's own are (orch blocks SIGINT
+// and SIGTERM for its signalfd; a caller may ignore SIGPIPE). An ignored signal
+// outside that list stays ignored, as with posix_spawn.
+TEST(Subprocess, ChildStartsWithNoBlockedSignalAndDefaultDispositions) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  struct sigaction old_pipe {};
+  struct sigaction old_winch {};
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old_pipe), 0);
+  ASSERT_EQ(::sigaction(SIGWINCH, &ignore, &old_winch), 0);
+  sigset_t block;
+  sigset_t old_mask;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &block, &old_mask), 0);
+
+  EventLoop loop;
+  Child run;
+  auto started = run.start(loop, sh("grep -E '^Sig(Blk|Ign):' /proc/self/status"));
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ::sigaction(SIGWINCH, &old_winch, nullptr);
+  ASSERT_TRUE(started) << started.error().message;
+  ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+  ASSERT_EQ(run.exit->code, 0) << run.err;
+  auto mask_of = [&](const std::string& field) -> unsigned long long {
+    const auto at = run.out.find(field + ":");
+    if (at == std::string::npos) return ~0ULL;
+    return std::stoull(run.out.substr(at + field.size() + 1), nullptr, 16);
+  };
+  auto bit = [](int sig) { return 1ULL << (sig - 1); };
+  EXPECT_EQ(mask_of("SigBlk"), 0ULL) << run.out;
+  const unsigned long long ignored = mask_of("SigIgn");
+  EXPECT_EQ(ignored & bit(SIGPIPE), 0ULL) << run.out;
+  EXPECT_NE(ignored & bit(SIGWINCH), 0ULL) << run.out;
+}
+
+// argv[0] is searched for as execvp does: a file found but not executable does
+// not stop the search (a later folder's is run), and is the reason given when no
+// folder has one that is; a file without #! that is not a program is not handed
+// to /bin/sh.
+TEST(Subprocess, PathSearchSkipsAFileThatIsNotExecutable) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "a");
+  fs::create_directories(dir.path() / "b");
+  write_file(dir.path() / "a" / "tool", "#!/bin/sh\necho from a\n");
+  write_file(dir.path() / "b" / "tool", "#!/bin/sh\necho from b\n");
+  fs::permissions(dir.path() / "b" / "tool", fs::perms::owner_all);
+  {
+    // Relative entries, so the search is the child's (in its working folder),
+    // not an answer remembered by orch.
+    EventLoop loop;
+    Child run;
+    Subprocess::Options options;
+    options.argv = {"tool"};
+    options.env = {{"PATH", "a:b"}};
+    options.cwd = dir.path();
+    ASSERT_TRUE(run.start(loop, options));
+    ASSERT_TRUE(run_until(loop, [&] { return run.exit.has_value(); }));
+    EXPECT_EQ(run.exit->code, 0) << run.err;
+    EXPECT_EQ(run.out, "from b\n");
+  }
+  {
+    EventLoop loop;
+    Child run;
+    Subprocess::Options options;
+    options.argv = {"tool"};
+    options.env = {{"PATH", (dir.path() / "a").string()}};
+    auto started = run.start(loop, options);
+    ASSERT_FALSE(started);
+    EXPECT_NE(started.error().message.find("Permission denied"), std::string::npos)
+        << started.error().message;
+  }
+  {
+    write_file(dir.path() / "b" / "plain", "echo from a script without an interpreter line\n");
+    fs::permissions(dir.path() / "b" / "plain", fs::perms::owner_all);
+    EventLoop loop;
+    Child run;
+    Subprocess::Options options;
+    options.argv = {"plain"};
+    options.env = {{"PATH", (dir.path() / "b").string()}};
+    auto started = run.start(loop, options);
+    ASSERT_FALSE(started);
+    EXPECT_NE(started.error().message.find("Exec format error"), std::string::npos)
+        << started.error().message;
+    EXPECT_EQ(run.out, "");
+  }
 }
 
 TEST(Subprocess, WorksWithoutPidfd) {

@@ -58,8 +58,8 @@ void WalCheckpointer::request() {
   if (!thread_.joinable()) {
     // The thread blocks every signal (it inherits the mask it is started with):
     // signals are the main thread's business, and a child's SIGCHLD queued while
-    // posix_spawn has the main thread's signals blocked would otherwise wake
-    // this thread, once per step.
+    // the main thread has its signals blocked (as it has while it starts a child)
+    // would otherwise wake this thread, once per step.
     sigset_t all;
     sigset_t previous;
     sigfillset(&all);
