@@ -183,14 +183,6 @@ if raw=$(measure raw "" "$(q "$spawn_loop") $n 2 true"); then
 else
   note "raw spawn loop: FAILED"; failures=$((failures + 1))
 fi
-# The raw loop with vfork + execve instead of posix_spawn, as orch starts its
-# children: what that choice alone is worth here (the ratios stay against the
-# posix_spawn loop, the baseline the target is set against).
-if secs=$(measure raw-vfork "" "$(q "$spawn_loop") --vfork $n 2 true"); then
-  ratio_line "raw vfork loop (J=2)" "$secs"
-else
-  note "raw vfork loop: FAILED"; failures=$((failures + 1))
-fi
 ratio_line() {  # ratio_line LABEL SECONDS [TARGET]
   local label=$1 secs=$2 target=${3:-} ratio="-"
   [[ -n "$raw" ]] && ratio=$(calc "$secs / $raw" "%.2f")
@@ -201,7 +193,15 @@ ratio_line() {  # ratio_line LABEL SECONDS [TARGET]
     note "$(printf '%-28s %9.3f s   %sx' "$label" "$secs" "$ratio")"
   fi
 }
-# The same loop starting and ending each child the way orch's shell executor does
+# The raw loop with vfork + execve instead of posix_spawn, as orch starts its
+# children: what that choice alone is worth here (the ratios stay against the
+# posix_spawn loop, the baseline the target is set against).
+if secs=$(measure raw-vfork "" "$(q "$spawn_loop") --vfork $n 2 true"); then
+  ratio_line "raw vfork loop (J=2)" "$secs"
+else
+  note "raw vfork loop: FAILED"; failures=$((failures + 1))
+fi
+# The vfork loop starting and ending each child the way orch's shell executor does
 # (pipes, process group, /dev/null, cwd, signal dispositions, pidfd, group kill):
 # between it and orch is orch's own work (the ledger, checks, bookkeeping).
 if secs=$(measure mechanics "" "$(q "$spawn_loop") --orch-mechanics $(q "$flat") $n 2 true"); then
