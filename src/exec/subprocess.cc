@@ -59,16 +59,17 @@ bool move_fd(int from, int to) {
   return ::dup2(from, to) == to;
 }
 
-// The child's side: sets up the process as posix_spawn would (process group,
-// stdin from /dev/null, stdout and stderr to the pipes, working folder, signal
-// dispositions and mask), then execs the first candidate that can be, searching
-// like execvp without its /bin/sh fallback (as posix_spawnp). On failure, the
-// errno is left in *error, which the parent reads once the child has exited.
+// The child's way out when it cannot exec: errno in *error, read by the parent
+// once the child has exited.
 [[noreturn]] void child_failed(volatile int* error) {
   *error = errno != 0 ? errno : EINVAL;
   ::_exit(127);
 }
 
+// The child's side: sets up the process as posix_spawn would (process group,
+// stdin from /dev/null, stdout and stderr to the pipes, working folder, signal
+// dispositions and mask), then execs the first candidate that can be, searching
+// like execvp without its /bin/sh fallback (as posix_spawnp does).
 [[noreturn]] void run_child(const ChildPlan& plan, volatile int* error) {
   auto fail = [error] { child_failed(error); };
   // A signal handler of orch's must never run in the child, which shares orch's
