@@ -18,6 +18,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "exec/child_signals.h"
+
 extern char** environ;
 
 namespace orch {
@@ -75,17 +77,7 @@ bool move_fd(int from, int to) {
   // A signal handler of orch's must never run in the child, which shares orch's
   // memory until it execs: every caught signal goes back to its default while all
   // are still blocked (as the parent left them), then the mask is emptied.
-  for (int sig = 1; sig < NSIG; ++sig) {
-    struct sigaction current {};
-    if (::sigaction(sig, nullptr, &current) != 0) continue;  // SIGKILL, SIGSTOP, the C library's own
-    if (sigismember(&plan.defaults, sig) == 1 ||
-        (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN)) {
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      sigemptyset(&dfl.sa_mask);
-      ::sigaction(sig, &dfl, nullptr);
-    }
-  }
+  reset_signal_dispositions(plan.defaults);
   if (::setpgid(0, 0) != 0) fail();
   const int null_fd = ::open("/dev/null", O_RDONLY);
   if (null_fd < 0 || !move_fd(null_fd, 0)) fail();
