@@ -26,8 +26,10 @@
 namespace orch {
 
 // running: not finished (or interrupted: `orch review --resume ID` continues it);
-// the others are how it ended (docs/review.md, "Exit codes").
-enum class ReviewStatus { Running, Passed, Failed, Escalated, SpendCap };
+// spend_cap: stopped by its spend cap (resumable with a higher one); the others
+// are how it ended (docs/review.md, "Exit codes"); abandoned: ended unfinished by
+// `orch review --abandon ID` (schema v9).
+enum class ReviewStatus { Running, Passed, Failed, Escalated, SpendCap, Abandoned };
 
 struct ReviewRecord {
   std::string id;         // e.g. 20261130-150200-paper
@@ -41,7 +43,8 @@ struct ReviewRecord {
   std::int64_t updated_at = 0;
 };
 
-const char* review_status_name(ReviewStatus status);  // running, passed, failed, escalated, spend_cap
+const char* review_status_name(
+    ReviewStatus status);  // running, passed, failed, escalated, spend_cap, abandoned
 std::optional<ReviewStatus> parse_review_status(std::string_view name);
 
 class ReviewStore {

@@ -2,6 +2,7 @@
 // orch review --resume ID [--spend-cap N] [--keep-edits|--discard-edits] [--json]   continue a review
 // orch review --show ID [--json]                      a review's report
 // orch review --list [--json]                         every review, newest first
+// orch review --abandon ID [--json]                   end an unfinished review
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@ struct ReviewArgs {
   std::string config;
   std::string resume;
   std::string show;
+  std::string abandon;
   bool list = false;
   bool yes = false;
   bool json = false;
@@ -64,10 +66,11 @@ int print_outcome(const flows::ReviewOutcome& out, bool json) {
 }
 
 int run(const ReviewArgs& a) {
-  const int modes = !a.config.empty() + !a.resume.empty() + !a.show.empty() + (a.list ? 1 : 0);
+  const int modes =
+      !a.config.empty() + !a.resume.empty() + !a.show.empty() + !a.abandon.empty() + (a.list ? 1 : 0);
   if (modes != 1)
-    return report_error(
-        Error{ErrorCode::InvalidInput, "give one of --config RUN.yaml, --resume ID, --show ID, --list"});
+    return report_error(Error{ErrorCode::InvalidInput,
+                              "give one of --config RUN.yaml, --resume ID, --show ID, --list, --abandon ID"});
   if (a.spend_cap != 0 && a.resume.empty())
     return report_error(Error{ErrorCode::InvalidInput,
                               "--spend-cap goes with --resume (in RUN.yaml it is spend_cap_tokens)"});
@@ -132,6 +135,17 @@ int run(const ReviewArgs& a) {
     else
       std::fputs(flows::review_markdown(doc).c_str(), stdout);
     return kExitSucceeded;
+  }
+
+  if (!a.abandon.empty()) {
+    if (auto opened = open(true); !opened) return report_error(opened.error());
+    auto r = flows::find_review(env, a.abandon);
+    if (!r) return report_error(r.error());
+    env.workspace = r->workspace;  // where its .orch/reviews/ copies are
+    auto outcome = flows::abandon_review(env, r->id);
+    if (!outcome) return report_error(outcome.error());
+    if (a.json) std::printf("%s\n", json_text(outcome->doc, 2).c_str());
+    return outcome->exit_code;
   }
 
   if (!a.resume.empty()) {
@@ -216,7 +230,8 @@ Command add_review(CLI::App& app) {
                                  "judge with a hallucination gate, "
                                  "and fix rounds until dry (docs/review.md).\n"
                                  "Exit: 0 PASS; 1 REVISE, BLOCK or INCOMPLETE; 2 bad RUN.yaml or an "
-                                 "unresolved field; 3 escalated (two-strikes), "
+                                 "unresolved field, or a review that cannot be resumed or abandoned; 3 "
+                                 "escalated (two-strikes), "
                                  "spend cap reached, not confirmed, or awaiting approval; 130 interrupted");
   auto args = std::make_shared<ReviewArgs>();
   sub->add_option("--config", args->config, "RUN.yaml: what to review and how (docs/review.md)");
@@ -225,6 +240,10 @@ Command add_review(CLI::App& app) {
       ->check(not_empty("a review id (`orch review --list`)"));
   sub->add_option("--show", args->show, "print review ID's report (Markdown, or the document with --json)");
   sub->add_flag("--list", args->list, "list the reviews in the ledger, newest first");
+  sub->add_option("--abandon", args->abandon,
+                  "end review ID, unfinished (running or at its spend cap), as abandoned: nothing more runs, "
+                  "its files stay as they are, and it is no longer resumable")
+      ->check(not_empty("a review id (`orch review --list`)"));
   sub->add_flag("--yes,-y", args->yes,
                 "launch without the final question (the Pre-Flight Report is still printed)");
   sub->add_flag("--json", args->json, "print the review document (schemas/review-report.schema.json)");

@@ -32,6 +32,9 @@ using ojson = nlohmann::ordered_json;
 
 namespace review_run_detail {
 
+// What drive_review does with the review once it holds its lock.
+enum class DriveMode { Launch, Resume, Abandon };
+
 constexpr const char* kReviewersPhase = "reviewers";
 constexpr const char* kJudgePhase = "judge";
 constexpr const char* kClaimsPhase = "claims";
@@ -487,6 +490,9 @@ class Driver {
         later_edits_(later_edits) {}
 
   Expected<ReviewOutcome> drive();
+  // Ends a review that has not ended (running, or stopped by its spend cap) as
+  // abandoned: recorded like any stop, nothing run, the files left as they are.
+  Expected<ReviewOutcome> abandon(ReviewStatus was);
 
  private:
   void note(const std::string& line) {
@@ -763,6 +769,17 @@ Expected<ReviewOutcome> Driver::stop(ReviewStatus status, const std::string& rea
   out.exit_code = exit_code;
   out.reason = reason;
   return out;
+}
+
+Expected<ReviewOutcome> Driver::abandon(ReviewStatus was) {
+  const int done = static_cast<int>(doc_["rounds"].size());
+  const bool mid_round = doc_.contains("rounds_in_progress");
+  return stop(
+      ReviewStatus::Abandoned,
+      fmt::format("abandoned by `orch review --abandon` ({}, {} round{} done{}); nothing more runs, and "
+                  "the files are left as they are",
+                  review_status_name(was), done, done == 1 ? "" : "s", mid_round ? ", one cut off" : ""),
+      kExitSucceeded);
 }
 
 Expected<std::optional<ReviewOutcome>> Driver::spend_cap_stop(int round, const char* phase,
@@ -1051,9 +1068,11 @@ Expected<ReviewOutcome> Driver::drive() {
 }
 
 // Takes the review's lock, reads its row as it is now (not as it was before the
-// lock), and drives it. `spend_cap`: resume's --spend-cap.
-Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, bool resuming,
+// lock), and drives it (Launch, Resume) or ends it (Abandon). `spend_cap`:
+// resume's --spend-cap.
+Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, DriveMode mode,
                                      std::optional<std::int64_t> spend_cap, LaterEdits later_edits) {
+  const bool resuming = mode != DriveMode::Launch;
   // The lock is the review's, not a run's: `orch cancel` does not know it, but an
   // interrupted review goes on with --resume.
   auto lock = RunLock::acquire(env.store->folder(), "review-" + id, [&](const std::string& pid) {
@@ -1064,23 +1083,27 @@ Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, bool
                      id, id)
                : fmt::format(
                      "review {} is already being driven by another orch process (pid {}); wait for "
-                     "it to finish, or stop it with `kill -INT {}` and go on with `orch review "
-                     "--resume {}`",
-                     id, pid, pid, id);
+                     "it to finish, or stop it with `kill -INT {}` and {} with `orch review "
+                     "--{} {}`",
+                     id, pid, pid, mode == DriveMode::Abandon ? "end it" : "go on",
+                     mode == DriveMode::Abandon ? "abandon" : "resume", id);
   });
   if (!lock) return std::unexpected(lock.error());
   auto found = ORCH_TRY(env.reviews->find_review(id));
   if (!found) return fail(ErrorCode::NotFound, fmt::format("no review '{}' in the ledger", id));
   ReviewRecord record = std::move(*found);
   if (resuming && record.status != ReviewStatus::Running && record.status != ReviewStatus::SpendCap)
-    return fail(ErrorCode::InvalidInput, fmt::format("review '{}' has ended ({}): nothing to resume",
-                                                     record.id, review_status_name(record.status)));
+    return fail(ErrorCode::InvalidInput, fmt::format("review '{}' has ended ({}): nothing to {}", record.id,
+                                                     review_status_name(record.status),
+                                                     mode == DriveMode::Abandon ? "abandon" : "resume"));
+  const ReviewStatus was = record.status;
   json doc = json::parse(record.doc_json, nullptr, false);
   if (!doc.is_object() || !doc.contains("config") || !doc["config"].is_object())
     return fail(ErrorCode::Store,
                 fmt::format("review '{}': its document in the ledger is damaged", record.id));
   const std::int64_t cap = doc["config"].value("spend_cap_tokens", std::int64_t{0});
-  if (resuming && record.status == ReviewStatus::SpendCap && (!spend_cap || *spend_cap <= cap))
+  if (mode == DriveMode::Resume && record.status == ReviewStatus::SpendCap &&
+      (!spend_cap || *spend_cap <= cap))
     return fail(ErrorCode::InvalidInput,
                 fmt::format("review '{}' stopped at its spend cap of {} tokens: resume it with a higher "
                             "--spend-cap",
@@ -1089,6 +1112,7 @@ Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, bool
   ReviewConfig config = ORCH_TRY(review_config_from_json(doc["config"]));
   if (!doc.contains("rounds") || !doc["rounds"].is_array()) doc["rounds"] = json::array();
   Driver driver(env, std::move(record), std::move(doc), std::move(config), later_edits);
+  if (mode == DriveMode::Abandon) return driver.abandon(was);
   return driver.drive();
 }
 
@@ -1215,13 +1239,18 @@ Expected<ReviewOutcome> start_review(ReviewEnv& env, const ReviewConfig& config)
     record.doc_json = json_text(doc);
   }
   if (env.on_note) env.on_note(fmt::format("review {} started", id));
-  return rrd::drive_review(env, id, false, std::nullopt, LaterEdits::Refuse);
+  return rrd::drive_review(env, id, rrd::DriveMode::Launch, std::nullopt, LaterEdits::Refuse);
 }
 
 Expected<ReviewOutcome> resume_review(ReviewEnv& env, const std::string& id,
                                       std::optional<std::int64_t> spend_cap, LaterEdits later_edits) {
   const ReviewRecord record = ORCH_TRY(find_review(env, id));
-  return rrd::drive_review(env, record.id, true, spend_cap, later_edits);
+  return rrd::drive_review(env, record.id, rrd::DriveMode::Resume, spend_cap, later_edits);
+}
+
+Expected<ReviewOutcome> abandon_review(ReviewEnv& env, const std::string& id) {
+  const ReviewRecord record = ORCH_TRY(find_review(env, id));
+  return rrd::drive_review(env, record.id, rrd::DriveMode::Abandon, std::nullopt, LaterEdits::Refuse);
 }
 
 Expected<std::vector<std::string>> unfinished_reviews_of(ReviewEnv& env,

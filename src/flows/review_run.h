@@ -101,6 +101,14 @@ Expected<ReviewOutcome> resume_review(ReviewEnv& env, const std::string& id,
                                       std::optional<std::int64_t> spend_cap,
                                       LaterEdits later_edits = LaterEdits::Refuse);
 
+// Ends a review that has not ended (running, or stopped by its spend cap) as
+// abandoned (`orch review --abandon ID`): its rounds, findings and spend stay in
+// the ledger and in .orch/reviews/, nothing more runs, no file is touched, and it
+// is no longer unfinished (no warning at a new review of its artifacts; --resume
+// refuses it). Refused while another process drives it, and for a review that
+// has ended. The outcome's exit code is 0.
+Expected<ReviewOutcome> abandon_review(ReviewEnv& env, const std::string& id);
+
 // One line per unfinished review (running, or stopped by its spend cap: both
 // resumable) of `workspace` that reviews one of `artifacts`: its id, its status
 // and how to go on with it. For the pre-flight of a new review of them.

@@ -8,6 +8,7 @@
 
 #include "ledger/ledger_test_support.h"
 #include "ledger/schema.h"
+#include "orch/review_store.h"
 #include "orch/store.h"
 #include "testing/testing.h"
 
@@ -466,6 +467,41 @@ TEST(LedgerFile, AVersion7LedgerKeepsItsEventsAndTheirOrder) {
       "0");
   EXPECT_NE(raw.exec("DELETE FROM events"), "") << "the append-only triggers survived the rewrite";
   EXPECT_NE(raw.exec("INSERT OR REPLACE INTO events VALUES (42, 'old-run', 1, 'x', '', 0, '{}')"), "");
+}
+
+// v9 let a review be abandoned: a v8 ledger keeps its reviews, and the status
+// accepts 'abandoned' and still refuses what is not a status.
+TEST(LedgerFile, AVersion8LedgerKeepsItsReviewsAndAcceptsAbandoned) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 8));
+    ASSERT_EQ(
+        raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
+                 " (5, 5, 'v5'), (6, 6, 'v6'), (7, 7, 'v7'), (8, 8, 'v8');"
+                 "INSERT INTO reviews VALUES ('v', 'n', '/w', 'spend_cap', '', 1, '{}', 1, 1);"),
+        "");
+    EXPECT_NE(raw.exec("UPDATE reviews SET status = 'abandoned'"), "") << "v8 knows no such status";
+  }
+  {
+    auto store = open_sqlite_store(path);
+    ASSERT_TRUE(store) << store.error().message;
+    auto* reviews = dynamic_cast<ReviewStore*>(store->get());
+    ASSERT_NE(reviews, nullptr);
+    auto found = reviews->find_review("v");
+    ASSERT_TRUE(found && found->has_value());
+    EXPECT_EQ((*found)->status, ReviewStatus::SpendCap);
+    ReviewRecord r = **found;
+    r.status = ReviewStatus::Abandoned;
+    ASSERT_TRUE(reviews->update_review(r));
+  }
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
+  EXPECT_EQ(raw.query("SELECT status || ':' || rounds FROM reviews"), "abandoned:1");
+  EXPECT_NE(raw.exec("UPDATE reviews SET status = 'paused'"), "");
+  EXPECT_EQ(raw.exec("UPDATE reviews SET status = 'running'"), "");
 }
 
 }  // namespace

@@ -113,7 +113,7 @@
 //   id               the review id (e.g. 20261130-150200-paper), primary key
 //   name             the RUN.yaml's name
 //   workspace        the workspace directory (absolute)
-//   status           running | passed | failed | escalated | spend_cap
+//   status           running | passed | failed | escalated | spend_cap | abandoned (v9)
 //   verdict          the last round's verdict: PASS, REVISE, BLOCK, INCOMPLETE ('' before round 1)
 //   rounds           rounds completed
 //   doc              the review document (schemas/review-report.schema.json): the
@@ -460,7 +460,24 @@ SELECT count(*) = 1 FROM sqlite_schema
    AND sql NOT LIKE '%AUTOINCREMENT%' AND sql LIKE '%seq     INTEGER PRIMARY KEY,%'
 )sql";
 
-constexpr std::array<Migration, 8> kMigrations{{
+// v9: a review can be abandoned (`orch review --abandon ID`): one more value in
+// the reviews status CHECK, rewritten as in v7. Every existing row satisfies the
+// wider constraint.
+constexpr const char* kSchemaV9 = R"sql(
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema SET sql = replace(sql, 'status = ''escalated'' OR
+              status = ''spend_cap'')',
+'status = ''escalated'' OR
+              status = ''spend_cap'' OR status = ''abandoned'')')
+ WHERE type = 'table' AND name = 'reviews';
+PRAGMA writable_schema = OFF;
+)sql";
+constexpr const char* kVerifyV9 = R"sql(
+SELECT count(*) = 1 FROM sqlite_schema
+ WHERE type = 'table' AND name = 'reviews' AND sql LIKE '%status = ''spend_cap'' OR status = ''abandoned'')%'
+)sql";
+
+constexpr std::array<Migration, 9> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
@@ -471,6 +488,8 @@ constexpr std::array<Migration, 8> kMigrations{{
      kVerifyV7},
     {8, "events.seq without AUTOINCREMENT: never reused since events are never deleted", kSchemaV8, true,
      kVerifyV8},
+    {9, "reviews.status abandoned: a review ended unfinished by orch review --abandon", kSchemaV9, true,
+     kVerifyV9},
 }};
 
 }  // namespace

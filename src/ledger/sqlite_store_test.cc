@@ -376,7 +376,7 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 8);
+  EXPECT_EQ(store_schema_version(), 9);
   EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
 }
 
@@ -504,6 +504,9 @@ TEST(SqliteStore, ReviewsRoundTripAndTheSchemaChecksThem) {
   EXPECT_FALSE(store.connection().exec("UPDATE reviews SET doc = 'not json'", "a broken document"));
   EXPECT_EQ(review_status_name(ReviewStatus::SpendCap), std::string("spend_cap"));
   EXPECT_EQ(parse_review_status("escalated"), ReviewStatus::Escalated);
+  EXPECT_EQ(review_status_name(ReviewStatus::Abandoned), std::string("abandoned"));
+  EXPECT_EQ(parse_review_status("abandoned"), ReviewStatus::Abandoned);
+  EXPECT_TRUE(store.connection().exec("UPDATE reviews SET status = 'abandoned'", "abandoning every review"));
 }
 
 }  // namespace

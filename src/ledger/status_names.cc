@@ -55,12 +55,13 @@ constexpr std::array<std::pair<TraceStatus, const char*>, 4> kTrace{{
     {TraceStatus::Escalated, "escalated"},
     {TraceStatus::Abandoned, "abandoned"},
 }};
-constexpr std::array<std::pair<ReviewStatus, const char*>, 5> kReview{{
+constexpr std::array<std::pair<ReviewStatus, const char*>, 6> kReview{{
     {ReviewStatus::Running, "running"},
     {ReviewStatus::Passed, "passed"},
     {ReviewStatus::Failed, "failed"},
     {ReviewStatus::Escalated, "escalated"},
     {ReviewStatus::SpendCap, "spend_cap"},
+    {ReviewStatus::Abandoned, "abandoned"},
 }};
 }  // namespace
 

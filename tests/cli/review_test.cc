@@ -940,6 +940,14 @@ TEST(CliReview, AReviewDrivenElsewhereNamesACommandThatWorks) {
   const std::string kill_it = fmt::format("`kill -INT {}`", pid);
   EXPECT_NE(busy.err.find(kill_it), std::string::npos) << busy.err;
   EXPECT_NE(busy.err.find(fmt::format("`orch review --resume {}`", id)), std::string::npos) << busy.err;
+  // Nor can it be abandoned while it runs: the message names the command for that.
+  auto busy_abandon = run_orch({"review", "--abandon", id}, p.path());
+  EXPECT_EQ(busy_abandon.exit_code, 2) << busy_abandon.err;
+  EXPECT_NE(busy_abandon.err.find(kill_it), std::string::npos) << busy_abandon.err;
+  EXPECT_NE(busy_abandon.err.find(fmt::format("end it with `orch review --abandon {}`", id)),
+            std::string::npos)
+      << busy_abandon.err;
+  EXPECT_EQ(review_doc_of(run_orch({"review", "--list", "--json"}, p.path()).out)[0]["status"], "running");
   // What it says works: the interrupted review resumes.
   kill(pid, SIGINT);
   EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(p.d / "out.txt");
@@ -1185,6 +1193,62 @@ TEST(CliReview, ANewReviewOfArtifactsAnUnfinishedReviewHoldsWarns) {
   EXPECT_EQ(elsewhere.err.find("WARNING: review"), std::string::npos) << elsewhere.err;
 }
 
+// `--abandon ID` ends an unfinished review: recorded as abandoned (the ledger, the
+// copies beside it, --list), no longer warned about or resumable; a review that
+// has ended, or an unknown one, is refused with exit 2.
+TEST(CliReview, AbandoningAnUnfinishedReviewEndsItAndItsWarning) {
+  json scenario = {{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}}};
+  Project p(scenario,
+            run_yaml("spend_cap_tokens: 1500\n",
+                     "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"),
+            "    reserve_tokens: 1000\n");
+  auto first = review(p);
+  ASSERT_EQ(first.doc["status"], "spend_cap") << first.err;
+  const std::string id = first.doc["id"];
+  const std::string doc_before = read_file(p.d / "doc.md");
+
+  auto abandoned = run_orch({"review", "--abandon", id, "--json"}, p.path());
+  ASSERT_EQ(abandoned.exit_code, 0) << abandoned.err;
+  const json doc = review_doc_of(abandoned.out);
+  expect_valid_report(doc);
+  EXPECT_EQ(doc["status"], "abandoned");
+  EXPECT_EQ(doc["id"], id);
+  EXPECT_NE(doc["stop_reason"].get<std::string>().find("abandoned by `orch review --abandon` (spend_cap, "),
+            std::string::npos)
+      << doc["stop_reason"];
+  EXPECT_EQ(doc["rounds"], first.doc["rounds"]) << "what was done stays";
+  EXPECT_NE(abandoned.err.find(fmt::format("review {}: abandoned", id)), std::string::npos) << abandoned.err;
+  EXPECT_EQ(read_file(p.d / "doc.md"), doc_before) << "no file is touched";
+  EXPECT_EQ(review_doc_of(read_file(p.d / ".orch" / "reviews" / (id + ".json")))["status"], "abandoned");
+  EXPECT_NE(review_markdown_of(p, doc).find("abandoned"), std::string::npos);
+
+  auto list = run_orch({"review", "--list", "--json"}, p.path());
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  const json listed = review_doc_of(list.out);
+  ASSERT_EQ(listed.size(), 1u) << list.out;
+  EXPECT_EQ(listed[0]["status"], "abandoned");
+
+  auto second = review(p);
+  EXPECT_EQ(second.err.find("WARNING: review"), std::string::npos) << second.err;
+
+  auto resumed = run_orch({"review", "--resume", id, "--spend-cap", "100000"}, p.path());
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.err;
+  EXPECT_NE(resumed.err.find(fmt::format("review '{}' has ended (abandoned): nothing to resume", id)),
+            std::string::npos)
+      << resumed.err;
+  auto again = run_orch({"review", "--abandon", id}, p.path());
+  EXPECT_EQ(again.exit_code, 2) << again.err;
+  EXPECT_NE(again.err.find(fmt::format("review '{}' has ended (abandoned): nothing to abandon", id)),
+            std::string::npos)
+      << again.err;
+  auto unknown = run_orch({"review", "--abandon", "no-such-review"}, p.path());
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+  EXPECT_NE(unknown.err.find("no review 'no-such-review'"), std::string::npos) << unknown.err;
+  auto both = run_orch({"review", "--abandon", id, "--list"}, p.path());
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_NE(both.err.find("give one of"), std::string::npos) << both.err;
+}
+
 // The spend cap reached by the fix: the fix stays pending and runs when resumed
 // with a higher cap.
 TEST(CliReview, TheSpendCapInTheFixPhaseLeavesItPendingForTheResume) {
@@ -1237,12 +1301,14 @@ TEST(CliReview, SeveralReviewersPerLensAndAReviewWithoutFreshContext) {
 // `timeout` sends: one that killed orch would show as 143) stops it once: a later
 // one does not kill orch before the report.
 TEST(CliReview, AnInterruptedReviewExits130AndResumes) {
-  json slow_then_answer = {{"attempts", json::array({json{{"sleep", 30}, {"raw", "slow"}}, answer({kArgc})})}};
+  json slow_then_answer = {
+      {"attempts", json::array({json{{"sleep", 30}, {"raw", "slow"}}, answer({kArgc})})}};
   json scenario = json::object();
   scenario["reviewer"]["correctness"]["default"] = slow_then_answer;
   Project p(scenario, run_yaml("max_rounds: 1\ndry_rounds: 1\n",
                                "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"));
-  pid_t pid = orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
+  pid_t pid =
+      orch::testing::spawn_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path(), p.d / "out.txt");
   ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("reviewer correctness 1 1") == 1; }, 30000))
       << read_file(p.d / "out.txt");
   kill(pid, SIGINT);
@@ -1252,7 +1318,8 @@ TEST(CliReview, AnInterruptedReviewExits130AndResumes) {
   }
   EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(p.d / "out.txt");
   const std::string out = read_file(p.d / "out.txt");
-  EXPECT_NE(out.find("interrupted in round 1 (reviewers): continue with `orch review --resume"), std::string::npos)
+  EXPECT_NE(out.find("interrupted in round 1 (reviewers): continue with `orch review --resume"),
+            std::string::npos)
       << out;
   auto list = run_orch({"review", "--list", "--json"}, p.path());
   const json reviews = review_doc_of(list.out);
