@@ -1169,15 +1169,21 @@ TEST(CliReview, AResumeWithDiscardEditsPutsTheFileBackAsBeforeTheFix) {
   EXPECT_EQ(flags.exit_code, 2) << "--keep-edits goes with --resume: " << flags.err;
 }
 
+// A review of one lens that its spend cap stops in round 1: unfinished.
+struct StoppedAtItsCap {
+  Project p{json{{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}}},
+            run_yaml("spend_cap_tokens: 1500\n",
+                     "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"),
+            "    reserve_tokens: 1000\n"};
+  Reviewed first = review(p);
+};
+
 // A new review of artifacts an unfinished review still holds warns, naming that
 // review and how to go on with it (before, it said nothing).
 TEST(CliReview, ANewReviewOfArtifactsAnUnfinishedReviewHoldsWarns) {
-  json scenario = {{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}}};
-  Project p(scenario,
-            run_yaml("spend_cap_tokens: 1500\n",
-                     "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"),
-            "    reserve_tokens: 1000\n");
-  auto first = review(p);
+  StoppedAtItsCap stopped;
+  Project& p = stopped.p;
+  const Reviewed& first = stopped.first;
   ASSERT_EQ(first.doc["status"], "spend_cap") << first.err;
   const std::string id = first.doc["id"];
   auto second = review(p);
@@ -1197,12 +1203,9 @@ TEST(CliReview, ANewReviewOfArtifactsAnUnfinishedReviewHoldsWarns) {
 // copies beside it, --list), no longer warned about or resumable; a review that
 // has ended, or an unknown one, is refused with exit 2.
 TEST(CliReview, AbandoningAnUnfinishedReviewEndsItAndItsWarning) {
-  json scenario = {{"reviewer", {{"correctness", {{"default", answer({kArgc})}}}}}};
-  Project p(scenario,
-            run_yaml("spend_cap_tokens: 1500\n",
-                     "  - {name: correctness, prompt: lenses/correctness.md, worker: fake}\n"),
-            "    reserve_tokens: 1000\n");
-  auto first = review(p);
+  StoppedAtItsCap stopped;
+  Project& p = stopped.p;
+  const Reviewed& first = stopped.first;
   ASSERT_EQ(first.doc["status"], "spend_cap") << first.err;
   const std::string id = first.doc["id"];
   const std::string doc_before = read_file(p.d / "doc.md");
