@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -193,6 +194,12 @@ class PathCache {
     for (;;) {
       const auto colon = rest.find(':');
       const std::string dir(rest.substr(0, colon));
+      // A folder named twice (PATH=/a:/b:/a) was searched the first time.
+      if (std::find(entry.dirs.begin(), entry.dirs.end(), dir) != entry.dirs.end()) {
+        if (colon == std::string_view::npos) return std::nullopt;
+        rest.remove_prefix(colon + 1);
+        continue;
+      }
       // The folder's stamp first: a file added to it after this is noticed later.
       const Stamp stamp = stamp_of(dir);
       if (stamp.exists && stamp.mtime.tv_sec + 1 >= now.tv_sec) cacheable = false;

@@ -234,6 +234,40 @@ TEST(Subprocess, APathLookupIsRememberedUntilAPathFolderChanges) {
   EXPECT_EQ(run(), "failed: cannot run 'orch-test-hashed': No such file or directory (not found in PATH)");
 }
 
+// A folder named twice in PATH is searched once; what is added to it later is
+// still found first.
+TEST(Subprocess, AFolderNamedTwiceInPathIsSearchedOnceAndStillWatched) {
+  TempDir dir;
+  write_file(dir / "second/orch-test-twice", "#!/bin/sh\necho second\n");
+  fs::permissions(dir / "second/orch-test-twice", fs::perms::owner_all);
+  fs::create_directories(dir / "first");
+  age(dir / "first");
+  age(dir / "second");
+  EventLoop loop;
+  Subprocess::Options options;
+  options.argv = {"orch-test-twice"};
+  const std::string first = (dir / "first").string();
+  options.env = {
+      {"PATH", first + ":" + first + ":" + (dir / "second").string() + ":" + first + ":/usr/bin:/bin"}};
+  auto run = [&] {
+    Child c;
+    auto started = c.start(loop, options);
+    if (!started) return "failed: " + started.error().message;
+    EXPECT_TRUE(run_until(loop, [&] { return c.exit.has_value(); }));
+    return c.out;
+  };
+  const std::size_t before = subprocess_path_searches();
+  EXPECT_EQ(run(), "second\n");
+  EXPECT_EQ(run(), "second\n");
+  EXPECT_EQ(subprocess_path_searches(), before + 1) << "searched once, then remembered";
+  write_file(dir / "first/orch-test-twice", "#!/bin/sh\necho first\n");
+  fs::permissions(dir / "first/orch-test-twice", fs::perms::owner_all);
+  EXPECT_EQ(run(), "first\n");
+  fs::remove(dir / "first/orch-test-twice");
+  fs::remove(dir / "second/orch-test-twice");
+  EXPECT_EQ(run(), "failed: cannot run 'orch-test-twice': No such file or directory (not found in PATH)");
+}
+
 // A relative PATH entry is resolved in the step's working folder, as the child
 // would: the lookup cache leaves such a PATH alone.
 TEST(Subprocess, ARelativePathEntryIsResolvedInTheWorkingFolder) {
