@@ -1,6 +1,5 @@
 // Black-box tests of the real orch binary on real plans.
 #include <fcntl.h>
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -10,7 +9,6 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -808,64 +806,6 @@ TEST(Cli, AStoredPlanThatNoLongerValidatesSaysToResumeWithReplan) {
   EXPECT_NE(resumed.err.find("orch resume " + id + " --replan PLAN"), std::string::npos) << resumed.err;
   write_file(d / "fixed.yaml", "steps:\n  - {id: a, sh: 'exit 0'}\n");
   EXPECT_EQ(run_orch({"resume", id, "--replan", "fixed.yaml"}, d.path()).exit_code, 0);
-}
-
-// A stored plan of 256 KiB or more is resumed on two threads (the step rows are
-// read while the plan is parsed, then the plan is validated while the
-// scheduler's state is built): the same outcome as a small one.
-TEST(Cli, ALargePlanIsResumedAsASmallOneIs) {
-  TempDir d;
-  std::string plan =
-      "steps:\n  - {id: early, executor: builtin:echo, inputs: {text: early-result}}\n"
-      "  - {id: gate, sh: 'test -f go', attempts: 1}\n"
-      "  - {id: tail, deps: [gate, early], run: [echo, '${steps.early.result}']}\n";
-  const std::string padding(120, 'x');
-  for (int i = 0; i < 2000; ++i)
-    plan +=
-        fmt::format("  - {{id: s{:04}, deps: [gate], executor: builtin:echo, inputs: {{text: '{}-{}'}}}}\n",
-                    i, padding, i);
-  ASSERT_GE(plan.size(), std::size_t{256} * 1024);
-  write_file(d / "p.yaml", plan);
-  auto first = run_orch({"run", "p.yaml"}, d.path());
-  ASSERT_EQ(first.exit_code, 1) << first.err;
-  const std::string id = run_id_in(first.err);
-  write_file(d / "go", "");
-  auto resumed = run_orch({"resume", id, "--json"}, d.path());
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  auto doc = nlohmann::json::parse(resumed.out);
-  EXPECT_EQ(doc["run"]["status"], "succeeded");
-  std::map<std::string, nlohmann::json> steps;
-  for (auto& s : doc["steps"]) steps[s["id"]] = s;
-  ASSERT_EQ(steps.size(), 2003u);
-  for (const auto& [step, s] : steps) EXPECT_EQ(s["status"], "done") << step;
-  EXPECT_EQ(steps["early"]["attempts"].size(), 1u);  // done before the failure: not run again
-  // The result of a step done before the failure still fills a placeholder.
-  EXPECT_EQ(run_orch({"logs", id, "tail"}, d.path()).out, "early-result\n");
-  EXPECT_EQ(steps["s1999"]["result_bytes"], padding.size() + 5);  // "xxx…-1999"
-
-  // And a large stored plan that no longer validates is refused as a small one is.
-  write_file(d / "p2.yaml", plan);
-  auto failed = run_orch({"run", "p2.yaml"}, d.path());
-  const std::string id2 = run_id_in(failed.err);
-  ASSERT_EQ(failed.exit_code, 0) << failed.err;  // `go` exists now
-  fs::path db = d / ".orch" / "orch.db";
-  sqlite3* h = nullptr;
-  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
-  std::string broken = plan + "  - {id: s0001, executor: builtin:echo, inputs: {text: again}}\n";
-  sqlite3_stmt* st = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(h, "insert into plans values (?1, 2, 'p2.yaml', ?2, 0)", -1, &st, nullptr),
-            SQLITE_OK);
-  sqlite3_bind_text(st, 1, id2.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 2, broken.c_str(), -1, SQLITE_TRANSIENT);
-  EXPECT_EQ(sqlite3_step(st), SQLITE_DONE) << sqlite3_errmsg(h);
-  sqlite3_finalize(st);
-  const std::string update = "update runs set plan_version = 2, status = 'failed' where id = '" + id2 + "'";
-  EXPECT_EQ(sqlite3_exec(h, update.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
-  sqlite3_close(h);
-  auto refused = run_orch({"resume", id2}, d.path());
-  EXPECT_EQ(refused.exit_code, 2) << refused.err;
-  EXPECT_NE(refused.err.find("does not validate any more"), std::string::npos) << refused.err;
-  EXPECT_NE(refused.err.find("duplicate"), std::string::npos) << refused.err;
 }
 
 TEST(Cli, TheWallTimeDrivenBeforeAKillIsKeptForTheBudget) {
