@@ -22,6 +22,11 @@ namespace orch {
 struct LoadResult {
   Plan plan;               // as much of the plan as could be read
   Diagnostics diagnostics;  // empty when the text was well-formed
+  // The text was well-formed and its step list (empty, perhaps) could be read, so
+  // validate_plan's checks mean something even when some fields were not read;
+  // false after a syntax error, for a document that is not a plan, or a `steps:`
+  // that is not a list.
+  bool checkable = false;
 };
 
 // Parses `text`; `file` is used in diagnostics and as Plan::source_path.

@@ -17,6 +17,7 @@
 
 #include "orch/diagnostic.h"
 #include "orch/plan.h"
+#include "orch/plan_loader.h"
 
 namespace orch {
 
@@ -35,6 +36,12 @@ struct ValidateOptions {
 };
 
 Diagnostics validate_plan(const Plan& plan, const ValidateOptions& options);
+
+// Every problem of a plan as parse_plan read it, at once and in file order: what
+// the loader said, and validate_plan's problems whenever they mean something (the
+// loader said nothing, or `loaded.checkable`: a plan with a readable step list
+// whose other fields were not all read).
+Diagnostics plan_problems(const LoadResult& loaded, const ValidateOptions& options);
 
 // A problem with `step`, for executors' check_step: at the line of the first of
 // `fields` the step wrote ("executor", "inputs", ...), else the step's own line.

@@ -28,18 +28,10 @@ PlanInput read_and_validate(const std::string& path, const std::string& workspac
   }
   in.text = std::move(*text);
   LoadResult loaded = parse_plan_from(in.text, path);  // "-": named <stdin>, no folder of its own
-  in.plan = std::move(loaded.plan);
-  in.problems = std::move(loaded.diagnostics);
   // Every problem at once: the checks of what could be read run even when some
   // fields could not be read, and the two lists are merged in file order.
-  // A file that could not be parsed at all (no steps read) gets only its syntax
-  // errors: "plan has no steps" on top would be noise.
-  if (in.problems.empty() || !in.plan.steps.empty()) {
-    Diagnostics semantic = validate_plan(in.plan, validate_options_for(workspace, path, executors));
-    in.problems.insert(in.problems.end(), semantic.begin(), semantic.end());
-  }
-  std::stable_sort(in.problems.begin(), in.problems.end(),
-                   [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+  in.problems = plan_problems(loaded, validate_options_for(workspace, path, executors));
+  in.plan = std::move(loaded.plan);
   return in;
 }
 

@@ -315,16 +315,9 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // checks of what could be read run even when some fields could not be read
   // (a plan that could not be parsed at all gets only its syntax errors).
   if (!loaded.diagnostics.empty()) {
-    Diagnostics problems = std::move(loaded.diagnostics);
-    if (!loaded.plan.steps.empty()) {
-      ValidateOptions checks = validate_options_for(run_.workspace, path, *executors_);
-      checks.file_name = name;
-      Diagnostics semantic = validate_plan(loaded.plan, checks);
-      problems.insert(problems.end(), semantic.begin(), semantic.end());
-      std::stable_sort(problems.begin(), problems.end(),
-                       [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
-    }
-    return invalid(problems);
+    ValidateOptions checks = validate_options_for(run_.workspace, path, *executors_);
+    checks.file_name = name;
+    return invalid(plan_problems(loaded, checks));
   }
   if (!rows_read) return std::unexpected(rows_read.error());
   std::vector<StepRecord> rows = std::move(*rows_read);

@@ -378,6 +378,34 @@ steps:
   EXPECT_EQ(step(out.run_id, "timed").reason, "timed out after 200ms");
 }
 
+// The plan's wall budget running out stops what runs at that cap: timed_out with
+// the budget as its reason, as when it was the attempt's timeout; the run ends
+// budget_exhausted and what did not start is skipped for it.
+TEST_F(EngineTest, ThePlansWallBudgetRunningOutStopsWhatRunsAsTimedOut) {
+  auto out = run(R"(
+concurrency: 2
+budget: {wall: 300ms}
+steps:
+  - {id: s, sh: 'sleep 5'}
+  - {id: u, sh: 'sleep 5'}
+  - {id: t, deps: [s], run: ['true']}
+)");
+  EXPECT_EQ(out.status, RunStatus::BudgetExhausted) << out.reason;
+  for (const char* id : {"s", "u"}) {
+    SCOPED_TRACE(id);
+    auto a = attempts(out.run_id, id);
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].status, AttemptStatus::TimedOut);
+    EXPECT_EQ(a[0].ending, "timed_out");
+    EXPECT_TRUE(a[0].counted);
+    EXPECT_EQ(a[0].reason, "budget exhausted: wall: 300 ms used of 300 ms");
+    EXPECT_EQ(step(out.run_id, id).status, StepStatus::Failed);
+  }
+  EXPECT_EQ(step(out.run_id, "t").status, StepStatus::Skipped);
+  EXPECT_NE(step(out.run_id, "t").reason.find("budget exhausted: wall"), std::string::npos)
+      << step(out.run_id, "t").reason;
+}
+
 // An attempt's time is its process's and then its checks': a check that takes a
 // second makes the attempt (and the step's wall time) a second long.
 TEST_F(EngineTest, AnAttemptsTimeIncludesItsChecks) {

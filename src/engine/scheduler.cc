@@ -422,7 +422,9 @@ Expected<RunOutcome> Scheduler::run_loop() {
       wall_timer_ = 0;
       request_stop(StopKind::Budget,
                    "budget exhausted: " + budget_->exhausted(wall_ms_now()).value_or("wall"));
-      cancel_in_flight("plan wall budget exhausted");
+      // What runs is stopped at the cap, as an attempt whose timeout was the
+      // budget's rest would have been (docs/plan-format.md, "Budgets").
+      cancel_in_flight(plan_wall_spent(), true);
     });
   }
   index_ready();
@@ -571,9 +573,7 @@ Expected<void> Scheduler::settle_completions() {
       case Completion::Kind::CheckDone: {
         s.flight().check_running.reset();
         if (!s.flight().cancel_reason.empty()) {
-          finish_attempt(c.step,
-                         stop_ == StopKind::Interrupt ? AttemptStatus::Interrupted : AttemptStatus::Cancelled,
-                         s.flight().cancel_reason);
+          finish_attempt(c.step, stopped_status(s.flight()), s.flight().cancel_reason);
           break;
         }
         const auto& post = s.step->post;
@@ -630,13 +630,24 @@ void Scheduler::request_stop(StopKind kind, const std::string& reason) {
   if (kind == StopKind::Interrupt || kind == StopKind::Cancel) cancel_in_flight(reason);
 }
 
-void Scheduler::cancel_in_flight(const std::string& reason) {
+void Scheduler::cancel_in_flight(const std::string& reason, bool wall_budget) {
   for (auto& s : steps_) {
     if (!s.in_flight || !s.flight().cancel_reason.empty()) continue;
     s.flight().cancel_reason = reason;
+    s.flight().cancel_is_wall_budget = wall_budget;
     if (s.flight().running) s.flight().running->cancel(reason);
     if (s.flight().check_running) s.flight().check_running->cancel(reason);
   }
+}
+
+AttemptStatus Scheduler::stopped_status(const Flight& f) const {
+  if (stop_ == StopKind::Interrupt) return AttemptStatus::Interrupted;
+  return f.cancel_is_wall_budget ? AttemptStatus::TimedOut : AttemptStatus::Cancelled;
+}
+
+std::string Scheduler::plan_wall_spent() const {
+  const std::int64_t limit = budget_->limits().wall ? budget_->limits().wall->count() : 0;
+  return fmt::format("budget exhausted: wall: {} ms used of {} ms", limit, limit);
 }
 
 // ---- dispatch --------------------------------------------------------------
@@ -876,6 +887,7 @@ bool Scheduler::prepare_attempt(int i) {
   s.flight().checks.clear();
   s.flight().next_check = 0;
   s.flight().cancel_reason.clear();
+  s.flight().cancel_is_wall_budget = false;
   s.flight().pending_render_error.clear();
   s.flight().pending_error_is_setup = false;
 
@@ -911,8 +923,7 @@ bool Scheduler::prepare_attempt(int i) {
     milliseconds cap(std::max<std::int64_t>(*left, 1));
     if (!timeout || cap < *timeout) {
       timeout = cap;
-      const std::int64_t limit = budget_->limits().wall ? budget_->limits().wall->count() : 0;
-      s.flight().timeout_is_budget = fmt::format("budget exhausted: wall: {} ms used of {} ms", limit, limit);
+      s.flight().timeout_is_budget = plan_wall_spent();
     }
   }
   if (step.budget.wall) {
@@ -1074,8 +1085,7 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
   s.flight().outcome = std::move(outcome);
   s.flight().outcome_at = std::chrono::steady_clock::now();
   if (!s.flight().cancel_reason.empty()) {
-    AttemptStatus st = stop_ == StopKind::Interrupt ? AttemptStatus::Interrupted : AttemptStatus::Cancelled;
-    finish_attempt(i, st, s.flight().cancel_reason);
+    finish_attempt(i, stopped_status(s.flight()), s.flight().cancel_reason);
     return;
   }
   const AttemptOutcome& o = *s.flight().outcome;
@@ -1191,6 +1201,8 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   // Stopped by orch for a signal it got, not by a cancel: said as a resume after
   // kill -9 says it.
   if (status == AttemptStatus::Interrupted && o.ending == AttemptEnding::Cancelled) a.ending = "interrupted";
+  // Stopped when the plan's wall budget ran out: at its cap, as a timeout.
+  if (status == AttemptStatus::TimedOut && o.ending == AttemptEnding::Cancelled) a.ending = "timed_out";
   a.exit_code = o.exit_code;
   a.signal = o.signal;
   a.reason = reason;

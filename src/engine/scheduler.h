@@ -51,6 +51,9 @@ struct Flight {
   std::size_t next_check = 0;
   std::unique_ptr<RunningAttempt> check_running;
   std::string cancel_reason;  // set when orch itself stops the attempt
+  // Stopped because the plan's wall budget ran out: recorded timed_out, as an
+  // attempt whose timeout was what was left of that budget (timeout_is_budget).
+  bool cancel_is_wall_budget = false;
   std::string pending_render_error;
   bool pending_error_is_setup = false;  // the plan itself, every retry would fail the same way
   // The attempt's row is not in the ledger yet: it is inserted once, finished,
@@ -190,7 +193,12 @@ class Scheduler {
   std::chrono::milliseconds transient_backoff(std::chrono::milliseconds base, int failures,
                                               std::optional<std::chrono::milliseconds> retry_after);
   void request_stop(StopKind kind, const std::string& reason);
-  void cancel_in_flight(const std::string& reason);
+  void cancel_in_flight(const std::string& reason, bool wall_budget = false);
+  // How an attempt orch stopped is recorded: interrupted (a signal), timed_out
+  // (the plan's wall budget ran out) or cancelled.
+  AttemptStatus stopped_status(const Flight& f) const;
+  // "budget exhausted: wall: N ms used of N ms", for the plan's wall budget.
+  std::string plan_wall_spent() const;
   void poll_cancel_request();
   Expected<RunOutcome> finish_run();
 

@@ -30,14 +30,8 @@ struct Checked {
 // The core loader and validator, exactly as for a user's plan file.
 Checked load_and_validate(const std::string& text, const std::string& label, const PlannerOptions& o) {
   LoadResult loaded = parse_plan(text, label);
-  Checked c{std::move(loaded.plan), std::move(loaded.diagnostics)};
-  if (c.problems.empty() || !c.plan.steps.empty()) {
-    Diagnostics semantic = validate_plan(c.plan, validate_options_for(o.workspace, "", *o.executors));
-    c.problems.insert(c.problems.end(), semantic.begin(), semantic.end());
-  }
-  std::stable_sort(c.problems.begin(), c.problems.end(),
-                   [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
-  return c;
+  Diagnostics problems = plan_problems(loaded, validate_options_for(o.workspace, "", *o.executors));
+  return Checked{std::move(loaded.plan), std::move(problems)};
 }
 
 std::string problems_text(const Diagnostics& problems) {

@@ -1,7 +1,7 @@
 // The bad-plan corpus (tests/bad-plans/): every file has one problem, and
 // EXPECTATIONS says which line the diagnostic must carry and what it must say.
-// Plans are checked the way `orch validate` does: parse, then (when the text
-// parsed cleanly) validate with default options in a fresh workspace.
+// Plans are checked the way `orch validate` does (plan_problems), with default
+// options in a fresh workspace.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -55,10 +55,9 @@ std::vector<Expectation> read_expectations(const fs::path& path) {
 Diagnostics check_file(const fs::path& plan, const fs::path& workspace) {
   auto loaded = load_plan_file(plan.string());
   if (!loaded) return {Diagnostic{plan.string(), 0, "", loaded.error().message}};
-  if (!loaded->diagnostics.empty()) return loaded->diagnostics;
   ValidateOptions options;
   options.workspace = workspace;
-  return validate_plan(loaded->plan, options);
+  return plan_problems(*loaded, options);
 }
 
 TEST(BadPlans, EveryExpectationHolds) {

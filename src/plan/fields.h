@@ -26,6 +26,10 @@ struct ReadContext {
   // A StepSpec list whose items look like orch steps (they have an `id`) was said
   // to be one once; its other items are not reported again key by key.
   bool said_orch_steps_in_a_list = false;
+  // The document is not a plan whose step list could be read (its root is a
+  // scalar, or `steps:` is not a list): the plan's own checks would only add
+  // "plan has no steps" to what was said.
+  bool no_step_list = false;
 
   void error(int line, std::string message) const;
   SourceLoc loc(int line) const { return SourceLoc{file, line}; }

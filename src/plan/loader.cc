@@ -267,6 +267,7 @@ void read_orch_plan(ReadContext& ctx, DocNode& root, Plan& plan) {
       if (f.value.is_null()) return;  // an empty plan: validate_plan says so
       if (!f.value.is_sequence()) {
         ctx.error(f.line, fmt::format("'steps' must be a list of steps, got {}", detail::describe(f.value)));
+        ctx.no_step_list = true;
         return;
       }
       steps = &f.value;
@@ -285,6 +286,7 @@ void read_root(ReadContext& ctx, DocNode& root, Plan& plan) {
   } else if (root.is_sequence()) {
     detail::read_stepspec_plan(ctx, root, plan);
   } else if (!root.is_null()) {
+    ctx.no_step_list = true;
     ctx.error(root.line ? root.line : 1,
               fmt::format("a plan must be a mapping with 'steps:' (or a StepSpec JSON list), "
                           "got {}",
@@ -327,6 +329,7 @@ bool read_json_plan(ReadContext& ctx, std::string_view body, LoadResult& result)
                                             fmt::format("JSON syntax error: {}", doc.error().message)});
     return true;
   }
+  result.checkable = true;
   read_root(ctx, *doc, plan);
   return true;
 }
@@ -349,6 +352,7 @@ void read_yaml_plan(ReadContext& ctx, std::string_view body, LoadResult& result)
   // Misused merge keys: reported with the rest of the plan's mistakes.
   for (auto& p : problems)
     result.diagnostics.push_back(Diagnostic{plan.source_path, p.line, "", std::move(p.message)});
+  result.checkable = true;
   read_root(ctx, *doc, plan);
 }
 
@@ -371,10 +375,12 @@ LoadResult parse_plan(std::string_view text, const std::string& file) {
     // Nothing below throws by design; this keeps a library surprise (bad_alloc,
     // say) from escaping as an exception.
     result.diagnostics.push_back(Diagnostic{file, 0, "", fmt::format("cannot read the plan: {}", e.what())});
+    result.checkable = false;
   }
   // A list of orch steps that forgot `steps:` was said to be one; checked further
   // as StepSpecs, every step would add "a shell step needs its command" to it.
   if (ctx.said_orch_steps_in_a_list) result.plan.steps.clear();
+  if (ctx.said_orch_steps_in_a_list || ctx.no_step_list) result.checkable = false;
   // Streamed steps report before the plan-level keys around them: put them in file order.
   std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(),
                    [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });

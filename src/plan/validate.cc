@@ -334,4 +334,16 @@ Diagnostic step_diagnostic(const Step& step, std::initializer_list<std::string_v
   return d;
 }
 
+Diagnostics plan_problems(const LoadResult& loaded, const ValidateOptions& options) {
+  Diagnostics problems = loaded.diagnostics;
+  if (problems.empty() || loaded.checkable) {
+    Diagnostics semantic = validate_plan(loaded.plan, options);
+    problems.insert(problems.end(), std::make_move_iterator(semantic.begin()),
+                    std::make_move_iterator(semantic.end()));
+  }
+  std::stable_sort(problems.begin(), problems.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+  return problems;
+}
+
 }  // namespace orch

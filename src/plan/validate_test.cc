@@ -128,6 +128,38 @@ TEST_F(Validate, EmptyPlan) {
   EXPECT_TRUE(has(check_plan(Plan{}), "plan has no steps"));
 }
 
+// Every problem at once, in file order, even when the loader could not read
+// every field; only what the loader says when there is no plan to check.
+TEST_F(Validate, PlanProblemsListsTheLoadersAndTheChecksTogether) {
+  auto problems = [&](const std::string& text) {
+    std::vector<std::string> out;
+    for (const auto& d : plan_problems(parse_plan(text, "p.yaml"), options_)) out.push_back(d.to_string());
+    return out;
+  };
+  // No steps and an unknown key: the checks run all the same.
+  EXPECT_EQ(problems("concurrency: 0\nbogus: 1\nsteps: []\n"),
+            (std::vector<std::string>{"p.yaml:1: 'concurrency' must be at least 1, got 0",
+                                      "p.yaml:2: unknown key 'bogus'", "p.yaml:3: plan has no steps"}));
+  EXPECT_EQ(problems("on_failure: stop\nconcurrency: 0\n"),
+            (std::vector<std::string>{"p.yaml:1: 'on_failure' must be 'abort' or 'continue', got 'stop'",
+                                      "p.yaml:1: plan has no steps",
+                                      "p.yaml:2: 'concurrency' must be at least 1, got 0"}));
+  // A step list with a bad step: the other steps are checked too.
+  EXPECT_TRUE(
+      has(problems("steps:\n  - {id: a, run: [x], colour: red}\n  - {id: b, deps: [nope], run: [y]}\n"),
+          "p.yaml:3: step 'b': depends on unknown step 'nope'"));
+  // Nothing to check: only what the loader said.
+  EXPECT_EQ(problems("steps: 5\n"),
+            (std::vector<std::string>{"p.yaml:1: 'steps' must be a list of steps, got '5'"}));
+  EXPECT_EQ(problems("5\n").size(), 1u);
+  EXPECT_EQ(problems("steps: [\n").size(), 1u);
+  EXPECT_TRUE(has(problems("steps: [\n"), "YAML syntax error"));
+  EXPECT_EQ(problems("{\"steps\": [}").size(), 1u);
+  // A clean text: just the checks.
+  EXPECT_EQ(problems("steps: []\n"), (std::vector<std::string>{"p.yaml:1: plan has no steps"}));
+  EXPECT_TRUE(problems("steps:\n  - {id: a, run: [x]}\n").empty());
+}
+
 TEST_F(Validate, Ids) {
   auto d = check(R"(steps:
   - goal: no id here
