@@ -58,7 +58,8 @@ struct ProgressEvent {
   StepStatus step_status = StepStatus::Pending;
   int attempt = 0;
   std::string reason;
-  std::int64_t duration_ms = 0;
+  std::int64_t duration_ms = 0;           // the step's time: all its attempts
+  std::int64_t attempt_duration_ms = -1;  // the time of attempt `attempt` (-1: not known here)
   // Counts at the time of the event.
   int total = 0, done = 0, running = 0, failed = 0, skipped = 0;
   std::int64_t tokens = 0;

@@ -60,8 +60,14 @@ void ProgressPrinter::on_event(const ProgressEvent& e) {
     std::string status = step_status_name(e.step_status);
     std::string detail = e.reason.empty() ? "" : "  " + first_line(e.reason);
     if (e.attempt > 0) {
-      uncommitted_ += fmt::format("{:<9} {}  (attempt {}, {}){}\n", status, e.step_id, e.attempt,
-                                  human_duration(e.duration_ms), detail);
+      // The attempt's own time, and the step's when earlier attempts (a retry, one
+      // a resume started again) add to it.
+      std::string took = e.attempt_duration_ms >= 0 && e.attempt_duration_ms != e.duration_ms
+                             ? fmt::format("{}; {} in all", human_duration(e.attempt_duration_ms),
+                                           human_duration(e.duration_ms))
+                             : human_duration(e.duration_ms);
+      uncommitted_ +=
+          fmt::format("{:<9} {}  (attempt {}, {}){}\n", status, e.step_id, e.attempt, took, detail);
     } else {  // never attempted: skipped before it started
       uncommitted_ += fmt::format("{:<9} {}{}\n", status, e.step_id, detail);
     }

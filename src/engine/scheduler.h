@@ -107,6 +107,7 @@ struct StepState {
     return *flight_;
   }
   bool has_flight() const { return flight_ != nullptr; }
+  const Flight* flight_if_any() const { return flight_.get(); }
   // A settled step's attempt state, freed at the commit that records it (a run of
   // 100,000 steps would otherwise keep every attempt's spec and record).
   void release_flight() { flight_.reset(); }
