@@ -17,4 +17,10 @@ namespace orch {
 Expected<std::filesystem::path> resolve_in_workspace(const std::filesystem::path& workspace,
                                                      std::string_view path);
 
+// `path` made absolute, with every symlink on it that exists followed (dangling
+// ones too, as the kernel would when creating the file), and "." and ".."
+// applied: the file an open of `path` would reach. Fails (InvalidInput) on a
+// symlink loop, naming `path`.
+Expected<std::filesystem::path> resolve_symlinks(const std::filesystem::path& path);
+
 }  // namespace orch

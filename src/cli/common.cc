@@ -18,6 +18,7 @@
 #include "exec/llm_executor.h"
 #include "exec/tool_executor.h"
 #include "exec/worker_executor.h"
+#include "orch/workspace.h"
 
 namespace orch::cli {
 
@@ -42,12 +43,19 @@ int report_error(const Error& e) {
 Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_exist) {
   if (path.empty())
     return fail(ErrorCode::InvalidInput, "--store is empty: give the ledger's file (e.g. .orch/orch.db)");
-  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+  // The file an open would reach: a ledger named through a symlink is the one the
+  // link names, and its folder (run locks, the runs' outputs) is that file's, so
+  // two paths to one ledger are one store. Messages name the path as given.
+  auto resolved = resolve_symlinks(path);
+  if (!resolved)
+    return fail(ErrorCode::InvalidInput, fmt::format("--store {}: {}", path, resolved.error().message));
+  const std::filesystem::path real = std::move(*resolved);
+  if (std::error_code ec; std::filesystem::is_directory(real, ec))
     return fail(ErrorCode::InvalidInput,
                 fmt::format("--store {} is a folder: give the ledger's file in it (e.g. {}/orch.db)", path,
                             std::filesystem::path(path).string()));
   std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
+  const auto status = std::filesystem::status(real, ec);
   if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
     return fail(
         ErrorCode::InvalidInput,
@@ -80,7 +88,15 @@ Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_e
                               "not the ones above it)",
                               path, above.string()));
   }
-  return open_sqlite_store(path);
+  // Through a symlink that names no file yet, the link's target folder must be
+  // there: orch does not build a tree where the link points.
+  if (std::error_code ec2;
+      !std::filesystem::exists(status) &&
+      real.parent_path() != std::filesystem::absolute(path, ec2).lexically_normal().parent_path() &&
+      !std::filesystem::is_directory(real.parent_path(), ec2))
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("--store {}: it leads to {}, whose folder does not exist", path, real.string()));
+  return open_sqlite_store(real);
 }
 
 Expected<void> check_workspace(const std::string& workspace) {

@@ -10,6 +10,7 @@
 #include "ledger/migrate.h"
 #include "ledger/record_rows.h"
 #include "ledger/schema.h"
+#include "orch/workspace.h"
 
 namespace orch {
 
@@ -64,11 +65,15 @@ Expected<std::unique_ptr<SqliteStore>> SqliteStore::open(const fs::path& db_path
   // Read the environment first: a typo in ORCH_SYNC must not leave a new file behind.
   const SyncMode sync = ORCH_TRY(sync_mode_from_env(std::getenv("ORCH_SYNC")));
   std::error_code ec;
-  const fs::path path = fs::absolute(db_path, ec).lexically_normal();
-  if (ec || db_path.empty()) {
-    return fail(ErrorCode::Io, fmt::format("'{}': not a usable ledger path: {}", db_path.string(),
-                                           ec ? ec.message() : "empty path"));
+  if (db_path.empty()) return fail(ErrorCode::Io, "'': not a usable ledger path: empty path");
+  // The file itself, through any symlink: its folder holds the run locks, so two
+  // paths to one ledger must come to one folder.
+  auto resolved = resolve_symlinks(db_path);
+  if (!resolved) {
+    return fail(resolved.error().code, fmt::format("'{}': not a usable ledger path: {}", db_path.string(),
+                                                   resolved.error().message));
   }
+  const fs::path path = std::move(*resolved);
   fs::create_directories(path.parent_path(), ec);
   if (ec) {
     return fail(ErrorCode::Io,

@@ -73,6 +73,13 @@ bool is_within(const fs::path& inner, const fs::path& outer) {
 
 }  // namespace
 
+Expected<fs::path> resolve_symlinks(const fs::path& path) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec);
+  if (ec) return fail(ErrorCode::Io, fmt::format("path '{}': {}", path.string(), ec.message()));
+  return resolve_real(absolute, path.string());
+}
+
 Expected<fs::path> resolve_in_workspace(const fs::path& workspace, std::string_view path) {
   if (path.empty()) return fail(ErrorCode::InvalidInput, "empty path: a workspace path must name a file or folder");
   if (workspace.empty()) return fail(ErrorCode::InvalidInput, fmt::format("path '{}': no workspace given", path));

@@ -289,6 +289,41 @@ TEST(CliUsage, AStorePathThroughAFileIsRefused) {
   EXPECT_FALSE(fs::exists(d / "a")) << "the step ran";
 }
 
+// A ledger named through a symlink is the same store as through its real path:
+// a run driven through one is seen driven, and refused a second driver, through
+// the other. A symlink that leads nowhere usable is a usage error naming it.
+TEST(CliUsage, AStoreNamedThroughASymlinkIsTheSameStore) {
+  TempDir d;
+  fs::create_directories(d / "real");
+  write_file(d / "p.yaml", "steps:\n  - {id: a, sh: 'echo $$ > a.pid; sleep 30'}\n");
+  fs::create_symlink("real/orch.db", d / "link.db");
+  pid_t driver = testing::spawn_orch({"run", "p.yaml", "--store", "real/orch.db"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(testing::wait_for([&] { return fs::exists(d / "a.pid"); }, 10000));
+  const std::string id = run_id_in(testing::read_file(d / "out.txt"));
+  ASSERT_FALSE(id.empty());
+  auto status = run_orch({"status", id, "--store", "link.db"}, d.path());
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_HAS(status.out, "status running (active)");
+  auto resumed = run_orch({"resume", id, "--store", "link.db"}, d.path());
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.err;
+  EXPECT_HAS(resumed.err, "is already being driven by another orch process");
+  auto cancelled = run_orch({"cancel", id, "--store", "link.db"}, d.path());
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.err;
+  EXPECT_EQ(testing::wait_exit(driver), 130) << testing::read_file(d / "out.txt");
+
+  fs::create_symlink("nowhere/orch.db", d / "dangling.db");
+  auto dangling = run_orch({"run", "p.yaml", "--store", "dangling.db"}, d.path());
+  EXPECT_EQ(dangling.exit_code, 2) << dangling.err;
+  EXPECT_HAS(dangling.err, "--store dangling.db: it leads to ");
+  EXPECT_HAS(dangling.err, "nowhere/orch.db, whose folder does not exist");
+  fs::create_symlink("l2", d / "l1");
+  fs::create_symlink("l1", d / "l2");
+  auto loop = run_orch({"runs", "--store", "l1"}, d.path());
+  EXPECT_EQ(loop.exit_code, 2) << loop.err;
+  EXPECT_HAS(loop.err, "too many levels of symbolic links");
+  EXPECT_FALSE(fs::exists(d / "nowhere"));
+}
+
 // Something put where a log file was (a FIFO) is refused at once, not waited on.
 TEST(CliUsage, LogsRefuseAFifoWhereALogWas) {
   TempDir d;
