@@ -36,7 +36,8 @@ LoadResult parse_plan(std::string_view text, const std::string& file);
 // Refused, with "PATH: " and why: a missing file (NotFound); a folder, a socket,
 // and more than kMaxPlanFileBytes (InvalidInput: a stream that never ends, such
 // as /dev/zero, stops there); a read error (Io). A FIFO is read until its writer
-// closes it (`orch validate <(gen)`); one with no writer reads as empty.
+// closes it (`orch validate <(gen)`); one that gives nothing (no writer had it
+// open: the open does not wait for one) is refused (InvalidInput).
 // PATH "-" is standard input (kStdinPlan), named "<stdin>" in messages.
 inline constexpr std::int64_t kMaxPlanFileBytes = 256LL * 1024 * 1024;
 inline constexpr const char* kStdinPlan = "-";

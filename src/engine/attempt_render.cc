@@ -2,11 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "orch/placeholder.h"
 #include "util/json_text.h"
+#include "util/read_file.h"
 
 namespace orch {
 
@@ -146,10 +144,8 @@ ojson post_for_fingerprint(const Postcondition& p, const std::filesystem::path& 
     j["timeout_ms"] = p.timeout->count();
   if (!p.schema_path.empty()) {
     const std::filesystem::path file = plan_dir / p.schema_path;  // an absolute one stays as it is
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    j["schema_file"] = in ? fingerprint_of(text.str()) : std::string("unreadable");
+    auto text = read_file_text(file);                             // capped; a named pipe never waited on
+    j["schema_file"] = text ? fingerprint_of(*text) : std::string("unreadable");
   }
   return j;
 }

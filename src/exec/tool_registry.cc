@@ -13,14 +13,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "exec/config_check.h"
 #include "plan/doc_node.h"
 #include "plan/json_reader.h"
 #include "plan/yaml_reader.h"
+#include "util/read_file.h"
 #include "util/strings.h"
 
 namespace orch {
@@ -531,17 +530,21 @@ Expected<ToolRegistry> load_tool_registry(const fs::path& file) {
   if (fs::is_directory(file, dir_ec))
     return fail(ErrorCode::NotFound,
                 fmt::format("{}: cannot read the tool registry: is a folder, not a file", file.string()));
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  // Held to the limit the other configuration files have (a registry path that
+  // is a stream, /dev/zero, stops there).
+  auto text = read_file_text(file);
+  if (!text) {
+    std::string why = text.error().message;
+    if (why.starts_with(file.string() + ": ")) why.erase(0, file.string().size() + 2);
+    if (why.starts_with("cannot open: ")) why.erase(0, std::string_view("cannot open: ").size());
     return fail(ErrorCode::NotFound,
-                fmt::format("{}: cannot read the tool registry: {}", file.string(), std::strerror(errno)));
-  std::stringstream text;
-  text << in.rdbuf();
+                fmt::format("{}: cannot read the tool registry: {}", file.string(), why));
+  }
   fs::path base = file.parent_path();
   if (base.empty()) base = ".";
   std::error_code ec;
   fs::path absolute_base = fs::absolute(base, ec);
-  return parse_tool_registry(text.str(), file.string(), ec ? base : absolute_base);
+  return parse_tool_registry(*text, file.string(), ec ? base : absolute_base);
 }
 
 }  // namespace orch

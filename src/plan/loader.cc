@@ -440,6 +440,15 @@ Expected<std::string> read_plan_file(const std::string& file) {
       return fail(ErrorCode::InvalidInput,
                   fmt::format("{}: is over {} MiB; a plan file may be at most that", path, kMaxPlanFileBytes / (1024 * 1024)));
   }
+  // Nothing from a named pipe: it had no writer when it was opened (the open does
+  // not wait for one), or its writer wrote nothing. Either way there is no plan,
+  // and "plan has no steps" would not say why.
+  if (text.empty() && !from_stdin && S_ISFIFO(st.st_mode))
+    return fail(
+        ErrorCode::InvalidInput,
+        fmt::format("{}: is a named pipe that gave nothing (no writer had it open, or its writer wrote "
+                    "nothing); start the writer first",
+                    path));
   return text;
 }
 

@@ -537,15 +537,18 @@ TEST(LoadPlanFile, ReadsAndReportsMissing) {
   EXPECT_EQ(folder.error().code, ErrorCode::InvalidInput);
 }
 
-// A FIFO with no writer reads as empty (opening it must not block); a file over
-// the limit is refused by its size (a sparse one here: nothing is read); a folder
-// by what it is. (A stream that never ends stops at the same limit.)
+// A FIFO with no writer is refused at once, saying so (opening it must not
+// block, and "plan has no steps" would not say why); a file over the limit is
+// refused by its size (a sparse one here: nothing is read); a folder by what it
+// is. (A stream that never ends stops at the same limit.)
 TEST(LoadPlanFile, ReadsFifosAndStopsAtTheLimit) {
   testing::TempDir dir;
   ASSERT_EQ(mkfifo((dir / "fifo.yaml").c_str(), 0600), 0);
   auto fifo = read_plan_file((dir / "fifo.yaml").string());
-  ASSERT_TRUE(fifo) << fifo.error().message;
-  EXPECT_EQ(*fifo, "");
+  ASSERT_FALSE(fifo);
+  EXPECT_EQ(fifo.error().code, ErrorCode::InvalidInput);
+  EXPECT_NE(fifo.error().message.find("fifo.yaml: is a named pipe that gave nothing"), std::string::npos)
+      << fifo.error().message;
   testing::write_file(dir / "huge.yaml", "");
   ASSERT_EQ(truncate((dir / "huge.yaml").c_str(), kMaxPlanFileBytes + 1), 0);
   auto huge = read_plan_file((dir / "huge.yaml").string());

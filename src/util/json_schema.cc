@@ -21,11 +21,9 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <new>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <utility>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
@@ -35,6 +33,7 @@
 #include <valijson/validator.hpp>
 #include <vector>
 
+#include "util/read_file.h"
 #include "util/regex.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
@@ -513,15 +512,18 @@ Expected<JsonSchema> JsonSchema::parse(const nlohmann::json& schema_doc) {
 }
 
 Expected<JsonSchema> JsonSchema::load_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // Read as every file orch reads: at most 64 MiB (a path such as /dev/zero stops
+  // there), a named pipe never waited on.
+  auto read = read_file_text(path);
+  if (!read) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) return fail(ErrorCode::NotFound, fmt::format("schema file '{}' does not exist", path));
-    return fail(ErrorCode::Io, fmt::format("schema file '{}' cannot be read", path));
+    const std::string prefix = path + ": ";
+    const std::string& m = read.error().message;
+    return fail(ErrorCode::Io, fmt::format("schema file '{}' cannot be read: {}", path,
+                                           m.starts_with(prefix) ? m.substr(prefix.size()) : m));
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
+  std::string text = std::move(*read);
 
   nlohmann::json doc;
   if (ends_with_json(path)) {

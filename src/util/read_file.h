@@ -1,7 +1,8 @@
 // util/read_file.h — reading a whole file into memory, with a size limit.
 //
 // Errors name the path and the system's reason: NotFound for a missing file, Io
-// for anything else (a folder, no permission, a file over `max_bytes`).
+// for anything else (a folder, no permission, a file over `max_bytes`, a named
+// pipe that gave nothing: opening one never waits for a writer).
 // Thread-safe.
 #pragma once
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -322,6 +323,42 @@ TEST(CliUsage, AStoreNamedThroughASymlinkIsTheSameStore) {
   EXPECT_EQ(loop.exit_code, 2) << loop.err;
   EXPECT_HAS(loop.err, "too many levels of symbolic links");
   EXPECT_FALSE(fs::exists(d / "nowhere"));
+}
+
+// Files that never end or never come are refused, never waited on or read
+// without end: a plan, a schema file and the configuration files.
+TEST(CliUsage, APipeWithNoWriterOrAnEndlessFileIsRefusedAtOnce) {
+  TempDir d;
+  ASSERT_EQ(::mkfifo((d / "pipe").c_str(), 0600), 0);
+  write_file(d / "ok.yaml", "steps:\n  - {id: a, run: [echo, hi]}\n");
+  write_file(
+      d / "zero.yaml",
+      "steps:\n  - id: a\n    run: [echo, '{}']\n    post:\n      - result_json: {schema_path: /dev/zero}\n");
+  write_file(
+      d / "piped.yaml",
+      "steps:\n  - id: a\n    run: [echo, '{}']\n    post:\n      - result_json: {schema_path: pipe}\n");
+  const auto began = std::chrono::steady_clock::now();
+  auto plan = run_orch({"validate", "pipe"}, d.path());
+  EXPECT_EQ(plan.exit_code, 2) << plan.err;
+  EXPECT_HAS(plan.err, "orch: pipe: is a named pipe that gave nothing");
+  auto zero = run_orch({"validate", "zero.yaml"}, d.path());
+  EXPECT_EQ(zero.exit_code, 2) << zero.err;
+  EXPECT_HAS(zero.err,
+             "zero.yaml:5: step 'a': postcondition result_json: cannot use schema_path '/dev/zero'");
+  EXPECT_HAS(zero.err, "larger than 67108864 bytes");
+  auto piped = run_orch({"validate", "piped.yaml"}, d.path());
+  EXPECT_EQ(piped.exit_code, 2) << piped.err;
+  EXPECT_HAS(piped.err, "is a named pipe that gave nothing");
+  for (const char* flag : {"--registry", "--models", "--workers"}) {
+    auto r = run_orch({"validate", "ok.yaml", flag, "pipe"}, d.path());
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
+    EXPECT_HAS(r.err, "pipe: cannot read the ");
+    EXPECT_HAS(r.err, "is a named pipe that gave nothing");
+  }
+  auto endless = run_orch({"validate", "ok.yaml", "--registry", "/dev/zero"}, d.path());
+  EXPECT_EQ(endless.exit_code, 2) << endless.err;
+  EXPECT_HAS(endless.err, "/dev/zero: cannot read the tool registry: larger than 67108864 bytes");
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(30));
 }
 
 // Something put where a log file was (a FIFO) is refused at once, not waited on.
