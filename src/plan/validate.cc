@@ -131,6 +131,11 @@ void check_ids(const ValidateContext& ctx) {
                       quote_for_message(step.id)));
     else if (step.id.size() > kMaxIdLength)
       ctx.step_error(step, "id", fmt::format("step id is longer than {} characters", kMaxIdLength));
+    else if (step.id.ends_with('.') || step.id.find("..") != std::string::npos)
+      ctx.step_error(step, "id",
+                     fmt::format("step id '{}' has an empty part between dots (a '.' at its end, or "
+                                 "'..'): a placeholder could not name it; rename it",
+                                 step.id));
     else if (auto part = placeholder_word_in_id(step.id))
       ctx.step_error(step, "id",
                      fmt::format("step id '{}' has a part '{}': a placeholder could not name it (in "
