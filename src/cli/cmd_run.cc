@@ -116,8 +116,12 @@ Command add_run(CLI::App& app) {
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);
     if (!executors) return report_error(executors.error());
-    if (args->plan.empty() && args->request.empty())
-      return report_error(Error{ErrorCode::InvalidInput, "run needs a PLAN file or --request TEXT"});
+    if (args->plan.empty() && args->request.empty()) {
+      // A usage error, said as the parser's are: with the help to read.
+      std::fprintf(stderr,
+                   "orch: run needs a PLAN file or --request TEXT\nRun `orch run --help` for usage.\n");
+      return exit_code_for_error(Error{ErrorCode::InvalidInput, ""});
+    }
     if (auto workspace = check_workspace(args->workspace); !workspace) return report_error(workspace.error());
     if (!args->request.empty()) {
       // The ledger is opened (or created) only when something is recorded: a

@@ -393,6 +393,9 @@ std::string plan_display_name(const std::string& path) {
 
 Expected<std::string> read_plan_file(const std::string& file) {
   const bool from_stdin = file == kStdinPlan;
+  if (file.empty())
+    return fail(ErrorCode::InvalidInput,
+                "the plan's path is empty: give the plan file (- for standard input)");
   const std::string path = plan_display_name(file);  // as messages name it
   // O_NONBLOCK: opening a FIFO with no writer must not block (reading one then
   // finds the end at once). Reads block again below: `orch validate <(gen)` waits

@@ -557,6 +557,10 @@ TEST(LoadPlanFile, ReadsFifosAndStopsAtTheLimit) {
   auto folder = read_plan_file(dir.path().string());
   ASSERT_FALSE(folder);
   EXPECT_NE(folder.error().message.find("is a folder, not a plan file"), std::string::npos);
+  auto empty = read_plan_file("");  // `orch validate ""`: said as empty, not as a file named ""
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().code, ErrorCode::InvalidInput);
+  EXPECT_EQ(empty.error().message, "the plan's path is empty: give the plan file (- for standard input)");
 }
 
 TEST(Diagnostic, ToString) {

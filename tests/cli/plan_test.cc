@@ -266,7 +266,9 @@ TEST(PlanCli, RunRequestPlansThenRuns) {
 
   auto neither = run_orch({"run"}, d.path());
   EXPECT_EQ(neither.exit_code, 2);
-  EXPECT_NE(neither.err.find("run needs a PLAN file or --request TEXT"), std::string::npos) << neither.err;
+  EXPECT_NE(neither.err.find("run needs a PLAN file or --request TEXT\nRun `orch run --help` for usage.\n"),
+            std::string::npos)
+      << neither.err;
   write_file(d / "p.yaml", "steps: [{id: a, run: [true]}]\n");
   auto both = run_orch({"run", "p.yaml", "--request", "x"}, d.path());
   EXPECT_EQ(both.exit_code, 2) << both.err;
