@@ -88,12 +88,11 @@ Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_e
                               "not the ones above it)",
                               path, above.string()));
   }
-  // Through a symlink that names no file yet, the link's target folder must be
-  // there: orch does not build a tree where the link points.
-  if (std::error_code ec2;
-      !std::filesystem::exists(status) &&
-      real.parent_path() != std::filesystem::absolute(path, ec2).lexically_normal().parent_path() &&
-      !std::filesystem::is_directory(real.parent_path(), ec2))
+  // A symlink that names no file yet: the folder it leads to must be there (orch
+  // does not build a tree where the link points).
+  if (std::error_code ec2; !std::filesystem::exists(status) &&
+                           std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec2)) &&
+                           !std::filesystem::is_directory(real.parent_path(), ec2))
     return fail(ErrorCode::InvalidInput,
                 fmt::format("--store {}: it leads to {}, whose folder does not exist", path, real.string()));
   return open_sqlite_store(real);

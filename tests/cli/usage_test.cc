@@ -312,6 +312,7 @@ TEST(CliUsage, AStoreNamedThroughASymlinkIsTheSameStore) {
   EXPECT_EQ(cancelled.exit_code, 0) << cancelled.err;
   EXPECT_EQ(testing::wait_exit(driver), 130) << testing::read_file(d / "out.txt");
 
+  write_file(d / "p2.yaml", "steps:\n  - {id: b, run: ['true']}\n");
   fs::create_symlink("nowhere/orch.db", d / "dangling.db");
   auto dangling = run_orch({"run", "p.yaml", "--store", "dangling.db"}, d.path());
   EXPECT_EQ(dangling.exit_code, 2) << dangling.err;
@@ -323,6 +324,12 @@ TEST(CliUsage, AStoreNamedThroughASymlinkIsTheSameStore) {
   EXPECT_EQ(loop.exit_code, 2) << loop.err;
   EXPECT_HAS(loop.err, "too many levels of symbolic links");
   EXPECT_FALSE(fs::exists(d / "nowhere"));
+  // A new ledger under a folder reached through a symlink: its own folder is made,
+  // as anywhere else.
+  fs::create_symlink(d / "real", d / "via");
+  auto fresh = run_orch({"run", "p2.yaml", "--store", (d / "via" / "new" / "orch.db").string()}, d.path());
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_TRUE(fs::exists(d / "real" / "new" / "orch.db"));
 }
 
 // Files that never end or never come are refused, never waited on or read
