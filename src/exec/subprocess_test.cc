@@ -188,6 +188,16 @@ void age(const fs::path& dir) {
   fs::last_write_time(dir, fs::last_write_time(dir) - std::chrono::hours(1));
 }
 
+// Runs `options` once to its end: what it printed, or "failed: " and why it
+// could not start.
+std::string run_to_end(EventLoop& loop, const Subprocess::Options& options) {
+  Child c;
+  auto started = c.start(loop, options);
+  if (!started) return "failed: " + started.error().message;
+  EXPECT_TRUE(run_until(loop, [&] { return c.exit.has_value(); }));
+  return c.out;
+}
+
 TEST(Subprocess, APathLookupIsRememberedUntilAPathFolderChanges) {
   TempDir dir;
   fs::create_directories(dir / "first");
@@ -199,13 +209,7 @@ TEST(Subprocess, APathLookupIsRememberedUntilAPathFolderChanges) {
   Subprocess::Options options;
   options.argv = {"orch-test-hashed"};
   options.env = {{"PATH", (dir / "first").string() + ":" + (dir / "second").string() + ":/usr/bin:/bin"}};
-  auto run = [&] {
-    Child c;
-    auto started = c.start(loop, options);
-    if (!started) return "failed: " + started.error().message;
-    EXPECT_TRUE(run_until(loop, [&] { return c.exit.has_value(); }));
-    return c.out;
-  };
+  auto run = [&] { return run_to_end(loop, options); };
   const std::size_t before = subprocess_path_searches();
   EXPECT_EQ(run(), "second\n");
   EXPECT_EQ(run(), "second\n");
@@ -249,13 +253,7 @@ TEST(Subprocess, AFolderNamedTwiceInPathIsSearchedOnceAndStillWatched) {
   const std::string first = (dir / "first").string();
   options.env = {
       {"PATH", first + ":" + first + ":" + (dir / "second").string() + ":" + first + ":/usr/bin:/bin"}};
-  auto run = [&] {
-    Child c;
-    auto started = c.start(loop, options);
-    if (!started) return "failed: " + started.error().message;
-    EXPECT_TRUE(run_until(loop, [&] { return c.exit.has_value(); }));
-    return c.out;
-  };
+  auto run = [&] { return run_to_end(loop, options); };
   const std::size_t before = subprocess_path_searches();
   EXPECT_EQ(run(), "second\n");
   EXPECT_EQ(run(), "second\n");
