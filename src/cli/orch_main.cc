@@ -72,7 +72,8 @@ CLI::App& deepest_parsed(CLI::App& app) {
 // CLI11's messages, said the way orch says the rest: lower case, naming the
 // option and what it wants ("--store: 1 required TEXT missing" -> "--store needs
 // a value"; "A subcommand is required" -> the commands to choose from).
-std::string usage_message(const CLI::ParseError& e, CLI::App& app) {
+// `command_first`: the command was the first argument, so nothing came before it.
+std::string usage_message(const CLI::ParseError& e, CLI::App& app, bool command_first) {
   const std::string what = e.what();
   std::smatch m;
   if (what == "A subcommand is required") {
@@ -115,11 +116,15 @@ std::string usage_message(const CLI::ParseError& e, CLI::App& app) {
     // list (a glob gone wrong) is cut: the first few say enough.
     std::vector<std::string> extras = deepest_parsed(app).remaining();
     // Options before the command are left over at the top (`orch --json runs`).
+    // After `--`, CLI11 leaves a command's extras there too (`orch runs -- x`).
     std::string where;
     if (extras.empty()) {
       extras = app.remaining();
-      where = " before the command (options go after it)";
+      if (!command_first) where = " before the command (options go after it)";
     }
+    // CLI11 keeps the `--` that ends the options among them; it is not one of them.
+    if (auto dashes = std::find(extras.begin(), extras.end(), "--"); dashes != extras.end())
+      extras.erase(dashes);
     if (extras.empty()) return "unexpected arguments";
     std::string list;
     for (std::size_t k = 0; k < extras.size() && k < 5; ++k) {
@@ -228,8 +233,8 @@ int orch_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     const std::string command = command_path(app);
-    std::fprintf(stderr, "orch: %s\nRun `%s --help` for usage.\n", usage_message(e, app).c_str(),
-                 command.c_str());
+    std::fprintf(stderr, "orch: %s\nRun `%s --help` for usage.\n",
+                 usage_message(e, app, only != nullptr).c_str(), command.c_str());
     return kExitInvalid;
   }
   for (auto& [sub, command] : commands)

@@ -205,11 +205,18 @@ std::string format_report_table(const ojson& report) {
 std::string format_report_summary(const ojson& report) {
   const auto& run = report["run"];
   const auto& c = report["counts"];
+  // A run resumed after a stop, or cancelled after its driver died, was not driven
+  // all the time from its start to its end: say for how long it was.
+  const auto elapsed = run["elapsed_ms"].get<std::int64_t>();
+  const auto driven = report["budget"]["spent"]["wall_ms"].get<std::int64_t>();
+  std::string took = human_duration(elapsed);
+  if (!run["finished_at"].get<std::string>().empty() && elapsed - driven >= 1000 &&
+      human_duration(driven) != took)
+    took += fmt::format(" (driven for {})", human_duration(driven));
   std::string out = fmt::format(
       "run {} {}: {} done, {} failed, {} skipped, {} cancelled of {} in {}; tokens {}, cost ${:.4f}",
       run["id"].get<std::string>(), run["status"].get<std::string>(), c["done"].get<int>(),
-      c["failed"].get<int>(), c["skipped"].get<int>(), c["cancelled"].get<int>(), c["total"].get<int>(),
-      human_duration(run["elapsed_ms"].get<std::int64_t>()),
+      c["failed"].get<int>(), c["skipped"].get<int>(), c["cancelled"].get<int>(), c["total"].get<int>(), took,
       report["budget"]["spent"]["tokens"].get<std::int64_t>(),
       report["budget"]["spent"]["cost_usd"].get<double>());
   if (int waiting = c.value("awaiting_approval", 0); waiting > 0)

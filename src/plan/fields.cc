@@ -20,12 +20,15 @@ void ReadContext::error(int line, std::string message) const {
   out->push_back(Diagnostic{file, line, step_id, std::move(message)});
 }
 
-void check_duplicate_keys(const ReadContext& ctx, const DocNode& node) {
+void check_data_value(const ReadContext& ctx, const DocNode& node) {
   std::vector<const DocNode*> todo{&node};
   while (!todo.empty()) {
     const DocNode* n = todo.back();
     todo.pop_back();
-    if (n->is_sequence()) {
+    if (n->is_scalar() && !n->quoted) {
+      if (auto why = number_not_kept(n->scalar))
+        ctx.error(n->line, fmt::format("{} {}: quote it to keep it as written", describe(*n), *why));
+    } else if (n->is_sequence()) {
       for (const DocNode& item : n->items) todo.push_back(&item);
     } else if (n->is_map()) {
       std::map<std::string, int> seen;

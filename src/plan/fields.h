@@ -38,10 +38,13 @@ struct ReadContext {
 // "a list", "a mapping", "nothing", or the scalar quoted: "'three'".
 std::string describe(const DocNode& node);
 
-// Reports every mapping inside `node` (itself included) that repeats a key, as
-// "duplicate key 'k' (first at line N)": converted to JSON, the later value would be
-// dropped without a word. For values kept as data (inputs, inline schemas).
-void check_duplicate_keys(const ReadContext& ctx, const DocNode& node);
+// For values kept as data (inputs, inline schemas): reports what converting `node`
+// to JSON would change without a word. A mapping inside it (itself included) that
+// repeats a key, "duplicate key 'k' (first at line N)": the later value would be
+// dropped. A plain scalar written as a number JSON cannot keep as written
+// (number_not_kept in util/yaml_json.h: .inf, .nan, 1e999, more digits than a
+// double keeps), with the way out: quote it.
+void check_data_value(const ReadContext& ctx, const DocNode& node);
 
 // One key of a mapping as seen by for_each_field.
 struct Field {

@@ -112,7 +112,7 @@ void read_inputs(const ReadContext& ctx, const Field& f, Step& step) {
                                   item_line(step, "inputs." + name, f.line)));
       continue;
     }
-    detail::check_duplicate_keys(ctx, value);
+    detail::check_data_value(ctx, value);
     step.inputs[name] = detail::to_ordered_json(value);
     if (line != f.line) step.field_locs["inputs." + name] = ctx.loc(line);
   }

@@ -444,6 +444,33 @@ TEST(ParsePlan, InputsKeepYamlTypes) {
   EXPECT_EQ(in["g"], "5");
 }
 
+TEST(ParsePlan, InputNumbersThatJsonWouldChangeAreRefusedWhereTheyAre) {
+  const std::string yaml =
+      "steps:\n  - id: a\n    executor: builtin:json\n    inputs:\n"
+      "      big: 123456789012345678901234567890\n"
+      "      quoted: '123456789012345678901234567890'\n"
+      "      fine: [0.1, 18446744073709551615, 1e22]\n"
+      "      nested: {deep: [1e999, .nan], pi: 3.14159265358979323846}\n"
+      "    post:\n      - result_json: {type: object, properties: {n: {maximum: -.inf}}}\n";
+  auto p = problems(yaml);
+  EXPECT_EQ(p.size(), 5u) << ::testing::PrintToString(p);
+  EXPECT_TRUE(has_problem(
+      p,
+      "plan.yaml:5: step 'a': '123456789012345678901234567890' has more digits than a number keeps (it "
+      "would be read as 1.2345678901234568e+29): quote it to keep it as written"));
+  EXPECT_TRUE(has_problem(p, "plan.yaml:8: step 'a': '1e999' is too large for a number"));
+  EXPECT_TRUE(has_problem(p, "plan.yaml:8: step 'a': '.nan' is YAML's not-a-number"));
+  EXPECT_TRUE(has_problem(p, "plan.yaml:8: step 'a': '3.14159265358979323846' has more digits"));
+  EXPECT_TRUE(has_problem(p, "plan.yaml:10: step 'a': '-.inf' is YAML's infinity"));
+  // JSON says the same of its numbers (its reader refuses 1e999 itself).
+  auto j = problems(
+      R"({"steps": [{"id": "a", "executor": "builtin:json",
+  "inputs": {"big": 123456789012345678901234567890, "ok": 2.5}}]})",
+      "plan.json");
+  ASSERT_EQ(j.size(), 1u) << ::testing::PrintToString(j);
+  EXPECT_TRUE(has_problem(j, "plan.json:2: step 'a': '123456789012345678901234567890' has more digits"));
+}
+
 TEST(ParsePlan, Anchors) {
   LoadResult r = parse_ok(
       "x-common: &common\n  timeout: 5s\nsteps:\n  - id: a\n    sh: x\n    env: &env {A: b}\n  - id: b\n    "

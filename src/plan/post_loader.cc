@@ -60,7 +60,7 @@ void read_fields(const ReadContext& ctx, const DocNode& map, const std::vector<s
       if (auto v = read_string(ctx, f, "kind")) *kind_out = *v;
     } else if (f.key == "schema") {
       if (f.value.is_map() || is_plain_boolean(f.value)) {
-        check_duplicate_keys(ctx, f.value);
+        check_data_value(ctx, f.value);
         post.schema = to_json(f.value);
       } else {
         ctx.error(f.line, fmt::format("'schema' must be an inline JSON Schema (a mapping), got {}; use "
@@ -100,7 +100,7 @@ std::optional<Postcondition> read_shorthand(const ReadContext& ctx, PostKind kin
   if (kind == PostKind::ResultJson &&
       ((value.is_map() && (value.entries.empty() || !all_keys_are_fields(value))) ||
        is_plain_boolean(value))) {
-    check_duplicate_keys(ctx, value);
+    check_data_value(ctx, value);
     post.schema = to_json(value);
     return post;
   }

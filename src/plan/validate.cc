@@ -146,11 +146,21 @@ void check_ids(const ValidateContext& ctx) {
     if (first && *first != ctx.position(step)) {
       const Step& earlier = ctx.plan.steps[static_cast<std::size_t>(*first)];
       int line = earlier.field_locs.contains("id") ? earlier.field_locs.at("id").line : earlier.loc.line;
-      ctx.step_error(
-          step, "id",
-          line ? fmt::format("duplicate step id '{}' (first defined at line {})", quote_for_message(step.id),
-                             line)
-               : fmt::format("duplicate step id '{}' (also step #{})", quote_for_message(step.id), *first));
+      const auto id_at = step.field_locs.find("id");
+      if (line && id_at != step.field_locs.end() && id_at->second.line == line && step.loc.line != line) {
+        // Its id is the earlier step's own text: a YAML alias copied that step whole.
+        ctx.step_error_at(step, step.loc.line,
+                          fmt::format("duplicate step id '{}': this step is a YAML alias of the step at line "
+                                      "{}, id and all; give each step its own id (a merge key, "
+                                      "`<<: *anchor`, copies the rest and lets it write its own)",
+                                      quote_for_message(step.id), line));
+      } else {
+        ctx.step_error(
+            step, "id",
+            line ? fmt::format("duplicate step id '{}' (first defined at line {})",
+                               quote_for_message(step.id), line)
+                 : fmt::format("duplicate step id '{}' (also step #{})", quote_for_message(step.id), *first));
+      }
     }
   }
 }
@@ -348,7 +358,17 @@ Diagnostics plan_problems(const LoadResult& loaded, const ValidateOptions& optio
   }
   std::stable_sort(problems.begin(), problems.end(),
                    [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
-  return problems;
+  // Said once: a YAML alias copies its anchor's text, and with it the problems in it
+  // (a bad value in a step copied whole is the same line, step and message twice).
+  Diagnostics unique;
+  unique.reserve(problems.size());
+  for (Diagnostic& d : problems) {
+    bool said = false;
+    for (auto u = unique.rbegin(); u != unique.rend() && u->line == d.line && !said; ++u)
+      said = u->file == d.file && u->step_id == d.step_id && u->message == d.message;
+    if (!said) unique.push_back(std::move(d));
+  }
+  return unique;
 }
 
 }  // namespace orch

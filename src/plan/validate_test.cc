@@ -160,6 +160,44 @@ TEST_F(Validate, PlanProblemsListsTheLoadersAndTheChecksTogether) {
   EXPECT_TRUE(problems("steps:\n  - {id: a, run: [x]}\n").empty());
 }
 
+TEST_F(Validate, AStepCopiedWholeByAnAliasIsSaidToBeOneAndItsProblemsOnce) {
+  std::vector<std::string> out;
+  for (const auto& d : plan_problems(parse_plan(R"(steps:
+  - &one
+    id: a
+    run: [echo, hi]
+    timeout: forever
+  - id: b
+    run: [echo, b]
+  - *one
+)",
+                                                "p.yaml"),
+                                     options_))
+    out.push_back(d.to_string());
+  ASSERT_EQ(out.size(), 2u) << ::testing::PrintToString(out);
+  EXPECT_EQ(out[0].rfind("p.yaml:5: step 'a': bad duration 'forever' for 'timeout'", 0), 0u) << out[0];
+  EXPECT_EQ(out[1],
+            "p.yaml:8: step 'a': duplicate step id 'a': this step is a YAML alias of the step at line 3, id "
+            "and all; give each step its own id (a merge key, `<<: *anchor`, copies the rest and lets it "
+            "write its own)");
+  // A merge key copies the rest: the copy writes its own id, and the problem in
+  // what it copied is the copy's own, at the anchor's line.
+  auto merged = plan_problems(parse_plan(R"(steps:
+  - &one
+    id: a
+    timeout: forever
+    run: [echo, hi]
+  - <<: *one
+    id: b
+)",
+                                         "p.yaml"),
+                              options_);
+  ASSERT_EQ(merged.size(), 2u);
+  EXPECT_EQ(merged[0].step_id, "a");
+  EXPECT_EQ(merged[1].step_id, "b");
+  EXPECT_EQ(merged[1].line, 4);
+}
+
 TEST_F(Validate, Ids) {
   auto d = check(R"(steps:
   - goal: no id here

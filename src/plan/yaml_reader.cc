@@ -235,7 +235,11 @@ class YamlTreeBuilder {
           fmt::format("aliases expand to more than {} nodes in all (at alias '*{}')", alias_limit_, name));
     alias_nodes_ += anchor.size;
     DocNode& node = begin_value(event.start_mark);
-    node = anchor.node;  // with the anchor's lines, as yaml-cpp (one shared node) gave
+    const int alias_line = node.line;
+    // What is inside keeps the anchor's lines, where its text is; the copy itself is
+    // where the alias put it (a step copied whole starts at the alias).
+    node = anchor.node;
+    node.line = alias_line;
     return end_value(node, {}, node.line);
   }
 

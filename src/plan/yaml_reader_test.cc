@@ -146,8 +146,12 @@ TEST(YamlReader, AnchorsAndAliases) {
   const DocNode& steps = at(root, "steps");
   const DocNode& env = at(steps.items[0], "env");
   ASSERT_EQ(env.type, Type::Map);
-  EXPECT_EQ(env.line, 1) << "a copy keeps the anchored node's lines, as yaml-cpp's shared node did";
-  EXPECT_EQ(env.entries[0].key.line, 2);
+  EXPECT_EQ(env.line, 5) << "a copy itself is where its alias is";
+  EXPECT_EQ(env.entries[0].key.line, 2) << "what is inside a copy keeps the anchor's lines";
+  EXPECT_EQ(at(env, "A").line, 2);
+  EXPECT_EQ(at(steps.items[0], "k").line, 6);
+  EXPECT_EQ(steps.items[1].line, 7);
+  EXPECT_EQ(steps.items[1].entries[0].key.line, 2);
   EXPECT_EQ(at(env, "A").scalar, "b");
   EXPECT_EQ(at(steps.items[0], "k").scalar, "x");
   EXPECT_EQ(steps.items[1].entries.size(), 1u);

@@ -121,6 +121,71 @@ bool number_too_large(std::string_view text) {
   return false;  // 0.000...1e-400 and the like: too small, not too large
 }
 
+namespace {
+
+// A decimal's value as 0.DIGITS × 10^exponent, DIGITS without leading or trailing
+// zeros ("" for zero), so two spellings of one number compare equal. `text` is
+// written as parse_float_syntax (or the chars of a double) has it.
+struct Decimal {
+  std::string digits;
+  long long exponent = 0;
+  bool operator==(const Decimal&) const = default;
+};
+
+std::optional<Decimal> decimal_of(std::string_view text) {
+  std::size_t i = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  Decimal out;
+  std::optional<std::size_t> point;
+  for (; i < text.size() && text[i] != 'e' && text[i] != 'E'; ++i) {
+    if (text[i] == '.')
+      point = out.digits.size();
+    else
+      out.digits.push_back(text[i]);
+  }
+  long long exponent = 0;
+  if (i < text.size()) {
+    std::string_view exp = text.substr(i + 1);
+    if (!exp.empty() && exp[0] == '+') exp.remove_prefix(1);
+    auto [end, ec] = std::from_chars(exp.data(), exp.data() + exp.size(), exponent);
+    if (ec != std::errc() || end != exp.data() + exp.size()) return std::nullopt;
+  }
+  const std::size_t lead = out.digits.find_first_not_of('0');
+  if (lead == std::string::npos) return Decimal{};
+  const auto whole = static_cast<long long>(point.value_or(out.digits.size()));
+  out.digits = out.digits.substr(lead, out.digits.find_last_not_of('0') + 1 - lead);
+  out.exponent = whole - static_cast<long long>(lead) + exponent;
+  return out;
+}
+
+bool is_yaml_special(std::string_view text, std::string_view word) {
+  if (!text.empty() && (text[0] == '-' || text[0] == '+')) text.remove_prefix(1);
+  if (text.size() != word.size() + 1 || text[0] != '.') return false;
+  std::string lower(word), title(word), upper(word);
+  title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(title[0])));
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (word == "nan") title = "NaN";
+  text.remove_prefix(1);
+  return text == lower || text == title || text == upper;
+}
+
+}  // namespace
+
+std::optional<std::string> number_not_kept(std::string_view text) {
+  if (is_yaml_special(text, "inf")) return "is YAML's infinity, and JSON has no such number";
+  if (is_yaml_special(text, "nan") && text[0] == '.')
+    return "is YAML's not-a-number, and JSON has no such number";
+  const std::string_view number = !text.empty() && text[0] == '+' ? text.substr(1) : text;
+  if (number.empty() || !parse_float_syntax(number)) return std::nullopt;
+  const nlohmann::json value = plain_yaml_scalar(std::string(text));
+  if (value.is_number_integer()) return std::nullopt;
+  if (!value.is_number_float())
+    return number_too_large(text) ? "is too large for a number" : "is too close to zero for a number";
+  // As a placeholder renders it.
+  const std::string kept = value.dump();
+  if (decimal_of(number) == decimal_of(kept)) return std::nullopt;
+  return fmt::format("has more digits than a number keeps (it would be read as {})", kept);
+}
+
 nlohmann::json plain_yaml_scalar(const std::string& text) {
   if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
   if (text == "true" || text == "True" || text == "TRUE") return true;

@@ -19,6 +19,9 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
 
 namespace orch {
 
@@ -34,5 +37,14 @@ nlohmann::json plain_yaml_scalar(const std::string& text);
 // too large for a double, such as 1e309: plain_yaml_scalar keeps it as text, and
 // a field that wants a number says it is too large rather than not a number.
 bool number_too_large(std::string_view text);
+
+// Why the plain scalar `text`, written as a number, would not keep its value as
+// JSON data, or nullopt when it would (or is not written as one): YAML's .inf and
+// .nan (JSON has no such numbers: plain_yaml_scalar keeps the text), a number a
+// double cannot hold (1e999, 1e-400: kept as text too), or one with more digits
+// than a double keeps (an integer beyond 64 bits, 0.1000000000000000000001: it
+// would be rounded). Data a plan keeps as written (inputs, inline schemas) is
+// checked with it, so a value never changes without a word.
+std::optional<std::string> number_not_kept(std::string_view text);
 
 }  // namespace orch

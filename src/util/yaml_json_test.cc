@@ -86,6 +86,36 @@ TEST(YamlJson, BigIntegers) {
   EXPECT_TRUE(bigger["x"].is_number_float());
 }
 
+TEST(YamlJson, NumberNotKeptSaysWhenJsonWouldChangeAValue) {
+  // Kept: integers up to 64 bits, and decimals a double gives back digit for digit.
+  for (const char* kept :
+       {"0", "-9223372036854775808", "18446744073709551615", "0.1", "-2.5e-3", "1e22", "1.0", "+3.25", ".5",
+        "10000000000000000000000", "0.30000000000000004", "abc", "1e400x", ".infinity", "0x1F"})
+    EXPECT_EQ(number_not_kept(kept), std::nullopt) << kept;
+  // Rounded: more digits than a double keeps.
+  auto big = number_not_kept("123456789012345678901234567890");
+  ASSERT_TRUE(big.has_value());
+  EXPECT_EQ(*big, "has more digits than a number keeps (it would be read as 1.2345678901234568e+29)");
+  auto pi = number_not_kept("3.14159265358979323846");
+  ASSERT_TRUE(pi.has_value());
+  EXPECT_NE(pi->find("3.141592653589793)"), std::string::npos) << *pi;
+  EXPECT_TRUE(number_not_kept("0.1000000000000000000001").has_value());
+  // What counts is how a placeholder renders it: 1e23 is the double 9.999999999999999e+22.
+  EXPECT_EQ(number_not_kept("1e23"),
+            "has more digits than a number keeps (it would be read as 9.999999999999999e+22)");
+  // 2^64 is a double, but one that reads 1.8446744073709552e+19: the digits change.
+  EXPECT_TRUE(number_not_kept("18446744073709551616").has_value());
+  // Out of a double's range, and YAML's special numbers: JSON has none of them.
+  EXPECT_EQ(number_not_kept("1e999"), "is too large for a number");
+  EXPECT_EQ(number_not_kept("-1e999"), "is too large for a number");
+  EXPECT_EQ(number_not_kept("1e-400"), "is too close to zero for a number");
+  for (const char* inf : {".inf", "-.Inf", "+.INF"})
+    EXPECT_EQ(number_not_kept(inf), "is YAML's infinity, and JSON has no such number") << inf;
+  for (const char* nan : {".nan", ".NaN", ".NAN"})
+    EXPECT_EQ(number_not_kept(nan), "is YAML's not-a-number, and JSON has no such number") << nan;
+  EXPECT_EQ(number_not_kept("-.nan"), std::nullopt);  // not YAML's nan: a string
+}
+
 TEST(YamlJson, SequencesMappingsAndAliases) {
   auto j = convert(R"(
 base: &b {x: 1, y: [a, 2]}

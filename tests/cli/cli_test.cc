@@ -1,5 +1,6 @@
 // Black-box tests of the real orch binary on real plans.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "orch/report.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
 
@@ -934,6 +936,8 @@ TEST(Cli, CancelARunWhoseDriverWasKilled) {
   kill(pid, SIGKILL);
   wait_exit(pid);
   pid_t orphan = std::stoi(read_file(d / "long.pid"));
+  // The run sits dead a while before it is cancelled: that time was not driven.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   auto c = run_orch({"cancel", id}, d.path());
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
   EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000)) << "orphan survived cancel";
@@ -942,6 +946,14 @@ TEST(Cli, CancelARunWhoseDriverWasKilled) {
   EXPECT_EQ(st["steps"][0]["status"], "cancelled");
   EXPECT_EQ(st["steps"][0]["attempts"][0]["status"], "interrupted");
   EXPECT_EQ(st["steps"][1]["status"], "skipped");
+  EXPECT_GE(st["run"]["elapsed_ms"].get<std::int64_t>(), 1500);
+  EXPECT_LT(st["budget"]["spent"]["wall_ms"].get<std::int64_t>(),
+            st["run"]["elapsed_ms"].get<std::int64_t>() - 1000);
+  const std::string table = run_orch({"status", id}, d.path()).out;
+  EXPECT_NE(table.find(fmt::format(" (driven for {})",
+                                   human_duration(st["budget"]["spent"]["wall_ms"].get<std::int64_t>()))),
+            std::string::npos)
+      << table;
   EXPECT_EQ(read_file(d / "notes.txt"), "before\n") << "the interrupted step's writes: were not restored";
   for (const auto& e : fs::recursive_directory_iterator(d / ".orch" / "runs"))
     EXPECT_FALSE(e.path().filename().string().ends_with(".snapshot"))

@@ -128,6 +128,11 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
        "orch: PLAN and --request cannot be given together\nRun `orch run --help` for usage.\n"},
       {{"run", "a.yaml", "b.yaml"}, "orch: unexpected argument: b.yaml\nRun `orch run --help` for usage.\n"},
       {{"runs", "x", "y"}, "orch: unexpected arguments: x y\nRun `orch runs --help` for usage.\n"},
+      // The `--` that ends the options is not one of them; a second one is a value.
+      {{"run", "--", "a.yaml", "extra"},
+       "orch: unexpected argument: extra\nRun `orch run --help` for usage.\n"},
+      {{"runs", "--", "x", "y"}, "orch: unexpected arguments: x y\nRun `orch runs --help` for usage.\n"},
+      {{"status", "--", "a", "b"}, "orch: unexpected argument: b\nRun `orch status --help` for usage.\n"},
       {{"logs"}, "orch: RUN_ID is required\nRun `orch logs --help` for usage.\n"},
       {{"stauts"},
        "orch: unknown command 'stauts' (did you mean 'status'?); commands: validate, run, resume, status, "
