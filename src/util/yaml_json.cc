@@ -142,6 +142,8 @@ std::optional<Decimal> decimal_of(std::string_view text) {
     else
       out.digits.push_back(text[i]);
   }
+  const std::size_t lead = out.digits.find_first_not_of('0');
+  if (lead == std::string::npos) return Decimal{};  // zero, whatever its exponent
   long long exponent = 0;
   if (i < text.size()) {
     std::string_view exp = text.substr(i + 1);
@@ -149,8 +151,6 @@ std::optional<Decimal> decimal_of(std::string_view text) {
     auto [end, ec] = std::from_chars(exp.data(), exp.data() + exp.size(), exponent);
     if (ec != std::errc() || end != exp.data() + exp.size()) return std::nullopt;
   }
-  const std::size_t lead = out.digits.find_first_not_of('0');
-  if (lead == std::string::npos) return Decimal{};
   const auto whole = static_cast<long long>(point.value_or(out.digits.size()));
   out.digits = out.digits.substr(lead, out.digits.find_last_not_of('0') + 1 - lead);
   out.exponent = whole - static_cast<long long>(lead) + exponent;

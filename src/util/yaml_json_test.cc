@@ -88,9 +88,9 @@ TEST(YamlJson, BigIntegers) {
 
 TEST(YamlJson, NumberNotKeptSaysWhenJsonWouldChangeAValue) {
   // Kept: integers up to 64 bits, and decimals a double gives back digit for digit.
-  for (const char* kept :
-       {"0", "-9223372036854775808", "18446744073709551615", "0.1", "-2.5e-3", "1e22", "1.0", "+3.25", ".5",
-        "10000000000000000000000", "0.30000000000000004", "abc", "1e400x", ".infinity", "0x1F"})
+  for (const char* kept : {"0", "-9223372036854775808", "18446744073709551615", "0.1", "-2.5e-3", "1e22",
+                           "1.0", "+3.25", ".5", "10000000000000000000000", "0.30000000000000004", "abc",
+                           "1e400x", ".infinity", "0x1F", "0.0e99999999999999999999", "-0"})
     EXPECT_EQ(number_not_kept(kept), std::nullopt) << kept;
   // Rounded: more digits than a double keeps.
   auto big = number_not_kept("123456789012345678901234567890");
