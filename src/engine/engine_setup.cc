@@ -138,7 +138,7 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   run_.plan_path = plan.source_path.empty() ? "" : fs::absolute(plan.source_path).string();
   run_.workspace = workspace.string();
   run_.concurrency = options_.concurrency.value_or(plan.concurrency.value_or(default_concurrency()));
-  run_.keep_going = options_.keep_going;
+  run_.keep_going = options_.keep_going || plan.on_failure == OnFailure::Continue;
   run_.created_at = run_.updated_at = now_ms();
   run_.owner_pid = static_cast<int>(getpid());
   run_.status = RunStatus::Running;
@@ -339,7 +339,9 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   run_.reason.clear();
   run_.cancel_requested = false;
   if (options_.concurrency) run_.concurrency = *options_.concurrency;
-  if (options_.keep_going) run_.keep_going = true;
+  // Once a run keeps going it keeps going: `--keep-going` need not be given again,
+  // and a --replan plan that says `on_failure: abort` does not turn it off.
+  if (options_.keep_going || plan_.on_failure == OnFailure::Continue) run_.keep_going = true;
   if (replan_path) {  // the run is now the edited plan's: `orch runs` and `status` say so
     run_.name = plan_.name;
     run_.plan_path = path;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "exec/subprocess.h"
 #include "exec/usage_figures.h"
 #include "orch/workspace.h"
+#include "util/strings.h"
 
 namespace orch {
 namespace fs = std::filesystem;
@@ -325,9 +327,17 @@ Expected<std::optional<UsageReport>> read_usage_file(const fs::path& path) {
       return fail(ErrorCode::Io,
                   fmt::format("cannot read usage file '{}': {}", path.string(), std::strerror(err)));
   }
+  // An empty file reports nothing, as no file does (a step made it and spent nothing).
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return std::optional<UsageReport>{};
   nlohmann::json doc;
+  std::vector<std::string> keys;  // the top object's, in order, repeats included
   try {
-    doc = nlohmann::json::parse(text);
+    doc =
+        nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& key) {
+          if (event == nlohmann::json::parse_event_t::key && depth == 1 && key.is_string())
+            keys.push_back(key.get<std::string>());
+          return true;
+        });
   } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
     if (auto bracket = what.find("] "); bracket != std::string::npos) what = what.substr(bracket + 2);
@@ -339,6 +349,18 @@ Expected<std::optional<UsageReport>> read_usage_file(const fs::path& path) {
   };
   if (!doc.is_object())
     return bad("expected a JSON object like {\"tokens_in\":0,\"tokens_out\":0,\"cost_usd\":0}");
+  // A misspelt key would leave the budget blind to what the step spent.
+  const std::vector<std::string> known{"tokens_in", "tokens_out", "cost_usd"};
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].starts_with("x-")) continue;  // notes, as in a plan
+    if (std::find(known.begin(), known.end(), keys[i]) == known.end())
+      return bad(fmt::format(
+          "unknown key \"{}\"{} (it takes tokens_in, tokens_out, cost_usd and notes under x- keys)",
+          quote_for_message(keys[i], 40), did_you_mean(keys[i], known)));
+    if (std::find(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(i), keys[i]) !=
+        keys.begin() + static_cast<std::ptrdiff_t>(i))
+      return bad(fmt::format("\"{}\" is written twice", keys[i]));
+  }
   UsageReport usage;
   for (auto [key, field] :
        {std::pair{"tokens_in", &usage.tokens_in}, std::pair{"tokens_out", &usage.tokens_out}}) {

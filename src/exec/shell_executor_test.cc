@@ -331,7 +331,7 @@ TEST(ReadUsageFile, AcceptsAndRejects) {
     write_file(dir / "u.json", text);
     return read_usage_file(dir / "u.json");
   };
-  auto ok = check(R"({"tokens_in": 5, "extra": "ignored"})");
+  auto ok = check(R"({"tokens_in": 5, "x-model": "a note"})");
   ASSERT_TRUE(ok && *ok);
   EXPECT_EQ((*ok)->tokens_in, 5);
   EXPECT_EQ((*ok)->tokens_out, 0);
@@ -345,7 +345,21 @@ TEST(ReadUsageFile, AcceptsAndRejects) {
   ASSERT_FALSE(huge.has_value());
   EXPECT_NE(huge.error().message.find("too large to be a token count"), std::string::npos)
       << huge.error().message;
-  for (std::string bad : {"", "{", "[1]", R"({"tokens_out": -1})", R"({"tokens_in": 1.5})",
+  // Empty: nothing reported, as with no file.
+  auto empty = check(" \n");
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_FALSE(empty->has_value());
+  // A misspelt or repeated key would leave the budget blind to what was spent.
+  auto typo = check(R"({"token_in": 500, "cost_usd": 1})");
+  ASSERT_FALSE(typo.has_value());
+  EXPECT_NE(typo.error().message.find("unknown key \"token_in\" (did you mean 'tokens_in'?)"),
+            std::string::npos)
+      << typo.error().message;
+  auto twice = check(R"({"tokens_in": 500, "tokens_in": 0})");
+  ASSERT_FALSE(twice.has_value());
+  EXPECT_NE(twice.error().message.find("\"tokens_in\" is written twice"), std::string::npos)
+      << twice.error().message;
+  for (std::string bad : {"{", "[1]", R"({"cost": 3})", R"({"tokens_out": -1})", R"({"tokens_in": 1.5})",
                           R"({"cost_usd": "1"})", R"({"cost_usd": -0.5})"}) {
     auto result = check(bad);
     ASSERT_FALSE(result.has_value()) << bad;

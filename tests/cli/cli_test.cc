@@ -280,6 +280,7 @@ steps:
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["run"]["keep_going"], true) << "the plan's on_failure: continue keeps it going";
   std::map<std::string, nlohmann::json> steps;
   for (auto& s : doc["steps"]) steps[s["id"]] = s;
   EXPECT_EQ(steps["missing"]["status"], "failed");
