@@ -77,13 +77,13 @@ CLI::Validator whole_number(std::int64_t least, std::int64_t most) {
 
 CLI::Validator number_at_least(double least) {
   return decimal_check(
-      fmt::format("a number of at least {}", least), fmt::format(">={}", least),
+      fmt::format("a finite number of at least {}", least), fmt::format(">={}", least),
       [](double value, double bound) { return value >= bound; }, least);
 }
 
 CLI::Validator number_above(double bound) {
   return decimal_check(
-      fmt::format("a number greater than {}", bound), fmt::format(">{}", bound),
+      fmt::format("a finite number greater than {}", bound), fmt::format(">{}", bound),
       [](double value, double limit) { return value > limit; }, bound);
 }
 

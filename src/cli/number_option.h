@@ -3,7 +3,7 @@
 //   orch: --jobs: must be a whole number of at least 1, not '0'
 //   orch: --attempt: must be a whole number of at least 1; 'abc' is not a number
 //   orch: --jobs: must be a whole number of at most 2147483647, not '99999999999'
-//   orch: --interval: must be a number greater than 0, not '0'
+//   orch: --interval: must be a finite number greater than 0, not '0'
 // CLI11 puts the option's name in front. Attach them with Option::transform():
 // a value that passes is rewritten in plain decimal, so CLI11's own conversion
 // (which reads "010" as octal) takes exactly the number that was checked, and

@@ -78,8 +78,10 @@ void for_each_field(const ReadContext& ctx, const DocNode& map, const std::vecto
     seen.emplace_back(key, key_line);
     if (key.starts_with("x-")) continue;  // extension keys: free for anchors and notes
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      ctx.error(key_line,
-                fmt::format("unknown key '{}'{}", quote_for_message(key), did_you_mean(key, allowed)));
+      // The one field a step cannot set for itself.
+      const std::string hint = key == "kill_grace" ? " (it is set for the whole plan, under 'defaults:')"
+                                                   : did_you_mean(key, allowed);
+      ctx.error(key_line, fmt::format("unknown key '{}'{}", quote_for_message(key), hint));
       continue;
     }
     fn(Field{key, key_line, value});

@@ -316,6 +316,12 @@ TEST(ParsePlan, UnknownKeysWithDidYouMean) {
   EXPECT_TRUE(has_problem(defaults, "plan.yaml:1: unknown key 'timout' (did you mean 'timeout'?)"));
 }
 
+TEST(ParsePlan, KillGraceOnAStepSaysWhereItGoes) {
+  EXPECT_TRUE(has_problem(problems("steps:\n  - {id: a, run: [x], kill_grace: 1s}\n"),
+                          "plan.yaml:2: step 'a': unknown key 'kill_grace' (it is set for the whole plan, "
+                          "under 'defaults:')"));
+}
+
 TEST(ParsePlan, DuplicateKeys) {
   auto p = problems("steps:\n  - id: a\n    sh: x\n    sh: y\nname: n\nname: m\n");
   EXPECT_TRUE(has_problem(p, "plan.yaml:4: step 'a': duplicate key 'sh' (first at line 3)"));
