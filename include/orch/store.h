@@ -186,6 +186,9 @@ class Store {
   virtual Expected<std::vector<RunRecord>> list_runs() = 0;  // newest first
   virtual Expected<PlanVersion> latest_plan(const std::string& run_id) = 0;
   virtual Expected<std::vector<StepRecord>> steps(const std::string& run_id) = 0;  // by idx
+  // One step's row. The default looks through what steps() returns.
+  virtual Expected<std::optional<StepRecord>> find_step(const std::string& run_id,
+                                                        const std::string& step_id);
   // How many of a run's steps are in each status, without reading the steps
   // (their results can be large). The default counts what steps() returns.
   virtual Expected<std::map<StepStatus, int>> step_status_counts(const std::string& run_id);

@@ -38,16 +38,19 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
   // 250 ms): its wall time is moved on to the driver's last sign of life, as
   // `orch status` shows it, before closing the attempts stamps them with now.
   ORCH_TRY(refresh_running_totals(store, run, false, now_ms()));
-  const std::vector<AttemptRecord> interrupted =
+  const ClosedAttempts interrupted =
       ORCH_TRY(close_interrupted_attempts(store, run.id, now_ms(), run.updated_at));
   for (StepRecord s : ORCH_TRY(store.steps(run.id))) {
     if (s.status != StepStatus::Pending && s.status != StepStatus::Running && s.status != StepStatus::AwaitingApproval)
       continue;
-    charge_step(s, interrupted);
+    charge_step(s, interrupted.attempts);
     bool was_running = s.status == StepStatus::Running;
     s.status = was_running ? StepStatus::Cancelled : StepStatus::Skipped;
     s.reason = was_running ? "cancelled: its attempt was interrupted (the orch driving it had died)"
                            : "not started: run cancelled";
+    if (auto it = interrupted.unrestored.find(s.step_id); it != interrupted.unrestored.end())
+      s.reason = fmt::format("cancelled: its attempt was interrupted (the orch driving it had died; {})",
+                             it->second);
     ORCH_TRY(store.upsert_step(s));
     ORCH_TRY(event(store, run.id, was_running ? "step_cancelled" : "step_skipped", s.step_id, 0,
                    {{"reason", s.reason}}));
@@ -74,6 +77,7 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
   ORCH_TRY(store.update_run(run));
   ORCH_TRY(event(store, run.id, "run_finished", "", 0, {{"status", "cancelled"}, {"reason", run.reason}}));
   ORCH_TRY(store.commit());
+  remove_spent_snapshots(interrupted);
   return RunStatus::Cancelled;
 }
 }  // namespace

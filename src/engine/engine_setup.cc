@@ -19,6 +19,7 @@
 #include "orch/plan_loader.h"
 #include "orch/report.h"
 #include "orch/validate.h"
+#include "util/json_text.h"
 #include "util/strings.h"
 
 namespace orch {
@@ -249,6 +250,51 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
                     run_.id, run_.workspace));
   ORCH_TRY(make_usage_folder());
 
+  // What the driver that died left is dealt with before the plan is even read,
+  // whatever it says now: a stored plan that no longer validates (perhaps because
+  // of those very leftovers: a `writes:` path an attempt made a symlink out of the
+  // workspace) must not leave them running or the workspace half-changed. Its
+  // processes die; its attempts are closed as interrupted, their `writes:` put
+  // back and their steps charged what they spent. What this records is true of
+  // the previous driver whether or not this resume goes on, so it commits on its own.
+  const RunStatus previous = run_.status;
+  const int orphans = ORCH_TRY(kill_orphans(&store_, run_.id));
+  ClosedAttempts interrupted;
+  ORCH_TRY(store_.begin());
+  auto closed = [&]() -> Expected<void> {
+    // A driver that died left the row lagging what it did (rewritten at most every
+    // 250 ms, or every second while idle): its wall time is moved on to its last
+    // sign of life, as `orch status` and `orch cancel` take it, so that the budget
+    // goes on from there and the attempts it watched get their durations.
+    ORCH_TRY(refresh_running_totals(store_, run_, false, now_ms()));
+    interrupted = ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms(), run_.updated_at));
+    for (const AttemptRecord& a : interrupted.attempts) {
+      auto row = ORCH_TRY(store_.find_step(run_.id, a.step_id));
+      if (!row) continue;
+      charge_step(*row, {a});
+      // Not to be run again on what its attempt left: failed, as a driver that
+      // finds it cannot restore a step's writes fails it (a resume after this one
+      // is asked to run it again).
+      if (auto it = interrupted.unrestored.find(a.step_id);
+          it != interrupted.unrestored.end() && row->status != StepStatus::Done) {
+        row->status = StepStatus::Failed;
+        row->reason = fmt::format("{} (not retried: {})", a.reason, it->second);
+        row->finished_at = now_ms();
+        ORCH_TRY(store_.append_event(EventRecord{0, run_.id, now_ms(), "step_failed", a.step_id, a.number,
+                                                 json_text(nlohmann::json{{"reason", row->reason}})}));
+        resume_unrestored_.push_back(a.step_id);
+      }
+      ORCH_TRY(store_.upsert_step(*row));
+    }
+    if (previous == RunStatus::Running) ORCH_TRY(store_.update_run(run_));
+    return store_.commit();
+  }();
+  if (!closed) {
+    (void)store_.rollback();
+    return std::unexpected(closed.error());
+  }
+  remove_spent_snapshots(interrupted);
+
   // The plan: the latest version in the ledger, or the replacement.
   PlanVersion stored = ORCH_TRY(store_.latest_plan(run_.id));
   std::string text = stored.text;
@@ -331,7 +377,6 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   ORCH_TRY(state);
   executors_->warm_up(plan_);
 
-  RunStatus previous = run_.status;
   run_.status = RunStatus::Running;
   run_.owner_pid = static_cast<int>(getpid());
   run_.finished_at = 0;
@@ -347,8 +392,6 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     run_.plan_path = path;
   }
 
-  // Whatever the previous driver left running dies before anything is restored or re-run.
-  int orphans = ORCH_TRY(kill_orphans(&store_, run_.id));
   ORCH_TRY(tx());
   // Inside the transaction, which holds the ledger's write lock: a cancel that
   // came after this process took the run's lock (`orch cancel` saw it held) is
@@ -356,17 +399,6 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   run_.cancel_requested = ORCH_TRY(store_.cancel_requested(run_.id));
   event("run_resumed", "", 0,
         {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});
-
-  // A driver that died left the row lagging what it did (rewritten at most every
-  // 250 ms, or every second while idle): its wall time is moved on to its last
-  // sign of life, as `orch status` and `orch cancel` take it, so that the budget
-  // goes on from there and the attempts it watched get their durations.
-  if (previous == RunStatus::Running) ORCH_TRY(refresh_running_totals(store_, run_, false, now_ms()));
-  // Attempts the dead process left running: interrupted, not counted, workspace
-  // restored, and charged what they reported spending (the step rows read above
-  // predate that: they are charged below).
-  const std::vector<AttemptRecord> interrupted =
-      ORCH_TRY(close_interrupted_attempts(store_, run_.id, now_ms(), run_.updated_at));
 
   run_.budget_json = budget_limits_json(plan_.budget);
 
@@ -377,15 +409,16 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // that no two rows share an idx (a new step may take a removed one's place).
   int removed_idx = static_cast<int>(plan_.steps.size());
   for (StepRecord& r : rows) {
-    const bool charged = std::any_of(interrupted.begin(), interrupted.end(),
-                                     [&r](const AttemptRecord& a) { return a.step_id == r.step_id; });
-    if (charged) charge_step(r, interrupted);
     auto it = index_of_.find(r.step_id);
+    // Failed just now, its writes not put back: it stays failed (the run loop
+    // applies the plan's on_failure to it before it starts anything).
+    const bool unrestored = std::find(resume_unrestored_.begin(), resume_unrestored_.end(), r.step_id) !=
+                            resume_unrestored_.end();
     if (it == index_of_.end()) {  // a step the new plan no longer has
       const bool moved = r.idx != removed_idx;
       r.idx = removed_idx++;
-      if (r.status == StepStatus::Done) {
-        if (charged || moved) ORCH_TRY(store_.upsert_step(r));
+      if (r.status == StepStatus::Done || unrestored) {
+        if (moved) ORCH_TRY(store_.upsert_step(r));
         continue;
       }
       r.status = StepStatus::Skipped;
@@ -396,10 +429,10 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     }
     const std::size_t i = static_cast<std::size_t>(it->second);
     const Step& step = plan_.steps[i];
-    changed[i] =
-        charged || r.idx != static_cast<int>(i) || r.goal != step.goal || r.executor != step.executor;
-    if (r.status != StepStatus::Done && (r.status != StepStatus::Pending || r.attempts_counted != 0 ||
-                                         !r.reason.empty() || r.finished_at != 0)) {
+    changed[i] = r.idx != static_cast<int>(i) || r.goal != step.goal || r.executor != step.executor;
+    if (r.status != StepStatus::Done && !unrestored &&
+        (r.status != StepStatus::Pending || r.attempts_counted != 0 || !r.reason.empty() ||
+         r.finished_at != 0)) {
       // A step that ended (failed, skipped, cancelled) or was paused gets a fresh
       // set of attempts. One the dead process left running or waiting for a retry
       // keeps the attempts it has used: only the interrupted attempt is not

@@ -765,6 +765,23 @@ steps:
   EXPECT_FALSE(fs::exists(ws() / "gen"));
 }
 
+// A `writes:` path that is a symlink: the file it points to and the link itself
+// are both put back, whether the attempt wrote through the link or replaced it.
+TEST_F(EngineTest, AWritesPathThatIsASymlinkIsPutBackLinkAndTarget) {
+  write_file(ws() / "real.txt", "original\n");
+  fs::create_symlink("real.txt", ws() / "link");
+  auto out = run(R"(
+steps:
+  - {id: a, writes: [link], attempts: 1, sh: 'echo through > link; rm link; echo plain > link; exit 1'}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  EXPECT_EQ(read_file(ws() / "real.txt"), "original\n");
+  ASSERT_TRUE(fs::is_symlink(ws() / "link"));
+  EXPECT_EQ(fs::read_symlink(ws() / "link"), "real.txt");
+  EXPECT_EQ(step(out.run_id, "a").reason.find("could not be put back"), std::string::npos)
+      << step(out.run_id, "a").reason;
+}
+
 // A snapshot is only space once its attempt's end is in the ledger: it goes,
 // whether the attempt succeeded or its writes were put back.
 TEST_F(EngineTest, SnapshotsAreRemovedOnceTheirAttemptHasEnded) {

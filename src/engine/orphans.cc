@@ -260,10 +260,9 @@ void charge_usage_file(const Store& store, AttemptRecord& a) {
 }
 }  // namespace
 
-Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, const std::string& run_id,
-                                                                std::int64_t now_ms,
-                                                                std::int64_t last_alive_ms) {
-  std::vector<AttemptRecord> closed;
+Expected<ClosedAttempts> close_interrupted_attempts(Store& store, const std::string& run_id,
+                                                    std::int64_t now_ms, std::int64_t last_alive_ms) {
+  ClosedAttempts closed;
   for (AttemptRecord a : ORCH_TRY(store.attempts(run_id))) {
     if (a.status != AttemptStatus::Running) continue;
     a.status = AttemptStatus::Interrupted;
@@ -275,28 +274,50 @@ Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, co
     record_output_so_far(a);
     charge_usage_file(store, a);
     ORCH_TRY(store.finish_attempt(a));
-    std::string restored;
-    if (!a.snapshot_dir.empty() && std::filesystem::exists(std::filesystem::path(a.snapshot_dir) / "manifest.json")) {
-      auto r = restore_snapshot(a.snapshot_dir);
-      restored = r ? "restored" : r.error().message;
-      // Put back, it is only space. (Should this process die before its
-      // transaction commits, the next resume finds no manifest and, the files being
-      // back already, has nothing to restore.) One that failed stays for a human.
+    nlohmann::json data = nlohmann::json::object();
+    if (!a.snapshot_dir.empty()) {
+      // The snapshot was complete before the attempt started (the row names it
+      // only then), and one put back is removed only after the transaction that
+      // closes its attempt commits: one gone or damaged now was lost, and what
+      // the attempt changed cannot be put back.
+      auto r = snapshot_put_back(a.snapshot_dir) ? Expected<void>{} : restore_snapshot(a.snapshot_dir);
       if (r) {
-        std::error_code ec;
-        std::filesystem::remove_all(a.snapshot_dir, ec);
+        data["writes"] = "restored";
+        closed.spent_snapshots.emplace_back(a.snapshot_dir);
+      } else {
+        data["writes"] = "not restored";
+        const std::string& why = r.error().message;
+        EventRecord failed{0,
+                           run_id,
+                           now_ms,
+                           "restore_failed",
+                           a.step_id,
+                           a.number,
+                           json_text(nlohmann::json{{"error", why}})};
+        ORCH_TRY(store.append_event(failed));
+        closed.unrestored[a.step_id] =
+            r.error().code == ErrorCode::NotFound
+                ? fmt::format("its writes could not be put back: their snapshot, {}, is gone", a.snapshot_dir)
+                : fmt::format("its writes could not be put back: {}; the snapshot is kept in {}", why,
+                              a.snapshot_dir);
       }
     }
-    nlohmann::json data{{"writes", restored}};
     if (a.tokens_in + a.tokens_out > 0 || a.cost_usd > 0) {
       data["tokens"] = a.tokens_in + a.tokens_out;
       data["cost_usd"] = a.cost_usd;
     }
     EventRecord e{0, run_id, now_ms, "attempt_interrupted", a.step_id, a.number, json_text(data)};
     ORCH_TRY(store.append_event(e));
-    closed.push_back(std::move(a));
+    closed.attempts.push_back(std::move(a));
   }
   return closed;
+}
+
+void remove_spent_snapshots(const ClosedAttempts& closed) {
+  for (const auto& dir : closed.spent_snapshots) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
 }
 
 void charge_step(StepRecord& step, const std::vector<AttemptRecord>& closed) {

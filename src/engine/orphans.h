@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,20 +39,36 @@ Expected<int> kill_orphans(Store* store, const std::string& run_id);
 // meanwhile. Returns how many were killed.
 int kill_attempt_leftovers(const std::string& run_id, const std::string& step_id, int attempt);
 
+// What close_interrupted_attempts closed.
+struct ClosedAttempts {
+  std::vector<AttemptRecord> attempts;  // each as now recorded: interrupted, charged its usage
+  // Step id → why its interrupted attempt's `writes:` could not be put back:
+  // "its writes could not be put back: ...; the snapshot is kept in DIR" (or "their
+  // snapshot, DIR, is gone"). The snapshot is kept (named in it) for a human to recover from, and nothing
+  // may run the step again on the leftovers without being asked.
+  std::map<std::string, std::string> unrestored;
+  // Snapshots put back: to remove once the caller's transaction has committed
+  // (should it die before, the next resume finds them and puts them back again).
+  std::vector<std::filesystem::path> spent_snapshots;
+};
+
 // Closes the attempts of `run_id` that a dead driver left `running` (call after
 // kill_orphans, inside the caller's transaction): each becomes interrupted and
 // uncounted, its `writes:` snapshot is restored, and an attempt_interrupted event
-// says whether that worked. What the attempt reported in its usage file before
-// it was killed was spent: it is charged to the attempt's row (so the run's
-// totals, summed from the attempts, include it). Returns the attempts it closed;
-// the caller adds their spend to their steps' rows (charge_step). Each is
-// stamped finished at `now_ms` (when the ledger learnt it ended) and its
+// says whether that worked (with a restore_failed event when it did not; a
+// snapshot that is gone or damaged is such a failure, not a pass). What the
+// attempt reported in its usage file before it was killed was spent: it is
+// charged to the attempt's row (so the run's totals, summed from the attempts,
+// include it); the caller adds their spend to their steps' rows (charge_step).
+// Each is stamped finished at `now_ms` (when the ledger learnt it ended) and its
 // duration runs from its start to `last_alive_ms`, the dead driver's last sign of
 // life (refresh_running_totals: the run row's heartbeat or the latest attempt
 // time): as long as orch is known to have watched it, not the downtime after.
-Expected<std::vector<AttemptRecord>> close_interrupted_attempts(Store& store, const std::string& run_id,
-                                                                std::int64_t now_ms,
-                                                                std::int64_t last_alive_ms);
+Expected<ClosedAttempts> close_interrupted_attempts(Store& store, const std::string& run_id,
+                                                    std::int64_t now_ms, std::int64_t last_alive_ms);
+
+// Removes the snapshots `closed` put back (after the transaction committed).
+void remove_spent_snapshots(const ClosedAttempts& closed);
 
 // Adds to `step`'s totals the tokens, cost and duration of those of `closed`
 // that are its: the wall time an interrupted attempt was watched counts toward

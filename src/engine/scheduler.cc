@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -419,6 +420,15 @@ Expected<RunOutcome> Scheduler::run_loop() {
   // A signal caught while the run was being set up (a resume restoring `writes:`)
   // stops it before anything starts.
   if (SignalWatch::pending()) loop_.run_once(milliseconds(0));
+  // Failed by the resume (their writes could not be put back): as a step failed
+  // in a turn, its dependents are skipped or the run stops starting steps.
+  for (const std::string& id : resume_unrestored_) {
+    auto it = index_of_.find(id);
+    if (it == index_of_.end()) continue;
+    report(ProgressEvent::Kind::StepFinished, it->second,
+           steps_[static_cast<std::size_t>(it->second)].rec.reason);
+    apply_on_failure(it->second);
+  }
   if (auto left = budget_->wall_left(0)) {
     wall_timer_ = loop_.add_timer(milliseconds(std::max<std::int64_t>(*left, 0)), [this] {
       wall_timer_ = 0;
@@ -1002,6 +1012,16 @@ bool Scheduler::prepare_attempt(int i) {
         s.flight().pending_error_is_setup = true;
         break;
       }
+      // A path that is itself a symlink: what it points to is saved (the step may
+      // write through it), and so is the link (the step may replace it).
+      const fs::path given = fs::path(run_.workspace) / w;
+      if (struct stat st{}; given.has_filename() && given.filename() != "." && given.filename() != ".." &&
+                            ::lstat(given.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        if (auto folder = resolve_in_workspace(run_.workspace, given.parent_path().string())) {
+          const fs::path link = *folder / given.filename();
+          if (link != *p && std::find(paths.begin(), paths.end(), link) == paths.end()) paths.push_back(link);
+        }
+      }
       paths.push_back(*p);
     }
     if (s.flight().pending_render_error.empty()) {
@@ -1442,10 +1462,15 @@ void Scheduler::mark_failed(int i, const std::string& reason) {
   save_step(s);
   event("step_failed", s.step->id, s.rec.last_attempt, {{"reason", reason}});
   report(ProgressEvent::Kind::StepFinished, i, reason);
+  apply_on_failure(i);
+}
+
+void Scheduler::apply_on_failure(int i) {
+  const std::string& id = steps_[static_cast<std::size_t>(i)].step->id;
   if (run_.keep_going || plan_.on_failure == OnFailure::Continue) {
-    skip_descendants(i, fmt::format("dependency '{}' failed", s.step->id));
+    skip_descendants(i, fmt::format("dependency '{}' failed", id));
   } else {
-    request_stop(StopKind::Abort, fmt::format("step '{}' failed", s.step->id));
+    request_stop(StopKind::Abort, fmt::format("step '{}' failed", id));
   }
 }
 

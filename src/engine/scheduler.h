@@ -189,6 +189,7 @@ class Scheduler {
   void finish_attempt(int i, AttemptStatus status, const std::string& reason);
   void mark_done(int i);
   void mark_failed(int i, const std::string& reason);
+  void apply_on_failure(int i);  // on_failure for step i, failed: skip its dependents or stop
   void skip_descendants(int i, const std::string& reason);
   void schedule_retry(int i, std::chrono::milliseconds delay);
   std::chrono::milliseconds transient_backoff(std::chrono::milliseconds base, int failures,
@@ -251,6 +252,9 @@ class Scheduler {
   std::optional<BudgetGuard> budget_;
   int in_flight_ = 0;
   bool resumed_ = false;  // prepare_resume set this run up
+  // Steps prepare_resume failed: the dead driver's attempt at them could not have
+  // its `writes:` put back. The run loop applies on_failure to them first.
+  std::vector<std::string> resume_unrestored_;
   int started_here_ = 0;  // attempts this process started
   int retries_waiting_ = 0;
   bool in_tx_ = false;

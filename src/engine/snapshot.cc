@@ -43,6 +43,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kManifest = "manifest.json";
+constexpr const char* kPutBack = "put-back.json";  // the manifest of one put back (mark_snapshot_put_back)
 
 std::string hex(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -745,6 +746,18 @@ Expected<void> take_snapshot(const std::vector<fs::path>& paths, const fs::path&
   fs::rename(tmp, snapshot_dir / kManifest, ec);
   if (ec) return fail(ErrorCode::Io, fmt::format("{}: {}", tmp.string(), ec.message()));
   return {};
+}
+
+Expected<void> mark_snapshot_put_back(const fs::path& snapshot_dir) {
+  std::error_code ec;
+  fs::rename(snapshot_dir / kManifest, snapshot_dir / kPutBack, ec);
+  if (ec) return fail(ErrorCode::Io, fmt::format("{}: {}", snapshot_dir.string(), ec.message()));
+  return {};
+}
+
+bool snapshot_put_back(const fs::path& snapshot_dir) {
+  std::error_code ec;
+  return fs::exists(snapshot_dir / kPutBack, ec);
 }
 
 Expected<void> restore_snapshot(const fs::path& snapshot_dir, const std::vector<fs::path>& leave) {

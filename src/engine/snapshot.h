@@ -50,6 +50,13 @@ Expected<void> take_snapshot(const std::vector<std::filesystem::path>& paths,
 Expected<void> restore_snapshot(const std::filesystem::path& snapshot_dir,
                                 const std::vector<std::filesystem::path>& leave = {});
 
+// Says of a snapshot that it was put back outside the engine (the review
+// runtime's --keep-edits restores a killed fix's files itself): its manifest is
+// renamed, so the resume that closes the attempt has nothing left to restore and
+// records it restored, where a snapshot that is simply gone is a failure.
+Expected<void> mark_snapshot_put_back(const std::filesystem::path& snapshot_dir);
+bool snapshot_put_back(const std::filesystem::path& snapshot_dir);
+
 // A path of a snapshot that is not now what the snapshot saved.
 struct SnapshotChange {
   std::filesystem::path path;  // absolute, as the snapshot names it

@@ -702,7 +702,7 @@ Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
 // than orch's last sign of life plus kWatchLagMs) is not put back without the
 // user's word: by default the resume is refused, naming it, with nothing
 // changed; with LaterEdits::Keep the snapshot is restored here but for those
-// files, and removed, so the engine has nothing left to restore.
+// files, and marked put back, so the engine has nothing left to restore.
 Expected<void> Driver::settle_killed_writes(const RunRecord& run, int round, const char* phase) {
   if (later_edits_ == LaterEdits::Discard) return {};
   // Driven by a live process: the engine's resume refuses it and says by whom.
@@ -749,7 +749,8 @@ Expected<void> Driver::settle_killed_writes(const RunRecord& run, int round, con
       return fail(ErrorCode::Io, fmt::format("review {}: cannot restore the files of the interrupted {} "
                                              "(the snapshot is kept in {}): {}",
                                              record_.id, phase, a.snapshot_dir, restored.error().message));
-    fs::remove_all(a.snapshot_dir, ec);
+    // Left for the engine's resume to remove once it has closed the attempt.
+    ORCH_TRY(mark_snapshot_put_back(a.snapshot_dir));
     note(fmt::format("round {}: {}: kept as they are now (--keep-edits): {}", round, phase,
                      join(names, ", ")));
   }

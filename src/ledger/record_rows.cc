@@ -135,6 +135,7 @@ const char kUpdateStep[] =
 const char kStepsOfRun[] = "SELECT " ORCH_STEP_COLUMNS " FROM steps WHERE run_id = ?1 ORDER BY idx, step_id";
 const char kCountStepsOfRun[] = "SELECT count(*) FROM steps WHERE run_id = ?1";
 const char kStepStatusCounts[] = "SELECT status, count(*) FROM steps WHERE run_id = ?1 GROUP BY status";
+const char kFindStep[] = "SELECT " ORCH_STEP_COLUMNS " FROM steps WHERE run_id = ?1 AND step_id = ?2";
 
 void bind_step(Statement& s, const StepRecord& r) {
   s.bind_text(1, r.run_id);

@@ -37,6 +37,7 @@ extern const char kUpdateStep[];        // bound as kUpsertStep
 extern const char kStepsOfRun[];        // ?1 = run_id, by idx
 extern const char kCountStepsOfRun[];   // ?1 = run_id, by idx
 extern const char kStepStatusCounts[];  // ?1 = run_id: (status, count) rows
+extern const char kFindStep[];          // ?1 = run_id, ?2 = step_id
 void bind_step(Statement& statement, const StepRecord& step);
 StepRecord read_step(const Statement& row);
 

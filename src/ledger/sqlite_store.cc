@@ -263,6 +263,15 @@ Expected<std::vector<StepRecord>> SqliteStore::steps(const std::string& run_id) 
                  static_cast<std::size_t>(std::max<std::int64_t>(count.value_or(0), 0)));
 }
 
+Expected<std::optional<StepRecord>> SqliteStore::find_step(const std::string& run_id,
+                                                           const std::string& step_id) {
+  Statement& find_step_sql = *ORCH_TRY(prepared(sql_.find_step, rows::kFindStep));
+  find_step_sql.bind_text(1, run_id);
+  find_step_sql.bind_text(2, step_id);
+  return first_row(find_step_sql, rows::read_step,
+                   [&] { return fmt::format("reading step '{}' of run '{}'", step_id, run_id); });
+}
+
 Expected<std::map<StepStatus, int>> SqliteStore::step_status_counts(const std::string& run_id) {
   Statement& counts_sql = *ORCH_TRY(prepared(sql_.step_status_counts, rows::kStepStatusCounts));
   counts_sql.bind_text(1, run_id);

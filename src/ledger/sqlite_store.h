@@ -67,6 +67,8 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
   Expected<PlanVersion> latest_plan(const std::string& run_id) override;
   Expected<std::vector<StepRecord>> steps(const std::string& run_id) override;
   Expected<std::map<StepStatus, int>> step_status_counts(const std::string& run_id) override;
+  Expected<std::optional<StepRecord>> find_step(const std::string& run_id,
+                                                const std::string& step_id) override;
   Expected<std::vector<AttemptRecord>> attempts(const std::string& run_id,
                                                 const std::string& step_id = "") override;
   Expected<std::vector<EventRecord>> events(const std::string& run_id, std::int64_t after_seq = 0,
@@ -109,7 +111,7 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
     Statement begin, commit, rollback;
     Statement insert_run, update_run, find_run, list_runs, request_cancel, cancel_requested, attempt_totals;
     Statement insert_plan, latest_plan;
-    Statement upsert_step, update_step, steps_of_run, count_steps_of_run, step_status_counts;
+    Statement upsert_step, update_step, steps_of_run, count_steps_of_run, step_status_counts, find_step;
     Statement insert_attempt, finish_attempt, attempts_of_run, attempts_of_step;
     Statement insert_event, events_of_run, events_of_kind;
     Statement insert_trace, update_trace, find_trace, list_traces, insert_trace_event, trace_events;

@@ -138,6 +138,12 @@ TEST(SqliteStore, StepsRoundTripUpsertAndComeByIndex) {
   ASSERT_EQ(steps->size(), 2u);
   expect_same((*steps)[1], changed);
   EXPECT_TRUE(f.store->steps("nope")->empty());
+  // One step by its id, as steps() has it.
+  auto one = f.store->find_step("r1", "b");
+  ASSERT_TRUE(one && *one);
+  expect_same(**one, changed);
+  EXPECT_FALSE(f.store->find_step("r1", "zz")->has_value());
+  EXPECT_FALSE(f.store->find_step("nope", "a")->has_value());
 }
 
 // A step written again has every column replaced (the UPDATE by its key), and

@@ -8,4 +8,10 @@ Expected<std::map<StepStatus, int>> Store::step_status_counts(const std::string&
   return counts;
 }
 
+Expected<std::optional<StepRecord>> Store::find_step(const std::string& run_id, const std::string& step_id) {
+  for (StepRecord& s : ORCH_TRY(steps(run_id)))
+    if (s.step_id == step_id) return std::move(s);
+  return std::nullopt;
+}
+
 }  // namespace orch

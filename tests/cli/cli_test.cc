@@ -54,6 +54,20 @@ long long query_int(const fs::path& db, const std::string& sql) {
   return v;
 }
 
+// Reads one text value from the ledger ("" when there is none).
+std::string query_text(const fs::path& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  std::string v;
+  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+      sqlite3_column_text(st, 0) != nullptr)
+    v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
+}
+
 TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
   TempDir d;
   auto r = run_orch({"--help"}, d.path());
@@ -480,6 +494,115 @@ TEST(Cli, AResumeKillsACheckLeftRunningThatClearedItsEnvironment) {
       - {shell_zero: "true"}
 )");
   expect_resume_kills(d, db, orphan, "the check process");
+}
+
+// What a killed driver's attempt left is dealt with before the stored plan is
+// checked: here the attempt made its `writes:` folder a symlink out of the
+// workspace, which the plan's check refuses. The resume kills the attempt's
+// process, puts the folder back, and then the plan is valid and the run goes on.
+TEST(Cli, AResumePutsBackWhatAKilledAttemptLeftBeforeItChecksThePlan) {
+  TempDir d;
+  TempDir outside;
+  fs::create_directory(d / "d");
+  write_file(d / "d" / "keep.txt", "kept\n");
+  write_file(d / "p.yaml",
+             "steps:\n  - id: w\n    writes: [d]\n    sh: 'if [ -f again ]; then exit 0; fi; "
+             "rm -rf d; ln -s " +
+                 outside.path().string() + " d; echo $$ > w.pid; exec sleep 30'\n");
+  fs::path db = d / ".orch" / "orch.db";
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "w.pid").size() > 1; }, 10000));
+  ASSERT_TRUE(wait_for(
+      [&] { return query_int(db, "select count(*) from events where kind='attempt_spawned'") == 1; }, 5000));
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  const pid_t left = std::stoi(read_file(d / "w.pid"));
+  ASSERT_TRUE(alive(left));
+  ASSERT_TRUE(fs::is_symlink(d / "d"));
+  write_file(d / "again", "");
+  auto r = run_orch({"resume", run_id_in(read_file(d / "out.txt"))}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::is_symlink(d / "d"));
+  EXPECT_EQ(read_file(d / "d" / "keep.txt"), "kept\n");
+  EXPECT_TRUE(wait_for([&] { return !alive(left); }, 3000)) << "the killed driver's step process lives on";
+  EXPECT_EQ(
+      query_text(db, "select json_extract(data, '$.writes') from events where kind='attempt_interrupted'"),
+      "restored");
+  if (alive(left)) kill(left, SIGKILL);
+}
+
+// A killed driver's attempt whose `writes:` cannot be put back (its snapshot is
+// gone) is not run again on its leftovers by the resume: its step fails, saying
+// why, its dependents do not run, and the run ends failed. Asked again (another
+// resume), it runs.
+TEST(Cli, AKilledAttemptWhoseWritesCannotBePutBackFailsItsStepOnResume) {
+  TempDir d;
+  write_file(d / "f.txt", "original\n");
+  write_file(d / "p.yaml", R"(steps:
+  - id: w
+    writes: [f.txt]
+    sh: 'if [ -f again ]; then echo redone > f.txt; exit 0; fi; echo changed > f.txt; echo $$ > w.pid; exec sleep 30'
+  - {id: after, deps: [w], sh: 'echo ran > after.txt'}
+)");
+  fs::path db = d / ".orch" / "orch.db";
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "w.pid").size() > 1; }, 10000));
+  ASSERT_TRUE(wait_for(
+      [&] { return query_int(db, "select count(*) from attempts where snapshot_dir != ''") == 1; }, 5000));
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  const std::string snapshot = query_text(db, "select snapshot_dir from attempts where step_id = 'w'");
+  ASSERT_TRUE(fs::exists(fs::path(snapshot) / "manifest.json")) << snapshot;
+  fs::remove_all(snapshot);
+  const std::string id = run_id_in(read_file(d / "out.txt"));
+  auto r = run_orch({"resume", id}, d.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string reason = query_text(db, "select reason from steps where step_id = 'w'");
+  EXPECT_HAS(reason,
+             "(not retried: its writes could not be put back: their snapshot, " + snapshot + ", is gone)");
+  EXPECT_EQ(query_text(db, "select status from steps where step_id = 'w'"), "failed");
+  EXPECT_EQ(query_int(db, "select count(*) from attempts where step_id = 'w'"), 1)
+      << "re-run on its leftovers";
+  EXPECT_EQ(query_text(db, "select status from steps where step_id = 'after'"), "skipped");
+  EXPECT_FALSE(fs::exists(d / "after.txt"));
+  EXPECT_EQ(read_file(d / "f.txt"), "changed\n");
+  EXPECT_EQ(query_int(db, "select count(*) from events where kind='restore_failed'"), 1);
+  EXPECT_EQ(
+      query_text(db, "select json_extract(data, '$.writes') from events where kind='attempt_interrupted'"),
+      "not restored");
+  EXPECT_HAS(r.out + r.err, "its writes could not be put back");
+  write_file(d / "again", "");
+  auto again = run_orch({"resume", id}, d.path());
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(read_file(d / "f.txt"), "redone\n");
+  EXPECT_TRUE(fs::exists(d / "after.txt"));
+}
+
+// The same found by `orch cancel` of the dead run: the step's reason says its
+// writes were not put back and where the snapshot is.
+TEST(Cli, CancellingADeadRunSaysWhichWritesCouldNotBePutBack) {
+  TempDir d;
+  write_file(d / "f.txt", "original\n");
+  write_file(d / "p.yaml", R"(steps:
+  - {id: w, writes: [f.txt], sh: 'echo changed > f.txt; echo $$ > w.pid; exec sleep 30'}
+)");
+  fs::path db = d / ".orch" / "orch.db";
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "w.pid").size() > 1; }, 10000));
+  ASSERT_TRUE(wait_for(
+      [&] { return query_int(db, "select count(*) from attempts where snapshot_dir != ''") == 1; }, 5000));
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  const std::string snapshot = query_text(db, "select snapshot_dir from attempts where step_id = 'w'");
+  write_file(fs::path(snapshot) / "manifest.json", "{not json");
+  auto r = run_orch({"cancel", run_id_in(read_file(d / "out.txt"))}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string reason = query_text(db, "select reason from steps where step_id = 'w'");
+  EXPECT_HAS(reason,
+             "cancelled: its attempt was interrupted (the orch driving it had died; its writes could not "
+             "be put back: ");
+  EXPECT_HAS(reason, "the snapshot is kept in " + snapshot);
+  EXPECT_EQ(read_file(d / "f.txt"), "changed\n");
 }
 
 // A burst of SIGTERMs (a `timeout` that signals orch and then its group, an
