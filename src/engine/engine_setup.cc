@@ -383,7 +383,12 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   run_.exit_code = -1;
   run_.reason.clear();
   run_.cancel_requested = false;
-  if (options_.concurrency) run_.concurrency = *options_.concurrency;
+  // -j wins; else an edited plan that says how wide to go says it for the rest of the run.
+  if (options_.concurrency) {
+    run_.concurrency = *options_.concurrency;
+  } else if (replan_path && plan_.concurrency) {
+    run_.concurrency = *plan_.concurrency;
+  }
   // Once a run keeps going it keeps going: `--keep-going` need not be given again,
   // and a --replan plan that says `on_failure: abort` does not turn it off.
   if (options_.keep_going || plan_.on_failure == OnFailure::Continue) run_.keep_going = true;
@@ -504,8 +509,14 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     for (int i : order) {
       StepState& s = steps_[static_cast<std::size_t>(i)];
       bool parent_reset = false;
-      for (const auto& d : s.step->deps)
+      // A dependency done after this step was: it ran again since (while this step
+      // was out of the plan, say), and this step did not run on what it did.
+      const std::string* ran_after = nullptr;
+      for (const auto& d : s.step->deps) {
+        const StepState& parent = steps_[static_cast<std::size_t>(index_of_[d])];
         parent_reset = parent_reset || reset[static_cast<std::size_t>(index_of_[d])];
+        if (!ran_after && parent.rec.finished_at > s.rec.finished_at) ran_after = &d;
+      }
       if (s.rec.status != StepStatus::Done) {
         reset[static_cast<std::size_t>(i)] = true;
         continue;
@@ -513,6 +524,8 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       std::string why;
       if (parent_reset) {
         why = "an ancestor re-runs";
+      } else if (ran_after) {
+        why = fmt::format("dependency '{}' ran again after it", *ran_after);
       } else {
         auto fp = step_fingerprint(*s.step, result_lookup(), plan_dir(),
                                    s.executor ? s.executor->default_post() : std::vector<Postcondition>{});

@@ -1097,6 +1097,40 @@ steps:
   EXPECT_EQ(step(out.run_id, "c").status, StepStatus::Skipped);
 }
 
+// A done step taken out of the plan and put back after its dependency ran
+// again did not run on what the dependency now does: it runs again, although
+// nothing of its own changed. An edited plan's concurrency is the run's from then on.
+TEST_F(EngineTest, ReplanRerunsAStepPutBackAfterItsDependencyRanAgain) {
+  const std::string v1 = R"(
+steps:
+  - {id: a, sh: 'echo one > a.txt'}
+  - {id: b, deps: [a], sh: 'cp a.txt b.txt'}
+)";
+  auto out = run(v1);
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  ASSERT_EQ(read_file(ws() / "b.txt"), "one\n");
+  write_file(dir_ / "v2.yaml", "concurrency: 1\nsteps:\n  - {id: a, sh: 'echo two > a.txt'}\n");
+  ASSERT_EQ(resume(out.run_id, (dir_ / "v2.yaml").string()).status, RunStatus::Succeeded);
+  EXPECT_EQ((*store_->find_run(out.run_id))->concurrency, 1);
+  // b as it was, after a as it is now: b's fingerprint is unchanged, a's too.
+  write_file(dir_ / "v3.yaml", R"(
+steps:
+  - {id: a, sh: 'echo two > a.txt'}
+  - {id: b, deps: [a], sh: 'cp a.txt b.txt'}
+)");
+  auto again = resume(out.run_id, (dir_ / "v3.yaml").string());
+  EXPECT_EQ(again.status, RunStatus::Succeeded) << again.reason;
+  EXPECT_EQ(read_file(ws() / "b.txt"), "two\n") << "b was not run again after a";
+  EXPECT_EQ(attempts(out.run_id, "a").size(), 2u);
+  EXPECT_EQ(attempts(out.run_id, "b").size(), 2u);
+  const auto resets = store_->events_of_kind(out.run_id, "step_reset");
+  ASSERT_TRUE(resets);
+  ASSERT_FALSE(resets->empty());
+  EXPECT_EQ(resets->back().step_id, "b");
+  EXPECT_NE(resets->back().data_json.find("dependency 'a' ran again after it"), std::string::npos)
+      << resets->back().data_json;
+}
+
 // A result_json check's schema file is part of what the step is: an edited
 // schema re-checks the step on --replan, and so does a shell_zero's timeout.
 TEST_F(EngineTest, ReplanRerunsAStepWhoseSchemaFileChanged) {
