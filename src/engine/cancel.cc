@@ -44,16 +44,20 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
     if (s.status != StepStatus::Pending && s.status != StepStatus::Running && s.status != StepStatus::AwaitingApproval)
       continue;
     charge_step(s, interrupted.attempts);
-    bool was_running = s.status == StepStatus::Running;
-    s.status = was_running ? StepStatus::Cancelled : StepStatus::Skipped;
+    const bool was_running = s.status == StepStatus::Running;
+    // One that ran and was to run again (interrupted by a signal, or waiting for
+    // a retry) is cancelled too: skipped would say it never started.
+    const bool tried = !was_running && s.last_attempt > 0;
+    s.status = was_running || tried ? StepStatus::Cancelled : StepStatus::Skipped;
     s.reason = was_running ? "cancelled: its attempt was interrupted (the orch driving it had died)"
+               : tried     ? fmt::format("cancelled: run cancelled after attempt {}", s.last_attempt)
                            : "not started: run cancelled";
     if (auto it = interrupted.unrestored.find(s.step_id); it != interrupted.unrestored.end())
       s.reason = fmt::format("cancelled: its attempt was interrupted (the orch driving it had died; {})",
                              it->second);
     ORCH_TRY(store.upsert_step(s));
-    ORCH_TRY(event(store, run.id, was_running ? "step_cancelled" : "step_skipped", s.step_id, 0,
-                   {{"reason", s.reason}}));
+    ORCH_TRY(event(store, run.id, s.status == StepStatus::Cancelled ? "step_cancelled" : "step_skipped",
+                   s.step_id, 0, {{"reason", s.reason}}));
   }
   run.status = RunStatus::Cancelled;
   run.reason = "cancelled by `orch cancel`";

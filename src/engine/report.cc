@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <map>
 
 #include "engine/run_lock.h"
@@ -31,16 +32,24 @@ namespace {
 
 // `path` "" when the stream is kept in the ledger row (`orch logs` prints it either
 // way), and when a finished attempt's stream wrote nothing: its log file is made
-// only for the first byte. (A running attempt's byte count is written when it
-// ends: its path is given, the file may be there already.)
+// only for the first byte. A running attempt's byte count is written when it
+// ends: until then its path is given, and the bytes are what its file holds now
+// (up to the cap: what went beyond is counted only at the end).
 ojson stream_json(const std::string& path, std::int64_t bytes, bool truncated, bool finished) {
+  if (!finished && !path.empty()) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec) bytes = std::max<std::int64_t>(bytes, static_cast<std::int64_t>(size));
+  }
   return {{"path", bytes > 0 || !finished ? path : std::string()},
           {"in_ledger", path.empty()},
           {"bytes", bytes},
           {"truncated", truncated}};
 }
 
-ojson attempt_json(const AttemptRecord& a) {
+// `until`: for an attempt still running, the time its duration runs to (now, or
+// an orphaned run's driver's last sign of life).
+ojson attempt_json(const AttemptRecord& a, std::int64_t until) {
   ojson checks = ojson::parse(a.checks_json.empty() ? "[]" : a.checks_json, nullptr, false);
   if (checks.is_discarded()) checks = ojson::array();
   return {{"number", a.number},
@@ -54,7 +63,9 @@ ojson attempt_json(const AttemptRecord& a) {
           {"tokens_in", a.tokens_in},
           {"tokens_out", a.tokens_out},
           {"cost_usd", a.cost_usd},
-          {"duration_ms", a.duration_ms},
+          {"duration_ms", a.status == AttemptStatus::Running && a.started_at > 0
+                              ? std::max<std::int64_t>(0, until - a.started_at)
+                              : a.duration_ms},
           {"started_at", iso_time(a.started_at)},
           {"finished_at", iso_time(a.finished_at)},
           {"stdout", stream_json(a.stdout_path, a.stdout_bytes, a.stdout_truncated,
@@ -122,7 +133,8 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
     ++counts[step_status_name(s.status)];
     // Built by assignment and moves: an initializer list would deep-copy every attempt.
     ojson att = ojson::array();
-    for (const AttemptRecord* a : by_step[s.step_id]) att.push_back(attempt_json(*a));
+    for (const AttemptRecord* a : by_step[s.step_id])
+      att.push_back(attempt_json(*a, active ? now : run.updated_at));
     ojson step = ojson::object();
     step["id"] = s.step_id;
     step["goal"] = s.goal;

@@ -704,13 +704,20 @@ TEST(Cli, StatusAndStoreFlagsSayWhatIsWrongAndWatchJsonIsJsonLines) {
   TempDir d;
   // The step runs until the test says so ("go"), however slow the machine: the
   // watch must start while it runs.
-  write_file(d / "p.yaml",
-             "steps:\n  - {id: long, sh: 'touch started; while [ ! -e go ]; do sleep 0.05; done'}\n");
+  write_file(
+      d / "p.yaml",
+      "steps:\n  - {id: long, sh: 'echo twelve bytes; touch started; while [ ! -e go ]; do sleep 0.05; "
+      "done'}\n");
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_TRUE(wait_for([&] { return fs::exists(d / "started"); }, 10000));
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   auto live = nlohmann::json::parse(run_orch({"status", "--json"}, d.path()).out);
   EXPECT_GE(live["steps"][0]["duration_ms"].get<std::int64_t>(), 500) << live["steps"][0].dump();
+  // Its running attempt too: time so far, and what its output file holds so far.
+  const auto& attempt = live["steps"][0]["attempts"][0];
+  EXPECT_EQ(attempt["status"], "running");
+  EXPECT_GE(attempt["duration_ms"].get<std::int64_t>(), 500) << attempt.dump();
+  EXPECT_EQ(attempt["stdout"]["bytes"], 13) << attempt.dump();
   std::thread finish([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     write_file(d / "go", "");
@@ -1044,6 +1051,28 @@ TEST(Cli, CancelStopsALiveRunFromAnotherProcess) {
   EXPECT_EQ(wait_exit(pid), 130);
   auto again = run_orch({"cancel", id}, d.path());
   EXPECT_EQ(again.exit_code, 2);
+}
+
+// A run stopped by Ctrl-C, then cancelled: the step that had run is cancelled
+// (not "skipped", which would say it never started), the one that never ran skipped.
+TEST(Cli, CancellingAnInterruptedRunSaysWhichStepsHadRun) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - {id: long, sh: 'touch started; exec sleep 30'}
+  - {id: later, deps: [long], sh: 'true'}
+)");
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  ASSERT_TRUE(wait_for([&] { return fs::exists(d / "started"); }, 10000));
+  kill(pid, SIGINT);
+  ASSERT_EQ(wait_exit(pid), 130);
+  const std::string id = run_id_in(read_file(d / "out.txt"));
+  auto c = run_orch({"cancel", id}, d.path());
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  fs::path db = d / ".orch" / "orch.db";
+  EXPECT_EQ(query_text(db, "select status || ': ' || reason from steps where step_id = 'long'"),
+            "cancelled: cancelled: run cancelled after attempt 1");
+  EXPECT_EQ(query_text(db, "select status || ': ' || reason from steps where step_id = 'later'"),
+            "skipped: not started: run cancelled");
 }
 
 TEST(Cli, CancelARunWhoseDriverWasKilled) {
