@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "util/strings.h"
+
 namespace orch {
 
 std::string budget_limits_json(const BudgetLimits& b) {
@@ -77,8 +79,8 @@ std::optional<std::string> BudgetGuard::shortfall(const Spend& r, std::int64_t w
     return fmt::format("tokens: {} spent + {} reserved + {} needed > limit {}", spent_.tokens, reserved_.tokens,
                        r.tokens, *limits_.tokens);
   if (limits_.cost_usd && spent_.cost_usd + reserved_.cost_usd + r.cost_usd > *limits_.cost_usd + 1e-12)
-    return fmt::format("cost: ${:.4f} spent + ${:.4f} reserved + ${:.4f} needed > limit ${:.4f}", spent_.cost_usd,
-                       reserved_.cost_usd, r.cost_usd, *limits_.cost_usd);
+    return fmt::format("cost: {} spent + {} reserved + {} needed > limit {}", dollars(spent_.cost_usd),
+                       dollars(reserved_.cost_usd), dollars(r.cost_usd), dollars(*limits_.cost_usd));
   return std::nullopt;
 }
 
@@ -102,7 +104,7 @@ std::optional<std::string> BudgetGuard::overspent() const {
   if (limits_.tokens && spent_.tokens > *limits_.tokens)
     over.push_back(fmt::format("tokens: {} spent of {}", spent_.tokens, *limits_.tokens));
   if (limits_.cost_usd && spent_.cost_usd > *limits_.cost_usd + 1e-12)
-    over.push_back(fmt::format("cost: ${:.4f} spent of ${:.4f}", spent_.cost_usd, *limits_.cost_usd));
+    over.push_back(fmt::format("cost: {} spent of {}", dollars(spent_.cost_usd), dollars(*limits_.cost_usd)));
   if (over.empty()) return std::nullopt;
   return over.size() == 1 ? over[0] : over[0] + ", " + over[1];
 }
@@ -112,7 +114,7 @@ std::optional<std::string> BudgetGuard::exhausted(std::int64_t wall_ms_now) cons
   if (limits_.tokens && spent_.tokens > 0 && spent_.tokens >= *limits_.tokens)
     return fmt::format("tokens: {} spent of {}", spent_.tokens, *limits_.tokens);
   if (limits_.cost_usd && spent_.cost_usd > 0 && spent_.cost_usd >= *limits_.cost_usd)
-    return fmt::format("cost: ${:.4f} spent of ${:.4f}", spent_.cost_usd, *limits_.cost_usd);
+    return fmt::format("cost: {} spent of {}", dollars(spent_.cost_usd), dollars(*limits_.cost_usd));
   if (limits_.attempts && spent_.attempts >= *limits_.attempts)
     return fmt::format("attempts: {} made of {}", spent_.attempts, *limits_.attempts);
   if (limits_.wall && wall_before_ + wall_ms_now >= limits_.wall->count())

@@ -225,12 +225,12 @@ std::string format_report_summary(const ojson& report) {
   if (!run["finished_at"].get<std::string>().empty() && elapsed - driven >= 1000 &&
       human_duration(driven) != took)
     took += fmt::format(" (driven for {})", human_duration(driven));
-  std::string out = fmt::format(
-      "run {} {}: {} done, {} failed, {} skipped, {} cancelled of {} in {}; tokens {}, cost ${:.4f}",
-      run["id"].get<std::string>(), run["status"].get<std::string>(), c["done"].get<int>(),
-      c["failed"].get<int>(), c["skipped"].get<int>(), c["cancelled"].get<int>(), c["total"].get<int>(), took,
-      report["budget"]["spent"]["tokens"].get<std::int64_t>(),
-      report["budget"]["spent"]["cost_usd"].get<double>());
+  std::string out =
+      fmt::format("run {} {}: {} done, {} failed, {} skipped, {} cancelled of {} in {}; tokens {}, cost {}",
+                  run["id"].get<std::string>(), run["status"].get<std::string>(), c["done"].get<int>(),
+                  c["failed"].get<int>(), c["skipped"].get<int>(), c["cancelled"].get<int>(),
+                  c["total"].get<int>(), took, report["budget"]["spent"]["tokens"].get<std::int64_t>(),
+                  dollars(report["budget"]["spent"]["cost_usd"].get<double>()));
   if (int waiting = c.value("awaiting_approval", 0); waiting > 0)
     out += fmt::format(", {} awaiting approval", waiting);
   std::string reason = run["reason"].get<std::string>();

@@ -700,8 +700,8 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
     if (sb.tokens && step_tokens > 0 && step_tokens >= *sb.tokens)
       step_short = fmt::format("step budget exhausted: tokens {} spent of {}", step_tokens, *sb.tokens);
     else if (sb.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *sb.cost_usd)
-      step_short =
-          fmt::format("step budget exhausted: cost ${:.4f} spent of ${:.4f}", s.rec.cost_usd, *sb.cost_usd);
+      step_short = fmt::format("step budget exhausted: cost {} spent of {}", dollars(s.rec.cost_usd),
+                               dollars(*sb.cost_usd));
     else if (sb.attempts && s.budget_attempts >= *sb.attempts)
       step_short =
           fmt::format("step budget exhausted: attempts {} made of {}", s.budget_attempts, *sb.attempts);
@@ -1370,8 +1370,8 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
     mark_failed(i, fmt::format("step budget exhausted: tokens {} spent of {}; last failure: {}", step_tokens,
                                *step.budget.tokens, reason));
   } else if (step.budget.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *step.budget.cost_usd) {
-    mark_failed(i, fmt::format("step budget exhausted: cost ${:.4f} of ${:.4f}; last failure: {}",
-                               s.rec.cost_usd, *step.budget.cost_usd, reason));
+    mark_failed(i, fmt::format("step budget exhausted: cost {} spent of {}; last failure: {}",
+                               dollars(s.rec.cost_usd), dollars(*step.budget.cost_usd), reason));
   } else if (step.budget.attempts && s.budget_attempts >= *step.budget.attempts) {
     mark_failed(i, fmt::format("step budget exhausted: attempts {} made of {}; last failure: {}",
                                s.budget_attempts, *step.budget.attempts, reason));
@@ -1440,8 +1440,8 @@ void Scheduler::mark_done(int i) {
   if (sb.tokens && step_tokens > *sb.tokens)
     s.rec.reason = fmt::format("done over its budget: tokens {} spent of {}", step_tokens, *sb.tokens);
   else if (sb.cost_usd && s.rec.cost_usd > *sb.cost_usd + 1e-12)
-    s.rec.reason =
-        fmt::format("done over its budget: cost ${:.4f} spent of ${:.4f}", s.rec.cost_usd, *sb.cost_usd);
+    s.rec.reason = fmt::format("done over its budget: cost {} spent of {}", dollars(s.rec.cost_usd),
+                               dollars(*sb.cost_usd));
   s.rec.finished_at = now_ms();
   save_step(s);
   if (!s.rec.reason.empty())

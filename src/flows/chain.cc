@@ -771,11 +771,11 @@ std::string format_chain_report(const ojson& report) {
                        e["tokens"]["total"].get<std::int64_t>(), reason);
   }
   if (!dry && report["run_id"].is_string())
-    out += fmt::format("tokens {} (in {}, out {}), cost ${:.4f}, {}\n",
-                       report["tokens_used"]["total"].get<std::int64_t>(),
-                       report["tokens_used"]["input"].get<std::int64_t>(),
-                       report["tokens_used"]["output"].get<std::int64_t>(), report["cost_usd"].get<double>(),
-                       human_duration(report["duration_ms"].get<std::int64_t>()));
+    out += fmt::format(
+        "tokens {} (in {}, out {}), cost {}, {}\n", report["tokens_used"]["total"].get<std::int64_t>(),
+        report["tokens_used"]["input"].get<std::int64_t>(),
+        report["tokens_used"]["output"].get<std::int64_t>(), dollars(report["cost_usd"].get<double>()),
+        human_duration(report["duration_ms"].get<std::int64_t>()));
   if (report["error"].is_object()) {
     const auto& e = report["error"];
     out += fmt::format(

@@ -650,8 +650,8 @@ std::string preflight_report(const ReviewConfig& c, const CostEstimate& cost, co
   out += fmt::format("  estimated      ~{} tokens a round, at most ~{} for {} rounds (spend cap {})\n",
                      cost.tokens_per_round, cost.tokens_total, c.max_rounds, c.spend_cap_tokens);
   if (cost.usd_total)
-    out += fmt::format("  estimated cost ~${:.4f} a round, at most ~${:.4f}\n", *cost.usd_per_round,
-                       *cost.usd_total);
+    out += fmt::format("  estimated cost ~{} a round, at most ~{}\n", dollars(*cost.usd_per_round),
+                       dollars(*cost.usd_total));
   else
     out += "  estimated cost not known (see below)\n";
   for (const auto& n : cost.notes) out += "    " + n + "\n";

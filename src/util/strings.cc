@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 namespace orch {
 
@@ -141,6 +142,13 @@ std::string nul_escaped(std::string s) {
   for (std::size_t at = s.find('\0'); at != std::string::npos; at = s.find('\0', at + 2))
     s.replace(at, 1, "\\0");
   return s;
+}
+
+std::string dollars(double usd) {
+  int decimals = 4;
+  for (double scaled = std::fabs(usd) * 1e4; scaled > 0 && scaled < 10 && decimals < 15; scaled *= 10)
+    ++decimals;
+  return fmt::format("${:.{}f}", usd, decimals);
 }
 
 std::string ascii_lower(std::string_view s) {

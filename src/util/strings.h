@@ -55,6 +55,11 @@ std::string utf8_prefix(const std::string& s, std::size_t max);
 // into a process's arguments or environment, which end at a NUL.
 std::string nul_escaped(std::string s);
 
+// A sum of US dollars as orch prints it: "$1.2500", four decimals, or as many more
+// (up to 15) as a small sum needs for two significant digits ("$0.000030"), so
+// that a sum spent is never shown as "$0.0000" next to a limit of $0.
+std::string dollars(double usd);
+
 // `s` with ASCII letters in lower case (other bytes as they are).
 std::string ascii_lower(std::string_view s);
 

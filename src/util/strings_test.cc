@@ -90,6 +90,16 @@ TEST(ShellQuote, LeavesSafeWordsBareAndQuotesTheRest) {
   EXPECT_EQ(shell_quote("it's $HOME"), "'it'\\''s $HOME'");
 }
 
+TEST(Dollars, FourDecimalsOrTwoSignificantDigits) {
+  EXPECT_EQ(dollars(0), "$0.0000");
+  EXPECT_EQ(dollars(1.25), "$1.2500");
+  EXPECT_EQ(dollars(0.0123), "$0.0123");
+  EXPECT_EQ(dollars(0.001), "$0.0010");
+  EXPECT_EQ(dollars(0.00003), "$0.000030");
+  EXPECT_EQ(dollars(0.0000012345), "$0.0000012");
+  EXPECT_EQ(dollars(1e-300), "$0.000000000000000");
+}
+
 TEST(NulEscaped, WritesEachNulAsBackslashZero) {
   EXPECT_EQ(nul_escaped(std::string("a\0b\0\0", 5)), "a\\0b\\0\\0");
   EXPECT_EQ(nul_escaped("plain"), "plain");
