@@ -167,8 +167,8 @@ Command add_runs(CLI::App& app) {
       // A run the ledger says is running but no process drives (its orch was killed).
       std::string status = run_status_name(r.status);
       if (r.status == RunStatus::Running && !active[i]) status += " (no process)";
-      std::printf("%-21s  %-20s  %-16s  %-24s  %8lld  %s\n", r.id.c_str(), status.c_str(),
-                  terminal_text(r.name).substr(0, 16).c_str(), iso_time(r.created_at).c_str(),
+      std::printf("%-21s  %-20s  %s  %-24s  %8lld  %s\n", r.id.c_str(), status.c_str(),
+                  terminal_column(r.name, 16).c_str(), iso_time(r.created_at).c_str(),
                   static_cast<long long>(r.spent_attempts), terminal_text(r.plan_path).c_str());
     }
     return kExitSucceeded;

@@ -204,8 +204,9 @@ std::string format_report_table(const ojson& report) {
   for (const auto& s : report["steps"]) {
     std::string reason = s["reason"].get<std::string>();
     if (auto nl = reason.find('\n'); nl != std::string::npos) reason = reason.substr(0, nl);
-    if (reason.size() > 100) reason = reason.substr(0, 97) + "...";
-    reason = terminal_text(reason);
+    // Cut to 100 columns as shown, then without the padding.
+    reason = terminal_column(reason, 100);
+    reason.erase(reason.find_last_not_of(' ') + 1);
     std::int64_t tokens = s["tokens_in"].get<std::int64_t>() + s["tokens_out"].get<std::int64_t>();
     out += fmt::format("{:<{}}  {:<{}}  {:>3}  {:>8}  {:>8}  {}\n", s["id"].get<std::string>(), id_w,
                        s["status"].get<std::string>(), status_w, s["attempts"].size(),

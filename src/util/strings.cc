@@ -68,7 +68,7 @@ std::string_view trim(std::string_view s) {
 
 std::string quote_for_message(std::string_view s, std::size_t max_len) {
   const bool cut = s.size() > max_len;
-  std::string out = terminal_text(cut ? s.substr(0, max_len) : s);
+  std::string out = terminal_text(cut ? utf8_prefix(std::string(s), max_len) : s);
   if (cut) out += "...";
   return out;
 }
@@ -92,6 +92,42 @@ std::string terminal_text(std::string_view s) {
       out += c;
     }
   }
+  return out;
+}
+
+std::string terminal_column(std::string_view s, std::size_t width) {
+  // Each character of `s` as terminal_text shows it, with the columns it takes:
+  // an escape its length, a UTF-8 character one (wide characters are not told apart).
+  std::vector<std::pair<std::string, std::size_t>> pieces;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t len = 1;
+    const auto u = static_cast<unsigned char>(s[i]);
+    if (u >= 0xc0) {
+      while (i + len < s.size() && len < 4 && (static_cast<unsigned char>(s[i + len]) & 0xc0) == 0x80) ++len;
+    }
+    std::string shown = terminal_text(s.substr(i, len));
+    const std::size_t cols = shown.size() > len ? shown.size() : 1;  // escaped: as long as it is written
+    total += cols;
+    pieces.emplace_back(std::move(shown), cols);
+    i += len;
+  }
+  std::string out;
+  std::size_t used = 0;
+  if (total <= width) {
+    for (const auto& [text, cols] : pieces) out += text;
+    used = total;
+  } else {
+    const std::size_t room = width > 3 ? width - 3 : 0;
+    for (const auto& [text, cols] : pieces) {
+      if (used + cols > room) break;
+      out += text;
+      used += cols;
+    }
+    out += std::string_view("...").substr(0, std::min<std::size_t>(3, width));
+    used += std::min<std::size_t>(3, width);
+  }
+  out.append(width > used ? width - used : 0, ' ');
   return out;
 }
 

@@ -39,6 +39,10 @@ std::string quote_for_message(std::string_view s, std::size_t max_len = 60);
 // obey as escapes) as \u00NN. For text a plan or a process wrote that orch shows
 // in its tables and lines: a run's name, a reason, a path.
 std::string terminal_text(std::string_view s);
+// terminal_text of `s` in a table column `width` characters wide: padded with
+// spaces, or cut to fit with "..." at the end, never inside an escape or a UTF-8
+// character.
+std::string terminal_column(std::string_view s, std::size_t width);
 // terminal_text of each line of `s`, the line breaks kept.
 std::string terminal_lines(std::string_view s);
 

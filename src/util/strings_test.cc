@@ -90,6 +90,25 @@ TEST(ShellQuote, LeavesSafeWordsBareAndQuotesTheRest) {
   EXPECT_EQ(shell_quote("it's $HOME"), "'it'\\''s $HOME'");
 }
 
+TEST(TerminalColumn, PadsOrCutsWholeCharactersAndEscapes) {
+  EXPECT_EQ(terminal_column("abc", 6), "abc   ");
+  EXPECT_EQ(terminal_column("abcdefgh", 6), "abc...");
+  EXPECT_EQ(terminal_column("abcdef", 6), "abcdef");
+  EXPECT_EQ(terminal_column("h\xc3\xa9llo w\xc3\xb6rld", 8), "h\xc3\xa9llo...");  // é is one column
+  EXPECT_EQ(terminal_column("\xc3\xa9\xc3\xa9", 4), "\xc3\xa9\xc3\xa9  ");
+  EXPECT_EQ(terminal_column("ab\x1b[31mred", 9), "ab\\x1b...");
+  EXPECT_EQ(terminal_column("ab\x1b[31mred", 8), "ab...   ");  // the escape whole, or not at all
+  EXPECT_EQ(terminal_column("a\x1b"
+                            "bcdefgh",
+                            6),
+            "a...  ");
+  EXPECT_EQ(terminal_column("", 3), "   ");
+}
+
+TEST(QuoteForMessage, CutsAtACharacterBoundary) {
+  EXPECT_EQ(quote_for_message("\xc3\xa9\xc3\xa9", 3), "\xc3\xa9...");
+}
+
 TEST(Dollars, FourDecimalsOrTwoSignificantDigits) {
   EXPECT_EQ(dollars(0), "$0.0000");
   EXPECT_EQ(dollars(1.25), "$1.2500");

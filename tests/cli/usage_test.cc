@@ -486,11 +486,17 @@ TEST(CliUsage, ControlCharactersInPlanTextAreEscapedInTablesAndLines) {
     EXPECT_EQ(all.find('\a'), std::string::npos) << all;
   }
   EXPECT_NE(status.out.find("evil\\x1b[2J\\x07"), std::string::npos) << status.out;
-  EXPECT_NE(runs.out.find("evil\\x1b[2J\\x0"), std::string::npos) << runs.out;
+  // Cut to its column whole: an escape, like a UTF-8 character, is kept or left out whole.
+  EXPECT_NE(runs.out.find("  evil\\x1b[2J\\x07   "), std::string::npos) << runs.out;
   EXPECT_NE(run.out.find("shell_zero 'printf '\\x1b]0;x\\x07"), std::string::npos) << run.out;
   // The JSON report keeps the text as it is (JSON escapes it itself).
   auto report = run_orch({"status", "--json"}, d.path());
   EXPECT_EQ(nlohmann::json::parse(report.out)["run"]["name"], "evil\x1b[2J\a");
+  write_file(d / "long.yaml",
+             "name: \"\u00e9t\u00e9 \u00e0 la plage, tout le mois\"\nsteps:\n  - {id: a, sh: \"true\"}\n");
+  ASSERT_EQ(run_orch({"run", "long.yaml"}, d.path()).exit_code, 0);
+  const std::string listed = run_orch({"runs"}, d.path()).out;
+  EXPECT_NE(listed.find("  \xc3\xa9t\xc3\xa9 \xc3\xa0 la plag...  "), std::string::npos) << listed;
 }
 
 }  // namespace
