@@ -1393,7 +1393,7 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   } else {
     milliseconds delay = step.retry_delay.value_or(plan_.defaults.retry_delay);
     if (o.transient) delay = transient_backoff(delay, s.rec.attempts_counted, o.retry_after);
-    schedule_retry(i, delay);
+    schedule_retry(i, delay, reason);
   }
 }
 
@@ -1410,9 +1410,12 @@ milliseconds Scheduler::transient_backoff(milliseconds base, int failures,
   return delay;
 }
 
-void Scheduler::schedule_retry(int i, milliseconds delay) {
+void Scheduler::schedule_retry(int i, milliseconds delay, const std::string& failure) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
   s.rec.status = StepStatus::Pending;
+  // What `orch status` shows meanwhile (the next attempt clears it).
+  s.rec.reason = fmt::format("attempt {} failed, attempt {} after {}: {}", s.flight().attempt.number,
+                             s.flight().attempt.number + 1, human_duration(delay.count()), failure);
   save_step(s);
   event("retry_scheduled", s.step->id, s.flight().attempt.number + 1, {{"delay_ms", delay.count()}});
   ++retries_waiting_;

@@ -191,7 +191,7 @@ class Scheduler {
   void mark_failed(int i, const std::string& reason);
   void apply_on_failure(int i);  // on_failure for step i, failed: skip its dependents or stop
   void skip_descendants(int i, const std::string& reason);
-  void schedule_retry(int i, std::chrono::milliseconds delay);
+  void schedule_retry(int i, std::chrono::milliseconds delay, const std::string& failure);
   std::chrono::milliseconds transient_backoff(std::chrono::milliseconds base, int failures,
                                               std::optional<std::chrono::milliseconds> retry_after);
   void request_stop(StopKind kind, const std::string& reason);

@@ -1053,6 +1053,25 @@ TEST(Cli, CancelStopsALiveRunFromAnotherProcess) {
   EXPECT_EQ(again.exit_code, 2);
 }
 
+// A step waiting out its retry_delay says so in `orch status`, with why.
+TEST(Cli, AStepWaitingToRetrySaysWhyInStatus) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - {id: flaky, sh: 'if [ -f second ]; then exit 0; fi; touch second; echo not yet >&2; exit 3', attempts: 2, retry_delay: 30s}
+)");
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  fs::path db = d / ".orch" / "orch.db";
+  ASSERT_TRUE(wait_for(
+      [&] { return query_int(db, "select count(*) from events where kind='retry_scheduled'") == 1; }, 10000));
+  auto st = nlohmann::json::parse(run_orch({"status", "--json"}, d.path()).out);
+  EXPECT_EQ(st["steps"][0]["status"], "pending");
+  EXPECT_EQ(st["steps"][0]["reason"],
+            "attempt 1 failed, attempt 2 after 30.0s: exit_zero: exited with code 3")
+      << st["steps"][0].dump();
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid), 130);
+}
+
 // A run stopped by Ctrl-C, then cancelled: the step that had run is cancelled
 // (not "skipped", which would say it never started), the one that never ran skipped.
 TEST(Cli, CancellingAnInterruptedRunSaysWhichStepsHadRun) {
