@@ -531,6 +531,22 @@ TEST(Cli, AResumePutsBackWhatAKilledAttemptLeftBeforeItChecksThePlan) {
   if (alive(left)) kill(left, SIGKILL);
 }
 
+// Runs p.yaml, whose step `w` (with `writes:`) writes its pid to w.pid and
+// sleeps, and kills orch with -9 once the attempt's snapshot is in the ledger.
+// Returns the snapshot folder ("" when that did not happen).
+std::string kill_driver_while_w_runs(const TempDir& d) {
+  fs::path db = d / ".orch" / "orch.db";
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  const bool started =
+      wait_for([&] { return read_file(d / "w.pid").size() > 1; }, 10000) &&
+      wait_for([&] { return query_int(db, "select count(*) from attempts where snapshot_dir != ''") == 1; },
+               5000);
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  if (!started) return "";
+  return query_text(db, "select snapshot_dir from attempts where step_id = 'w'");
+}
+
 // A killed driver's attempt whose `writes:` cannot be put back (its snapshot is
 // gone) is not run again on its leftovers by the resume: its step fails, saying
 // why, its dependents do not run, and the run ends failed. Asked again (another
@@ -545,13 +561,8 @@ TEST(Cli, AKilledAttemptWhoseWritesCannotBePutBackFailsItsStepOnResume) {
   - {id: after, deps: [w], sh: 'echo ran > after.txt'}
 )");
   fs::path db = d / ".orch" / "orch.db";
-  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
-  ASSERT_TRUE(wait_for([&] { return read_file(d / "w.pid").size() > 1; }, 10000));
-  ASSERT_TRUE(wait_for(
-      [&] { return query_int(db, "select count(*) from attempts where snapshot_dir != ''") == 1; }, 5000));
-  kill(pid, SIGKILL);
-  wait_exit(pid);
-  const std::string snapshot = query_text(db, "select snapshot_dir from attempts where step_id = 'w'");
+  const std::string snapshot = kill_driver_while_w_runs(d);
+  ASSERT_FALSE(snapshot.empty());
   ASSERT_TRUE(fs::exists(fs::path(snapshot) / "manifest.json")) << snapshot;
   fs::remove_all(snapshot);
   const std::string id = run_id_in(read_file(d / "out.txt"));
@@ -587,13 +598,8 @@ TEST(Cli, CancellingADeadRunSaysWhichWritesCouldNotBePutBack) {
   - {id: w, writes: [f.txt], sh: 'echo changed > f.txt; echo $$ > w.pid; exec sleep 30'}
 )");
   fs::path db = d / ".orch" / "orch.db";
-  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
-  ASSERT_TRUE(wait_for([&] { return read_file(d / "w.pid").size() > 1; }, 10000));
-  ASSERT_TRUE(wait_for(
-      [&] { return query_int(db, "select count(*) from attempts where snapshot_dir != ''") == 1; }, 5000));
-  kill(pid, SIGKILL);
-  wait_exit(pid);
-  const std::string snapshot = query_text(db, "select snapshot_dir from attempts where step_id = 'w'");
+  const std::string snapshot = kill_driver_while_w_runs(d);
+  ASSERT_FALSE(snapshot.empty());
   write_file(fs::path(snapshot) / "manifest.json", "{not json");
   auto r = run_orch({"cancel", run_id_in(read_file(d / "out.txt"))}, d.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
