@@ -309,8 +309,8 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // it: at 100,000 steps each of the four takes hundreds of milliseconds, and none
   // needs another's result. The parse, which allocates the most, stays on this
   // thread: its heap is on huge pages (util/heap_pages.h), a thread's is not, and
-  // the parse faulted in 30,000 4 KiB pages on the second thread. Nothing is
-  // written to the ledger until the plan is valid.
+  // the parse faulted in 30,000 4 KiB pages on the second thread. Nothing
+  // more is written to the ledger until the plan is valid.
   const auto launch = text.size() >= kParallelResumeBytes ? std::launch::async : std::launch::deferred;
   const bool from_stdin = replan_path && *replan_path == kStdinPlan;
   const std::string name = from_stdin ? plan_display_name(kStdinPlan) : path.empty() ? "<stored plan>" : path;
