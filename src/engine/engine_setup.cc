@@ -146,7 +146,7 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
 
   ORCH_TRY(load_plan_state(std::move(plan)));
-  ORCH_TRY(make_usage_folder());
+  ORCH_TRY(prepare_run_folder());
   budget_.emplace(plan_.budget, Spend{}, 0);
   run_.budget_json = budget_limits_json(plan_.budget);
 
@@ -248,7 +248,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
         ErrorCode::InvalidInput,
         fmt::format("the workspace of run '{}', {}, is not a folder any more: restore it, then resume",
                     run_.id, run_.workspace));
-  ORCH_TRY(make_usage_folder());
+  ORCH_TRY(prepare_run_folder());
 
   // What the driver that died left is dealt with before the plan is even read,
   // whatever it says now: a stored plan that no longer validates (perhaps because

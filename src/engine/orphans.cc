@@ -1,13 +1,16 @@
 #include "engine/orphans.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -106,29 +109,55 @@ std::int64_t boot_time_ms() {
 }
 
 Expected<std::vector<RecordedGroup>> recorded_groups(Store& store, const std::string& run_id) {
-  std::map<std::pair<std::string, int>, std::int64_t> running;  // (step, attempt) -> started_at
-  for (const AttemptRecord& a : ORCH_TRY(store.attempts(run_id)))
-    if (a.status == AttemptStatus::Running) running[{a.step_id, a.number}] = a.started_at;
+  // (step, attempt) -> started_at of the attempts the ledger has running, and
+  // the attempts it has finished (their groups were killed as they ended).
+  std::map<std::pair<std::string, int>, std::int64_t> running;
+  std::set<std::pair<std::string, int>> finished;
+  for (const AttemptRecord& a : ORCH_TRY(store.attempts(run_id))) {
+    if (a.status == AttemptStatus::Running)
+      running[{a.step_id, a.number}] = a.started_at;
+    else
+      finished.insert({a.step_id, a.number});
+  }
+  std::vector<nlohmann::json> records;
+  for (const EventRecord& e : ORCH_TRY(store.events_of_kind(run_id, "attempt_spawned"))) {
+    if (!running.contains({e.step_id, e.attempt})) continue;
+    auto data = nlohmann::json::parse(e.data_json, nullptr, false);
+    if (!data.is_object()) continue;
+    data["step"] = e.step_id;
+    data["attempt"] = e.attempt;
+    records.push_back(std::move(data));
+  }
+  // The journal also has the groups of attempts whose row or attempt_spawned
+  // event the dead driver never committed. A line it was cut off writing does
+  // not parse and names nothing.
+  std::ifstream journal(spawn_journal_path(store.folder(), run_id));
+  for (std::string line; std::getline(journal, line);) {
+    auto data = nlohmann::json::parse(line, nullptr, false);
+    if (!data.is_object() || !data["step"].is_string() || !data["attempt"].is_number_integer()) continue;
+    if (finished.contains({data["step"].get<std::string>(), data["attempt"].get<int>()})) continue;
+    records.push_back(std::move(data));
+  }
   std::vector<RecordedGroup> groups;
-  if (running.empty()) return groups;
+  if (records.empty()) return groups;
   const std::string boot = boot_id();
   const std::string namespace_id = pid_namespace();
   const std::int64_t boot_ms = boot_time_ms();
   const long ticks = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
-  for (const EventRecord& e : ORCH_TRY(store.events_of_kind(run_id, "attempt_spawned"))) {
-    auto it = running.find({e.step_id, e.attempt});
-    if (it == running.end()) continue;
-    auto data = nlohmann::json::parse(e.data_json, nullptr, false);
-    if (!data.is_object() || !data["pgid"].is_number_integer() || !data["sid"].is_number_integer()) continue;
+  for (const nlohmann::json& data : records) {
+    if (!data["pgid"].is_number_integer() || !data["sid"].is_number_integer()) continue;
     // A group recorded before a reboot, or in another pid namespace (a container
     // sharing the store), is not the group of that number here.
     if (boot.empty() || data.value("boot", "") != boot || data.value("pidns", "") != namespace_id) continue;
+    const std::int64_t spawned_ms = data.value("spawned_ms", std::int64_t{0});
     RecordedGroup g;
     g.pgid = data["pgid"].get<pid_t>();
     g.sid = data["sid"].get<pid_t>();
-    g.not_before_ms = it->second - kStartSlackMs;
-    const std::int64_t spawned_ms = data.value("spawned_ms", std::int64_t{0});
     if (g.pgid <= 1 || spawned_ms <= 0) continue;
+    // Members must have started after the attempt did: its row's start when
+    // there is one, else the group's own.
+    auto it = running.find({data["step"].get<std::string>(), data["attempt"].get<int>()});
+    g.not_before_ms = (it != running.end() ? std::min(it->second, spawned_ms) : spawned_ms) - kStartSlackMs;
     // A process with the group's number that started at another time than the
     // attempt's process is a new one that took the number: its group, if it leads
     // one, is not the attempt's.
@@ -147,6 +176,41 @@ nlohmann::json process_group_record(int pgid, std::int64_t spawned_ms) {
   static const std::string namespace_id = pid_namespace();
   return {
       {"pgid", pgid}, {"sid", session}, {"boot", boot}, {"pidns", namespace_id}, {"spawned_ms", spawned_ms}};
+}
+
+std::filesystem::path spawn_journal_path(const std::filesystem::path& store_folder,
+                                         const std::string& run_id) {
+  return store_folder / "runs" / run_id / "spawned";
+}
+
+void SpawnJournal::set_path(const std::filesystem::path& path) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  path_ = path;
+}
+
+Expected<void> SpawnJournal::record(const std::string& step_id, int attempt, int pgid,
+                                    std::int64_t spawned_ms) {
+  if (path_.empty()) return {};
+  if (fd_ < 0) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      return fail(ErrorCode::Io, fmt::format("cannot open {}: {}", path_.string(), std::strerror(errno)));
+  }
+  nlohmann::json data = process_group_record(pgid, spawned_ms);
+  data["step"] = step_id;
+  data["attempt"] = attempt;
+  // One write of the whole line: O_APPEND puts it at the end in one piece.
+  const std::string line = json_text(data) + "\n";
+  const ssize_t n = ::write(fd_, line.data(), line.size());
+  if (n != static_cast<ssize_t>(line.size()))
+    return fail(ErrorCode::Io, fmt::format("cannot write {}: {}", path_.string(),
+                                           n < 0 ? std::strerror(errno) : "short write"));
+  return {};
+}
+
+SpawnJournal::~SpawnJournal() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 namespace {

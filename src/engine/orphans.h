@@ -6,8 +6,14 @@
 // one of them when its environment says ORCH_RUN_ID=<run> (the step processes
 // orch started for that run and whatever they started in turn), or when it is in
 // the process group an attempt the ledger still has running was started in (an
-// `attempt_spawned` event), in the same session, and started after that attempt
-// did: a step that cleared its environment (`env -i ...`) is found that way.
+// `attempt_spawned` event, or a line of the run's spawn journal), in the same
+// session, and started after that attempt did: a step that cleared its
+// environment (`env -i ...`) is found that way. The journal
+// (`<store>/runs/<run>/spawned`) gets its line with a write(2) the moment the
+// group exists, before the ledger records it at the next commit: a write the
+// kernel has taken survives kill -9 of orch (only a crash of the machine, which
+// ends the processes too, loses it), so a step killed before its commit is not
+// missed.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +34,34 @@ namespace orch {
 // machine's boot, the pid namespace, and when its leader started.
 nlohmann::json process_group_record(int pgid, std::int64_t spawned_ms);
 
+// The spawn journal of `run_id` in the store folder `store_folder`.
+std::filesystem::path spawn_journal_path(const std::filesystem::path& store_folder,
+                                         const std::string& run_id);
+
+// Appends to a run's spawn journal: one JSON line per process group, the
+// process_group_record with "step" and "attempt" added.
+class SpawnJournal {
+ public:
+  SpawnJournal() = default;
+  // The journal to append to: made (its folder must exist) at the first
+  // record, so a run that starts no process has none.
+  void set_path(const std::filesystem::path& path);
+  // Writes the line for `pgid`. An error (a full disk) is returned for the
+  // caller to record; the ledger's attempt_spawned event still covers the group
+  // once committed.
+  Expected<void> record(const std::string& step_id, int attempt, int pgid, std::int64_t spawned_ms);
+  ~SpawnJournal();
+  SpawnJournal(const SpawnJournal&) = delete;
+  SpawnJournal& operator=(const SpawnJournal&) = delete;
+
+ private:
+  int fd_ = -1;
+  std::filesystem::path path_;
+};
+
 // Returns how many processes were found and killed. Never kills the caller or its
 // own process group. Reads the ledger (the attempts left running and their
-// attempt_spawned events) when `store` is given.
+// attempt_spawned events) and the run's spawn journal when `store` is given.
 Expected<int> kill_orphans(Store* store, const std::string& run_id);
 
 // Kills what one attempt left running outside its process group (`setsid cmd &`),

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "ledger/ledger_test_support.h"
@@ -95,6 +97,51 @@ TEST_F(OrphansTest, AGroupWhoseNumberWasTakenSinceIsLeftAlone) {
     EXPECT_EQ(*killed, 0) << what;
     EXPECT_EQ(kill(leader, 0), 0) << "killed a process the record did not name (" << what << ")";
   }
+  kill(leader, SIGKILL);
+  EXPECT_TRUE(gone(leader));
+}
+
+// A group the dead driver started but whose attempt_spawned event it never
+// committed (kill -9 within the quarter second before the next commit) is in the
+// spawn journal, written as the group was started: found from there.
+TEST_F(OrphansTest, AGroupOnlyTheSpawnJournalNamesIsKilled) {
+  const std::int64_t spawned = Clock::system().wall_ms();
+  pid_t leader = start_group_leader();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::filesystem::create_directories(dir_ / "runs" / "r1");
+  {
+    SpawnJournal journal;
+    journal.set_path(spawn_journal_path(dir_.path(), "r1"));
+    ASSERT_TRUE(journal.record("a", 1, leader, spawned));
+  }
+  auto killed = kill_orphans(store_.get(), "r1");
+  ASSERT_TRUE(killed) << killed.error().message;
+  EXPECT_EQ(*killed, 1);
+  EXPECT_TRUE(gone(leader));
+}
+
+// The journal keeps the groups of attempts that ended: an attempt the ledger has
+// finished had its group killed as it ended, and a group with a journal line of
+// its own is not taken for it; a line cut off mid-write is ignored.
+TEST_F(OrphansTest, TheSpawnJournalLineOfAFinishedAttemptKillsNothing) {
+  ASSERT_TRUE(store_->begin());
+  ASSERT_TRUE(store_->insert_attempt(lt::finished_attempt("r1", "a", 2)));
+  ASSERT_TRUE(store_->commit());
+  const std::int64_t spawned = Clock::system().wall_ms();
+  pid_t leader = start_group_leader();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::filesystem::create_directories(dir_ / "runs" / "r1");
+  {
+    SpawnJournal journal;
+    journal.set_path(spawn_journal_path(dir_.path(), "r1"));
+    ASSERT_TRUE(journal.record("a", 2, leader, spawned));
+  }
+  std::ofstream(spawn_journal_path(dir_.path(), "r1"), std::ios::app)
+      << R"({"step":"a","attempt":1,"pgid":)" << leader;  // no end: cut off
+  auto killed = kill_orphans(store_.get(), "r1");
+  ASSERT_TRUE(killed) << killed.error().message;
+  EXPECT_EQ(*killed, 0);
+  EXPECT_EQ(kill(leader, 0), 0) << "killed the group of a finished attempt";
   kill(leader, SIGKILL);
   EXPECT_TRUE(gone(leader));
 }

@@ -180,12 +180,27 @@ fs::path Scheduler::usage_folder() const {
   return orch::usage_folder(store_.folder(), run_.id);
 }
 
-Expected<void> Scheduler::make_usage_folder() const {
+Expected<void> Scheduler::prepare_run_folder() {
   std::error_code ec;
   fs::create_directories(usage_folder(), ec);
   if (ec)
     return fail(ErrorCode::Io, fmt::format("cannot create {}: {}", usage_folder().string(), ec.message()));
+  spawn_journal_.set_path(spawn_journal_path(store_.folder(), run_.id));
   return {};
+}
+
+void Scheduler::note_spawned(int i, int group, bool check) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  const std::int64_t spawned_ms = Clock::system().wall_ms();
+  spawned_.push_back({i, s.flight().attempt.number, group, spawned_ms, check});
+  if (auto r = spawn_journal_.record(s.step->id, s.flight().attempt.number, group, spawned_ms);
+      !r && !spawn_journal_failed_) {
+    // Said once: the attempt_spawned event recorded at the next commit still
+    // names the group; only a kill -9 before it may leave the process unfound.
+    spawn_journal_failed_ = true;
+    event("spawn_journal_failed", s.step->id, s.flight().attempt.number,
+          nlohmann::json{{"error", r.error().message}});
+  }
 }
 
 fs::path Scheduler::attempt_file(const StepState& s, int number, const std::string& suffix) const {
@@ -1086,7 +1101,7 @@ void Scheduler::start_attempt(int i) {
   s.flight().running = std::move(*started);
   // (A test executor may hand back no attempt object.)
   if (int group = s.flight().running ? s.flight().running->process_group() : 0; group > 0)
-    spawned_.push_back({i, s.flight().attempt.number, group, Clock::system().wall_ms()});
+    note_spawned(i, group, false);
   report(ProgressEvent::Kind::AttemptStarted, i);
 }
 
@@ -1194,8 +1209,7 @@ void Scheduler::run_checks(int i) {
       s.flight().check_running = std::move(*started);
       // Recorded like the attempt's own group, so that a resume after kill -9
       // kills a check left running even if it cleared its environment.
-      if (int group = s.flight().check_running->process_group(); group > 0)
-        spawned_.push_back({i, s.flight().attempt.number, group, Clock::system().wall_ms(), true});
+      if (int group = s.flight().check_running->process_group(); group > 0) note_spawned(i, group, true);
       return;  // continues when CheckDone arrives
     }
     CheckResult r = evaluate_post(p, ctx);

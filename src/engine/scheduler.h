@@ -27,6 +27,7 @@
 
 #include "engine/attempt_render.h"
 #include "engine/budget.h"
+#include "engine/orphans.h"
 #include "engine/run_lock.h"
 #include "engine/signals.h"
 #include "orch/engine.h"
@@ -210,8 +211,13 @@ class Scheduler {
   ResultLookup result_lookup() const;
   std::filesystem::path attempt_file(const StepState& s, int number, const std::string& suffix) const;
   std::filesystem::path usage_folder() const;  // runs/<run>/usage: <step>.<n>.json
-  // Steps may write ORCH_USAGE_FILE there: made before anything can spawn.
-  Expected<void> make_usage_folder() const;
+  // Makes the run's folder in the store, with the usage folder steps may write
+  // ORCH_USAGE_FILE in, and names its spawn journal: before anything can spawn.
+  Expected<void> prepare_run_folder();
+  // Notes the process group an attempt (or its shell_zero check, `check`) was
+  // started in: a line in the spawn journal now, an attempt_spawned event at
+  // the next commit (flush_spawned).
+  void note_spawned(int i, int group, bool check);
 
   Store& store_;
   EngineOptions options_;
@@ -231,6 +237,8 @@ class Scheduler {
     bool check = false;           // the group of a shell_zero check, not of the attempt's own process
   };
   std::vector<Spawned> spawned_;
+  SpawnJournal spawn_journal_;
+  bool spawn_journal_failed_ = false;  // a spawn_journal_failed event recorded
   // Descriptors the attempts in flight may still open, by their executors'
   // open_files_per_attempt(): the open-files limit less a reserve for the ledger,
   // the event loop and the rest. Set when the loop starts.

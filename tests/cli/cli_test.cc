@@ -463,6 +463,28 @@ TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironment) {
   expect_resume_kills(d, db, orphan, "the step process");
 }
 
+// The same step killing orch itself the moment it starts: orch dies before the
+// commit that records the group (attempt_spawned), and the resume finds the group
+// in the spawn journal, written as the process was started.
+TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironmentBeforeItsGroupWasCommitted) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo $$ > hermetic.pid; kill -9 $PPID; exec sleep 30']}
+)");
+  fs::path db = d / ".orch" / "orch.db";
+  pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
+  wait_exit(pid);
+  ASSERT_TRUE(wait_for([&] { return read_file(d / "hermetic.pid").size() > 1; }, 10000));
+  pid_t orphan = std::stoi(read_file(d / "hermetic.pid"));
+  ASSERT_TRUE(alive(orphan));
+  EXPECT_EQ(query_int(db, "select count(*) from events where kind='attempt_spawned'"), 0)
+      << "orch lived to commit the group: this test no longer tests the journal";
+  write_file(d / "p2.yaml", R"(steps:
+  - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo again']}
+)");
+  expect_resume_kills(d, db, orphan, "the step process");
+}
+
 // A shell_zero check is a process too: its group is recorded like the attempt's,
 // so a check that cleared its environment is killed by the resume as well.
 TEST(Cli, AResumeKillsACheckLeftRunningThatClearedItsEnvironment) {
