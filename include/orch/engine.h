@@ -60,6 +60,9 @@ struct ProgressEvent {
   std::string reason;
   std::int64_t duration_ms = 0;           // the step's time: all its attempts
   std::int64_t attempt_duration_ms = -1;  // the time of attempt `attempt` (-1: not known here)
+  // Whether attempt `attempt` ran in this process: false for a step that ends
+  // (a budget, a dependency, a stop) without an attempt of its own this time.
+  bool attempt_ran_now = false;
   // Counts at the time of the event.
   int total = 0, done = 0, running = 0, failed = 0, skipped = 0;
   std::int64_t tokens = 0;

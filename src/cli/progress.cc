@@ -59,7 +59,12 @@ void ProgressPrinter::on_event(const ProgressEvent& e) {
     if (e.kind != ProgressEvent::Kind::StepFinished) return;
     std::string status = step_status_name(e.step_status);
     std::string detail = e.reason.empty() ? "" : "  " + first_line(e.reason);
-    if (e.attempt > 0) {
+    if (e.attempt > 0 && !e.attempt_ran_now) {
+      // Ended by this process without an attempt of its own (a budget spent by the
+      // attempts an earlier one made): not to be read as a new attempt.
+      uncommitted_ += fmt::format("{:<9} {}  (not run again; {} attempt{} before, {}){}\n", status, e.step_id,
+                                  e.attempt, e.attempt == 1 ? "" : "s", human_duration(e.duration_ms), detail);
+    } else if (e.attempt > 0) {
       // The attempt's own time, and the step's when earlier attempts (a retry, one
       // a resume started again) add to it.
       std::string took = e.attempt_duration_ms >= 0 && e.attempt_duration_ms != e.duration_ms

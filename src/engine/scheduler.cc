@@ -386,8 +386,10 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
     e.step_status = s.rec.status;
     e.attempt = s.rec.last_attempt;  // 0: never attempted (skipped)
     e.duration_ms = s.rec.wall_ms;
-    if (const Flight* f = s.flight_if_any(); f != nullptr && f->attempt.number == s.rec.last_attempt)
+    if (const Flight* f = s.flight_if_any(); f != nullptr && f->attempt.number == s.rec.last_attempt) {
       e.attempt_duration_ms = f->attempt.duration_ms;
+      e.attempt_ran_now = true;
+    }
   }
   e.reason = reason;
   refresh_counts();

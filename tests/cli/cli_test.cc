@@ -198,6 +198,23 @@ TEST(Cli, FailedRunExitsOneAndReportsWhy) {
   EXPECT_EQ(doc["steps"][1]["status"], "skipped");
 }
 
+// A resume that ends a step without starting it (its attempts budget was spent
+// before) says so, not "(attempt 2, ...)" as if it had run it again.
+TEST(Cli, AStepAResumeEndsWithoutRunningItIsNotShownAsANewAttempt) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - {id: s, run: [sh, -c, "exit 1"], attempts: 2, budget: {attempts: 2}}
+)");
+  auto first = run_orch({"run", "p.yaml"}, d.path());
+  ASSERT_EQ(first.exit_code, 1) << first.err;
+  EXPECT_NE(first.out.find("failed    s  (attempt 2, "), std::string::npos) << first.out;
+  auto again = run_orch({"resume", run_id_in(first.err)}, d.path());
+  EXPECT_EQ(again.exit_code, 1) << again.err;
+  EXPECT_NE(again.out.find("failed    s  (not run again; 2 attempts before, "), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("step budget exhausted: attempts 2 made of 2"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("(attempt 2"), std::string::npos) << again.out;
+}
+
 // PLAN "-" is standard input (`orch plan ... | orch run -`): named <stdin> in
 // diagnostics, its relative paths taken from the workspace (it has no folder of
 // its own), stored without a path; `resume --replan -` reads the edit likewise.
