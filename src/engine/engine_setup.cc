@@ -126,6 +126,16 @@ void Scheduler::index_ready() {
   }
 }
 
+namespace {
+// The plan's path as the run records it: absolute, with `.`, `..` and symlinks
+// resolved as the kernel did to open it (`ws/../p.yaml` is `/abs/p.yaml`).
+std::string stored_plan_path(const fs::path& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? fs::absolute(path).lexically_normal().string() : p.string();
+}
+}  // namespace
+
 Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   executors_->warm_up(plan);
   std::error_code ec;
@@ -136,7 +146,7 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   run_ = RunRecord{};
   run_.id = new_run_id(now_ms());
   run_.name = plan.name;
-  run_.plan_path = plan.source_path.empty() ? "" : fs::absolute(plan.source_path).string();
+  run_.plan_path = plan.source_path.empty() ? "" : stored_plan_path(plan.source_path);
   run_.workspace = workspace.string();
   run_.concurrency = options_.concurrency.value_or(plan.concurrency.value_or(default_concurrency()));
   run_.keep_going = options_.keep_going || plan.on_failure == OnFailure::Continue;
@@ -302,7 +312,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   if (replan_path) {
     text = std::move(*replan_text);
     // From standard input: no file, so no folder of its own (the workspace's).
-    path = *replan_path == kStdinPlan ? "" : fs::absolute(*replan_path).string();
+    path = *replan_path == kStdinPlan ? "" : stored_plan_path(*replan_path);
   }
   // For a large plan a second thread reads the step rows while this one parses
   // the plan, then validates it while this one builds the scheduler's state from

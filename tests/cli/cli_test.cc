@@ -215,6 +215,18 @@ TEST(Cli, AStepAResumeEndsWithoutRunningItIsNotShownAsANewAttempt) {
   EXPECT_EQ(again.out.find("(attempt 2"), std::string::npos) << again.out;
 }
 
+// The run records its plan's path resolved: `sub/../p.yaml` is the plan in this
+// folder, absolute, whatever directory a later command runs in.
+TEST(Cli, ThePlanPathIsRecordedResolved) {
+  TempDir d;
+  fs::create_directories(d / "sub");
+  write_file(d / "p.yaml", "steps:\n  - {id: a, run: [\"true\"]}\n");
+  auto r = run_orch({"run", "sub/../p.yaml"}, d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(query_text(d / ".orch" / "orch.db", "select plan_path from runs"),
+            fs::canonical(d / "p.yaml").string());
+}
+
 // PLAN "-" is standard input (`orch plan ... | orch run -`): named <stdin> in
 // diagnostics, its relative paths taken from the workspace (it has no folder of
 // its own), stored without a path; `resume --replan -` reads the edit likewise.
