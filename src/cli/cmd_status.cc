@@ -49,9 +49,14 @@ std::string header(const nlohmann::ordered_json& r) {
   std::string driven = run["status"] == "running"
                            ? (run["active"].get<bool>() ? " (active)" : " (no live process: resume it)")
                            : "";
-  return fmt::format("run {}  {}  plan {}\nstatus {}{}\n", run["id"].get<std::string>(),
-                     terminal_text(run["name"].get<std::string>()),
-                     terminal_text(run["plan"].get<std::string>()), run["status"].get<std::string>(), driven);
+  // A plan with no name leaves no gap; one read from standard input (or built
+  // in code) has no file to name.
+  const std::string name = run["name"].get<std::string>();
+  const std::string plan = run["plan"].get<std::string>();
+  return fmt::format("run {}  {}plan {}\nstatus {}{}\n", run["id"].get<std::string>(),
+                     name.empty() ? "" : terminal_text(name) + "  ",
+                     plan.empty() ? "- (not from a file)" : terminal_text(plan), run["status"].get<std::string>(),
+                     driven);
 }
 }  // namespace
 
@@ -168,8 +173,9 @@ Command add_runs(CLI::App& app) {
       std::string status = run_status_name(r.status);
       if (r.status == RunStatus::Running && !active[i]) status += " (no process)";
       std::printf("%-21s  %-20s  %s  %-24s  %8lld  %s\n", r.id.c_str(), status.c_str(),
-                  terminal_column(r.name, 16).c_str(), iso_time(r.created_at).c_str(),
-                  static_cast<long long>(r.spent_attempts), terminal_text(r.plan_path).c_str());
+                  terminal_column(r.name.empty() ? "-" : r.name, 16).c_str(), iso_time(r.created_at).c_str(),
+                  static_cast<long long>(r.spent_attempts),
+                  r.plan_path.empty() ? "-" : terminal_text(r.plan_path).c_str());
     }
     return kExitSucceeded;
   };

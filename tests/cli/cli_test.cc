@@ -262,6 +262,13 @@ TEST(Cli, APlanFromStandardInputRunsWithTheWorkspaceAsItsFolder) {
   EXPECT_EQ(query_int(db, "select count(*) from steps where step_id = 'a' and status = 'done'"), 1);
   EXPECT_EQ(query_int(db, "select count(*) from runs where plan_path = ''"), 1);
   const std::string id = run_id_in(run.err);
+  // Shown as no file, not as a blank.
+  auto status = sh("\"$ORCH\" status " + id);
+  EXPECT_EQ(status.out.rfind("run " + id + "  plan - (not from a file)\n", 0), 0u) << status.out;
+  auto runs = sh(R"("$ORCH" runs)");
+  EXPECT_NE(runs.out.find(id + "   failed                -   "), std::string::npos) << runs.out;
+  EXPECT_EQ(runs.out.back(), '\n');
+  EXPECT_EQ(runs.out.substr(runs.out.size() - 4), "  -\n") << runs.out;
   // Stopped while the edited plan is still coming (typed, or piped by a writer
   // that has not finished): orch ends at once and resumes nothing on the part
   // that came, which here would drop step b from the plan.
