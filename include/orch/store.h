@@ -164,6 +164,9 @@ class Store {
   virtual const std::filesystem::path& folder() const = 0;
   // Where the ledger is, for messages: its file (a store without one: its folder).
   virtual std::filesystem::path location() const { return folder(); }
+  // The error for a run id this store has no run of: "no run 'ID' in LOCATION",
+  // the id's control characters escaped (it came from a command line).
+  Error no_run(const std::string& run_id) const;
 
   virtual Expected<void> begin() = 0;
   virtual Expected<void> commit() = 0;

@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/number_option.h"
 #include "orch/clock.h"
 
 namespace orch::cli {
@@ -19,7 +20,7 @@ Command add_approve(CLI::App& app) {
   auto args = std::make_shared<ApproveArgs>();
   CLI::App* sub = app.add_subcommand(
       "approve", "Approve a step the risk guard paused (awaiting_approval); `orch resume` then runs it.");
-  sub->add_option("RUN_ID", args->run_id, "the paused run")->required();
+  sub->add_option("RUN_ID", args->run_id, "the paused run")->required()->check(not_empty(kRunIdWanted));
   sub->add_option("STEP", args->step, "the step to approve, by id")->required();
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   return [args]() -> int {

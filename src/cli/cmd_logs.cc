@@ -30,7 +30,7 @@ struct LogsArgs {
 Command add_logs(CLI::App& app) {
   auto args = std::make_shared<LogsArgs>();
   CLI::App* sub = app.add_subcommand("logs", "Print the stdout (or stderr) an attempt of a step wrote.");
-  sub->add_option("RUN_ID", args->run_id, "the run")->required();
+  sub->add_option("RUN_ID", args->run_id, "the run")->required()->check(not_empty(kRunIdWanted));
   sub->add_option("STEP", args->step, "the step id")->required()->check(not_empty("a step id"));
   sub->add_option("--attempt", args->attempt, "attempt number (default: the latest)")
       ->transform(whole_number(1));
@@ -41,7 +41,7 @@ Command add_logs(CLI::App& app) {
     if (!store) return report_error(store.error());
     auto run = (*store)->find_run(args->run_id);
     if (!run) return report_error(run.error());
-    if (!*run) return report_error(Error{ErrorCode::NotFound, fmt::format("no run '{}'", args->run_id)});
+    if (!*run) return report_error((*store)->no_run(args->run_id));
     auto attempts = (*store)->attempts(args->run_id, args->step);
     if (!attempts) return report_error(attempts.error());
     if (attempts->empty()) {

@@ -161,7 +161,7 @@ Command add_resume(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand(
       "resume", "Continue a run after a crash, kill, interrupt or failure; done steps are never re-run.");
-  sub->add_option("RUN_ID", args->run_id, "the run to continue")->required();
+  sub->add_option("RUN_ID", args->run_id, "the run to continue")->required()->check(not_empty(kRunIdWanted));
   sub->add_option("-j,--jobs", args->jobs, "steps run at once (default: as the run was started)")
       ->transform(whole_number(1));
   sub->add_option("--replan", args->replan,

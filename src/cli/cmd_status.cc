@@ -65,7 +65,7 @@ Command add_status(CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("status", "Show a run (default: the newest) from the ledger; safe while it runs.");
   sub->add_option("RUN_ID", args->run_id, "the run to show (default: the newest)")
-      ->check(not_empty("a run id (`orch runs` lists them), or none for the newest run"));
+      ->check(not_empty(std::string(kRunIdWanted) + ", or none for the newest run"));
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json)");
   CLI::Option* watch =

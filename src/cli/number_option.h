@@ -31,4 +31,7 @@ CLI::Validator number_above(double bound);
 //   orch: --models: is empty: give the models file
 CLI::Validator not_empty(std::string wanted);
 
+// What not_empty asks for in place of an empty RUN_ID (resume, logs, cancel, approve).
+inline constexpr const char* kRunIdWanted = "a run id (`orch runs` lists them)";
+
 }  // namespace orch::cli

@@ -13,8 +13,7 @@ namespace orch {
 Expected<ApprovalRecorded> approve_step(Store& store, const std::string& run_id, const std::string& step_id,
                                         std::int64_t now_ms) {
   auto run = ORCH_TRY(store.find_run(run_id));
-  if (!run)
-    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.location().string()));
+  if (!run) return std::unexpected(store.no_run(run_id));
   std::vector<StepRecord> steps = ORCH_TRY(store.steps(run_id));
   const StepRecord* found = nullptr;
   std::vector<std::string> names;

@@ -88,8 +88,7 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
 
 Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chrono::milliseconds wait) {
   auto found = ORCH_TRY(store.find_run(run_id));
-  if (!found)
-    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.location().string()));
+  if (!found) return std::unexpected(store.no_run(run_id));
   RunRecord run = *found;
   if (run.status != RunStatus::Running && run.status != RunStatus::Interrupted &&
       run.status != RunStatus::AwaitingApproval)
@@ -100,8 +99,7 @@ Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chr
     // finished it between the read above and the lock, and let the lock go only
     // after writing its final row.
     auto now_run = ORCH_TRY(store.find_run(run_id));
-    if (!now_run)
-      return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.location().string()));
+    if (!now_run) return std::unexpected(store.no_run(run_id));
     run = *now_run;
     if (run.status != RunStatus::Running && run.status != RunStatus::Interrupted &&
         run.status != RunStatus::AwaitingApproval)
@@ -127,9 +125,7 @@ Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chr
     if (now_run) {  // no process holds the lock any more, and the run has not ended: do it here
       if (auto idle = RunLock::acquire(store.folder(), run_id)) {
         auto again = ORCH_TRY(store.find_run(run_id));
-        if (!again)
-          return fail(ErrorCode::NotFound,
-                      fmt::format("no run '{}' in {}", run_id, store.location().string()));
+        if (!again) return std::unexpected(store.no_run(run_id));
         if (is_final(again->status)) return again->status;
         return cancel_idle_run(store, *again, std::move(*idle));
       }

@@ -185,8 +185,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // kill orch with the workspace half put back.
   watch_signals();
   auto found = ORCH_TRY(store_.find_run(run_id));
-  if (!found)
-    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.location().string()));
+  if (!found) return std::unexpected(store_.no_run(run_id));
   const RunStatus status_before_lock = found->status;
   // On the clock `orch cancel` stamps its requests with (the system's, whatever
   // clock the engine runs on): a request stamped from now on came after the lock.
@@ -213,8 +212,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   // wrote its final row before it let the lock go, and the row read before
   // taking the lock may predate that.
   found = ORCH_TRY(store_.find_run(run_id));
-  if (!found)
-    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store_.location().string()));
+  if (!found) return std::unexpected(store_.no_run(run_id));
   run_ = *found;
   // `orch cancel` took the lock first and cancelled it: the cancel, which came
   // while this resume was starting, wins. Resuming a cancelled run stays possible.

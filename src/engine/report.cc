@@ -97,8 +97,7 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   // (Read the other way round, a run that ends in between would look orphaned.)
   const bool held = RunLock::is_held(store.folder(), run_id);
   auto found = ORCH_TRY(store.find_run(run_id));
-  if (!found)
-    return fail(ErrorCode::NotFound, fmt::format("no run '{}' in {}", run_id, store.location().string()));
+  if (!found) return std::unexpected(store.no_run(run_id));
   const bool active = found->status == RunStatus::Running && held;
   const std::int64_t now = Clock::system().wall_ms();
   ORCH_TRY(refresh_running_totals(store, *found, active, now));

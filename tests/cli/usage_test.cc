@@ -499,5 +499,28 @@ TEST(CliUsage, ControlCharactersInPlanTextAreEscapedInTablesAndLines) {
   EXPECT_NE(listed.find("  \xc3\xa9t\xc3\xa9 \xc3\xa0 la plag...  "), std::string::npos) << listed;
 }
 
+// Every command that takes a RUN_ID says the same of an empty one (exit 2), and
+// of one the store has none of (exit 2), its control characters escaped.
+TEST(CliUsage, EveryCommandSaysTheSameOfAnEmptyOrUnknownRunId) {
+  TempDir d;
+  write_file(d / "p.yaml", "steps:\n  - {id: a, run: [\"true\"]}\n");
+  ASSERT_EQ(run_orch({"run", "p.yaml"}, d.path()).exit_code, 0);
+  const std::string db = (d / ".orch" / "orch.db").string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"status"}, {"resume"}, {"cancel"}, {"logs", "", "a"}, {"approve", "", "a"}};
+  for (auto args : commands) {
+    if (args.size() == 1) args.push_back("");
+    auto r = run_orch(args, d.path());
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    EXPECT_EQ(r.err.rfind("orch: RUN_ID: is empty: give a run id (`orch runs` lists them)", 0), 0u)
+        << args[0] << ": " << r.err;
+    args[1] = "x\x1b[31my";
+    auto unknown = run_orch(args, d.path());
+    EXPECT_EQ(unknown.exit_code, 2) << args[0] << ": " << unknown.err;
+    EXPECT_EQ(unknown.err.find('\x1b'), std::string::npos) << args[0] << ": " << unknown.err;
+    EXPECT_NE(unknown.err.find("no run 'x\\x1b[31my' in "), std::string::npos) << args[0] << ": " << unknown.err;
+  }
+}
+
 }  // namespace
 }  // namespace orch
