@@ -22,7 +22,13 @@
 namespace orch {
 
 namespace {
-constexpr const char* kFooter = R"(
+constexpr const char* kDocumentation = R"(
+Documentation: docs/cli.md, docs/plan-format.md, docs/store.md, docs/models.md,
+docs/workers.md, docs/tools.md, docs/planner.md, docs/chains.md, docs/task.md,
+docs/routing.md, docs/memory.md, docs/review.md)";
+
+// The exit codes of orch as a whole (`orch --help`, and the commands with no table of their own).
+constexpr const char* kExitCodes = R"(
 Exit codes:
   0    succeeded
   1    failed (a step failed, a review ended REVISE/BLOCK/INCOMPLETE, or orch could not
@@ -33,10 +39,84 @@ Exit codes:
        escalated a finding, reached its spend cap or was not confirmed
   4    budget exhausted
   130  interrupted or cancelled (resumable with `orch resume RUN_ID`)
+)";
 
-Documentation: docs/cli.md, docs/plan-format.md, docs/store.md, docs/models.md,
-docs/workers.md, docs/tools.md, docs/planner.md, docs/chains.md, docs/task.md,
-docs/routing.md, docs/memory.md, docs/review.md)";
+// A command's own exit codes, where they say more than the general table.
+const std::map<std::string_view, std::string_view>& command_exit_codes() {
+  static const std::map<std::string_view, std::string_view> codes = {
+      {"validate", R"(
+Exit codes:
+  0    the plan is valid (warnings, if any, are printed)
+  2    the plan is invalid (every problem as FILE:LINE: step 'ID': message), cannot be
+       read, or bad usage
+)"},
+      {"run", R"(
+Exit codes:
+  0    every step done
+  1    a step failed (the reason is in the report), or orch could not write or read its
+       ledger (the run stays resumable)
+  2    invalid input or usage: a bad plan, flag, workspace or store; nothing is recorded
+  3    needs a human: a step awaits approval (`orch approve RUN STEP`, then `orch resume
+       RUN`), or the run escalated
+  4    budget exhausted: the steps not started are skipped with the reason
+  130  interrupted (SIGINT/SIGTERM/SIGHUP) or cancelled (`orch cancel`): resumable
+)"},
+      {"resume", R"(
+Exit codes:
+  0    every step done
+  1    a step failed (the reason is in the report), or orch could not write or read its
+       ledger (the run stays resumable)
+  2    invalid input or usage: an unknown run, one another live process drives, one that
+       succeeded, a stored or --replan plan that does not validate; nothing is recorded
+  3    needs a human: a step awaits approval (`orch approve RUN STEP`, then resume again),
+       or the run escalated
+  4    budget exhausted: the steps not started are skipped with the reason
+  130  interrupted (SIGINT/SIGTERM/SIGHUP) or cancelled (`orch cancel`): resumable
+)"},
+      {"status", R"(
+Exit codes:
+  0    the run was shown, whatever its status
+  1    the ledger cannot be read (not an orch ledger, damaged)
+  2    no store, an unknown run, or bad usage
+  With --watch, once the run ends: its own code (0 succeeded, 1 failed, 3 needs a human,
+  4 budget exhausted, 130 interrupted or cancelled); 1 for a run no live process drives
+  (resume it); 130 on SIGINT/SIGTERM/SIGHUP; 0 when its reader has gone.
+)"},
+      {"runs", R"(
+Exit codes:
+  0    the runs were listed (none is not an error)
+  1    the ledger cannot be read (not an orch ledger, damaged)
+  2    no store, or bad usage
+)"},
+      {"logs", R"(
+Exit codes:
+  0    the stream was printed (an empty one prints nothing)
+  1    the log the ledger recorded is gone or unreadable, or the ledger cannot be read
+  2    an unknown run, step or attempt, no store, or bad usage
+)"},
+      {"cancel", R"(
+Exit codes:
+  0    the run is cancelled (its final status is printed)
+  1    its driver had not stopped after --wait seconds (the request stands: it still
+       stops), or the ledger cannot be read or written
+  2    an unknown run, a run that already ended, no store, or bad usage
+)"},
+      {"approve", R"(
+Exit codes:
+  0    the step is approved: `orch resume RUN_ID` runs it
+  1    the ledger cannot be read or written
+  2    an unknown run or step, a step not awaiting approval, or bad usage
+)"},
+  };
+  return codes;
+}
+
+std::string footer_for(std::string_view command) {
+  auto it = command_exit_codes().find(command);
+  return std::string(it != command_exit_codes().end() ? it->second : std::string_view(kExitCodes)) +
+         kDocumentation;
+}
+
 // Output that could not be written (a full disk, a closed file) is an error, not
 // a silent success. A reader that stopped reading (`orch runs | head`) is not one
 // to complain about: orch says nothing and keeps its exit code.
@@ -176,7 +256,7 @@ int orch_main(int argc, char** argv) {
       "Runs a plan of steps through a ledger, checks every step against its postconditions,\n"
       "retries with the reason it failed, enforces budgets, and resumes after a crash.",
       "orch"};
-  app.footer(kFooter);
+  app.footer(footer_for(""));
   app.set_version_flag("--version", std::string("orch ") + ORCH_VERSION);
   app.require_subcommand(1);
   std::map<CLI::App*, cli::Command> commands;
@@ -222,7 +302,7 @@ int orch_main(int argc, char** argv) {
     for (const Entry& e : kCommands)
       if (&e != only) add(e.name, e.fn);
   }
-  for (auto& [sub, _] : commands) sub->footer(kFooter);
+  for (auto& [sub, _] : commands) sub->footer(footer_for(sub->get_name()));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -85,6 +85,20 @@ TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
     EXPECT_NE(sub.out.find(std::string("orch ") + cmd), std::string::npos) << cmd << "\n" << sub.out;
     EXPECT_NE(sub.out.find("Exit codes"), std::string::npos) << cmd;
   }
+  // A command's own table says what its codes mean for it.
+  const std::map<std::string, std::string> own = {
+      {"validate", "0    the plan is valid"},
+      {"status", "0    the run was shown, whatever its status"},
+      {"runs", "0    the runs were listed"},
+      {"logs", "1    the log the ledger recorded is gone or unreadable"},
+      {"cancel", "1    its driver had not stopped after --wait seconds"},
+      {"approve", "2    an unknown run or step, a step not awaiting approval"},
+      {"resume", "one that\n       succeeded"}};
+  for (const auto& [cmd, line] : own) {
+    auto sub = run_orch({cmd, "--help"}, d.path());
+    EXPECT_NE(sub.out.find(line), std::string::npos) << cmd << "\n" << sub.out;
+    EXPECT_EQ(sub.out.find("REVISE"), std::string::npos) << cmd << ": the general table\n" << sub.out;
+  }
   auto bad = run_orch({"frobnicate"}, d.path());
   EXPECT_EQ(bad.exit_code, 2);
   auto missing = run_orch({"run"}, d.path());
