@@ -685,7 +685,7 @@ steps:
   EXPECT_EQ((*store_->find_run(out2.run_id))->spent_attempts, 2);
 }
 
-TEST_F(EngineTest, AZeroBudgetAdmitsStepsThatSpendNothing) {
+TEST_F(EngineTest, AZeroBudgetAdmitsStepsThatSpendNothingButASpentOneDoesNot) {
   auto out = run(R"(
 budget: {tokens: 0, cost_usd: 0}
 steps:
@@ -700,6 +700,17 @@ steps:
   // `costly` ran (it reserved nothing) but spent 5 tokens of 0: nothing more may start.
   EXPECT_EQ(out.status, RunStatus::BudgetExhausted) << out.reason;
   EXPECT_EQ(step(out.run_id, "after").status, StepStatus::Skipped);
+  // A budget spent to the last token is exhausted, even for a step that reserves nothing.
+  auto exact = run(R"(
+budget: {tokens: 5}
+steps:
+  - {id: spends, sh: 'echo "{\"tokens_in\": 5}" > "$ORCH_USAGE_FILE"'}
+  - {id: free, deps: [spends], run: ["true"]}
+)");
+  EXPECT_EQ(step(exact.run_id, "spends").status, StepStatus::Done);
+  EXPECT_EQ(exact.status, RunStatus::BudgetExhausted) << exact.reason;
+  EXPECT_EQ(step(exact.run_id, "free").status, StepStatus::Skipped);
+  EXPECT_NE(exact.reason.find("tokens: 5 spent of 5"), std::string::npos) << exact.reason;
 }
 
 TEST_F(EngineTest, FailedAttemptsAreChargedTheirTokens) {
