@@ -32,11 +32,11 @@ BudgetLimits budget_limits_from_json(const std::string& text) {
   return b;
 }
 
-std::string overspent_reason(const std::string& overspent) {
+std::string overspent_reason(const std::string& overspent, bool figures_said) {
   return fmt::format(
-      "over the plan's budget: {} (an attempt reserves its step's own budget, or else its executor's "
+      "over the plan's budget{} (an attempt reserves its step's own budget, or else its executor's "
       "estimate, 0 for shell steps, and may report spending more than it reserved)",
-      overspent);
+      figures_said ? "" : ": " + overspent);
 }
 
 namespace {

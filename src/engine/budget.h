@@ -70,8 +70,10 @@ std::string budget_limits_json(const BudgetLimits& limits);
 BudgetLimits budget_limits_from_json(const std::string& text);
 
 // The run's reason and budget_overspent event for a run that ended past its
-// plan's budget, from BudgetGuard::overspent()'s "tokens: 180 spent of 100".
-std::string overspent_reason(const std::string& overspent);
+// plan's budget, from BudgetGuard::overspent()'s "tokens: 180 spent of 100";
+// `figures_said`: the run's reason already gives them (the budget that ran out),
+// so they are left out.
+std::string overspent_reason(const std::string& overspent, bool figures_said = false);
 
 // Why the spend an attempt reported cannot be real (a negative or absurd token
 // count, a cost that is not a finite non-negative number), or nullopt: such a

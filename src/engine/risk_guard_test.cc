@@ -66,6 +66,43 @@ TEST_F(RiskGuard, UnapprovedStepsPauseTheRunDurablyAndTheRestRuns) {
   EXPECT_EQ((*report)["counts"]["awaiting_approval"], 2);
 }
 
+// A run that fails, or runs out of budget, while a step waits for approval says
+// so in its reason too, with what to do, next to the steps that failed.
+TEST_F(RiskGuard, ARunThatEndsOtherwiseStillNamesTheStepWaitingForApproval) {
+  RunOutcome failed = run(R"(on_failure: continue
+steps:
+  - {id: bad, sh: "exit 1", attempts: 1}
+  - {id: deploy, risk: high, run: ["true"]}
+)");
+  EXPECT_EQ(failed.status, RunStatus::Failed) << failed.reason;
+  EXPECT_EQ(step(failed.run_id, "deploy").status, StepStatus::AwaitingApproval);
+  EXPECT_EQ(failed.reason, "1 step failed: bad; 1 step awaiting approval: deploy (`orch approve " + failed.run_id +
+                               " STEP`, then `orch resume " + failed.run_id + "`)");
+  RunOutcome spent = run(R"(on_failure: continue
+concurrency: 1
+budget: {tokens: 10}
+steps:
+  - {id: bad, sh: "exit 1", attempts: 1}
+  - {id: deploy, risk: high, run: ["true"]}
+  - {id: spends, sh: 'echo "{\"tokens_in\": 15}" > "$ORCH_USAGE_FILE"'}
+  - {id: later, deps: [spends], run: ["true"]}
+)");
+  EXPECT_EQ(spent.status, RunStatus::BudgetExhausted) << spent.reason;
+  // The budget that ran out, the step that failed, the one waiting, and the
+  // overspend, its figure not said twice.
+  EXPECT_EQ(spent.reason.rfind("budget exhausted: tokens: 15 spent of 10 (1 step failed: bad); "
+                               "1 step awaiting approval: deploy (`orch approve ",
+                               0),
+            0u)
+      << spent.reason;
+  EXPECT_NE(spent.reason.find("`); over the plan's budget (an attempt reserves"), std::string::npos)
+      << spent.reason;
+  auto over = events(spent.run_id, "budget_overspent");
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_NE(over[0].data_json.find("over the plan's budget: tokens: 15 spent of 10"), std::string::npos)
+      << over[0].data_json;
+}
+
 // What the process gets in its environment is shown too: an `sh` script's
 // placeholders and the step's `env:` would otherwise read "${ORCH_P0}" and
 // "$TARGET". A secret among them is masked before it is recorded.

@@ -1591,54 +1591,54 @@ Expected<RunOutcome> Scheduler::finish_run() {
       report(ProgressEvent::Kind::StepFinished, static_cast<int>(i), s.rec.reason);
     }
   }
-  if (stop_ == StopKind::Abort) {
-    // The step that stopped the run comes first; the ones that failed while it
-    // was stopping (running ones finish) are named too.
-    std::vector<std::string> failed;
-    for (const auto& s : steps_)
-      if (s.in_plan && s.rec.status == StepStatus::Failed) failed.push_back(s.step->id);
-    if (failed.size() > 1) {
-      std::string names;
-      for (std::size_t k = 0; k < failed.size() && k < 5; ++k) names += (k ? ", " : "") + failed[k];
-      if (failed.size() > 5) names += ", ...";
-      reason += fmt::format(" ({} steps failed: {})", failed.size(), names);
-    }
+  // The steps that failed and those a human must approve, named (the first five)
+  // in the run's reason however it ended.
+  std::vector<std::string> failed, waiting;
+  int not_done = 0;
+  for (const auto& s : steps_) {
+    if (!s.in_plan) continue;
+    if (s.rec.status == StepStatus::Failed) failed.push_back(s.step->id);
+    if (s.rec.status == StepStatus::AwaitingApproval) waiting.push_back(s.step->id);
+    if (s.rec.status != StepStatus::Done) ++not_done;
   }
-  if (stop_ == StopKind::None) {
-    std::vector<std::string> failed;
-    int not_done = 0;
-    for (const auto& s : steps_) {
-      if (!s.in_plan) continue;
-      if (s.rec.status == StepStatus::Failed) failed.push_back(s.step->id);
-      if (s.rec.status != StepStatus::Done) ++not_done;
-    }
-    std::vector<std::string> waiting;
-    for (const auto& s : steps_)
-      if (s.in_plan && s.rec.status == StepStatus::AwaitingApproval) waiting.push_back(s.step->id);
-    if (not_done > 0 && failed.empty() && !waiting.empty()) {
+  const auto named = [](const std::vector<std::string>& ids, std::string_view what) {
+    std::string list;
+    for (std::size_t k = 0; k < ids.size() && k < 5; ++k) list += (k ? ", " : "") + ids[k];
+    if (ids.size() > 5) list += ", ...";
+    return fmt::format("{} step{} {}: {}", ids.size(), ids.size() == 1 ? "" : "s", what, list);
+  };
+  // The step that stopped an aborted run comes first in its reason; the ones that
+  // failed while it was stopping (running ones finish) are named too. A run the
+  // budget stopped names every step that failed before.
+  if ((stop_ == StopKind::Abort && failed.size() > 1) || (stop_ == StopKind::Budget && !failed.empty()))
+    reason += " (" + named(failed, "failed") + ")";
+  if (stop_ == StopKind::None && not_done > 0) {
+    if (failed.empty() && !waiting.empty()) {
       // Paused, not failed: `orch approve` then `orch resume` continues it.
       status = RunStatus::AwaitingApproval;
-      std::string names;
-      for (std::size_t k = 0; k < waiting.size() && k < 5; ++k) names += (k ? " " : "") + waiting[k];
-      if (waiting.size() > 5) names += " ...";
+      std::string list;
+      for (std::size_t k = 0; k < waiting.size() && k < 5; ++k) list += (k ? " " : "") + waiting[k];
+      if (waiting.size() > 5) list += " ...";
       reason = fmt::format(
           "{} step{} awaiting approval: {}; approve with `orch approve {} STEP`, then `orch resume {}`",
-          waiting.size(), waiting.size() == 1 ? "" : "s", names, run_.id, run_.id);
-    } else if (not_done > 0) {
+          waiting.size(), waiting.size() == 1 ? "" : "s", list, run_.id, run_.id);
+    } else {
       // A step's own budget running out fails that step, not the run's budget.
       status = RunStatus::Failed;
-      std::string names;
-      for (std::size_t k = 0; k < failed.size() && k < 5; ++k) names += (k ? ", " : "") + failed[k];
-      if (failed.size() > 5) names += ", ...";
-      reason = failed.empty()
-                   ? fmt::format("{} steps not done", not_done)
-                   : fmt::format("{} step{} failed: {}", failed.size(), failed.size() == 1 ? "" : "s", names);
+      reason = failed.empty() ? fmt::format("{} steps not done", not_done) : named(failed, "failed");
     }
   }
+  // A step left waiting for approval by a run that ended otherwise is named too:
+  // approving it is part of going on.
+  if (status != RunStatus::AwaitingApproval && !waiting.empty())
+    reason += fmt::format("; {} (`orch approve {} STEP`, then `orch resume {}`)",
+                          named(waiting, "awaiting approval"), run_.id, run_.id);
   // Said whatever the run's status: the budget was a promise the run did not keep.
+  // When the reason already gives the figure (the budget that ran out), it is
+  // not said twice.
   if (auto over = budget_->overspent()) {
-    std::string why = overspent_reason(*over);
-    event("budget_overspent", "", 0, {{"reason", why}});
+    event("budget_overspent", "", 0, {{"reason", overspent_reason(*over)}});
+    const std::string why = overspent_reason(*over, reason.find(*over) != std::string::npos);
     reason = reason.empty() ? why : reason + "; " + why;
   }
   run_.status = status;

@@ -61,7 +61,10 @@ TEST(CliBudget, UsageReportedBeforeAKillIsChargedByTheResume) {
   EXPECT_EQ(spender["attempts"][0]["status"], "interrupted");
   EXPECT_EQ(spender["attempts"][0]["tokens_in"], 400);
   const std::string reason = report["run"]["reason"];
-  EXPECT_NE(reason.find("over the plan's budget: tokens: 500 spent of 300"), std::string::npos) << reason;
+  // The figure once: the budget that ran out is the one overspent.
+  EXPECT_EQ(reason.rfind("budget exhausted: tokens: 500 spent of 300 ", 0), 0u) << reason;
+  EXPECT_NE(reason.find("; over the plan's budget (an attempt reserves"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("over the plan's budget: tokens"), std::string::npos) << reason;
   // It could start nothing: the way on is said.
   EXPECT_NE(reason.find("(to go on, raise the plan's budget: orch resume " + id + " --replan PLAN)"),
             std::string::npos)
