@@ -67,7 +67,8 @@ Exit codes:
   1    a step failed (the reason is in the report), or orch could not write or read its
        ledger (the run stays resumable)
   2    invalid input or usage: an unknown run, one another live process drives, one that
-       succeeded, a stored or --replan plan that does not validate; nothing is recorded
+       succeeded, a stored or --replan plan that does not validate (what a killed driver
+       left is cleaned up first; nothing of the plan runs)
   3    needs a human: a step awaits approval (`orch approve RUN STEP`, then resume again),
        or the run escalated
   4    budget exhausted: the steps not started are skipped with the reason
@@ -96,7 +97,7 @@ Exit codes:
 )"},
       {"cancel", R"(
 Exit codes:
-  0    the run is cancelled (its final status is printed)
+  0    the run has ended: cancelled, or it finished first (its final status is printed)
   1    its driver had not stopped after --wait seconds (the request stands: it still
        stops), or the ledger cannot be read or written
   2    an unknown run, a run that already ended, no store, or bad usage

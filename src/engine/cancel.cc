@@ -82,6 +82,7 @@ Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*
   ORCH_TRY(event(store, run.id, "run_finished", "", 0, {{"status", "cancelled"}, {"reason", run.reason}}));
   ORCH_TRY(store.commit());
   remove_spent_snapshots(interrupted);
+  discard_spawn_journal(store.folder(), run.id);
   return RunStatus::Cancelled;
 }
 }  // namespace

@@ -127,12 +127,15 @@ void Scheduler::index_ready() {
 }
 
 namespace {
-// The plan's path as the run records it: absolute, with `.`, `..` and symlinks
-// resolved as the kernel did to open it (`ws/../p.yaml` is `/abs/p.yaml`).
+// The plan's path as the run records it: absolute, its folder's `.`, `..` and
+// symlinks resolved as the kernel did to open it (`ws/../p.yaml` is
+// `/abs/p.yaml`). The file's own name is kept: a plan named through a symlink
+// keeps the link's folder as its folder (its relative paths), as the run had.
 std::string stored_plan_path(const fs::path& path) {
+  const fs::path absolute = fs::absolute(path);
   std::error_code ec;
-  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
-  return ec ? fs::absolute(path).lexically_normal().string() : p.string();
+  fs::path folder = fs::weakly_canonical(absolute.parent_path(), ec);
+  return (ec ? absolute.lexically_normal() : folder / absolute.filename()).string();
 }
 }  // namespace
 
@@ -302,6 +305,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     return std::unexpected(closed.error());
   }
   remove_spent_snapshots(interrupted);
+  discard_spawn_journal(store_.folder(), run_.id);
 
   // The plan: the latest version in the ledger, or the replacement.
   PlanVersion stored = ORCH_TRY(store_.latest_plan(run_.id));

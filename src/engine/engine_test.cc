@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "engine/orphans.h"
 #include "engine/run_lock.h"
 #include "orch/clock.h"
 #include "orch/plan_loader.h"
@@ -1498,6 +1499,22 @@ steps:
                              db.string()));
   ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
   EXPECT_EQ(step(out.run_id, "look").result, "3");
+}
+
+// Once the ledger has every group a run started (attempt_spawned), its spawn
+// journal is emptied: after the run it is there, and empty.
+TEST_F(EngineTest, TheSpawnJournalIsEmptiedOnceTheLedgerHasItsGroups) {
+  auto out = run(R"YAML(
+concurrency: 2
+steps:
+  - {id: a, sh: 'sleep 0.3'}
+  - {id: b, sh: 'sleep 0.3'}
+)YAML");
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  EXPECT_EQ(store_->events_of_kind(out.run_id, "attempt_spawned")->size(), 2u);
+  const fs::path journal = spawn_journal_path(dir_ / "store", out.run_id);
+  ASSERT_TRUE(fs::exists(journal));
+  EXPECT_EQ(fs::file_size(journal), 0u);
 }
 
 // A secret from orch's environment, or from a step's secret-looking env, never

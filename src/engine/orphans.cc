@@ -183,10 +183,18 @@ std::filesystem::path spawn_journal_path(const std::filesystem::path& store_fold
   return store_folder / "runs" / run_id / "spawned";
 }
 
+void discard_spawn_journal(const std::filesystem::path& store_folder, const std::string& run_id) {
+  std::error_code ec;
+  std::filesystem::remove(spawn_journal_path(store_folder, run_id),
+                          ec);  // only space: a leftover is harmless
+}
+
 void SpawnJournal::set_path(const std::filesystem::path& path) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  written_ = false;
   path_ = path;
+  (void)process_group_record(0, 0);  // its values read now, not as the first process starts
 }
 
 Expected<void> SpawnJournal::record(const std::string& step_id, int attempt, int pgid,
@@ -196,17 +204,30 @@ Expected<void> SpawnJournal::record(const std::string& step_id, int attempt, int
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd_ < 0)
       return fail(ErrorCode::Io, fmt::format("cannot open {}: {}", path_.string(), std::strerror(errno)));
+    size_ = std::max<off_t>(0, ::lseek(fd_, 0, SEEK_END));
   }
   nlohmann::json data = process_group_record(pgid, spawned_ms);
   data["step"] = step_id;
   data["attempt"] = attempt;
   // One write of the whole line: O_APPEND puts it at the end in one piece.
   const std::string line = json_text(data) + "\n";
+  written_ = true;
   const ssize_t n = ::write(fd_, line.data(), line.size());
-  if (n != static_cast<ssize_t>(line.size()))
+  if (n != static_cast<ssize_t>(line.size())) {
+    const int err = n < 0 ? errno : 0;
+    (void)::ftruncate(fd_, size_);  // no half line for the next one to be glued to
     return fail(ErrorCode::Io, fmt::format("cannot write {}: {}", path_.string(),
-                                           n < 0 ? std::strerror(errno) : "short write"));
+                                           err != 0 ? std::strerror(err) : "short write"));
+  }
+  size_ += n;
   return {};
+}
+
+void SpawnJournal::clear() {
+  if (!written_ || fd_ < 0) return;
+  written_ = false;
+  // A journal that cannot be emptied only grows: what it holds stays true.
+  if (::ftruncate(fd_, 0) == 0) size_ = 0;
 }
 
 SpawnJournal::~SpawnJournal() {

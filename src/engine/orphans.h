@@ -9,11 +9,11 @@
 // `attempt_spawned` event, or a line of the run's spawn journal), in the same
 // session, and started after that attempt did: a step that cleared its
 // environment (`env -i ...`) is found that way. The journal
-// (`<store>/runs/<run>/spawned`) gets its line with a write(2) the moment the
-// group exists, before the ledger records it at the next commit: a write the
-// kernel has taken survives kill -9 of orch (only a crash of the machine, which
-// ends the processes too, loses it), so a step killed before its commit is not
-// missed.
+// (`<store>/runs/<run>/spawned`) gets its line with a write(2) right after the
+// process started (microseconds after its exec), long before the ledger records
+// it at the next commit: a write the kernel has taken survives kill -9 of orch
+// (only a crash of the machine, which ends the processes too, loses it), so a
+// step whose orch is killed before that commit is found all the same.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,10 @@ nlohmann::json process_group_record(int pgid, std::int64_t spawned_ms);
 std::filesystem::path spawn_journal_path(const std::filesystem::path& store_folder,
                                          const std::string& run_id);
 
+// Removes a dead driver's spawn journal once the transaction that closed its
+// attempts (close_interrupted_attempts) has committed: their groups are dead.
+void discard_spawn_journal(const std::filesystem::path& store_folder, const std::string& run_id);
+
 // Appends to a run's spawn journal: one JSON line per process group, the
 // process_group_record with "step" and "attempt" added.
 class SpawnJournal {
@@ -46,16 +50,22 @@ class SpawnJournal {
   // The journal to append to: made (its folder must exist) at the first
   // record, so a run that starts no process has none.
   void set_path(const std::filesystem::path& path);
-  // Writes the line for `pgid`. An error (a full disk) is returned for the
-  // caller to record; the ledger's attempt_spawned event still covers the group
-  // once committed.
+  // Writes the line for `pgid`, right after the process started. An error (a
+  // full disk) is returned for the caller to record, and what was written of the
+  // line is cut off again, so the lines after it still read; the ledger's
+  // attempt_spawned event still covers the group once committed.
   Expected<void> record(const std::string& step_id, int attempt, int pgid, std::int64_t spawned_ms);
+  // Empties the journal once the ledger has committed every group in it (their
+  // attempt_spawned events), so it holds at most the groups of one turn.
+  void clear();
   ~SpawnJournal();
   SpawnJournal(const SpawnJournal&) = delete;
   SpawnJournal& operator=(const SpawnJournal&) = delete;
 
  private:
   int fd_ = -1;
+  bool written_ = false;  // lines since the last clear()
+  off_t size_ = 0;        // what the file holds, in whole lines
   std::filesystem::path path_;
 };
 

@@ -11,7 +11,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "ledger/ledger_test_support.h"
 #include "orch/clock.h"
@@ -118,6 +120,36 @@ TEST_F(OrphansTest, AGroupOnlyTheSpawnJournalNamesIsKilled) {
   ASSERT_TRUE(killed) << killed.error().message;
   EXPECT_EQ(*killed, 1);
   EXPECT_TRUE(gone(leader));
+}
+
+// A line per group, each whole; emptied by clear(), and appended to after it.
+TEST(SpawnJournal, WritesALineAGroupAndStartsOverWhenCleared) {
+  testing::TempDir dir;
+  const auto path = dir / "spawned";
+  SpawnJournal journal;
+  journal.set_path(path);
+  EXPECT_FALSE(std::filesystem::exists(path)) << "made before the first group";
+  journal.clear();
+  ASSERT_TRUE(journal.record("a", 1, 4242, 1000));
+  ASSERT_TRUE(journal.record("b", 2, 4343, 2000));
+  std::vector<nlohmann::json> lines;
+  {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1]["step"], "b");
+  EXPECT_EQ(lines[1]["attempt"], 2);
+  EXPECT_EQ(lines[1]["pgid"], 4343);
+  EXPECT_EQ(lines[1]["spawned_ms"], 2000);
+  journal.clear();
+  EXPECT_EQ(std::filesystem::file_size(path), 0u);
+  ASSERT_TRUE(journal.record("c", 1, 4444, 3000));
+  std::ifstream again(path);
+  std::string only;
+  std::getline(again, only);
+  EXPECT_EQ(nlohmann::json::parse(only)["step"], "c");
+  EXPECT_EQ(std::filesystem::file_size(path), only.size() + 1);
 }
 
 // The journal keeps the groups of attempts that ended: an attempt the ledger has

@@ -76,8 +76,9 @@ steps:
 )");
   EXPECT_EQ(failed.status, RunStatus::Failed) << failed.reason;
   EXPECT_EQ(step(failed.run_id, "deploy").status, StepStatus::AwaitingApproval);
-  EXPECT_EQ(failed.reason, "1 step failed: bad; 1 step awaiting approval: deploy (`orch approve " + failed.run_id +
-                               " STEP`, then `orch resume " + failed.run_id + "`)");
+  EXPECT_EQ(failed.reason,
+            "1 step failed: bad; 1 step awaiting approval: deploy (approve with `orch approve " +
+                failed.run_id + " STEP`)");
   RunOutcome spent = run(R"(on_failure: continue
 concurrency: 1
 budget: {tokens: 10}
@@ -91,11 +92,11 @@ steps:
   // The budget that ran out, the step that failed, the one waiting, and the
   // overspend, its figure not said twice.
   EXPECT_EQ(spent.reason.rfind("budget exhausted: tokens: 15 spent of 10 (1 step failed: bad); "
-                               "1 step awaiting approval: deploy (`orch approve ",
+                               "1 step awaiting approval: deploy (approve with `orch approve ",
                                0),
             0u)
       << spent.reason;
-  EXPECT_NE(spent.reason.find("`); over the plan's budget (an attempt reserves"), std::string::npos)
+  EXPECT_NE(spent.reason.find(" STEP`); over the plan's budget (an attempt reserves"), std::string::npos)
       << spent.reason;
   auto over = events(spent.run_id, "budget_overspent");
   ASSERT_EQ(over.size(), 1u);

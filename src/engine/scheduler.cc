@@ -284,6 +284,8 @@ Expected<void> Scheduler::commit() {
     fs::remove_all(snapshot, ec);  // only space: a leftover is harmless
   }
   spent_snapshots_.clear();
+  // Every group noted so far is in the ledger now (flush_spawned) or has ended.
+  if (spawned_.empty()) spawn_journal_.clear();
   return {};
 }
 
@@ -1532,6 +1534,7 @@ Expected<RunOutcome> Scheduler::finish_run() {
   RunStatus status = RunStatus::Succeeded;
   std::string reason;
   std::string skip_reason;
+  std::string budget_hint;  // said last, after the steps that failed
   switch (stop_) {
     case StopKind::Interrupt:
       status = RunStatus::Interrupted;
@@ -1548,7 +1551,8 @@ Expected<RunOutcome> Scheduler::finish_run() {
       // A resume of a run whose budget had run out, that could start nothing:
       // the way on is a bigger budget.
       if (resumed_ && started_here_ == 0)
-        reason += fmt::format(" (to go on, raise the plan's budget: orch resume {} --replan PLAN)", run_.id);
+        budget_hint =
+            fmt::format(" (to go on, raise the plan's budget: orch resume {} --replan PLAN)", run_.id);
       skip_reason = "not started: " + stop_reason_;
       // However the budget ran out (a step that does not fit, the wall clock, a
       // step that spent past it), the ledger says so once, in the run's last
@@ -1612,27 +1616,25 @@ Expected<RunOutcome> Scheduler::finish_run() {
   // budget stopped names every step that failed before.
   if ((stop_ == StopKind::Abort && failed.size() > 1) || (stop_ == StopKind::Budget && !failed.empty()))
     reason += " (" + named(failed, "failed") + ")";
+  reason += budget_hint;
   if (stop_ == StopKind::None && not_done > 0) {
     if (failed.empty() && !waiting.empty()) {
       // Paused, not failed: `orch approve` then `orch resume` continues it.
       status = RunStatus::AwaitingApproval;
-      std::string list;
-      for (std::size_t k = 0; k < waiting.size() && k < 5; ++k) list += (k ? " " : "") + waiting[k];
-      if (waiting.size() > 5) list += " ...";
-      reason = fmt::format(
-          "{} step{} awaiting approval: {}; approve with `orch approve {} STEP`, then `orch resume {}`",
-          waiting.size(), waiting.size() == 1 ? "" : "s", list, run_.id, run_.id);
+      reason = fmt::format("{}; approve with `orch approve {} STEP`, then `orch resume {}`",
+                           named(waiting, "awaiting approval"), run_.id, run_.id);
     } else {
       // A step's own budget running out fails that step, not the run's budget.
       status = RunStatus::Failed;
       reason = failed.empty() ? fmt::format("{} steps not done", not_done) : named(failed, "failed");
     }
   }
-  // A step left waiting for approval by a run that ended otherwise is named too:
-  // approving it is part of going on.
-  if (status != RunStatus::AwaitingApproval && !waiting.empty())
-    reason += fmt::format("; {} (`orch approve {} STEP`, then `orch resume {}`)",
-                          named(waiting, "awaiting approval"), run_.id, run_.id);
+  // A step left waiting for approval by a run that ended otherwise (not by a
+  // cancel: nothing is to go on) is named too: approving it is part of going on,
+  // however the run's own reason says to.
+  if (status != RunStatus::AwaitingApproval && status != RunStatus::Cancelled && !waiting.empty())
+    reason += fmt::format("; {} (approve with `orch approve {} STEP`)", named(waiting, "awaiting approval"),
+                          run_.id);
   // Said whatever the run's status: the budget was a promise the run did not keep.
   // When the reason already gives the figure (the budget that ran out), it is
   // not said twice.

@@ -239,6 +239,14 @@ TEST(Cli, ThePlanPathIsRecordedResolved) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(query_text(d / ".orch" / "orch.db", "select plan_path from runs"),
             fs::canonical(d / "p.yaml").string());
+  // A plan named through a symlink keeps the link's name: its folder, where its
+  // relative paths are found, is the one the run used.
+  fs::create_symlink(d / "p.yaml", d / "sub" / "link.yaml");
+  auto linked = run_orch({"run", "sub/link.yaml"}, d.path());
+  ASSERT_EQ(linked.exit_code, 0) << linked.err;
+  EXPECT_EQ(query_text(d / ".orch" / "orch.db",
+                       "select plan_path from runs where id = '" + run_id_in(linked.err) + "'"),
+            (fs::canonical(d / "sub") / "link.yaml").string());
 }
 
 // PLAN "-" is standard input (`orch plan ... | orch run -`): named <stdin> in
@@ -513,13 +521,14 @@ TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironment) {
   expect_resume_kills(d, db, orphan, "the step process");
 }
 
-// The same step killing orch itself the moment it starts: orch dies before the
-// commit that records the group (attempt_spawned), and the resume finds the group
-// in the spawn journal, written as the process was started.
+// The same step killing orch itself as it starts (20 ms in, for orch to have
+// written the journal line it writes right after the spawn): orch dies before the
+// commit that records the group (attempt_spawned, within 250 ms), and the resume
+// finds the group in the spawn journal.
 TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironmentBeforeItsGroupWasCommitted) {
   TempDir d;
   write_file(d / "p.yaml", R"(steps:
-  - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo $$ > hermetic.pid; kill -9 $PPID; exec sleep 30']}
+  - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo $$ > hermetic.pid; sleep 0.02; kill -9 $PPID; exec sleep 30']}
 )");
   fs::path db = d / ".orch" / "orch.db";
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
@@ -529,10 +538,15 @@ TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironmentBeforeItsGroup
   ASSERT_TRUE(alive(orphan));
   EXPECT_EQ(query_int(db, "select count(*) from events where kind='attempt_spawned'"), 0)
       << "orch lived to commit the group: this test no longer tests the journal";
+  const fs::path journal = d / ".orch" / "runs" / run_id_in(read_file(d / "out.txt")) / "spawned";
+  EXPECT_GT(fs::file_size(journal), 0u);
   write_file(d / "p2.yaml", R"(steps:
   - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo again']}
 )");
   expect_resume_kills(d, db, orphan, "the step process");
+  // The dead driver's lines went with its attempts; the resume's own were
+  // emptied once in the ledger.
+  EXPECT_TRUE(!fs::exists(journal) || fs::file_size(journal) == 0u) << read_file(journal);
 }
 
 // A shell_zero check is a process too: its group is recorded like the attempt's,

@@ -600,7 +600,7 @@ class ApprovalPrompt(OrchTestCase):
         rc, text, _, _ = self.collect(p, master)
         self.assertEqual(rc, 3, text)
         self.assertNotIn("needs approval", text)
-        self.assertRegex(text, r"2 steps awaiting approval: deploy tidy; approve with `orch approve \S+ STEP`")
+        self.assertRegex(text, r"2 steps awaiting approval: deploy, tidy; approve with `orch approve \S+ STEP`")
         self.assertEqual(os.listdir(self.workspace), [])
 
 
