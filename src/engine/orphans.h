@@ -16,6 +16,8 @@
 // step whose orch is killed before that commit is found all the same.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -55,17 +57,19 @@ class SpawnJournal {
   // line is cut off again, so the lines after it still read; the ledger's
   // attempt_spawned event still covers the group once committed.
   Expected<void> record(const std::string& step_id, int attempt, int pgid, std::int64_t spawned_ms);
-  // Empties the journal once the ledger has committed every group in it (their
-  // attempt_spawned events), so it holds at most the groups of one turn.
+  // Called when the ledger has committed every group in the journal (their
+  // attempt_spawned events): empties it once it holds kClearAbove bytes or more,
+  // so it never holds much more than that (about 400 groups).
   void clear();
+  static constexpr off_t kClearAbove = 64 * 1024;
   ~SpawnJournal();
   SpawnJournal(const SpawnJournal&) = delete;
   SpawnJournal& operator=(const SpawnJournal&) = delete;
 
  private:
   int fd_ = -1;
-  bool written_ = false;  // lines since the last clear()
-  off_t size_ = 0;        // what the file holds, in whole lines
+  off_t size_ = 0;           // what the file holds, in whole lines
+  std::string same_fields_;  // the fields every line has alike, as JSON members
   std::filesystem::path path_;
 };
 

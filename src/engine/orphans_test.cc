@@ -122,8 +122,9 @@ TEST_F(OrphansTest, AGroupOnlyTheSpawnJournalNamesIsKilled) {
   EXPECT_TRUE(gone(leader));
 }
 
-// A line per group, each whole; emptied by clear(), and appended to after it.
-TEST(SpawnJournal, WritesALineAGroupAndStartsOverWhenCleared) {
+// A line per group, each whole. clear() leaves a small journal as it is and
+// empties one that has grown; lines go on after it.
+TEST(SpawnJournal, WritesALineAGroupAndStartsOverOnceItHasGrown) {
   testing::TempDir dir;
   const auto path = dir / "spawned";
   SpawnJournal journal;
@@ -131,17 +132,25 @@ TEST(SpawnJournal, WritesALineAGroupAndStartsOverWhenCleared) {
   EXPECT_FALSE(std::filesystem::exists(path)) << "made before the first group";
   journal.clear();
   ASSERT_TRUE(journal.record("a", 1, 4242, 1000));
-  ASSERT_TRUE(journal.record("b", 2, 4343, 2000));
+  ASSERT_TRUE(journal.record("b\"q", 2, 4343, 2000));
   std::vector<nlohmann::json> lines;
   {
     std::ifstream in(path);
     for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
   }
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_EQ(lines[1]["step"], "b");
+  EXPECT_EQ(lines[1]["step"], "b\"q");
   EXPECT_EQ(lines[1]["attempt"], 2);
   EXPECT_EQ(lines[1]["pgid"], 4343);
   EXPECT_EQ(lines[1]["spawned_ms"], 2000);
+  // The fields that tell this group from a later one with its number.
+  const nlohmann::json same = process_group_record(4343, 2000);
+  for (const char* key : {"sid", "boot", "pidns"}) EXPECT_EQ(lines[1][key], same[key]) << key;
+  journal.clear();
+  const auto small = std::filesystem::file_size(path);
+  EXPECT_GT(small, 0u) << "a small journal is left as it is";
+  for (int i = 0; std::filesystem::file_size(path) < SpawnJournal::kClearAbove; ++i)
+    ASSERT_TRUE(journal.record("s" + std::to_string(i), 1, 5000 + i, 3000));
   journal.clear();
   EXPECT_EQ(std::filesystem::file_size(path), 0u);
   ASSERT_TRUE(journal.record("c", 1, 4444, 3000));
