@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -26,15 +25,27 @@
 #include "engine/snapshot.h"
 #include "exec/output_sink.h"
 #include "exec/shell_executor.h"
+#include "util/fd.h"
 #include "util/json_text.h"
+#include "util/read_file.h"
 
 namespace orch {
 
 namespace {
+// A /proc file of `pid`, or nothing when it cannot be read. Read with read(2),
+// never through a stream buffer: a process that ends while its file is read
+// makes the read fail (ESRCH), which libstdc++'s filebuf throws as an exception
+// past an istreambuf_iterator (a resume was aborted that way).
+std::optional<std::string> proc_file(pid_t pid, const char* name) {
+  auto text = read_file_text(fmt::format("/proc/{}/{}", pid, name));
+  if (!text) return std::nullopt;
+  return std::move(*text);
+}
+
 bool environ_has(pid_t pid, const std::string& entry) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  if (!in) return false;
-  std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto read = proc_file(pid, "environ");
+  if (!read) return false;
+  const std::string& env = *read;
   std::size_t pos = 0;
   while (pos < env.size()) {
     std::size_t end = env.find('\0', pos);
@@ -86,8 +97,7 @@ struct ProcStat {
 // command name in field 2 may hold spaces and parentheses, so fields are counted
 // after its last ')').
 std::optional<ProcStat> proc_stat(pid_t pid, std::int64_t boot_ms, long ticks_per_second) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = proc_file(pid, "stat").value_or("");
   auto close = text.rfind(')');
   if (close == std::string::npos) return std::nullopt;
   std::istringstream fields(text.substr(close + 1));
@@ -302,14 +312,24 @@ struct FileTail {
 };
 std::optional<FileTail> read_file_tail(const std::string& path, std::size_t n) {
   if (path.empty()) return std::nullopt;
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return std::nullopt;
+  // read(2), not a stream: a read error is a missing tail, never an exception.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  Fd closer(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   FileTail t;
-  t.size = static_cast<std::int64_t>(in.tellg());
-  if (t.size < 0) return std::nullopt;
+  t.size = static_cast<std::int64_t>(st.st_size);
   const std::int64_t from = std::max<std::int64_t>(0, t.size - static_cast<std::int64_t>(n));
-  in.seekg(from);
-  t.tail.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  t.tail.resize(static_cast<std::size_t>(t.size - from));
+  std::size_t got = 0;
+  while (got < t.tail.size()) {
+    const ssize_t r = ::pread(fd, t.tail.data() + got, t.tail.size() - got, static_cast<off_t>(from) + got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  t.tail.resize(got);
   return t;
 }
 

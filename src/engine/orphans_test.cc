@@ -68,6 +68,19 @@ class OrphansTest : public ::testing::Test {
     ASSERT_TRUE(store_->commit());
   }
 
+  // Starts a group leader and writes its line, as attempt `attempt` of step
+  // "a", to run r1's spawn journal (as a driver does right after the spawn).
+  pid_t start_leader_in_journal(int attempt) {
+    const std::int64_t spawned = Clock::system().wall_ms();
+    const pid_t leader = start_group_leader();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::filesystem::create_directories(dir_ / "runs" / "r1");
+    SpawnJournal journal;
+    journal.set_path(spawn_journal_path(dir_.path(), "r1"));
+    EXPECT_TRUE(journal.record("a", attempt, leader, spawned));
+    return leader;
+  }
+
   testing::TempDir dir_;
   std::unique_ptr<Store> store_;
 };
@@ -107,15 +120,7 @@ TEST_F(OrphansTest, AGroupWhoseNumberWasTakenSinceIsLeftAlone) {
 // committed (kill -9 within the quarter second before the next commit) is in the
 // spawn journal, written as the group was started: found from there.
 TEST_F(OrphansTest, AGroupOnlyTheSpawnJournalNamesIsKilled) {
-  const std::int64_t spawned = Clock::system().wall_ms();
-  pid_t leader = start_group_leader();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::filesystem::create_directories(dir_ / "runs" / "r1");
-  {
-    SpawnJournal journal;
-    journal.set_path(spawn_journal_path(dir_.path(), "r1"));
-    ASSERT_TRUE(journal.record("a", 1, leader, spawned));
-  }
+  const pid_t leader = start_leader_in_journal(1);
   auto killed = kill_orphans(store_.get(), "r1");
   ASSERT_TRUE(killed) << killed.error().message;
   EXPECT_EQ(*killed, 1);
@@ -168,15 +173,7 @@ TEST_F(OrphansTest, TheSpawnJournalLineOfAFinishedAttemptKillsNothing) {
   ASSERT_TRUE(store_->begin());
   ASSERT_TRUE(store_->insert_attempt(lt::finished_attempt("r1", "a", 2)));
   ASSERT_TRUE(store_->commit());
-  const std::int64_t spawned = Clock::system().wall_ms();
-  pid_t leader = start_group_leader();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::filesystem::create_directories(dir_ / "runs" / "r1");
-  {
-    SpawnJournal journal;
-    journal.set_path(spawn_journal_path(dir_.path(), "r1"));
-    ASSERT_TRUE(journal.record("a", 2, leader, spawned));
-  }
+  const pid_t leader = start_leader_in_journal(2);
   std::ofstream(spawn_journal_path(dir_.path(), "r1"), std::ios::app)
       << R"({"step":"a","attempt":1,"pgid":)" << leader;  // no end: cut off
   auto killed = kill_orphans(store_.get(), "r1");
