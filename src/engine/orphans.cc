@@ -194,9 +194,8 @@ std::filesystem::path spawn_journal_path(const std::filesystem::path& store_fold
 }
 
 void discard_spawn_journal(const std::filesystem::path& store_folder, const std::string& run_id) {
-  std::error_code ec;
-  std::filesystem::remove(spawn_journal_path(store_folder, run_id),
-                          ec);  // only space: a leftover is harmless
+  std::error_code ec;  // only space: a leftover is harmless
+  std::filesystem::remove(spawn_journal_path(store_folder, run_id), ec);
 }
 
 void SpawnJournal::set_path(const std::filesystem::path& path) {
