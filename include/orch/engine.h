@@ -63,6 +63,10 @@ struct ProgressEvent {
   // Whether attempt `attempt` ran in this process: false for a step that ends
   // (a budget, a dependency, a stop) without an attempt of its own this time.
   bool attempt_ran_now = false;
+  // A step that failed after an attempt that ran in this process: the last
+  // output of that attempt (stdout's tail, then stderr's; secrets masked), to be
+  // shown under the failure as ninja shows a failed command's output.
+  std::string output_tail;
   // Counts at the time of the event.
   int total = 0, done = 0, running = 0, failed = 0, skipped = 0;
   std::int64_t tokens = 0;

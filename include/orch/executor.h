@@ -47,6 +47,7 @@ struct AttemptSpec {
   std::filesystem::path stderr_path;
   std::filesystem::path usage_path;   // a step may write {"tokens_in":..,"tokens_out":..,"cost_usd":..} here
   std::optional<std::filesystem::path> output_file;  // result = this file instead of stdout
+  std::filesystem::path stdin_path;                  // read as the process's stdin; empty: /dev/null
   std::optional<std::chrono::milliseconds> timeout;
   // The most tokens (in and out) the attempt may spend: what the engine reserved
   // for it, for executors that can keep to it (SpendEstimate::min_tokens > 0).
@@ -87,8 +88,13 @@ struct AttemptOutcome {
   bool stderr_truncated = false;
   std::int64_t stdout_bytes = 0;  // bytes the process wrote (including any beyond the cap)
   std::int64_t stderr_bytes = 0;
-  std::int64_t tokens_in = 0;
+  std::int64_t tokens_in = 0;  // every input token: the cache's below included
   std::int64_t tokens_out = 0;
+  // Of tokens_in, those read from and written to the provider's prompt cache
+  // (claude's cache_read_input_tokens / cache_creation_input_tokens): tokens
+  // too, counted against the budgets, and shown apart in the report.
+  std::int64_t cache_read_tokens = 0;
+  std::int64_t cache_write_tokens = 0;
   double cost_usd = 0;
   std::chrono::milliseconds duration{0};
   // A failure that may pass by itself (a provider's 429 or 5xx, a dropped
@@ -157,6 +163,13 @@ class Executor {
   // What the risk guard shows a human asked to approve the step: the exact command
   // and its inputs, rendered. Default: the argv, or the inputs as JSON.
   virtual std::string describe(const AttemptSpec& spec) const;
+  // Why no attempt of the step could start on this machine as it is set up now —
+  // a worker's program that is not installed, an llm provider whose key variable
+  // is not set — or nullopt when nothing stops it. A runtime asks before it
+  // starts anything (orch review's pre-flight), so that a set-up error is said
+  // at once (exit 2) rather than as a failed attempt in every round. start()
+  // still checks for itself (the machine may change in between).
+  virtual std::optional<std::string> setup_problem(const Step&) const { return std::nullopt; }
   // Upper estimate of what one attempt spends (0 for executors with no token cost).
   virtual SpendEstimate estimate(const Step& step) const;
   // True for executors that run inside orch's process with no outside effect

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "orch/executor.h"
 #include "orch/plan.h"
@@ -35,5 +36,14 @@ CheckResult evaluate_post(const Postcondition& post, const CheckContext& ctx);
 
 // Serialises check results as the JSON array stored in AttemptRecord::checks_json.
 std::string checks_to_json(const std::vector<CheckResult>& checks);
+
+// "; output: LAST" — the end of what a failed attempt printed, for its reason,
+// so that the step's own error text is never masked behind "exited with code 1"
+// (seed 004): the last 300 bytes of `output_tail` (stdout's tail, then stderr's),
+// from a line's start when one begins there, on one line as valid UTF-8; "" when
+// it printed nothing. exit_zero adds it to a failed exit's reason, and the engine
+// to the reason of an attempt killed by a signal or failed by its executor after
+// a non-zero exit.
+std::string failure_output_suffix(std::string_view output_tail);
 
 }  // namespace orch

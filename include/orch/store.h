@@ -127,9 +127,11 @@ struct AttemptRecord {
   std::int64_t stderr_bytes = 0;
   bool stdout_truncated = false;
   bool stderr_truncated = false;
-  std::string output_tail;  // last 2 KiB of output (for previous_failure)
-  std::int64_t tokens_in = 0;
+  std::string output_tail;     // last 2 KiB of output (for previous_failure)
+  std::int64_t tokens_in = 0;  // the cache's included
   std::int64_t tokens_out = 0;
+  std::int64_t cache_read_tokens = 0;   // (v10) of tokens_in: read from the prompt cache
+  std::int64_t cache_write_tokens = 0;  // (v10) of tokens_in: written to it
   double cost_usd = 0;
   std::int64_t started_at = 0;
   std::int64_t finished_at = 0;  // 0 while running

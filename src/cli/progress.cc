@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <string_view>
+#include <vector>
 
 #include "cli/common.h"
 #include "orch/report.h"
@@ -16,6 +18,25 @@ namespace {
 // A reason's first line, safe for the terminal (a reason may quote a plan or a process).
 std::string first_line(const std::string& s) {
   return terminal_text(s.substr(0, s.find('\n')));
+}
+
+// The last lines a failed attempt printed, indented under its line (at most
+// kOutputLines, each made safe for the terminal), as ninja shows the output of a
+// failed command; "" when it printed nothing.
+constexpr std::size_t kOutputLines = 10;
+std::string output_lines(std::string_view tail) {
+  std::vector<std::string_view> lines;
+  for (std::size_t from = 0; from < tail.size();) {
+    std::size_t to = tail.find('\n', from);
+    if (to == std::string_view::npos) to = tail.size();
+    lines.push_back(tail.substr(from, to - from));
+    from = to + 1;
+  }
+  while (!lines.empty() && trim(lines.back()).empty()) lines.pop_back();
+  std::string out;
+  const std::size_t first = lines.size() > kOutputLines ? lines.size() - kOutputLines : 0;
+  for (std::size_t i = first; i < lines.size(); ++i) out += "  | " + terminal_text(lines[i]) + "\n";
+  return out;
 }
 }  // namespace
 
@@ -73,13 +94,15 @@ void ProgressPrinter::on_event(const ProgressEvent& e) {
                              : human_duration(e.duration_ms);
       uncommitted_ +=
           fmt::format("{:<9} {}  (attempt {}, {}){}\n", status, e.step_id, e.attempt, took, detail);
+      uncommitted_ += output_lines(e.output_tail);
     } else {  // never attempted: skipped before it started
       uncommitted_ += fmt::format("{:<9} {}{}\n", status, e.step_id, detail);
     }
     return;
   }
   if (e.kind == ProgressEvent::Kind::StepFinished && e.step_status == StepStatus::Failed)
-    uncommitted_ += fmt::format("failed    {}: {}\n", e.step_id, first_line(e.reason));
+    uncommitted_ +=
+        fmt::format("failed    {}: {}\n", e.step_id, first_line(e.reason)) + output_lines(e.output_tail);
   draw(e);
 }
 

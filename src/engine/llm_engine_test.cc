@@ -546,6 +546,87 @@ steps:
       << problems[1].to_string();
 }
 
+// Prompt-cache tokens: Anthropic reports them apart from input_tokens (they are
+// added to tokens_in), OpenAI within prompt_tokens; both kept apart in the row.
+TEST_F(LlmEngineTest, PromptCacheTokensAreChargedAndKeptApart) {
+  auto out = run(R"(
+steps:
+  - {id: an, executor: "llm:claude", inputs: {prompt: "[[usage: 10 5]] [[cache: 300 40]]"}}
+  - {id: oa, executor: llm, inputs: {prompt: "[[usage: 100 5]] [[cache: 80 0]]"}}
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  auto an = *store_->attempts(out.run_id, "an");
+  ASSERT_EQ(an.size(), 1u);
+  EXPECT_EQ(an[0].tokens_in, 10 + 300 + 40);
+  EXPECT_EQ(an[0].cache_read_tokens, 300);
+  EXPECT_EQ(an[0].cache_write_tokens, 40);
+  auto oa = *store_->attempts(out.run_id, "oa");
+  ASSERT_EQ(oa.size(), 1u);
+  EXPECT_EQ(oa[0].tokens_in, 100);
+  EXPECT_EQ(oa[0].cache_read_tokens, 80);
+  EXPECT_EQ(oa[0].cache_write_tokens, 0);
+  EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 350 + 5 + 100 + 5);
+}
+
+// Issue 31, item 4: an input orch does not send is refused, never silently
+// dropped; the sampling inputs it knows reach the provider, in each API's words.
+TEST_F(LlmEngineTest, SamplingInputsAreSentAndAnUnknownInputIsRefused) {
+  server_->reset_requests();
+  auto out = run(R"(
+steps:
+  - id: oa
+    executor: llm
+    inputs: {prompt: "[[reply: ok]]", temperature: 0.2, top_p: 0.9, max_tokens: 32, stop: ["END"], seed: 7}
+  - id: an
+    executor: llm:claude
+    inputs: {prompt: "[[reply: ok]]", temperature: 0, stop: "END", max_tokens: 16}
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  json requests = server_->requests();
+  ASSERT_EQ(requests.size(), 2u) << requests.dump();
+  for (const auto& r : requests) {
+    const json& body = r["body"];
+    if (r["path"] == "/v1/chat/completions") {
+      EXPECT_DOUBLE_EQ(body["temperature"].get<double>(), 0.2) << body.dump();
+      EXPECT_DOUBLE_EQ(body["top_p"].get<double>(), 0.9);
+      EXPECT_EQ(body["max_tokens"], 32) << "the step's max_tokens, not the model's 64";
+      EXPECT_EQ(body["stop"], json::array({"END"}));
+      EXPECT_EQ(body["seed"], 7);
+    } else {
+      EXPECT_DOUBLE_EQ(body["temperature"].get<double>(), 0) << body.dump();
+      EXPECT_EQ(body["stop_sequences"], json::array({"END"}));
+      EXPECT_EQ(body["max_tokens"], 16);
+      EXPECT_FALSE(body.contains("stop"));
+      EXPECT_FALSE(body.contains("seed"));
+    }
+  }
+
+  auto executors = registry();
+  LoadResult loaded = parse_plan(R"(
+steps:
+  - {id: a, executor: llm, inputs: {prompt: hi, temperatur: 0.2}}
+  - {id: b, executor: llm, inputs: {prompt: hi, temperature: 3, top_p: 0, max_tokens: 0, stop: [], seed: 1.5}}
+  - {id: c, executor: "llm:claude", inputs: {prompt: hi, seed: 7, tools: [{name: x}]}}
+)",
+                                 "p.yaml");
+  ASSERT_TRUE(loaded.diagnostics.empty());
+  Diagnostics problems = validate_plan(loaded.plan, validate_options_for(dir_ / "ws", "p.yaml", *executors));
+  std::string all;
+  for (const auto& d : problems) all += d.to_string() + "\n";
+  EXPECT_EQ(problems.size(), 8u) << all;
+  EXPECT_HAS(all,
+             "inputs.temperatur: not an input of an llm step, and it would not be sent (inputs: prompt, "
+             "system, response_format, temperature, top_p, max_tokens, stop, seed) (did you mean "
+             "'temperature'?)");
+  EXPECT_HAS(all, "inputs.temperature: must be a number from 0 to 2, not 3");
+  EXPECT_HAS(all, "inputs.top_p: must be a number above 0 and at most 1");
+  EXPECT_HAS(all, "inputs.max_tokens: must be a whole number of tokens above 0");
+  EXPECT_HAS(all, "inputs.stop: must be a non-empty string or a list of 1 to 4 non-empty strings");
+  EXPECT_HAS(all, "inputs.seed: must be a whole number, not 1.5");
+  EXPECT_HAS(all, "inputs.seed: the Anthropic Messages API takes no seed");
+  EXPECT_HAS(all, "inputs.tools: an llm step is one call and runs no tools");
+}
+
 // A body cut off mid-transfer and a server that never answers are transport
 // failures: transient, so retried (after the back-off of at least 1 s: on the
 // real clock, since an HTTP timeout is real I/O; see orch/clock.h), and the

@@ -62,6 +62,8 @@ ojson attempt_json(const AttemptRecord& a, std::int64_t until) {
           {"checks", checks},
           {"tokens_in", a.tokens_in},
           {"tokens_out", a.tokens_out},
+          {"tokens_cache_read", a.cache_read_tokens},
+          {"tokens_cache_write", a.cache_write_tokens},
           {"cost_usd", a.cost_usd},
           {"duration_ms", a.status == AttemptStatus::Running && a.started_at > 0
                               ? std::max<std::int64_t>(0, until - a.started_at)
@@ -132,8 +134,12 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
     ++counts[step_status_name(s.status)];
     // Built by assignment and moves: an initializer list would deep-copy every attempt.
     ojson att = ojson::array();
-    for (const AttemptRecord* a : by_step[s.step_id])
+    std::int64_t cache_read = 0, cache_write = 0;
+    for (const AttemptRecord* a : by_step[s.step_id]) {
       att.push_back(attempt_json(*a, active ? now : run.updated_at));
+      cache_read += a->cache_read_tokens;
+      cache_write += a->cache_write_tokens;
+    }
     ojson step = ojson::object();
     step["id"] = s.step_id;
     step["goal"] = s.goal;
@@ -143,6 +149,8 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
     step["attempts"] = std::move(att);
     step["tokens_in"] = s.tokens_in;
     step["tokens_out"] = s.tokens_out;
+    step["tokens_cache_read"] = cache_read;
+    step["tokens_cache_write"] = cache_write;
     step["cost_usd"] = s.cost_usd;
     // A step running now has run for as long as its running attempt, on top: to
     // now, or for an orphaned run to its driver's last sign of life (what a

@@ -391,6 +391,8 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
     if (const Flight* f = s.flight_if_any(); f != nullptr && f->attempt.number == s.rec.last_attempt) {
       e.attempt_duration_ms = f->attempt.duration_ms;
       e.attempt_ran_now = true;
+      if (kind == ProgressEvent::Kind::StepFinished && s.rec.status == StepStatus::Failed)
+        e.output_tail = f->attempt.output_tail;
     }
   }
   e.reason = reason;
@@ -1139,6 +1141,10 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
     if (why.empty())
       why = o.ending == AttemptEnding::Signaled ? fmt::format("killed by signal {}", o.signal)
                                                 : attempt_ending_name(o.ending);
+    // A crash, or an exit its executor then found fault with (a tool that broke
+    // its contract): what the process printed last is the cause, never masked.
+    if (o.ending == AttemptEnding::Signaled || (o.ending == AttemptEnding::Error && o.exit_code > 0))
+      why += failure_output_suffix(o.output_tail);
     AttemptStatus st = o.ending == AttemptEnding::TimedOut  ? AttemptStatus::TimedOut
                        : o.ending == AttemptEnding::Stalled ? AttemptStatus::Stalled
                                                             : AttemptStatus::Failed;
@@ -1260,6 +1266,8 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
     a.stderr_path.clear();
   }
   a.output_tail = secrets_->mask(tail_of(o.output_tail, kTailBytes));
+  a.cache_read_tokens = o.cache_read_tokens;
+  a.cache_write_tokens = o.cache_write_tokens;
   a.tokens_in = o.tokens_in;
   a.tokens_out = o.tokens_out;
   a.cost_usd = o.cost_usd;

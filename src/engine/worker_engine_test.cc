@@ -20,19 +20,31 @@ class WorkerEngine : public orch::testing::EngineFixture {
     EngineFixture::SetUp();
     std::string agent = (source_dir() / "tests" / "agents" / "fake_agent.py").string();
     std::string yaml = "workers:\n";
-    for (const char* mode : {"text", "json", "badjson", "busy", "crash", "retry"}) {
+    for (const char* mode : {"text", "json", "badjson", "busy", "crash", "retry", "noresult", "spentfail",
+                             "overloaded", "cached"}) {
       yaml += fmt::format("  {}:\n    argv: [python3, '{}', {}, '{{prompt}}', '{{workspace}}']\n", mode,
                           agent, mode);
-      if (std::string(mode) == "json")
+      if (std::string(mode) == "json" || std::string(mode) == "noresult" ||
+          std::string(mode) == "spentfail" || std::string(mode) == "overloaded")
         yaml +=
             "    output: json\n    result: result\n    usage: {tokens_in: usage.input_tokens, tokens_out: "
             "usage.output_tokens, cost_usd: total_cost_usd}\n";
+      if (std::string(mode) == "cached")
+        yaml +=
+            "    output: json\n    result: result\n    usage: {tokens_in: usage.input_tokens, tokens_out: "
+            "usage.output_tokens, cost_usd: total_cost_usd, cache_read: usage.cache_read_input_tokens, "
+            "cache_write: usage.cache_creation_input_tokens}\n";
+      if (std::string(mode) == "overloaded") yaml += "    error: is_error\n    error_message: result\n";
       if (std::string(mode) == "badjson") yaml += "    output: json\n    result: result\n";
       if (std::string(mode) == "busy") yaml += "    stall_after: 1500ms\n";
     }
     yaml += fmt::format(
         "  jsonl:\n    argv: [python3, '{}', jsonl, '{{prompt}}']\n    output: jsonl\n"
         "    result: message.text\n    usage: {{tokens_in: tokens.in, tokens_out: tokens.out}}\n",
+        agent);
+    yaml += fmt::format(
+        "  bystdin:\n    argv: [python3, '{0}', text, '-', '{{workspace}}']\n    stdin: prompt\n"
+        "  byfile:\n    argv: [python3, '{0}', text, '@{{prompt_file}}', '{{workspace}}']\n",
         agent);
     yaml += fmt::format(
         "  stall:\n    argv: [python3, '{}', stall, '{{prompt}}']\n    stall_after: 500ms\n"
@@ -180,6 +192,113 @@ steps:
   EXPECT_EQ(bad[0].ending, "error");
   EXPECT_NE(bad[0].reason.find("worker 'badjson': its output is not JSON"), std::string::npos)
       << bad[0].reason;
+}
+
+// Every attempt's spend counts: an answer with usage but no result, and a CLI
+// that prints its usage and then exits 1, fail — and are charged what they spent.
+TEST_F(WorkerEngine, AFailedAttemptIsChargedWhatItsOutputSaysItSpent) {
+  RunOutcome out = run(R"(name: w
+on_failure: continue
+steps:
+  - {id: n, executor: "worker:noresult", goal: answer, attempts: 1}
+  - {id: f, executor: "worker:spentfail", goal: answer, attempts: 2}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto n = attempts(out.run_id, "n");
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_EQ(n[0].status, AttemptStatus::Failed);
+  EXPECT_NE(n[0].reason.find("has no 'result'"), std::string::npos) << n[0].reason;
+  EXPECT_EQ(n[0].tokens_in, 200);
+  EXPECT_EQ(n[0].tokens_out, 40);
+  EXPECT_DOUBLE_EQ(n[0].cost_usd, 0.01);
+  auto f = attempts(out.run_id, "f");
+  ASSERT_EQ(f.size(), 2u);
+  for (const auto& a : f) {
+    EXPECT_EQ(a.exit_code, 1);
+    EXPECT_EQ(a.tokens_in, 300);
+    EXPECT_EQ(a.tokens_out, 60);
+    EXPECT_DOUBLE_EQ(a.cost_usd, 0.02);
+  }
+  auto run_row = store_->find_run(out.run_id);
+  EXPECT_EQ((*run_row)->spent_tokens, 240 + 2 * 360);
+  EXPECT_NEAR((*run_row)->spent_cost_usd, 0.01 + 2 * 0.02, 1e-9);
+}
+
+// claude -p --output-format json exits 0 on a provider error with "is_error":
+// true: with `error: is_error` in the workers file, that answer is a failed
+// attempt whose reason is the error's text, retried as a provider error (the
+// same failure twice does not stop it; the attempts cap does), and charged.
+TEST_F(WorkerEngine, AnAnswerThatSaysItIsAnErrorFailsTheAttemptWithItsText) {
+  RunOutcome out = run(R"(name: w
+steps:
+  - {id: o, executor: "worker:overloaded", goal: answer, attempts: 2}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto o = attempts(out.run_id, "o");
+  ASSERT_EQ(o.size(), 2u) << "a provider error is retried (the same failure twice does not stop it)";
+  for (const auto& a : o) {
+    EXPECT_EQ(a.status, AttemptStatus::Failed);
+    EXPECT_EQ(a.ending, "error");
+    EXPECT_NE(a.reason.find("API Error: 529 overloaded"), std::string::npos) << a.reason;
+    EXPECT_EQ(a.tokens_in, 10);
+  }
+  const std::string reason = step(out.run_id, "o").reason;
+  EXPECT_NE(reason.find("failed after 2 attempts: worker 'overloaded' answered with an error ('is_error'): "
+                        "API Error: 529 overloaded"),
+            std::string::npos)
+      << reason;
+}
+
+// claude counts prompt-cache tokens apart from usage.input_tokens: they are
+// input tokens too, charged to the budgets, and kept apart in the attempt's row.
+TEST_F(WorkerEngine, CacheTokensAreCountedAndKeptApart) {
+  RunOutcome out = run(R"(name: w
+steps:
+  - {id: c, executor: "worker:cached", goal: answer}
+)");
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  auto c = attempts(out.run_id, "c");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].tokens_in, 12 + 2000 + 5000);
+  EXPECT_EQ(c[0].cache_read_tokens, 5000);
+  EXPECT_EQ(c[0].cache_write_tokens, 2000);
+  EXPECT_EQ(c[0].tokens_out, 30);
+  EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 7012 + 30);
+}
+
+// A prompt larger than one argument (Linux: 128 KiB) goes by {prompt_file} or
+// on stdin whole; through {prompt} it is a set-up failure that says so.
+TEST_F(WorkerEngine, ALargePromptGoesByFileOrStdinAndNotByArgv) {
+  const std::string big(200 * 1024, 'x');
+  for (const char* worker : {"bystdin", "byfile"}) {
+    SCOPED_TRACE(worker);
+    for (const auto& e : fs::directory_iterator(ws()))
+      if (e.path().filename().string().starts_with("prompt-")) fs::remove(e.path());
+    RunOutcome out = run(fmt::format(R"(name: w
+steps:
+  - {{id: s, executor: "worker:{}", goal: summarise, inputs: {{text: "{}"}}}}
+)",
+                                     worker, big));
+    EXPECT_EQ(out.status, RunStatus::Succeeded) << step(out.run_id, "s").reason;
+    EXPECT_EQ(step(out.run_id, "s").result, "done: summarise");
+    const std::string got = read_file(ws() / "prompt-1.txt");
+    EXPECT_NE(got.find(big), std::string::npos) << "the whole prompt reached the worker";
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / "store"))
+      EXPECT_NE(e.path().extension(), ".prompt") << e.path() << ": the prompt file outlived its attempt";
+  }
+  RunOutcome out = run(fmt::format(R"(name: w
+steps:
+  - {{id: s, executor: "worker:text", goal: summarise, inputs: {{text: "{}"}}, attempts: 3}}
+)",
+                                   big));
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto a = attempts(out.run_id, "s");
+  ASSERT_EQ(a.size(), 1u) << "a set-up failure is not retried";
+  EXPECT_EQ(a[0].ending, "setup_failed");
+  EXPECT_NE(a[0].reason.find("more than the 131071 Linux passes in one; give the worker the prompt as a file "
+                             "({prompt_file} in argv) or on its standard input (stdin: prompt)"),
+            std::string::npos)
+      << a[0].reason;
 }
 
 }  // namespace

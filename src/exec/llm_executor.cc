@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "exec/curl_api.h"
+#include "exec/llm_inputs.h"
 #include "exec/output_sink.h"
 #include "exec/usage_figures.h"
 #include "orch/validate.h"
@@ -61,7 +62,8 @@ struct LlmExecutor::Call {
   HttpRequest request;
   DoneCallback done;
   AttemptSpec spec;
-  std::int64_t max_tokens = 0;  // what the call asked for: the model's, or less to fit the budget
+  std::int64_t max_tokens = 0;  // what the call asked for: reply_cap, or less to fit the budget
+  std::int64_t reply_cap = 0;   // the step's max_tokens input, else the model's
   bool held_by_budget = false;  // max_tokens is below the model's because of AttemptSpec::token_cap
   HttpClient::RequestId id = 0;
   bool launched = false;
@@ -137,6 +139,9 @@ void LlmExecutor::check_step(const Step& step, Diagnostics& out) const {
   }
   if (!step.inputs.is_object() || !step.inputs.contains("prompt"))
     problem("inputs", "an llm step needs an input named 'prompt' (inputs: {prompt: ...})");
+  const LlmModel* model = catalog_->model_for(step.executor);
+  const LlmProvider* provider = model ? catalog_->provider_of(*model) : nullptr;
+  check_llm_inputs(step, provider ? std::optional<LlmApi>(provider->api) : std::nullopt, out);
   if (step.inputs.is_object())
     if (auto it = step.inputs.find("response_format"); it != step.inputs.end()) {
       if (!it->is_object()) {
@@ -147,6 +152,16 @@ void LlmExecutor::check_step(const Step& step, Diagnostics& out) const {
         problem("inputs", "inputs.response_format is not a usable JSON Schema: " + schema.error().message);
       }
     }
+}
+
+std::optional<std::string> LlmExecutor::setup_problem(const Step& step) const {
+  const LlmModel* model = catalog_->model_for(step.executor);
+  const LlmProvider* provider = model ? catalog_->provider_of(*model) : nullptr;
+  if (provider == nullptr || provider->api_key_env.empty()) return std::nullopt;
+  const char* value = std::getenv(provider->api_key_env.c_str());
+  if (value != nullptr && *value != '\0') return std::nullopt;
+  return fmt::format("provider '{}' takes its key from ${}, which is not set", provider->name,
+                     provider->api_key_env);
 }
 
 std::vector<Postcondition> LlmExecutor::required_post(const Step& step) const {
@@ -188,9 +203,11 @@ SpendEstimate LlmExecutor::estimate(const Step& step) const {
   if (model == nullptr) return {};
   SpendEstimate e;
   const std::int64_t in = prompt_tokens_estimate(step.inputs);
-  e.tokens = model->max_tokens + in;
-  e.cost_usd = (static_cast<double>(in) * model->price_in + model->max_tokens * model->price_out) / 1e6;
-  e.min_tokens = in + std::min<std::int64_t>(model->max_tokens, kMinReplyTokens);
+  const std::int64_t reply = llm_reply_tokens(*model, step.inputs);
+  e.tokens = reply + in;
+  e.cost_usd =
+      (static_cast<double>(in) * model->price_in + static_cast<double>(reply) * model->price_out) / 1e6;
+  e.min_tokens = in + std::min<std::int64_t>(reply, kMinReplyTokens);
   return e;
 }
 
@@ -250,11 +267,12 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
 
   // Held to what the engine reserved: the reply may have what the rendered
   // prompt leaves of it, up to the model's max_tokens.
-  call->max_tokens = model->max_tokens;
+  call->max_tokens = llm_reply_tokens(*model, spec.inputs);
+  call->reply_cap = call->max_tokens;
   if (spec.token_cap) {
     const std::int64_t in = prompt_tokens_estimate(spec.inputs);
     const std::int64_t room = *spec.token_cap - in;
-    const std::int64_t floor = std::min<std::int64_t>(model->max_tokens, kMinReplyTokens);
+    const std::int64_t floor = std::min<std::int64_t>(call->max_tokens, kMinReplyTokens);
     if (room < floor)
       return fail_later(fmt::format(
           "the token budget left for this call ({} tokens) does not cover its prompt (about {} tokens) and a "
@@ -283,6 +301,7 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
     if (system) messages.push_back({{"role", "system"}, {"content", *system}});
     messages.push_back({{"role", "user"}, {"content", *prompt}});
     body = {{"model", model->model}, {"messages", messages}, {"max_tokens", call->max_tokens}};
+    add_sampling_inputs(body, LlmApi::OpenAi, spec.inputs);
     if (response_format)
       body["response_format"] = {{"type", "json_schema"},
                                  {"json_schema", {{"name", "result"}, {"schema", *response_format}}}};
@@ -301,6 +320,7 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
                "Schema:\n" +
                json_text(*response_format);
     if (system) body["system"] = *system;
+    add_sampling_inputs(body, LlmApi::Anthropic, spec.inputs);
   }
   r.body = json_text(body);
 
@@ -415,9 +435,36 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
       std::string bad_usage;
       if (has_usage) bad_usage = bad_usage_figure(*usage, in_key);
       if (has_usage && bad_usage.empty()) bad_usage = bad_usage_figure(*usage, out_key);
+      // Anthropic counts prompt-cache tokens apart from input_tokens; they are
+      // input tokens all the same. OpenAI's prompt_tokens include the cached ones
+      // (prompt_tokens_details.cached_tokens says how many).
+      const json* cached_openai = nullptr;
+      if (has_usage && call->api == LlmApi::OpenAi && usage->contains("prompt_tokens_details") &&
+          (*usage)["prompt_tokens_details"].is_object() &&
+          (*usage)["prompt_tokens_details"].contains("cached_tokens"))
+        cached_openai = &(*usage)["prompt_tokens_details"]["cached_tokens"];
+      if (has_usage && call->api == LlmApi::Anthropic)
+        for (const char* key : {"cache_creation_input_tokens", "cache_read_input_tokens"})
+          if (bad_usage.empty() && usage->contains(key) && !(*usage)[key].is_null())
+            bad_usage = bad_usage_figure(*usage, key);
+      if (has_usage && bad_usage.empty() && cached_openai && !token_count(*cached_openai))
+        bad_usage = fmt::format("usage.prompt_tokens_details.cached_tokens = {}, {}",
+                                quote_for_message(cached_openai->dump()),
+                                token_count(*cached_openai).error().message);
       if (has_usage && bad_usage.empty()) {
         o.tokens_in = *token_count((*usage)[in_key]);
         o.tokens_out = *token_count((*usage)[out_key]);
+        if (cached_openai) o.cache_read_tokens = *token_count(*cached_openai);
+        if (call->api == LlmApi::Anthropic) {
+          auto figure = [&](const char* key) -> std::int64_t {
+            return usage->contains(key) && !(*usage)[key].is_null() ? *token_count((*usage)[key]) : 0;
+          };
+          o.cache_write_tokens = figure("cache_creation_input_tokens");
+          o.cache_read_tokens = figure("cache_read_input_tokens");
+          constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+          for (std::int64_t part : {o.cache_write_tokens, o.cache_read_tokens})
+            o.tokens_in = o.tokens_in > kMax - part ? kMax : o.tokens_in + part;
+        }
         o.cost_usd = (static_cast<double>(o.tokens_in) * call->model->price_in +
                       static_cast<double>(o.tokens_out) * call->model->price_out) /
                      1e6;
@@ -451,14 +498,16 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
       } else if (stop == "length" || stop == "max_tokens") {
         // A completion cut off at max_tokens is not an answer: it does not pass
         // for one (raising max_tokens in the models file is the way on).
-        failed(fmt::format("model '{}' stopped at its max_tokens ({}{}): the completion is cut off ({} '{}')",
-                           call->model->name, call->max_tokens,
-                           call->held_by_budget
-                               ? fmt::format(", held below the model's {} by the token budget left",
-                                             call->model->max_tokens)
-                               : std::string(),
-                           call->api == LlmApi::OpenAi ? "finish_reason" : "stop_reason", stop),
-               false);
+        failed(
+            fmt::format("model '{}' stopped at its max_tokens ({}{}): the completion is cut off ({} '{}')",
+                        call->model->name, call->max_tokens,
+                        call->held_by_budget
+                            ? fmt::format(", held below the {} {} by the token budget left",
+                                          call->reply_cap == call->model->max_tokens ? "model's" : "step's",
+                                          call->reply_cap)
+                            : std::string(),
+                        call->api == LlmApi::OpenAi ? "finish_reason" : "stop_reason", stop),
+            false);
         out.append(*text);
       } else if (stop == "content_filter" || stop == "refusal") {
         failed(fmt::format("the provider withheld model '{}''s completion ({} '{}')", call->model->name,

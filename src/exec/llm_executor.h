@@ -50,6 +50,8 @@ class LlmExecutor final : public Executor {
   std::vector<Postcondition> default_post() const override;
   // With inputs.response_format (a JSON Schema): result_json against it, always.
   std::vector<Postcondition> required_post(const Step& step) const override;
+  // The model's provider takes its key from a variable that is not set.
+  std::optional<std::string> setup_problem(const Step& step) const override;
   // The model's max_tokens plus the prompt's length in bytes / 3 (an upper
   // estimate of its tokens), priced at the model's prices.
   SpendEstimate estimate(const Step& step) const override;

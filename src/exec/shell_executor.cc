@@ -96,6 +96,7 @@ class ShellAttempt final : public RunningAttempt {
     options.argv = spec.argv;
     options.env = spec.env;
     options.cwd = spec.workspace;
+    options.stdin_file = spec.stdin_path;
     Subprocess::Handlers handlers;
     handlers.on_stdout = [this](std::string_view bytes) {
       stdout_.append(bytes);

@@ -37,6 +37,7 @@ struct ChildPlan {
   char* const* argv = nullptr;
   char* const* envp = nullptr;
   const char* cwd = nullptr;  // nullptr: orch's own working folder
+  int stdin_fd = -1;          // -1: /dev/null
   int stdout_fd = -1;
   int stderr_fd = -1;
   sigset_t defaults{};  // signals set back to their default disposition
@@ -80,9 +81,13 @@ bool move_fd(int from, int to) {
   // are still blocked (as the parent left them), then the mask is emptied.
   reset_signal_dispositions(plan.defaults);
   if (::setpgid(0, 0) != 0) fail();
-  const int null_fd = ::open("/dev/null", O_RDONLY);
-  if (null_fd < 0 || !move_fd(null_fd, 0)) fail();
-  if (null_fd != 0) ::close(null_fd);
+  if (plan.stdin_fd >= 0) {
+    if (!move_fd(plan.stdin_fd, 0)) fail();
+  } else {
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd < 0 || !move_fd(null_fd, 0)) fail();
+    if (null_fd != 0) ::close(null_fd);
+  }
   if (!move_fd(plan.stdout_fd, 1) || !move_fd(plan.stderr_fd, 2)) fail();
   if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) fail();
   sigset_t none;
@@ -380,13 +385,23 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
   self->program_ = options.argv[0];
   self->drain_limit_ = options.drain_limit;
 
+  // The standard input file, opened here (close-on-exec: the child dups it to 0)
+  // so that a file that cannot be read is said as such, not as a failed exec.
+  int stdin_fd = -1;
+  if (!options.stdin_file.empty()) {
+    stdin_fd = ::open(options.stdin_file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (stdin_fd < 0)
+      return fail(ErrorCode::Spawn,
+                  fmt::format("cannot run '{}': cannot open its standard input {}: {}", self->program_,
+                              options.stdin_file.string(), std::strerror(errno)));
+  }
   // Read ends are non-blocking (so draining never hangs) and close-on-exec; the
   // write ends stay blocking, since the child shares their file description.
   int out_pipe[2] = {-1, -1};
   int err_pipe[2] = {-1, -1};
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
     int err = errno;
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], stdin_fd}) {
       if (fd >= 0) ::close(fd);
     }
     return fail(ErrorCode::Spawn,
@@ -400,6 +415,7 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
   ::fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
 
   ChildPlan plan;
+  plan.stdin_fd = stdin_fd;
   plan.stdout_fd = out_pipe[1];
   plan.stderr_fd = err_pipe[1];
   if (!options.cwd.empty()) plan.cwd = options.cwd.c_str();
@@ -462,6 +478,7 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
   }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
+  if (stdin_fd >= 0) ::close(stdin_fd);
   if (rc != 0) {
     close_fd(self->out_.fd);
     close_fd(self->err_.fd);

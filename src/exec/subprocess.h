@@ -2,7 +2,7 @@
 //
 // A Subprocess is started with vfork and exec (no copy of orch's address space;
 // subprocess.cc says why not posix_spawn) into its own process group, with stdin
-// from /dev/null, its working folder set, and orch's environment plus the
+// from /dev/null (or a file the caller names), its working folder set, and orch's environment plus the
 // caller's overrides. Its stdout and stderr come back
 // through two pipes watched by the loop and are handed to the caller as they
 // arrive; its exit is noticed through a pidfd (or, on kernels without pidfd_open,
@@ -68,6 +68,9 @@ class Subprocess {
     // PATH is overridden, argv[0] is looked up in the overriding PATH.
     std::vector<std::pair<std::string, std::string>> env;
     std::filesystem::path cwd;  // empty: orch's own working folder
+    // Read as the process's standard input; empty: /dev/null. Opened by orch
+    // before the start: a file that cannot be opened fails the start, saying so.
+    std::filesystem::path stdin_file;
     std::chrono::milliseconds drain_limit{1000};
     bool use_pidfd = true;  // false forces the polling fallback (for tests)
   };

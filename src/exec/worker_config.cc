@@ -21,7 +21,7 @@ const WorkerConfig* WorkerCatalog::find(const std::string& executor) const {
 
 namespace {
 
-const std::vector<std::string> kSlots{"prompt", "workspace", "model"};
+const std::vector<std::string> kSlots{"prompt", "prompt_file", "workspace", "model"};
 
 // Every "{...}" in an argv element must be a known slot.
 void check_slots(ConfigChecker& check, const std::string& field, const std::string& arg) {
@@ -31,8 +31,9 @@ void check_slots(ConfigChecker& check, const std::string& field, const std::stri
     std::string name = arg.substr(open + 1, close - open - 1);
     if (std::find(kSlots.begin(), kSlots.end(), name) == kSlots.end())
       check.problem(field,
-                    fmt::format("unknown slot '{{{}}}' (slots: {{prompt}}, {{workspace}}, {{model}}){}", name,
-                                did_you_mean(name, kSlots)));
+                    fmt::format("unknown slot '{{{}}}' (slots: {{prompt}}, {{prompt_file}}, {{workspace}}, "
+                                "{{model}}){}",
+                                name, did_you_mean(name, kSlots)));
   }
 }
 
@@ -59,9 +60,9 @@ Expected<WorkerCatalog> parse_worker_catalog(const std::string& text, const std:
       check.problem(field, "must be a mapping");
       continue;
     }
-    check.only_keys(
-        w, field,
-        {"argv", "model", "output", "result", "usage", "timeout", "stall_after", "env", "reserve_tokens"});
+    check.only_keys(w, field,
+                    {"argv", "stdin", "model", "output", "result", "usage", "error", "error_message",
+                     "timeout", "stall_after", "env", "reserve_tokens"});
     WorkerConfig c;
     c.name = name;
     auto argv = w.find("argv");
@@ -78,11 +79,22 @@ Expected<WorkerCatalog> parse_worker_catalog(const std::string& text, const std:
         }
         std::string arg = a.is_string() ? a.get<std::string>() : a.dump();
         check_slots(check, f, arg);
-        has_prompt = has_prompt || arg.find("{prompt}") != std::string::npos;
+        has_prompt = has_prompt || arg.find("{prompt}") != std::string::npos ||
+                     arg.find("{prompt_file}") != std::string::npos;
         c.argv.push_back(arg);
       }
-      if (!has_prompt)
-        check.problem(field + ".argv", "has no {prompt} slot: the worker would never see its task");
+      if (auto in = check.string(w, field, "stdin", false)) {
+        if (*in == "prompt")
+          c.prompt_on_stdin = true;
+        else if (*in != "none")
+          check.problem(field + ".stdin", fmt::format("'{}' is not prompt or none{}", *in,
+                                                      did_you_mean(*in, {"prompt", "none"})));
+      }
+      if (!has_prompt && !c.prompt_on_stdin)
+        check.problem(
+            field + ".argv",
+            "has no {prompt} or {prompt_file} slot, and stdin is not prompt: the worker would never "
+            "see its task");
     }
     if (auto m = check.string(w, field, "model", false)) c.model = *m;
     if (auto o = check.string(w, field, "output", false)) {
@@ -105,17 +117,29 @@ Expected<WorkerCatalog> parse_worker_catalog(const std::string& text, const std:
                     "only for output json or jsonl (a text worker's result is its stdout)");
     if (auto u = w.find("usage"); u != w.end() && !u->is_null()) {
       if (!u->is_object()) {
-        check.problem(field + ".usage", "must be a mapping of tokens_in, tokens_out, cost_usd to paths");
+        check.problem(
+            field + ".usage",
+            "must be a mapping of tokens_in, tokens_out, cost_usd, cache_read, cache_write to paths");
       } else {
-        check.only_keys(*u, field + ".usage", {"tokens_in", "tokens_out", "cost_usd"});
+        check.only_keys(*u, field + ".usage",
+                        {"tokens_in", "tokens_out", "cost_usd", "cache_read", "cache_write"});
         if (auto p = check.string(*u, field + ".usage", "tokens_in", false)) c.tokens_in_path = *p;
         if (auto p = check.string(*u, field + ".usage", "tokens_out", false)) c.tokens_out_path = *p;
         if (auto p = check.string(*u, field + ".usage", "cost_usd", false)) c.cost_path = *p;
+        if (auto p = check.string(*u, field + ".usage", "cache_read", false)) c.cache_read_path = *p;
+        if (auto p = check.string(*u, field + ".usage", "cache_write", false)) c.cache_write_path = *p;
         if (c.output == WorkerOutput::Text)
           check.problem(field + ".usage",
                         "only for output json or jsonl (a text worker may write $ORCH_USAGE_FILE)");
       }
     }
+    if (auto e = check.string(w, field, "error", false)) c.error_path = *e;
+    if (auto e = check.string(w, field, "error_message", false)) c.error_message_path = *e;
+    if (c.output == WorkerOutput::Text && !c.error_path.empty())
+      check.problem(field + ".error",
+                    "only for output json or jsonl (a text worker's failure is its exit status)");
+    if (!c.error_message_path.empty() && c.error_path.empty())
+      check.problem(field + ".error_message", "needs 'error': the path that says the answer is an error");
     c.timeout = check.duration(w, field, "timeout");
     c.stall_after = check.duration(w, field, "stall_after");
     if (auto r = w.find("reserve_tokens"); r != w.end() && !r->is_null()) {

@@ -55,12 +55,13 @@ TEST(WorkerConfig, EveryProblemIsListedWithItsField) {
                                 "w.yaml");
   ASSERT_FALSE(c);
   const std::string& m = c.error().message;
-  for (const char* want : {"w.yaml: workers.a.argv.1: unknown slot '{promt}'", "(did you mean 'prompt'?)",
-                           "w.yaml: workers.a.argv: has no {prompt} slot",
-                           "w.yaml: workers.a.output: 'xml' is not text, json or jsonl",
-                           "w.yaml: workers.a.stal_after: unknown key (did you mean 'stall_after'?)",
-                           "w.yaml: workers.b.result: missing",
-                           "w.yaml: workers.b.timeout:", "w.yaml: workers.c.argv: must be a non-empty list"})
+  for (const char* want :
+       {"w.yaml: workers.a.argv.1: unknown slot '{promt}'", "(did you mean 'prompt'?)",
+        "w.yaml: workers.a.argv: has no {prompt} or {prompt_file} slot, and stdin is not prompt",
+        "w.yaml: workers.a.output: 'xml' is not text, json or jsonl",
+        "w.yaml: workers.a.stal_after: unknown key (did you mean 'stall_after'?)",
+        "w.yaml: workers.b.result: missing",
+        "w.yaml: workers.b.timeout:", "w.yaml: workers.c.argv: must be a non-empty list"})
     EXPECT_NE(m.find(want), std::string::npos) << "missing '" << want << "' in:\n" << m;
 }
 
@@ -117,6 +118,50 @@ TEST(WorkerConfig, ShippedTemplatesParse) {
     auto c = load_worker_catalog(entry.path());
     EXPECT_TRUE(c) << entry.path() << ": " << (c ? "" : c.error().message);
   }
+}
+
+// The shipped templates load, and carry what the CLIs need headless: the prompt
+// by stdin or file where the CLI takes it so (one argument is at most 128 KiB),
+// claude's error field and cache tokens, codex's sandbox for a workspace.
+TEST(WorkerConfig, TheShippedTemplatesLoadWithWhatEachCliNeedsHeadless) {
+  auto c = load_worker_catalog(orch::testing::source_dir() / "templates" / "workers" / "agents.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  const WorkerConfig* claude = c->find("worker:claude");
+  ASSERT_NE(claude, nullptr);
+  EXPECT_TRUE(claude->prompt_on_stdin);
+  EXPECT_EQ(claude->error_path, "is_error");
+  EXPECT_EQ(claude->error_message_path, "result");
+  EXPECT_EQ(claude->cache_read_path, "usage.cache_read_input_tokens");
+  EXPECT_EQ(claude->cache_write_path, "usage.cache_creation_input_tokens");
+  const WorkerConfig* codex = c->find("worker:codex");
+  ASSERT_NE(codex, nullptr);
+  const std::string argv = fmt::format("{}", fmt::join(codex->argv, " "));
+  EXPECT_NE(argv.find("--sandbox workspace-write"), std::string::npos) << argv;
+  EXPECT_NE(argv.find("--skip-git-repo-check"), std::string::npos) << argv;
+  EXPECT_TRUE(codex->prompt_on_stdin);
+  EXPECT_EQ(codex->argv.back(), "-") << "codex exec reads its prompt from stdin when it is '-'";
+  EXPECT_EQ(c->find("worker:gemini")->error_path, "error");
+  EXPECT_TRUE(worker_needs_prompt_file(*c->find("worker:aider")));
+}
+
+// `stdin` is prompt or none; a worker told its task no way at all is refused.
+TEST(WorkerConfig, StdinIsPromptOrNoneAndTheTaskMustReachTheWorker) {
+  auto bad = parse_worker_catalog(R"(workers:
+  a: {argv: [agent], stdin: promt}
+  b: {argv: [agent, "@{prompt_file}"], output: text, error: is_error}
+  c: {argv: [agent, "{prompt}"], output: json, result: r, error_message: result}
+)",
+                                  "w.yaml");
+  ASSERT_FALSE(bad);
+  for (const char* want :
+       {"w.yaml: workers.a.stdin: 'promt' is not prompt or none (did you mean 'prompt'?)",
+        "w.yaml: workers.a.argv: has no {prompt} or {prompt_file} slot, and stdin is not prompt",
+        "w.yaml: workers.b.error: only for output json or jsonl",
+        "w.yaml: workers.c.error_message: needs 'error'"})
+    EXPECT_NE(bad.error().message.find(want), std::string::npos) << want << "\n" << bad.error().message;
+  auto good = parse_worker_catalog("workers:\n  a: {argv: [agent, -], stdin: prompt}\n", "w.yaml");
+  ASSERT_TRUE(good) << good.error().message;
+  EXPECT_TRUE(good->find("worker:a")->prompt_on_stdin);
 }
 
 }  // namespace

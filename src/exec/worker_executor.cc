@@ -1,5 +1,6 @@
 #include "exec/worker_executor.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/inotify.h>
@@ -8,7 +9,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -25,6 +29,10 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr std::size_t kMaxWatchedFolders = 8192;
+
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  return a > std::numeric_limits<std::int64_t>::max() - b ? std::numeric_limits<std::int64_t>::max() : a + b;
+}
 constexpr std::size_t kMaxEntriesWalked = 200'000;
 
 std::string worker_input_text(const nlohmann::ordered_json& value) {
@@ -128,6 +136,30 @@ class WorkspaceWatch {
   std::map<int, fs::path> folders_;
 };
 
+// Writes the prompt for {prompt_file} or stdin, readable by orch's user only.
+Expected<void> write_prompt_file(const fs::path& path, const std::string& prompt) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return fail(ErrorCode::Io,
+                fmt::format("cannot write the prompt file {}: {}", path.string(), std::strerror(errno)));
+  std::size_t done = 0;
+  while (done < prompt.size()) {
+    const ssize_t n = ::write(fd, prompt.data() + done, prompt.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      return fail(ErrorCode::Io,
+                  fmt::format("cannot write the prompt file {}: {}", path.string(), std::strerror(err)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return {};
+}
+
 std::int64_t bytes_in(const fs::path& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : 0;
@@ -146,10 +178,21 @@ class WorkerAttempt final : public RunningAttempt {
   ~WorkerAttempt() override {
     loop_.cancel_timer(stall_timer_);
     watch_.reset();
+    process_.reset();  // the process is gone before its prompt file
+    remove_prompt_file();
   }
 
   Expected<void> begin(ShellExecutor& shell, AttemptSpec spec) {
+    if (worker_needs_prompt_file(worker_)) {
+      prompt_file_ = worker_prompt_file(spec);
+      ORCH_TRY(write_prompt_file(prompt_file_, worker_prompt(spec)));
+      if (worker_.prompt_on_stdin) spec.stdin_path = prompt_file_;
+    }
     spec.argv = fill_worker_argv(worker_, spec);
+    // A worker's inputs reach it in its prompt, not as ORCH_IN_<NAME> variables
+    // too: an input longer than Linux lets one variable be (128 KiB) would keep
+    // the worker from starting, whichever way its prompt goes.
+    std::erase_if(spec.env, [](const auto& var) { return var.first.starts_with("ORCH_IN_"); });
     for (const auto& [k, v] : worker_.env) spec.env.emplace_back(k, v);
     if (worker_.timeout)
       spec.timeout = spec.timeout ? std::min(*spec.timeout, *worker_.timeout) : *worker_.timeout;
@@ -208,84 +251,143 @@ class WorkerAttempt final : public RunningAttempt {
     loop_.cancel_timer(stall_timer_);
     stall_timer_ = 0;
     watch_.reset();
+    remove_prompt_file();
     if (stalled_ && o.ending == AttemptEnding::Cancelled) {
       o.ending = AttemptEnding::Stalled;
       o.message = stall_message_;
-    } else if (o.ending == AttemptEnding::Exited && o.exit_code == 0 &&
-               worker_.output != WorkerOutput::Text) {
-      read_structured_output(o);
     }
+    if (worker_.output != WorkerOutput::Text && o.ending != AttemptEnding::SpawnFailed &&
+        o.ending != AttemptEnding::SetupFailed)
+      read_structured_output(o);
     Executor::DoneCallback done = std::move(done_);
     done(std::move(o));  // last: the engine may destroy *this
   }
 
+  // The JSON documents of the output: the one document (json), or every line
+  // that parses (jsonl). nullopt when a json worker's output is not JSON.
+  std::optional<std::vector<nlohmann::json>> output_documents(const std::string& text) const {
+    std::vector<nlohmann::json> docs;
+    if (worker_.output == WorkerOutput::Json) {
+      auto doc = nlohmann::json::parse(text, nullptr, false);
+      if (doc.is_discarded()) return std::nullopt;
+      docs.push_back(std::move(doc));
+      return docs;
+    }
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      auto line = trim(std::string_view(text).substr(start, end - start));
+      if (!line.empty()) {
+        auto doc = nlohmann::json::parse(line, nullptr, false);
+        if (!doc.is_discarded()) docs.push_back(std::move(doc));
+      }
+      start = end + 1;
+    }
+    return docs;
+  }
+
+  // Reads what a json/jsonl worker's output says it spent, whatever became of
+  // the attempt (every attempt's spend counts against the budget, a failed one
+  // too), then — for an attempt that exited 0 — whether its answer is an error
+  // and what its result is.
   void read_structured_output(AttemptOutcome& o) const {
+    const bool exited_zero = o.ending == AttemptEnding::Exited && o.exit_code == 0;
     auto fail_with = [&](std::string message) {
       o.ending = AttemptEnding::Error;
       o.message = std::move(message);
     };
     // Cut at max_output, the output is not what the worker wrote: its last line
     // (the answer, the usage) may be the part that was dropped.
-    if (o.stdout_truncated)
-      return fail_with(fmt::format(
-          "worker '{}': its output ({} bytes) was cut at max_output, so its {} cannot be read from it; raise "
-          "the step's max_output",
-          worker_.name, o.stdout_bytes, worker_.output == WorkerOutput::Json ? "JSON" : "last lines"));
-    std::vector<nlohmann::json> docs;
-    if (worker_.output == WorkerOutput::Json) {
-      auto doc = nlohmann::json::parse(o.result, nullptr, false);
-      if (doc.is_discarded())
-        return fail_with(fmt::format("worker '{}': its output is not JSON (output: json): {}", worker_.name,
-                                     quote_for_message(o.result, 200)));
-      docs.push_back(std::move(doc));
-    } else {
-      std::size_t start = 0;
-      while (start <= o.result.size()) {
-        std::size_t end = o.result.find('\n', start);
-        if (end == std::string::npos) end = o.result.size();
-        auto line = trim(std::string_view(o.result).substr(start, end - start));
-        if (!line.empty()) {
-          auto doc = nlohmann::json::parse(line, nullptr, false);
-          if (!doc.is_discarded()) docs.push_back(std::move(doc));
-        }
-        start = end + 1;
-      }
+    if (o.stdout_truncated) {
+      if (exited_zero)
+        fail_with(fmt::format(
+            "worker '{}': its output ({} bytes) was cut at max_output, so its {} cannot be read from it; "
+            "raise the step's max_output",
+            worker_.name, o.stdout_bytes, worker_.output == WorkerOutput::Json ? "JSON" : "last lines"));
+      return;
+    }
+    const auto docs = output_documents(o.result);
+    if (!docs) {
+      if (exited_zero)
+        fail_with(fmt::format("worker '{}': its output is not JSON (output: json): {}", worker_.name,
+                              quote_for_message(o.result, 200)));
+      return;
     }
     auto last_with = [&](const std::string& path) -> const nlohmann::json* {
-      for (auto it = docs.rbegin(); it != docs.rend(); ++it)
+      if (path.empty()) return nullptr;
+      for (auto it = docs->rbegin(); it != docs->rend(); ++it)
         if (const nlohmann::json* v = json_at_path(*it, path)) return v;
       return nullptr;
     };
+    std::string usage_problem;
+    for (auto [path, field] : {std::pair{&worker_.tokens_in_path, &o.tokens_in},
+                               std::pair{&worker_.tokens_out_path, &o.tokens_out},
+                               std::pair{&worker_.cache_read_path, &o.cache_read_tokens},
+                               std::pair{&worker_.cache_write_path, &o.cache_write_tokens}}) {
+      const nlohmann::json* v = last_with(*path);
+      if (!v) continue;
+      if (auto count = token_count(*v))
+        *field = *count;
+      else if (usage_problem.empty())
+        usage_problem = fmt::format("worker '{}': usage '{}' = {}: {}", worker_.name, *path,
+                                    quote_for_message(v->dump(), 80), count.error().message);
+    }
+    // Cache tokens are input tokens the CLI counted apart: the budget counts them too.
+    o.tokens_in = saturating_add(o.tokens_in, saturating_add(o.cache_read_tokens, o.cache_write_tokens));
+    if (const nlohmann::json* v = last_with(worker_.cost_path)) {
+      if (v->is_number() && v->get<double>() >= 0 && std::isfinite(v->get<double>()))
+        o.cost_usd = v->get<double>();
+      else if (usage_problem.empty())
+        usage_problem = fmt::format("worker '{}': usage '{}' is not a non-negative number: {}", worker_.name,
+                                    worker_.cost_path, quote_for_message(v->dump(), 80));
+    }
+    if (!exited_zero) return;  // the attempt failed already: its own reason stands
+    if (!usage_problem.empty()) return fail_with(std::move(usage_problem));
+    if (auto why = answered_error(last_with)) {
+      fail_with(fmt::format("worker '{}' answered with an error ('{}'): {}", worker_.name, worker_.error_path,
+                            *why));
+      o.transient = true;  // a provider's error (overloaded, rate-limited): retried with back-off
+      return;
+    }
     const nlohmann::json* result = last_with(worker_.result_path);
     if (!result)
       return fail_with(fmt::format("worker '{}': its output has no '{}' (the worker's result path)",
                                    worker_.name, worker_.result_path));
-    std::string text = result->is_string() ? result->get<std::string>() : result->dump();
-    for (auto [path, field] : {std::pair{&worker_.tokens_in_path, &o.tokens_in},
-                               std::pair{&worker_.tokens_out_path, &o.tokens_out}}) {
-      if (path->empty()) continue;
-      const nlohmann::json* v = last_with(*path);
-      if (!v) continue;
-      auto count = token_count(*v);
-      if (!count)
-        return fail_with(fmt::format("worker '{}': usage '{}' = {}: {}", worker_.name, *path, v->dump(),
-                                     count.error().message));
-      *field = *count;
-    }
-    if (!worker_.cost_path.empty()) {
-      if (const nlohmann::json* v = last_with(worker_.cost_path)) {
-        if (!v->is_number() || v->get<double>() < 0)
-          return fail_with(fmt::format("worker '{}': usage '{}' is not a non-negative number: {}",
-                                       worker_.name, worker_.cost_path, v->dump()));
-        o.cost_usd = v->get<double>();
-      }
-    }
-    o.result = std::move(text);
+    o.result = result->is_string() ? result->get<std::string>() : result->dump();
+  }
+
+  // The error text when the answer's error path says it is an error (true, a
+  // non-empty string, a non-empty object or list), or nullopt.
+  template <typename LastWith>
+  std::optional<std::string> answered_error(const LastWith& last_with) const {
+    const nlohmann::json* flag = last_with(worker_.error_path);
+    if (!flag) return std::nullopt;
+    const bool is_error = flag->is_boolean()  ? flag->get<bool>()
+                          : flag->is_string() ? !flag->get_ref<const std::string&>().empty()
+                          : flag->is_number() ? flag->get<double>() != 0
+                                              : (flag->is_object() || flag->is_array()) && !flag->empty();
+    if (!is_error) return std::nullopt;
+    const nlohmann::json* text = last_with(worker_.error_message_path);
+    if (!text && flag->is_string()) text = flag;
+    if (!text && flag->is_object())
+      if (auto it = flag->find("message"); it != flag->end()) text = &*it;
+    if (!text) text = last_with(worker_.result_path);
+    if (!text) return std::string("(the answer gives no error text)");
+    return quote_for_message(text->is_string() ? text->get<std::string>() : text->dump(), 500);
+  }
+
+  void remove_prompt_file() {
+    if (prompt_file_.empty()) return;
+    std::error_code ec;
+    fs::remove(prompt_file_, ec);
+    prompt_file_.clear();
   }
 
   const WorkerConfig& worker_;
   EventLoop& loop_;
   Executor::DoneCallback done_;
+  fs::path prompt_file_;  // {prompt_file} / stdin: prompt; removed when the attempt ends
   fs::path stdout_path_, stderr_path_;
   std::int64_t out_bytes_ = 0, err_bytes_ = 0;
   Clock::TimePoint last_progress_{};
@@ -342,6 +444,20 @@ std::string worker_prompt(const AttemptSpec& spec) {
   return out;
 }
 
+bool worker_needs_prompt_file(const WorkerConfig& worker) {
+  if (worker.prompt_on_stdin) return true;
+  for (const auto& a : worker.argv)
+    if (a.find("{prompt_file}") != std::string::npos) return true;
+  return false;
+}
+
+fs::path worker_prompt_file(const AttemptSpec& spec) {
+  // Beside the attempt's output files (<store>/runs/<run>/<step>.<n>.stdout).
+  const std::string name = fmt::format("{}.{}.prompt", spec.step_id, spec.attempt);
+  if (!spec.stdout_path.empty()) return spec.stdout_path.parent_path() / name;
+  return fs::temp_directory_path() / fmt::format("orch-{}-{}", spec.run_id, name);
+}
+
 std::vector<std::string> fill_worker_argv(const WorkerConfig& worker, const AttemptSpec& spec) {
   std::string model = worker.model;
   if (spec.inputs.is_object())
@@ -360,13 +476,36 @@ std::vector<std::string> fill_worker_argv(const WorkerConfig& worker, const Atte
         i += token.size();
         return true;
       };
-      if (slot("prompt", prompt) || slot("workspace", spec.workspace.string()) || slot("model", model))
+      if (slot("prompt", prompt) || slot("prompt_file", worker_prompt_file(spec).string()) ||
+          slot("workspace", spec.workspace.string()) || slot("model", model))
         continue;
       filled += a[i++];
     }
     argv.push_back(std::move(filled));
   }
   return argv;
+}
+
+std::optional<std::string> worker_not_runnable(const WorkerConfig& worker, const char* path) {
+  if (worker.argv.empty() || worker.argv[0].find('{') != std::string::npos) return std::nullopt;
+  if (path == nullptr) {
+    path = std::getenv("PATH");
+    for (const auto& [name, value] : worker.env)
+      if (name == "PATH") path = value.c_str();
+  }
+  auto why = program_not_runnable(worker.argv[0], path);
+  if (!why) return std::nullopt;
+  return fmt::format("worker '{}': {}", worker.name, *why);
+}
+
+std::optional<std::string> WorkerExecutor::setup_problem(const Step& step) const {
+  const WorkerConfig* worker = catalog_->find(step.executor);
+  if (!worker) return std::nullopt;  // check_step says so
+  // A PATH the step sets for itself, when it is plain text (not a template).
+  const char* path = nullptr;
+  if (auto it = step.env.find("PATH"); it != step.env.end() && it->second.find("${") == std::string::npos)
+    path = it->second.c_str();
+  return worker_not_runnable(*worker, path);
 }
 
 WorkerExecutor::WorkerExecutor(std::shared_ptr<const WorkerCatalog> catalog) : catalog_(std::move(catalog)) {}
@@ -420,6 +559,11 @@ std::string WorkerExecutor::describe(const AttemptSpec& spec) const {
   if (!worker) return Executor::describe(spec);
   std::string out;
   for (const auto& a : fill_worker_argv(*worker, spec)) out += (out.empty() ? "" : " ") + shell_quote(a);
+  // A prompt that goes by file is shown too: it is what the worker is asked to do.
+  if (worker_needs_prompt_file(*worker))
+    out += fmt::format("\nprompt ({}):\n{}",
+                       worker->prompt_on_stdin ? "on its standard input" : "in {prompt_file}",
+                       worker_prompt(spec));
   return out;
 }
 
@@ -430,16 +574,23 @@ Expected<std::unique_ptr<RunningAttempt>> WorkerExecutor::start(const AttemptSpe
     return fail(ErrorCode::InvalidInput, fmt::format("no worker for executor '{}'", spec.executor));
   // The worker's CLI not being there is its set-up, not the work: no attempt could
   // pass until a person installs it (or fixes the workers file), so it is not retried.
-  if (!worker->argv.empty() && worker->argv[0].find('{') == std::string::npos) {
-    const char* path = std::getenv("PATH");
-    for (const auto& [name, value] : worker->env)
-      if (name == "PATH") path = value.c_str();
-    for (const auto& [name, value] : spec.env)
-      if (name == "PATH") path = value.c_str();
-    if (auto why = program_not_runnable(worker->argv[0], path))
-      return refused_attempt(fmt::format("worker '{}': {}", worker->name, *why), loop, std::move(done),
-                             AttemptEnding::SetupFailed);
-  }
+  const char* path = nullptr;
+  for (const auto& [name, value] : spec.env)
+    if (name == "PATH") path = value.c_str();
+  if (auto why = worker_not_runnable(*worker, path))
+    return refused_attempt(*why, loop, std::move(done), AttemptEnding::SetupFailed);
+  // Linux takes at most 128 KiB in one argument: a longer prompt in {prompt}
+  // cannot start, whatever the retry; the workers file must pass it another way.
+  constexpr std::size_t kMaxArgument = 128 * 1024 - 1;
+  for (const auto& a : fill_worker_argv(*worker, spec))
+    if (a.size() > kMaxArgument)
+      return refused_attempt(
+          fmt::format(
+              "worker '{}': its prompt makes an argument of {} bytes, more than the {} Linux passes in "
+              "one; give the worker the prompt as a file ({{prompt_file}} in argv) or on its standard "
+              "input (stdin: prompt), docs/workers.md",
+              worker->name, a.size(), kMaxArgument),
+          loop, std::move(done), AttemptEnding::SetupFailed);
   auto attempt = std::make_unique<WorkerAttempt>(*worker, spec, loop, std::move(done));
   ORCH_TRY(attempt->begin(shell_, spec));
   return std::unique_ptr<RunningAttempt>(std::move(attempt));

@@ -567,11 +567,20 @@ Expected<void> Driver::save() {
   }
   doc_["findings"] = std::move(list);
   doc_["escalations"] = std::move(esc);
-  if (!per_round.empty()) {
-    const QualityScore score = quality_score(per_round.back(), c_.rubric);
+  // The score is that of the last complete round (every lens ran, every claim
+  // checked): a round in which a lens failed found nothing that can be scored,
+  // and a review with no complete round has no score at all (null), never 100.
+  doc_["score"] = nullptr;
+  for (std::size_t r = per_round.size(); r-- > 0;) {
+    if (!round_complete(rounds[r])) continue;
+    const QualityScore score = quality_score(per_round[r], c_.rubric);
     json thresholds = json::object();
     for (const auto& [name, min] : c_.rubric.thresholds) thresholds[name] = min;
-    doc_["score"] = {{"score", score.score}, {"band", score.band}, {"thresholds", thresholds}};
+    doc_["score"] = {{"score", score.score},
+                     {"band", score.band},
+                     {"thresholds", thresholds},
+                     {"round", static_cast<int>(r) + 1}};
+    break;
   }
   record_.rounds = static_cast<int>(rounds.size());
   record_.verdict = rounds.empty() ? "" : rounds.back().value("verdict", std::string());
@@ -1148,6 +1157,21 @@ Expected<void> check_review_executors(const ReviewEnv& env, const ReviewConfig& 
   const ojson plan = {{"name", "review pre-flight"}, {"steps", steps}};
   auto checked = load_built_plan(env.workspace, *env.executors, json_text(plan), c.file, "the review");
   if (!checked) return std::unexpected(checked.error());
+  // A reviewer that cannot start (its CLI not installed, its provider's key not
+  // set) is a set-up error: said now, before anything runs, never as a lens that
+  // FAILED in every round of a review that then has nothing to score.
+  std::vector<std::string> cannot_start;
+  for (const Step& step : checked->steps)
+    if (const Executor* executor = env.executors->find(step.executor))
+      if (auto why = executor->setup_problem(step))
+        cannot_start.push_back(fmt::format(
+            "{}: {}: {}", c.file,
+            step.id.starts_with("lens-") ? fmt::format("lens '{}'", step.id.substr(5)) : step.id.substr(5),
+            *why));
+  if (!cannot_start.empty())
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("{} of the review's roles cannot start, so nothing was run:\n{}",
+                            cannot_start.size(), join(cannot_start, "\n")));
   // Every phase's plan, built as a round would build it (with a stand-in
   // finding), must be runnable: a plan orch cannot run must fail here, before
   // the review exists, never in the middle of a round.
@@ -1285,6 +1309,22 @@ std::string first_line(const std::string& text) {
 }
 }  // namespace
 
+namespace {
+// Text for one cell of a Markdown table: a '|' would end the cell, a line break the row.
+std::string markdown_cell(std::string text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '|')
+      out += "\\|";
+    else if (ch == '\n' || ch == '\r')
+      out += ' ';
+    else
+      out += ch;
+  }
+  return out;
+}
+}  // namespace
+
 std::string review_markdown(const json& doc) {
   std::string out =
       fmt::format("# Review {} — {}\n\n", doc.value("name", std::string()), doc.value("id", std::string()));
@@ -1294,9 +1334,18 @@ std::string review_markdown(const json& doc) {
                                                 : doc.value("verdict", std::string()));
   if (!doc.value("stop_reason", std::string()).empty())
     out += fmt::format("- **Stopped:** {}\n", doc.value("stop_reason", std::string()));
-  if (doc.contains("score"))
-    out += fmt::format("- **Quality score:** {} ({}; thresholds {})\n", doc["score"].value("score", 0),
-                       doc["score"].value("band", std::string()), json_text(doc["score"]["thresholds"]));
+  if (doc.contains("score") && doc["score"].is_object()) {
+    const json& score = doc["score"];
+    const int round = score.value("round", 0);
+    const int last = static_cast<int>(doc.value("rounds", json::array()).size());
+    out += fmt::format("- **Quality score:** {} ({}; thresholds {}{})\n", score.value("score", 0),
+                       score.value("band", std::string()), json_text(score["thresholds"]),
+                       round > 0 && round < last
+                           ? fmt::format("; from round {}, the last in which every lens ran", round)
+                           : std::string());
+  } else if (!doc.value("rounds", json::array()).empty()) {
+    out += "- **Quality score:** none (INCOMPLETE: no round in which every lens ran, so nothing to score)\n";
+  }
   if (doc.contains("tokens"))
     out += fmt::format("- **Tokens:** {} spent of a {} cap\n", doc["tokens"].value("spent", 0LL),
                        doc["tokens"].value("cap", 0LL));
@@ -1304,17 +1353,21 @@ std::string review_markdown(const json& doc) {
       "\n## Rounds\n\n| round | verdict | CRITICAL | MAJOR | MINOR | NIT | excluded | new CRITICAL/MAJOR | "
       "fix |\n"
       "|---|---|---|---|---|---|---|---|---|\n";
+  std::string failed_lenses;
   for (const auto& r : doc.value("rounds", json::array())) {
     const json& c = r["counts"];
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.value("round", 0),
                        r.value("verdict", std::string()), c.value("critical", 0), c.value("major", 0),
                        c.value("minor", 0), c.value("nit", 0), c.value("excluded", 0),
-                       r.value("new_blocking", 0), r["fix"].value("status", std::string()));
+                       r.value("new_blocking", 0), markdown_cell(r["fix"].value("status", std::string())));
     for (const auto& rv : r.value("reviewers", json::array()))
       if (rv.value("status", std::string()) == "failed")
-        out += fmt::format("|  | lens {} FAILED: {} |||||||| \n", rv.value("lens", std::string()),
-                           first_line(rv.value("reason", std::string())));
+        failed_lenses +=
+            fmt::format("- round {}, lens `{}`: {}\n", r.value("round", 0), rv.value("lens", std::string()),
+                        first_line(rv.value("reason", std::string())));
   }
+  if (!failed_lenses.empty())
+    out += "\n## Lenses that failed (their rounds are INCOMPLETE)\n\n" + failed_lenses;
   const json escalations = doc.value("escalations", json::array());
   if (!escalations.empty()) {
     out += "\n## Escalated to you (two-strikes: not patched a third time)\n\n";

@@ -504,5 +504,56 @@ TEST(LedgerFile, AVersion8LedgerKeepsItsReviewsAndAcceptsAbandoned) {
   EXPECT_EQ(raw.exec("UPDATE reviews SET status = 'running'"), "");
 }
 
+// v10 added the prompt cache's share of an attempt's input tokens: a v9
+// ledger's attempts read as having none, and new ones keep theirs.
+TEST(LedgerFile, AVersion9LedgerReadsItsAttemptsWithNoCacheTokensAndTakesThem) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 9));
+    ASSERT_EQ(
+        raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
+                 " (5, 5, 'v5'), (6, 6, 'v6'), (7, 7, 'v7'), (8, 8, 'v8'), (9, 9, 'v9');"
+                 "INSERT INTO runs VALUES ('old-run', 'n', 'failed', '', '/p.yaml', '/w', 1, 2, 0, 0,"
+                 " 1, 2, 3, 10, 0.5, 1, 100, 0, 0, '{}');"
+                 "INSERT INTO steps VALUES ('old-run', 'a', 0, '', 'shell', 'failed', 'r', '', '', 1, 1,"
+                 " 7, 3, 0, 5, 1, 2);"
+                 "INSERT INTO attempts VALUES ('old-run', 'a', 1, 'failed', 1, 'exited', 1, 0, 'r', '[]', '',"
+                 " '/s/a.1.stdout', '/s/a.1.stderr', 3, 0, 0, 0, 'out', 7, 3, 0, 1, 2, 1, '', '', '')"),
+        "");
+  }
+  {
+    auto store = open_sqlite_store(path);
+    ASSERT_TRUE(store) << store.error().message;
+    auto old = (*store)->attempts("old-run", "a");
+    ASSERT_TRUE(old && old->size() == 1u);
+    EXPECT_EQ((*old)[0].tokens_in, 7);
+    EXPECT_EQ((*old)[0].cache_read_tokens, 0);
+    EXPECT_EQ((*old)[0].cache_write_tokens, 0);
+    AttemptRecord a;
+    a.run_id = "old-run";
+    a.step_id = "a";
+    a.number = 2;
+    ASSERT_TRUE((*store)->begin());
+    ASSERT_TRUE((*store)->insert_attempt(a));
+    a.status = AttemptStatus::Succeeded;
+    a.tokens_in = 7012;
+    a.cache_read_tokens = 5000;
+    a.cache_write_tokens = 2000;
+    ASSERT_TRUE((*store)->finish_attempt(a));
+    ASSERT_TRUE((*store)->commit());
+    auto both = (*store)->attempts("old-run", "a");
+    ASSERT_TRUE(both && both->size() == 2u);
+    EXPECT_EQ((*both)[1].cache_read_tokens, 5000);
+    EXPECT_EQ((*both)[1].cache_write_tokens, 2000);
+  }
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
+  EXPECT_NE(raw.exec("UPDATE attempts SET cache_read_tokens = 1 WHERE number = 2"), "")
+      << "a finished attempt never changes";
+}
+
 }  // namespace
 }  // namespace orch

@@ -73,6 +73,9 @@
 //   tokens_in, tokens_out, cost_usd
 //   started_at, finished_at (0 while running), duration_ms
 //   snapshot_dir     where the step's `writes:` files were saved first; '' if none
+//   cache_read_tokens, cache_write_tokens   (v10) of tokens_in, those the provider
+//                    read from and wrote to its prompt cache (0 when it says nothing
+//                    of a cache); tokens_in counts them already
 //   stdout_text, stderr_text   (v6) a stream kept whole in the row instead of a file
 //                    (the llm executor's output up to 64 KiB, masked like the
 //                    files; its path is then ''); '' otherwise
@@ -477,7 +480,14 @@ SELECT count(*) = 1 FROM sqlite_schema
  WHERE type = 'table' AND name = 'reviews' AND sql LIKE '%status = ''spend_cap'' OR status = ''abandoned'')%'
 )sql";
 
-constexpr std::array<Migration, 9> kMigrations{{
+// v10: the prompt cache's share of an attempt's input tokens, kept apart for the
+// report (tokens_in already counts them). Existing rows said nothing of a cache.
+constexpr const char* kSchemaV10 = R"sql(
+ALTER TABLE attempts ADD COLUMN cache_read_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr std::array<Migration, 10> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
@@ -490,6 +500,7 @@ constexpr std::array<Migration, 9> kMigrations{{
      kVerifyV8},
     {9, "reviews.status abandoned: a review ended unfinished by orch review --abandon", kSchemaV9, true,
      kVerifyV9},
+    {10, "attempts.cache_read_tokens, cache_write_tokens: the prompt cache's share of tokens_in", kSchemaV10},
 }};
 
 }  // namespace

@@ -4,13 +4,15 @@
 //
 // exit_zero runs once per attempt at thousands of attempts a second, so it does no
 // more than build its reason; result_matches keeps compiled patterns per thread.
+#include "orch/postcondition.h"
+
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <unordered_map>
 
-#include "orch/postcondition.h"
 #include "util/regex.h"
 #include "verify/check_text.h"
 #include "verify/postcondition_internal.h"
@@ -41,9 +43,11 @@ CheckResult check_exit_zero(const AttemptOutcome& outcome) {
   switch (outcome.ending) {
     case AttemptEnding::Exited:
       if (outcome.exit_code == 0) return held("exit_zero: exited with code 0");
-      return failed(fmt::format("exit_zero: exited with code {}", outcome.exit_code));
+      return failed(fmt::format("exit_zero: exited with code {}{}", outcome.exit_code,
+                                failure_output_suffix(outcome.output_tail)));
     case AttemptEnding::Signaled:
-      return failed("exit_zero: killed by " + signal_text(outcome.signal));
+      return failed("exit_zero: killed by " + signal_text(outcome.signal) +
+                    failure_output_suffix(outcome.output_tail));
     case AttemptEnding::TimedOut:
       // The executor's message says how long ("timed out after 2s").
       if (message.starts_with("timed out")) return failed("exit_zero: " + message);
@@ -55,7 +59,10 @@ CheckResult check_exit_zero(const AttemptOutcome& outcome) {
     case AttemptEnding::SpawnFailed:
       return failed("exit_zero: could not start: " + (message.empty() ? std::string("unknown error") : message));
     case AttemptEnding::Error:
-      return failed(message.empty() ? "exit_zero: the executor failed" : "exit_zero: " + message);
+      // A process that exited non-zero before its executor found fault with it
+      // (a tool whose contract it broke): what it printed is the cause.
+      return failed((message.empty() ? "exit_zero: the executor failed" : "exit_zero: " + message) +
+                    (outcome.exit_code > 0 ? failure_output_suffix(outcome.output_tail) : std::string()));
     case AttemptEnding::SetupFailed:
       return failed("exit_zero: set-up failure: " +
                     (message.empty() ? std::string("unknown cause") : message));
@@ -157,6 +164,18 @@ CheckResult evaluate_post(const Postcondition& post, const CheckContext& ctx) {
   result.kind = post.kind;
   if (!is_plain(result.reason)) result.reason = one_line(result.reason, kReasonLimit);
   return result;
+}
+
+std::string failure_output_suffix(std::string_view tail) {
+  constexpr std::size_t kMax = 300;
+  while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) tail.remove_suffix(1);
+  if (tail.size() > kMax) {
+    tail = tail.substr(tail.size() - kMax);
+    if (auto nl = tail.find('\n'); nl != std::string_view::npos && nl + 1 < tail.size())
+      tail.remove_prefix(nl + 1);
+  }
+  while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.front()))) tail.remove_prefix(1);
+  return tail.empty() ? std::string() : "; output: " + one_line(tail, kMax);
 }
 
 }  // namespace orch

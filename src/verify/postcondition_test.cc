@@ -50,6 +50,38 @@ TEST(ExitZero, HeldOnCleanExit) {
   EXPECT_EQ(r.reason, "exit_zero: exited with code 0");
 }
 
+// Seed 004: never mask the error. A failed exit's reason ends with what the
+// step printed last, on one line and bounded.
+TEST(ExitZero, AFailedExitCarriesTheEndOfWhatTheStepPrinted) {
+  auto post = post_of(PostKind::ExitZero);
+  AttemptOutcome o = exited(1);
+  o.output_tail = "Mock error\n";
+  EXPECT_EQ(check(post, o).reason, "exit_zero: exited with code 1; output: Mock error");
+  o.output_tail = "step 1\nTraceback (most recent call last):\nValueError: bad day\n\n";
+  EXPECT_EQ(check(post, o).reason,
+            "exit_zero: exited with code 1; output: step 1\\nTraceback (most recent call "
+            "last):\\nValueError: bad day");
+  o.output_tail = std::string(1000, 'x') + "\nthe last line";
+  const std::string long_reason = check(post, o).reason;
+  EXPECT_EQ(long_reason, "exit_zero: exited with code 1; output: the last line") << "cut at a line's start";
+  o.output_tail = std::string(1000, 'y');
+  EXPECT_LE(check(post, o).reason.size(), 400u);
+  AttemptOutcome sig;
+  sig.ending = AttemptEnding::Signaled;
+  sig.signal = 6;
+  sig.output_tail = "assertion failed: x > 0\n";
+  EXPECT_EQ(check(post, sig).reason,
+            "exit_zero: killed by signal 6 (SIGABRT); output: assertion failed: x > 0");
+  AttemptOutcome broke = exited(1);
+  broke.ending = AttemptEnding::Error;
+  broke.message = "exited with code 1, and tool 'fail' run: it printed nothing; its contract wants JSON";
+  broke.output_tail = "fail.sh: the target file is locked\n";
+  EXPECT_EQ(
+      check(post, broke).reason,
+      "exit_zero: exited with code 1, and tool 'fail' run: it printed nothing; its contract wants JSON; "
+      "output: fail.sh: the target file is locked");
+}
+
 TEST(ExitZero, FailsOnEveryOtherEnding) {
   auto post = post_of(PostKind::ExitZero);
   EXPECT_EQ(check(post, exited(3)).reason, "exit_zero: exited with code 3");

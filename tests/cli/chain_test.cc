@@ -98,6 +98,9 @@ TEST(CliChain, AFailureAtStepTwoAbortsAndSkipsStepThree) {
   EXPECT_EQ(doc["error"]["code"], "CHAIN_ABORTED_STEP_2");
   EXPECT_EQ(doc["error"]["recoverable"], false);
   EXPECT_HAS(doc["error"]["message"].get<std::string>(), "step 2/3");
+  // Seed 004: never mask the error: the step's own words, not only its exit code.
+  EXPECT_HAS(doc["error"]["message"].get<std::string>(), "; output: fail.sh: the target file is locked");
+  EXPECT_HAS(doc["execution_chain"][1]["reason"].get<std::string>(), "fail.sh: the target file is locked");
   EXPECT_EQ(doc["execution_chain"][0]["status"], "success");
   EXPECT_EQ(doc["execution_chain"][1]["status"], "error");
   EXPECT_EQ(doc["execution_chain"][2]["status"], "skipped");
@@ -108,6 +111,7 @@ TEST(CliChain, AFailureAtStepTwoAbortsAndSkipsStepThree) {
   EXPECT_EQ(human.exit_code, 1);
   EXPECT_HAS(human.out, "partial: chain aborted at step 2/3");
   EXPECT_HAS(human.out, "error CHAIN_ABORTED_STEP_2 (not recoverable)");
+  EXPECT_HAS(human.out, "fail.sh: the target file is locked");
   EXPECT_FALSE(fs::exists(d / "marked.txt"));
 }
 

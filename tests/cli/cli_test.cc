@@ -208,8 +208,26 @@ TEST(Cli, FailedRunExitsOneAndReportsWhy) {
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["run"]["status"], "failed");
   EXPECT_EQ(doc["steps"][0]["status"], "failed");
-  EXPECT_NE(doc["steps"][0]["reason"].get<std::string>().find("exited with code 1"), std::string::npos);
+  EXPECT_NE(doc["steps"][0]["reason"].get<std::string>().find("exited with code 1; output: nope"),
+            std::string::npos)
+      << doc["steps"][0]["reason"];
   EXPECT_EQ(doc["steps"][1]["status"], "skipped");
+}
+
+// As ninja does, the last lines a failed step printed are shown under its
+// failure (at most ten, stderr's after stdout's), not only its exit code.
+TEST(Cli, AFailedStepsLastLinesAreShownUnderItsFailure) {
+  TempDir d;
+  write_file(d / "p.yaml", R"(steps:
+  - {id: t, attempts: 1, sh: 'echo started; for i in $(seq 1 12); do echo "line $i" >&2; done; echo "Mock error" >&2; exit 1'}
+)");
+  auto r = run_orch({"run", "p.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_HAS(r.out, "failed    t  (attempt 1, ");
+  EXPECT_HAS(r.out, "exited with code 1; output: ");
+  EXPECT_HAS(r.out, "\n  | line 4\n  | line 5\n");
+  EXPECT_HAS(r.out, "  | line 12\n  | Mock error\n");
+  EXPECT_EQ(r.out.find("  | line 3\n"), std::string::npos) << "ten lines at most:\n" << r.out;
 }
 
 // A resume that ends a step without starting it (its attempts budget was spent
@@ -1160,7 +1178,7 @@ TEST(Cli, AStepWaitingToRetrySaysWhyInStatus) {
   auto st = nlohmann::json::parse(run_orch({"status", "--json"}, d.path()).out);
   EXPECT_EQ(st["steps"][0]["status"], "pending");
   EXPECT_EQ(st["steps"][0]["reason"],
-            "attempt 1 failed, attempt 2 after 30.0s: exit_zero: exited with code 3")
+            "attempt 1 failed, attempt 2 after 30.0s: exit_zero: exited with code 3; output: not yet")
       << st["steps"][0].dump();
   kill(pid, SIGINT);
   EXPECT_EQ(wait_exit(pid), 130);

@@ -418,6 +418,70 @@ TEST(CliReview, InvalidReviewerOutputGetsOneRepairAndAFailedLensMakesTheRoundInc
   EXPECT_EQ(round["counts"]["major"], 1);
 }
 
+// A reviewer whose CLI is not installed is a set-up error the pre-flight
+// catches: exit 2, every role that cannot start named, nothing run or recorded
+// (before, every lens FAILED in every round and the review scored 100).
+TEST(CliReview, AReviewerThatCannotStartIsASetUpErrorBeforeAnythingRuns) {
+  Project p(json::object(),
+            run_yaml("judge: {worker: absent}\nverifier: {worker: fake}\n",
+                     "  - {name: correctness, prompt: lenses/correctness.md, worker: absent}\n"
+                     "  - {name: safety, prompt: lenses/safety.md, worker: fake}\n"),
+            "  absent:\n    argv: [orch-test-no-such-agent, -p, \"{prompt}\"]\n");
+  auto r = run_orch({"review", "--config", "RUN.yaml", "--yes"}, p.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("2 of the review's roles cannot start, so nothing was run"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("lens 'correctness': worker 'absent': cannot run 'orch-test-no-such-agent'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("judge: worker 'absent'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("lens 'safety'"), std::string::npos) << r.err;
+  EXPECT_TRUE(p.calls().empty()) << "nothing launched";
+  EXPECT_FALSE(fs::exists(p.d / ".orch" / "orch.db")) << "nothing recorded";
+}
+
+// A review in which no lens produced findings has nothing to score: its score
+// is null and its report says INCOMPLETE, never "Quality score: 100"; a failed
+// lens is listed under the table, whose rows keep their nine cells.
+TEST(CliReview, AReviewInWhichEveryLensFailedHasNoScore) {
+  json scenario = {{"reviewer",
+                    {{"correctness", {{"default", {{"raw", "I cannot | review this"}}}}},
+                     {"safety", {{"default", {{"exit", 1}, {"raw", "crashed"}}}}}}}};
+  Project p(scenario, run_yaml("max_rounds: 2\ndry_rounds: 1\n"));
+  auto r = review(p);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.doc["verdict"], "INCOMPLETE");
+  ASSERT_TRUE(r.doc.contains("score"));
+  EXPECT_TRUE(r.doc["score"].is_null()) << r.doc["score"];
+  const std::string md = review_markdown_of(p, r.doc);
+  EXPECT_EQ(md.find("Quality score:** 100"), std::string::npos) << md;
+  EXPECT_NE(md.find("Quality score:** none (INCOMPLETE"), std::string::npos) << md;
+  EXPECT_NE(md.find("- round 1, lens `safety`:"), std::string::npos) << md;
+  std::istringstream lines(md);
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("| ")) continue;
+    ++rows;
+    EXPECT_EQ(std::count(line.begin(), line.end(), '|'), 10) << line;
+  }
+  EXPECT_GE(rows, 2) << md;
+}
+
+// A score is that of the last round in which every lens ran.
+TEST(CliReview, TheScoreIsThatOfTheLastCompleteRound) {
+  json scenario = {{"reviewer",
+                    {{"correctness", {{"1", answer({kBuffer})}, {"default", {{"raw", "no"}}}}},
+                     {"safety", {{"default", answer({})}}}}}};
+  Project p(scenario, run_yaml("max_rounds: 2\ndry_rounds: 2\nfixer: off\n"));
+  auto r = review(p);
+  ASSERT_EQ(r.doc["rounds"].size(), 2u) << r.doc.dump(2);
+  EXPECT_EQ(r.doc["rounds"][1]["verdict"], "INCOMPLETE");
+  EXPECT_EQ(r.doc["score"]["score"], 75);
+  EXPECT_EQ(r.doc["score"]["round"], 1);
+  EXPECT_NE(review_markdown_of(p, r.doc).find("from round 1, the last in which every lens ran"),
+            std::string::npos);
+}
+
 // The fixer inserts lines above the finding without fixing it: round 2 reports
 // it at another line, and it is the same finding (same id, not new).
 // Reviews launched at once from one RUN.yaml (the same second, the same name)

@@ -312,9 +312,10 @@ class LiveProgress(OrchTestCase):
         table_at = TABLE_HEADER_RE.search(out)
         self.assertIsNotNone(table_at, out)
         live = out[started.end():table_at.start()]
-        # The failure gets its own line (it scrolls up; the live line goes on below it).
-        self.assertEqual(live.count("\n"), 1, live)
-        self.assertIn(ERASE + "failed    bad: exit_zero: exited with code 3\r\n", live)
+        # The failure gets its own line, and the end of what the step printed its
+        # own lines under it (they scroll up; the live line goes on below them).
+        self.assertEqual(live.count("\n"), 2, live)
+        self.assertIn(ERASE + "failed    bad: exit_zero: exited with code 3; output: boom\r\n  | boom\r\n", live)
         after_failure = live.split("failed    bad:", 1)[1]
         self.assertRegex(after_failure, LIVE_RE, "the live line is drawn again after the failure: %r" % live)
         draws = LIVE_RE.findall(live)

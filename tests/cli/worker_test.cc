@@ -46,7 +46,8 @@ TEST(CliWorkers, AWorkerStepRunsTheAgentFromTheWorkersFile) {
   write_file(d / "broken.yaml", "workers:\n  x:\n    argv: [agent]\n");
   auto broken = run_orch({"validate", "plan.yaml", "--workers", "broken.yaml"}, d.path());
   EXPECT_EQ(broken.exit_code, 2);
-  EXPECT_NE(broken.err.find("broken.yaml: workers.x.argv: has no {prompt} slot"), std::string::npos)
+  EXPECT_NE(broken.err.find("broken.yaml: workers.x.argv: has no {prompt} or {prompt_file} slot"),
+            std::string::npos)
       << broken.err;
 }
 

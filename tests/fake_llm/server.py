@@ -56,6 +56,11 @@ messages) are ignored. A `[[...]]` whose name is not one of these is plain text.
                          scalars sent as written: non-negative integers, or, to play
                          a provider that misbehaves, -50, "5", 2.5, null, ...
                          (total_tokens is their sum when both are integers, else null).
+  [[cache: R W]]         The prompt cache: R tokens read from it, W written to it (two
+                         non-negative integers). Anthropic: usage.cache_read_input_tokens R
+                         and cache_creation_input_tokens W, apart from input_tokens, as
+                         the Messages API reports them. OpenAI: usage.prompt_tokens_details
+                         .cached_tokens R (counted within prompt_tokens; W is not reported).
   [[no-usage]]           Omit the usage object from the response.
   [[stop: REASON]]       The completion's finish_reason (OpenAI) / stop_reason
                          (Anthropic) is REASON (e.g. length, max_tokens,
@@ -160,7 +165,7 @@ MALFORMED_BODY = (
 )
 
 KNOWN_DIRECTIVES = frozenset(
-    ["reply", "json", "empty", "usage", "no-usage", "status", "fail-times", "malformed", "truncated", "sleep",
+    ["reply", "json", "empty", "usage", "cache", "no-usage", "status", "fail-times", "malformed", "truncated", "sleep",
      "stop", "refusal", "chunked", "bad-gzip"]
 )
 # Directives that take no arguments.
@@ -289,6 +294,7 @@ class Script:
         self.reply = None  # completion text; None: the default echo
         self.empty = False
         self.usage = None  # (prompt, completion) or None: counted
+        self.cache = None  # (read, written) prompt-cache tokens, or None: no cache figures
         self.no_usage = False
         self.status = None  # (code, retry_after) from [[status: ...]]
         self.fail_times = None  # (directive text, n, code, retry_after)
@@ -322,6 +328,11 @@ def build_script(directives):
             if len(fields) != 2:
                 raise DirectiveError("[[usage: P C]]: expected two integers, got %r" % d.args)
             script.usage = (parse_usage_figure(fields[0]), parse_usage_figure(fields[1]))
+        elif d.name == "cache":
+            fields = d.args.split()
+            if len(fields) != 2 or not all(f.isdigit() for f in fields):
+                raise DirectiveError("[[cache: R W]]: expected two non-negative integers, got %r" % d.args)
+            script.cache = (int(fields[0]), int(fields[1]))
         elif d.name == "no-usage":
             script.no_usage = True
         elif d.name == "status":
@@ -355,6 +366,19 @@ def build_script(directives):
     if script.usage and script.no_usage:
         raise DirectiveError("[[usage]] and [[no-usage]] conflict")
     return script
+
+
+# The top-level request fields each real API takes (its reference, 2026).
+OPENAI_FIELDS = {
+    "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stop",
+    "seed", "response_format", "stream", "stream_options", "tools", "tool_choice", "parallel_tool_calls",
+    "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "user",
+    "service_tier", "metadata", "store", "reasoning_effort",
+}
+ANTHROPIC_FIELDS = {
+    "model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k", "stop_sequences",
+    "stream", "metadata", "tools", "tool_choice", "thinking", "service_tier",
+}
 
 
 def content_text(content):
@@ -687,6 +711,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return fail(400, "max_tokens: field required (an integer)")
         if parsed.get("stream"):
             return fail(400, "fake_llm: streaming is not supported")
+        # A field the real API does not take is refused as the real one refuses it
+        # (Anthropic has no "seed" and calls "stop" "stop_sequences").
+        known = ANTHROPIC_FIELDS if api == "anthropic" else OPENAI_FIELDS
+        for name in parsed:
+            if name not in known:
+                if api == "anthropic":
+                    return fail(400, "%s: Extra inputs are not permitted" % name)
+                return fail(400, "Unrecognized request argument supplied: %s" % name)
 
         # 3. The directives of the last user message.
         users = [m for m in messages if m.get("role") == "user"]
@@ -731,6 +763,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             response = self.anthropic_reply(parsed["model"], text, script.empty, usage, script.stop)
         else:
             response = self.openai_reply(parsed["model"], text, usage, script.stop, script.refusal)
+        if usage and script.cache and isinstance(response.body, dict):
+            read, written = script.cache
+            if api == "anthropic":
+                response.body["usage"]["cache_read_input_tokens"] = read
+                response.body["usage"]["cache_creation_input_tokens"] = written
+            else:
+                response.body["usage"]["prompt_tokens_details"] = {"cached_tokens": read}
         response.truncated = script.truncated
         response.chunked = script.chunked
         return response
