@@ -68,6 +68,34 @@ std::string query_text(const fs::path& db, const std::string& sql) {
   return v;
 }
 
+// The README's quick tour runs from the repository: its `orch run` lines must
+// leave nothing behind but the ledger (before, hello.yaml's hello-note.txt was
+// written into the checkout). Each line is run as the README gives it, in a
+// copy of the repository's examples/, with build/orch being the binary here.
+TEST(Cli, TheReadmeTourLeavesNothingInTheCheckout) {
+  TempDir repo;
+  fs::create_directories(repo / "examples");
+  fs::copy_file(source_dir() / "examples" / "hello.yaml", repo / "examples" / "hello.yaml");
+  const std::string readme = read_file(source_dir() / "README.md");
+  std::istringstream lines(readme.substr(readme.find("## A quick tour")));
+  std::string script = "set -e\norch() { \"$ORCH\" \"$@\"; }\n";
+  int runs = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("ws=")) script += line.substr(0, line.find('#')) + "\n";
+    if (!line.starts_with("build/orch run ")) continue;
+    std::string command = line.substr(0, line.find("   #"));
+    script += "orch" + command.substr(std::string("build/orch").size()) + " >/dev/null\n";
+    ++runs;
+  }
+  ASSERT_GE(runs, 2) << readme;
+  auto r = run_command({"/bin/sh", "-c", script}, repo.path(), {{"ORCH", orch_binary()}});
+  EXPECT_EQ(r.exit_code, 0) << script << r.out << r.err;
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(repo.path())) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{".orch", "examples"})) << script;
+}
+
 TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
   TempDir d;
   auto r = run_orch({"--help"}, d.path());
