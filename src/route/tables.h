@@ -2,7 +2,7 @@
 //
 // What orch knows about requests lives in data files, not in code (docs/routing.md):
 //
-//   intents.yaml     the intent taxonomy in tie-break order (riskier first), each
+//   intents.yaml     the intent taxonomy in tie-break order (seed 000's), each
 //                    intent's keywords and engines; the recall-tag rules
 //   complexity.yaml  trivial / standard / complex: per-intent levels, the long-request
 //                    word count, complex and trivial words
