@@ -112,6 +112,28 @@ TEST(RouteDomains, RequestTypes) {
   EXPECT_EQ(none.reason, "no request type word in the request");
 }
 
+// Seed 004 is French and so is its flagship example; its French words stand
+// beside the English ones in requests.yaml.
+TEST(RouteDomains, TheSeedsFrenchExamplesRouteAsTheSeedShows) {
+  EXPECT_EQ(request_type("liste les repos Claude").name, "query");
+  EXPECT_EQ(domain("liste les repos Claude").name, "github");
+  // Test 5 of the seed: "domain=watch (score 1.0) > github (score 0.2)".
+  LabelChoice watch = domain("veille hacker news sur les releases du repo Qdrant");
+  EXPECT_EQ(watch.name, "watch") << watch.reason;
+  EXPECT_GT(watch.confidence, score_of(watch, "github"));
+  EXPECT_EQ(domain("surveille les releases de SQLite").name, "watch");
+  EXPECT_EQ(request_type("teste le schéma").name, "audit");
+  EXPECT_EQ(request_type("corrige le bug et pousse la branche").name, "action");
+  EXPECT_EQ(domain("mets à jour le dépôt").name, "github");
+  EXPECT_EQ(domain("liste les tâches du projet").name, "projects");
+}
+
+TEST(RouteDomains, BuildingIsAnAction) {
+  LabelChoice c = request_type("build the docker image");
+  EXPECT_EQ(c.name, "action") << c.reason;
+  EXPECT_EQ(request_type("rebuild the index").name, "action");
+}
+
 TEST(RouteBudget, SeedAllocationsPerRequestType) {
   struct Row {
     const char* type;

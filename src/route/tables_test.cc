@@ -122,6 +122,19 @@ TEST(RouteTables, ABrokenTableNamesFileAndLine) {
   EXPECT_HAS(e, ": (file): YAML syntax error");
 }
 
+TEST(RouteTables, CommandsNameADomainAndRequestTypesThatExist) {
+  TempDir d;
+  fs::path file = override_with(d, "requests.yaml", "  domain: system\n  names:\n    route: query\n",
+                                "  domain: sytem\n  names:\n    route: qurey\n    Bad!: null\n");
+  std::string e = load_error(d);
+  EXPECT_HAS(e, "commands.domain: unknown domain 'sytem' (did you mean 'system'?)");
+  EXPECT_HAS(e, "commands.names.route: unknown request type 'qurey' (did you mean 'query'?)");
+  EXPECT_HAS(e, "commands.names.Bad!: a command name is lower-case letters");
+  TempDir spaced;
+  override_with(spaced, "requests.yaml", "  prefix: \"/tk:\"", "  prefix: \" /tk:\"");
+  EXPECT_HAS(load_error(spaced), "commands.prefix: must be the text a command starts with");
+}
+
 TEST(RouteTables, KeywordsThatCouldNeverMatchAreRefused) {
   TempDir d;
   const std::string fix = "      - {word: fix, forms: [fixes, fixed, fixing]}";
