@@ -1,5 +1,8 @@
 // orch plan "<request>" [--out FILE] [--models FILE] [--model NAME] [--templates DIR]
 //                       [--executor NAME] [--registry FILE] [--store PATH] [--workspace DIR] [--json]
+//                       [--explain]
+// --explain shows the planner's decision (flows/plan_decision.h) and plans nothing:
+// no models file, no store, no model call.
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -11,6 +14,8 @@
 #include "cli/common.h"
 #include "cli/number_option.h"
 #include "cli/request_plan.h"
+#include "flows/plan_decision.h"
+#include "util/strings.h"
 #include "util/json_text.h"
 
 namespace orch::cli {
@@ -25,26 +30,90 @@ struct PlanArgs {
   std::string store = kDefaultStore;
   std::string workspace = ".";
   bool json = false;
+  bool explain = false;
   RequestPlanArgs planner;
 };
+
+nlohmann::ordered_json trigger_json(const flows::TriggerResult& t) {
+  nlohmann::ordered_json trigger = {{"signal", flows::job_signal_name(t.signal)},
+                                    {"job", t.is_job()},
+                                    {"explanation", t.explanation()}};
+  if (!t.items.empty()) trigger["items"] = t.items;
+  if (!t.phrase.empty()) trigger["phrase"] = t.phrase;
+  if (!t.verbs.empty()) trigger["verbs"] = t.verbs;
+  return trigger;
+}
 
 nlohmann::ordered_json planned_json(const flows::PlannedRequest& p) {
   nlohmann::ordered_json problems = nlohmann::ordered_json::array();
   for (const auto& d : p.model_problems) problems.push_back(d.to_string());
-  nlohmann::ordered_json trigger = {{"signal", flows::job_signal_name(p.trigger.signal)},
-                                    {"explanation", p.trigger.explanation()}};
-  if (!p.trigger.items.empty()) trigger["items"] = p.trigger.items;
-  if (!p.trigger.phrase.empty()) trigger["phrase"] = p.trigger.phrase;
-  if (!p.trigger.verbs.empty()) trigger["verbs"] = p.trigger.verbs;
   nlohmann::ordered_json out = {{"path", flows::plan_path_name(p.path)}};
   if (!p.template_name.empty()) out["template"] = p.template_name;
   out["why"] = p.why;
-  out["trigger"] = trigger;
+  out["trigger"] = trigger_json(p.trigger);
   out["planning_runs"] = p.planning_runs;
   out["model_problems"] = problems;
   out["steps"] = p.plan.steps.size();
   out["plan"] = p.text;
   return out;
+}
+
+// What the planner would do with the request, and why; nothing is planned.
+int explain_plan(const PlanArgs& args) {
+  if (trim(args.request).empty())
+    return report_error(Error{ErrorCode::InvalidInput, "the request is empty: say what is to be done"});
+  auto templates = load_request_templates(args.planner);
+  if (!templates) return report_error(templates.error());
+  const flows::PlanDecision d = flows::decide_plan(args.request, &*templates);
+  const std::string model = args.planner.model.empty() ? "llm" : "llm:" + args.planner.model;
+  std::string way;
+  switch (d.way) {
+    case flows::PlanWay::SingleStep:
+      way = fmt::format("single_step: one step with the request as its prompt ({}), no planning call",
+                        args.planner.executor.empty() ? model : args.planner.executor);
+      break;
+    case flows::PlanWay::Template:
+      way = fmt::format("template {}: its plan filled with the request, no model call",
+                        d.chosen->plan_template->name);
+      break;
+    case flows::PlanWay::Model:
+      way = fmt::format("model: no template matched, so `orch plan` makes one planning call ({}, from the "
+                        "models file), validated before it is used",
+                        model);
+      break;
+  }
+  if (args.json) {
+    nlohmann::ordered_json scores = nlohmann::ordered_json::array();
+    for (const auto& m : d.scores)
+      scores.push_back({{"name", m.plan_template->name},
+                        {"score", m.score},
+                        {"threshold", m.plan_template->match.threshold},
+                        {"matches", m.score >= m.plan_template->match.threshold},
+                        {"matched", m.matched}});
+    nlohmann::ordered_json out = {{"way", flows::plan_way_name(d.way)}};
+    if (d.chosen) out["template"] = d.chosen->plan_template->name;
+    out["why"] = d.why;
+    out["trigger"] = trigger_json(d.trigger);
+    out["templates"] = scores;
+    out["explanation"] = way;
+    std::printf("%s\n", json_text(out, 2).c_str());
+    return kExitSucceeded;
+  }
+  const std::string job = (d.trigger.is_job() ? "yes: " : "no: ") + d.trigger.explanation();
+  std::printf("%-10s %s\n", "job", job.c_str());
+  if (d.trigger.is_job()) {
+    if (d.scores.empty()) std::printf("%-10s %s\n", "templates", "none");
+    for (std::size_t i = 0; i < d.scores.size(); ++i) {
+      const auto& m = d.scores[i];
+      const int threshold = m.plan_template->match.threshold;
+      std::string line = fmt::format("{} {}/{}", m.plan_template->name, m.score, threshold);
+      if (m.score >= threshold) line += " matches";
+      if (!m.matched.empty()) line += fmt::format(" ({})", join(m.matched, ", "));
+      std::printf("%-10s %s\n", i == 0 ? "templates" : "", line.c_str());
+    }
+  }
+  std::printf("%-10s %s\n", "way", way.c_str());
+  return kExitSucceeded;
 }
 
 }  // namespace
@@ -63,8 +132,12 @@ Command add_plan(CLI::App& app) {
   sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)")
       ->check(not_empty("the folder the plan's paths resolve in"));
   sub->add_flag("--json", args->json, "print {path, template, why, trigger, planning_runs, model_problems, steps, plan}");
+  sub->add_flag("--explain", args->explain,
+                "show how the plan would be made (job or not, each template's score, template or model) and "
+                "plan nothing: no models file, store or model call");
   add_request_plan_flags(*sub, args->planner);
   return [args]() -> int {
+    if (args->explain) return explain_plan(*args);
     auto executors = cli_executors(args->models, args->registry);
     if (!executors) return report_error(executors.error());
     std::unique_ptr<Store> store;

@@ -2,6 +2,7 @@
 // orch budget-check --intent TYPE --input TEXT|- [--json] [--workspace DIR]
 // A request's type, domain, tool, budget and classification; seed 004's budget
 // allocation (docs/routing.md). Neither command runs anything or opens the ledger.
+// `orch route` exits 0 when the route is decided, 3 when it is not (docs/cli.md).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -90,7 +91,9 @@ int run_route(const RouteArgs& args) {
   } else {
     std::printf("%s", route::format_route_report(*report).c_str());
   }
-  return kExitSucceeded;
+  // Undecided is one answer too: a person must say more (the reasons are printed),
+  // so it exits as every "needs a human" does, with or without --dry-run.
+  return report->decided() ? kExitSucceeded : kExitEscalated;
 }
 
 int run_budget_check(const BudgetCheckArgs& args) {
@@ -136,7 +139,8 @@ Command add_route(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "route",
       "Route a request: its type and domain with their confidence, the registry tool that would run it, "
-      "its budget, and its intent, complexity and strategy. Runs nothing (docs/routing.md).");
+      "its budget, and its intent, complexity and strategy. Runs nothing; exits 3 when the route is undecided "
+      "(docs/routing.md).");
   sub->add_option("REQUEST", args->request, "the request, in words")->required();
   sub->add_flag("--json", args->json, "print the report (schemas/skill-output.schema.json) instead of text");
   sub->add_flag("--dry-run", args->dry_run,

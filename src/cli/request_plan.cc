@@ -20,14 +20,18 @@ void add_request_plan_flags(CLI::App& sub, RequestPlanArgs& args) {
                  "executor of a single-step plan (default: llm, or llm:MODEL with --model)");
 }
 
+Expected<flows::TemplateLibrary> load_request_templates(const RequestPlanArgs& args) {
+  std::filesystem::path dir = args.templates.empty() ? std::string(kDefaultTemplates) : args.templates;
+  if (!args.templates.empty() && !std::filesystem::is_directory(dir))
+    return fail(ErrorCode::NotFound, fmt::format("{}: no such templates folder", args.templates));
+  return flows::TemplateLibrary::load(dir);
+}
+
 Expected<flows::PlannedRequest> plan_from_cli(const std::string& request, const RequestPlanArgs& args,
                                               const std::shared_ptr<ExecutorRegistry>& executors,
                                               const std::string& workspace,
                                               const std::function<Expected<Store*>()>& store, bool quiet) {
-  std::filesystem::path dir = args.templates.empty() ? std::string(kDefaultTemplates) : args.templates;
-  if (!args.templates.empty() && !std::filesystem::is_directory(dir))
-    return fail(ErrorCode::NotFound, fmt::format("{}: no such templates folder", args.templates));
-  auto templates = ORCH_TRY(flows::TemplateLibrary::load(dir));
+  auto templates = ORCH_TRY(load_request_templates(args));
   flows::PlannerOptions options;
   options.store = store;
   options.executors = executors;

@@ -20,6 +20,10 @@ struct RequestPlanArgs {
 // Registers --model, --templates and --executor on `sub`.
 void add_request_plan_flags(CLI::App& sub, RequestPlanArgs& args);
 
+// The template library: the shipped templates, then --templates DIR (which must
+// exist) or .orch/templates when it exists.
+Expected<flows::TemplateLibrary> load_request_templates(const RequestPlanArgs& args);
+
 // Plans `request` (docs/planner.md) and prints on stderr one line saying which
 // path was taken and why. `store` is opened only if a planning call is made.
 Expected<flows::PlannedRequest> plan_from_cli(const std::string& request, const RequestPlanArgs& args,

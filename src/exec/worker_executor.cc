@@ -527,7 +527,7 @@ void WorkerExecutor::check_step(const Step& step, Diagnostics& out) const {
       problem("executor", fmt::format("no worker '{}' in the workers file (workers: {}){}", name,
                                       join(names, ", "), did_you_mean(name, names)));
   }
-  if (step.goal.empty() && !(step.inputs.is_object() && step.inputs.contains("prompt")))
+  if (trim(step.goal).empty() && !(step.inputs.is_object() && step.inputs.contains("prompt")))
     problem("executor", "a worker step needs a 'goal' or inputs.prompt: it is the worker's task");
   if (!step.run.empty() || step.sh)
     problem(step.sh ? "sh" : "run",

@@ -7,6 +7,7 @@
 
 #include "exec/tool_executor.h"
 #include "flows/embedded_files.h"
+#include "flows/plan_decision.h"
 #include "flows/plan_yaml.h"
 #include "flows/planning_prompt.h"
 #include "orch/engine.h"
@@ -117,10 +118,10 @@ Expected<PlannedRequest> single_step(std::string_view request, const PlannerOpti
 }
 
 Expected<PlannedRequest> from_template(const TemplateMatch& m, std::string_view request,
-                                       const TriggerResult& trigger, const PlannerOptions& o) {
+                                       const PlanDecision& decision, const PlannerOptions& o) {
   const PlanTemplate& t = *m.plan_template;
   PlannedRequest out;
-  out.text = render_template(t, SlotValues{std::string(request), trigger.items});
+  out.text = render_template(t, SlotValues{std::string(request), decision.trigger.items});
   Checked c = load_and_validate(out.text, t.file, o);
   if (!c.problems.empty())
     return fail(ErrorCode::InvalidInput, fmt::format("template '{}' ({}) gives an invalid plan:\n{}", t.name, t.file,
@@ -128,8 +129,7 @@ Expected<PlannedRequest> from_template(const TemplateMatch& m, std::string_view 
   out.plan = std::move(c.plan);
   out.path = PlanPath::Template;
   out.template_name = t.name;
-  out.why = fmt::format("{}; template '{}' matched (score {} >= {}: {}), no model call", trigger.explanation(),
-                        t.name, m.score, t.match.threshold, join(m.matched, ", "));
+  out.why = decision.why;
   return out;
 }
 
@@ -208,18 +208,19 @@ std::string PlannedRequest::summary() const {
 Expected<PlannedRequest> plan_request(std::string_view request, const PlannerOptions& o) {
   if (!o.executors) return fail(ErrorCode::Internal, "plan_request: no executor registry");
   if (trim(request).empty()) return fail(ErrorCode::InvalidInput, "the request is empty");
-  TriggerResult trigger = trigger_job(request);
-  if (!trigger.is_job()) {
-    auto out = ORCH_TRY(single_step(request, o, PlanPath::SingleStep, trigger.explanation()));
+  // The same decision `orch plan --explain` shows (plan_decision.h).
+  PlanDecision decision = decide_plan(request, o.templates);
+  TriggerResult trigger = decision.trigger;
+  if (decision.way == PlanWay::SingleStep) {
+    auto out = ORCH_TRY(single_step(request, o, PlanPath::SingleStep, decision.why));
     out.trigger = std::move(trigger);
     return out;
   }
-  if (o.templates)
-    if (auto m = o.templates->best_match(request)) {
-      auto out = ORCH_TRY(from_template(*m, request, trigger, o));
-      out.trigger = std::move(trigger);
-      return out;
-    }
+  if (decision.way == PlanWay::Template) {
+    auto out = ORCH_TRY(from_template(*decision.chosen, request, decision, o));
+    out.trigger = std::move(trigger);
+    return out;
+  }
 
   // The model reads the request as plain text and may copy a `#E<digit>` in it
   // (a colour, "#E0E0E0") into its plan, where it would be a step reference:

@@ -129,6 +129,16 @@ TEST_F(PlannerTest, AMatchingTemplateIsUsedAndNoModelIsCalled) {
   EXPECT_TRUE(chat_requests().empty()) << "the model was called";
 }
 
+TEST_F(PlannerTest, ResearchAndCompareIsATemplateJob) {
+  reset_requests();
+  PlannedRequest p = plan("research these five HTTP libraries and write me a comparison");
+  EXPECT_EQ(p.path, PlanPath::Template) << p.why;
+  EXPECT_EQ(p.template_name, "research-and-compare");
+  EXPECT_EQ(p.trigger.signal, JobSignal::CountedItems);
+  ASSERT_EQ(p.plan.steps.size(), 4u);
+  EXPECT_TRUE(no_planning_run()) << "the model was called";
+}
+
 TEST_F(PlannerTest, ATemplateGivingAnInvalidPlanIsReportedWithItsFile) {
   TempDir user;
   write_file(user / "fix-failing-tests.yaml", R"(x-template:

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "flows/checklist.h"
 #include "flows/request_text.h"
 #include "util/strings.h"
 
@@ -35,6 +36,7 @@ const std::set<std::string, std::less<>>& action_verbs() {
       "optimize",  "package",   "parse",     "patch",     "plan",      "port",      "post",      "prepare",
       "print",     "process",   "profile",   "publish",   "pull",      "push",      "read",      "rebuild",
       "record",    "refactor",  "release",   "remove",    "rename",    "report",    "reproduce", "rerun",
+      "research",
       "restart",   "restore",   "review",    "rewrite",   "run",       "scan",      "schedule",  "search",
       "send",      "set",       "setup",     "ship",      "show",      "simplify",  "sort",      "split",
       "start",     "stop",      "summarise", "summarize", "tag",       "test",      "translate", "update",
@@ -52,7 +54,7 @@ const std::set<std::string, std::less<>>& noun_like_verbs() {
       "import", "install",   "lint",    "list",   "log",    "merge",   "move",    "package", "patch",
       "plan",   "port",      "post",    "print",  "process", "profile", "record", "release", "report",
       "review", "run",       "scan",    "schedule", "search", "set",   "setup",   "show",    "sort",
-      "split",  "start",     "stop",    "tag",    "test",   "upgrade", "audit",
+      "split",  "start",     "stop",    "tag",    "test",   "upgrade", "audit",     "research",
   };
   return words;
 }
@@ -97,11 +99,46 @@ const std::set<std::string, std::less<>>& object_markers() {
   return words;
 }
 
-// Job phrases, as whole words. A phrase ending in ":" needs a colon right after it.
-constexpr std::array<std::string_view, 8> kJobPhrases = {
-    "do all of the following", "all of the following", "each of the following", "the following steps",
-    "the following tasks",     "following workflow",   "for each",              "workflow:",
+// Job phrases, as whole words. A phrase ending in ":" needs a colon right after
+// it. An `imperative` one counts only in a sentence that starts with an action
+// verb in its base form: "run the tests in parallel" asks for parallel work, "the
+// tests run in parallel and hang" reports a bug.
+struct JobPhrase {
+  std::string_view text;
+  bool imperative = false;
 };
+constexpr std::array<JobPhrase, 11> kJobPhrases = {{
+    {"do all of the following"},
+    {"all of the following"},
+    {"each of the following"},
+    {"do the following"},
+    {"the following steps"},
+    {"the following tasks"},
+    {"following workflow"},
+    {"for each"},
+    {"workflow:"},
+    {"in parallel", true},
+    {"step by step", true},
+}};
+
+// Counted items: "these five libraries", "the 4 services", "all three reports".
+constexpr std::size_t kCountedItemsMin = 3;
+const std::map<std::string, int, std::less<>>& number_words() {
+  static const std::map<std::string, int, std::less<>> words = {
+      {"two", 2},   {"three", 3}, {"four", 4}, {"five", 5},    {"six", 6},     {"seven", 7},
+      {"eight", 8}, {"nine", 9},  {"ten", 10}, {"eleven", 11}, {"twelve", 12}, {"several", 3},
+  };
+  return words;
+}
+
+// Words after a number that measure rather than count things to deliver.
+const std::set<std::string, std::less<>>& unit_words() {
+  static const std::set<std::string, std::less<>> words = {
+      "times", "seconds", "minutes", "hours", "days", "weeks", "months", "years", "percent", "ms", "lines",
+      "bytes", "kb", "mb", "gb", "steps", "more", "of",
+  };
+  return words;
+}
 
 // ---- verbs -----------------------------------------------------------------
 
@@ -128,140 +165,39 @@ std::string base_of_suffixed(std::string_view word, std::string_view suffix) {
   return "";
 }
 
-// Also the third-person form, for "that builds, tests and deploys": only used to
-// see that a description starts, never to count a verb.
+// The base of a third-person form: "summarizes", "fixes", "copies" ("" when none).
+std::string third_person_base(std::string_view word) {
+  if (word.size() < 3 || !word.ends_with('s')) return "";
+  if (word.ends_with("ies"))  // copies -> copy
+    if (auto b = known_base(std::string(word.substr(0, word.size() - 3)) + "y"); !b.empty()) return b;
+  if (word.ends_with("es"))
+    if (auto b = known_base(word.substr(0, word.size() - 2)); !b.empty()) return b;
+  return known_base(word.substr(0, word.size() - 1));
+}
+
+// Any form, for "that builds, tests and deploys": to see that a description starts.
 bool any_verb_form(std::string_view word) {
-  if (!action_verb_base(word).empty()) return true;
-  if (word.ends_with("es") && !known_base(word.substr(0, word.size() - 2)).empty()) return true;
-  return word.ends_with('s') && !known_base(word.substr(0, word.size() - 1)).empty();
-}
-
-// ---- signal 1: checklists --------------------------------------------------
-
-struct ListLine {
-  int number = 0;  // 0 for a bullet
-  std::string text;
-};
-
-std::string clean_item(std::string_view text) {
-  std::string s(trim(text));
-  for (std::string_view box : {"[ ] ", "[x] ", "[X] "})
-    if (s.starts_with(box)) s = std::string(trim(std::string_view(s).substr(box.size())));
-  while (!s.empty() && (s.back() == ',' || s.back() == ';')) s.pop_back();
-  for (std::string_view tail : {" and", " then", " or"})
-    if (s.ends_with(tail)) s = std::string(trim(std::string_view(s).substr(0, s.size() - tail.size())));
-  while (!s.empty() && (s.back() == ',' || s.back() == ';')) s.pop_back();
-  return s;
-}
-
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
-
-std::optional<ListLine> list_marker(std::string_view line) {
-  std::size_t i = 0;
-  while (i < line.size() && is_blank(line[i])) ++i;
-  std::string_view rest = line.substr(i);
-  auto item_after = [&](std::size_t marker_len) -> std::optional<std::string> {
-    if (marker_len >= rest.size() || !is_blank(rest[marker_len])) return std::nullopt;
-    std::string item = clean_item(rest.substr(marker_len));
-    if (item.empty()) return std::nullopt;
-    return item;
-  };
-  for (std::string_view bullet : {"-", "*", "+", "\xE2\x80\xA2"})
-    if (rest.starts_with(bullet))
-      if (auto item = item_after(bullet.size())) return ListLine{0, *item};
-  const bool paren = rest.starts_with('(');
-  std::size_t d = paren ? 1 : 0, digits = d;
-  while (digits < rest.size() && digits - d < 3 && std::isdigit(static_cast<unsigned char>(rest[digits])) != 0)
-    ++digits;
-  if (digits == d || digits >= rest.size()) return std::nullopt;
-  const char close = rest[digits];
-  if (!(close == ')' || (!paren && close == '.'))) return std::nullopt;
-  auto item = item_after(digits + 1);
-  if (!item) return std::nullopt;
-  return ListLine{std::stoi(std::string(rest.substr(d, digits - d))), *item};
-}
-
-// The longest run of lines numbered 1, 2, 3, ... in order.
-std::vector<std::string> numbered_run(const std::vector<ListLine>& lines) {
-  std::vector<std::string> best, current;
-  for (const auto& l : lines) {
-    if (l.number == 0) continue;
-    if (l.number == 1) {
-      current = {l.text};
-    } else if (!current.empty() && l.number == static_cast<int>(current.size()) + 1) {
-      current.push_back(l.text);
-    } else {
-      current.clear();
-    }
-    if (current.size() > best.size()) best = current;
-  }
-  return best;
-}
-
-// "(1) a (2) b" or "1) a 2) b" within a line: markers numbered 1, 2, ... after a
-// space, ':' or the start, each followed by a space.
-std::vector<std::string> inline_items(std::string_view text) {
-  auto find_marker = [&](int number, std::size_t from, std::size_t& marker_end) -> std::size_t {
-    const std::string bare = std::to_string(number) + ")";
-    for (std::size_t pos = from; pos < text.size(); ++pos) {
-      std::size_t len = 0;
-      if (text.compare(pos, bare.size() + 1, "(" + bare) == 0) {
-        len = bare.size() + 1;
-      } else if (text.compare(pos, bare.size(), bare) == 0) {
-        len = bare.size();
-      } else {
-        continue;
-      }
-      const bool starts = pos == 0 || is_blank(text[pos - 1]) || text[pos - 1] == ':' || text[pos - 1] == '\n';
-      const bool spaced = pos + len < text.size() && is_blank(text[pos + len]);
-      if (starts && spaced) {
-        marker_end = pos + len;
-        return pos;
-      }
-    }
-    return std::string_view::npos;
-  };
-  std::vector<std::string> items;
-  std::size_t end = 0;
-  std::size_t at = find_marker(1, 0, end);
-  while (at != std::string_view::npos) {
-    std::size_t next_end = 0;
-    std::size_t next = find_marker(static_cast<int>(items.size()) + 2, end, next_end);
-    std::string_view body = text.substr(end, next == std::string_view::npos ? std::string_view::npos : next - end);
-    if (next == std::string_view::npos) body = body.substr(0, body.find('\n'));
-    std::string item = clean_item(body);
-    if (item.empty()) return {};
-    items.push_back(std::move(item));
-    at = next;
-    end = next_end;
-  }
-  return items.size() >= 2 ? items : std::vector<std::string>{};
-}
-
-std::vector<std::string> checklist_items(std::string_view request) {
-  std::string text = without_fenced_code(request);
-  std::vector<ListLine> lines;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (auto l = list_marker(std::string_view(text).substr(start, end == std::string::npos ? std::string::npos
-                                                                                          : end - start)))
-      lines.push_back(std::move(*l));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  if (auto run = numbered_run(lines); run.size() >= 2) return run;
-  std::vector<std::string> bullets;
-  for (const auto& l : lines)
-    if (l.number == 0) bullets.push_back(l.text);
-  if (bullets.size() >= 2) return bullets;
-  return inline_items(text);
+  return !action_verb_base(word).empty() || !third_person_base(word).empty();
 }
 
 // ---- signal 2: job phrases -------------------------------------------------
 
+// Whether the sentence holding tokens[at] starts (after lead-ins such as
+// "please") with an action verb in its base form.
+bool imperative_sentence(const std::vector<RequestToken>& tokens, std::size_t at) {
+  std::size_t start = at;
+  while (start > 0) {
+    const Kind k = tokens[start - 1].kind;
+    if (k == Kind::Stop || k == Kind::Newline || k == Kind::Semicolon || k == Kind::Colon) break;
+    --start;
+  }
+  while (start < at && tokens[start].kind == Kind::Word && lead_ins().contains(tokens[start].text)) ++start;
+  return start < at && tokens[start].kind == Kind::Word && !known_base(tokens[start].text).empty();
+}
+
 std::string job_phrase(const std::vector<RequestToken>& tokens) {
-  for (std::string_view phrase : kJobPhrases) {
+  for (const JobPhrase& job : kJobPhrases) {
+    const std::string_view phrase = job.text;
     const bool needs_colon = phrase.ends_with(':');
     std::vector<std::string> want = request_words(phrase);
     for (std::size_t i = 0; i + want.size() <= tokens.size(); ++i) {
@@ -271,6 +207,7 @@ std::string job_phrase(const std::vector<RequestToken>& tokens) {
       if (!all) continue;
       const std::size_t after = i + want.size();
       if (needs_colon && (after >= tokens.size() || tokens[after].kind != Kind::Colon)) continue;
+      if (job.imperative && !imperative_sentence(tokens, i)) continue;
       return std::string(phrase);
     }
   }
@@ -325,11 +262,17 @@ VerbCount clause_verbs(const std::vector<RequestToken>& tokens) {
     if (clause_start && lead_ins().contains(w)) continue;
     if (clause_start && !describing) {
       std::string base = action_verb_base(w);
+      // A third-person form ("summarizes", "reviews") is as often a plural noun
+      // ("and updates", "the fixes"): it counts only with its object after it.
+      const bool third_person = base.empty() && !(base = third_person_base(w)).empty();
       if (!base.empty()) {
         const std::string* next = word_at(i + 1);
+        const bool object_follows = next && object_markers().contains(*next);
         const bool clause_ends = i + 1 >= tokens.size() || tokens[i + 1].kind != Kind::Word;
-        const bool verb_like = !noun_like_verbs().contains(base) || (after_punct && !after_conj) || clause_ends ||
-                               (next && object_markers().contains(*next));
+        const bool verb_like =
+            third_person ? object_follows
+                         : !noun_like_verbs().contains(base) || (after_punct && !after_conj) || clause_ends ||
+                               object_follows;
         if (verb_like) {
           if (std::find(out.verbs.begin(), out.verbs.end(), base) == out.verbs.end()) out.verbs.push_back(base);
           if (after_conj && out.verbs.size() > 1) out.joined_by_conjunction = true;
@@ -345,6 +288,36 @@ VerbCount clause_verbs(const std::vector<RequestToken>& tokens) {
   return out;
 }
 
+// ---- signal 4: counted items -----------------------------------------------
+
+// "these five http libraries": a determiner, a count of kCountedItemsMin or more
+// and what is counted. Returns that phrase, or "".
+std::string counted_items(const std::vector<RequestToken>& tokens) {
+  static const std::set<std::string, std::less<>> determiners = {"these", "those", "the", "all"};
+  for (std::size_t i = 1; i + 1 < tokens.size(); ++i) {
+    if (tokens[i].kind != Kind::Word || tokens[i - 1].kind != Kind::Word || tokens[i + 1].kind != Kind::Word)
+      continue;
+    if (!determiners.contains(tokens[i - 1].text)) continue;
+    const std::string& n = tokens[i].text;
+    int count = 0;
+    if (auto it = number_words().find(n); it != number_words().end()) {
+      count = it->second;
+    } else if (!n.empty() && n.size() <= 3 && std::all_of(n.begin(), n.end(), [](char c) {
+                 return std::isdigit(static_cast<unsigned char>(c)) != 0;
+               })) {
+      count = std::stoi(n);
+    }
+    if (count < static_cast<int>(kCountedItemsMin) || unit_words().contains(tokens[i + 1].text)) continue;
+    std::string phrase = tokens[i - 1].text + " " + n;
+    for (std::size_t k = i + 1; k < tokens.size() && k <= i + 3 && tokens[k].kind == Kind::Word; ++k) {
+      if (conjunctions().contains(tokens[k].text)) break;
+      phrase += " " + tokens[k].text;
+    }
+    return phrase;
+  }
+  return "";
+}
+
 }  // namespace
 
 const char* job_signal_name(JobSignal signal) {
@@ -353,6 +326,7 @@ const char* job_signal_name(JobSignal signal) {
     case JobSignal::Checklist: return "checklist";
     case JobSignal::JobPhrase: return "job_phrase";
     case JobSignal::CompoundVerbs: return "compound_verbs";
+    case JobSignal::CountedItems: return "counted_items";
   }
   return "none";
 }
@@ -363,6 +337,8 @@ std::string TriggerResult::explanation() const {
     case JobSignal::JobPhrase: return fmt::format("the job phrase '{}'", phrase);
     case JobSignal::CompoundVerbs:
       return fmt::format("{} action verbs joined by conjunctions ({})", verbs.size(), join(verbs, ", "));
+    case JobSignal::CountedItems:
+      return fmt::format("an action on counted items ('{}') joined to another ({})", phrase, join(verbs, ", "));
     case JobSignal::None: break;
   }
   return fmt::format("no job signal (no checklist, no job phrase, {} clause verb{}: one step)", verbs.size(),
@@ -392,7 +368,14 @@ TriggerResult trigger_job(std::string_view request) {
   }
   VerbCount counted = clause_verbs(tokens);
   r.verbs = counted.verbs;
-  if (counted.verbs.size() >= 3 && counted.joined_by_conjunction) r.signal = JobSignal::CompoundVerbs;
+  if (counted.verbs.size() >= 3 && counted.joined_by_conjunction) {
+    r.signal = JobSignal::CompoundVerbs;
+  } else if (counted.verbs.size() == 2 && counted.joined_by_conjunction) {
+    // "research these five libraries and write me a comparison": a deliverable per
+    // item, and one more. Two verbs alone stay one step ("read X and write Y").
+    r.phrase = counted_items(tokens);
+    if (!r.phrase.empty()) r.signal = JobSignal::CountedItems;
+  }
   return r;
 }
 

@@ -80,6 +80,47 @@ TEST(TriggerJobTest, InflectedVerbsAreRecognised) {
   EXPECT_EQ(r.verbs, (std::vector<std::string>{"run", "fix", "summarize"}));
 }
 
+// Issue 31: a verb counts in any inflection, the third person included, when its
+// object follows it (alone, "updates" or "tests" is mostly a plural noun).
+TEST(TriggerJobTest, ThirdPersonVerbsCountWithTheirObject) {
+  TriggerResult r = trigger_job("summarizes the doc, analyzes it and reviews it");
+  ASSERT_EQ(r.signal, JobSignal::CompoundVerbs) << r.explanation();
+  EXPECT_EQ(r.verbs, (std::vector<std::string>{"summarize", "analyze", "review"}));
+  EXPECT_EQ(trigger_job("Fixes the parser, copies the fixtures and reruns the suite").verbs,
+            (std::vector<std::string>{"fix", "copy", "rerun"}));
+  // Plural nouns after a conjunction stay nouns.
+  EXPECT_EQ(signal_of("Fix the parser, then run the lints and tests"), JobSignal::None);
+  EXPECT_EQ(signal_of("Write the release notes for the fixes and updates"), JobSignal::None);
+  // "rewrites" is "rewrite", never "write".
+  EXPECT_EQ(trigger_job("Rewrites the intro").verbs, (std::vector<std::string>{"rewrite"}));
+}
+
+TEST(TriggerJobTest, TheIssuesJobsFire) {
+  TriggerResult research = trigger_job("research these five HTTP libraries and write me a comparison");
+  ASSERT_EQ(research.signal, JobSignal::CountedItems) << research.explanation();
+  EXPECT_EQ(research.phrase, "these five http libraries");
+  EXPECT_EQ(research.verbs, (std::vector<std::string>{"research", "write"}));
+  EXPECT_EQ(trigger_job("run the tests in parallel").signal, JobSignal::JobPhrase);
+  EXPECT_EQ(trigger_job("run the tests in parallel").phrase, "in parallel");
+  EXPECT_EQ(trigger_job("explain this step by step").phrase, "step by step");
+  TriggerResult following = trigger_job("do the following: tidy the imports in the parser");
+  EXPECT_EQ(following.signal, JobSignal::JobPhrase);
+  EXPECT_EQ(following.phrase, "do the following");
+}
+
+TEST(TriggerJobTest, TheNewSignalsKeepTheSeedsGuards) {
+  // "in parallel" and "step by step" ask for work only in a request for work.
+  EXPECT_EQ(signal_of("the tests run in parallel and hang"), JobSignal::None);
+  EXPECT_EQ(signal_of("Why does the build fail step by step?"), JobSignal::None);
+  // Counted items need two clause verbs, three things or more, and things, not units.
+  EXPECT_EQ(signal_of("research these five HTTP libraries"), JobSignal::None);
+  EXPECT_EQ(signal_of("compare these two libraries and write me a comparison"), JobSignal::None);
+  EXPECT_EQ(signal_of("run the tests 5 times and fix the flaky one"), JobSignal::None);
+  EXPECT_EQ(signal_of("read X and write Y"), JobSignal::None);
+  EXPECT_EQ(signal_of("fix the CI workflow file"), JobSignal::None);
+  EXPECT_EQ(signal_of("Rewrite the intro and prebuild the wheel"), JobSignal::None);
+}
+
 // ---- biased toward one step: tricky negatives ---------------------------------
 
 TEST(TriggerJobTest, OneOrTwoVerbsNeverFire) {

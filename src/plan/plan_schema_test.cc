@@ -252,7 +252,12 @@ TEST_F(PlanSchema, AgreesWithOrchFieldByField) {
       R"([{"goal": "g", "inputs": {"cmd": "true"}, "postcondition": {"kind": "result_contains", "path": "b"}}])",
       R"([{"goal": "g", "inputs": {"cmd": "true"}, "postcondition": {"kind": "exit_zero", "bogus": 1}}])",
       R"([{"goal": "g", "inputs": {"cmd": "true"}, "idx": "0"}])",
-      R"([{"goal": "g", "inputs": {"cmd": "true"}, "deps": [1e0]}, {"goal": "h", "inputs": {"cmd": "true"}}])",
+      // 1e0 is the index 1 (the schema cannot say "strictly backward": orch validate checks it).
+      R"([{"goal": "f", "inputs": {"cmd": "true"}}, {"goal": "h", "inputs": {"cmd": "true"}},
+          {"goal": "g", "inputs": {"cmd": "true"}, "deps": [1e0]}])",
+      R"([{"goal": "", "inputs": {"cmd": "true"}}])",
+      R"([{"goal": " \t", "inputs": {"cmd": "true"}}])",
+      R"([{"inputs": {"cmd": "true"}}])",
   };
   for (const auto& text : stepspec_cases) expect_same_verdict(text, "p.json", nlohmann::json::parse(text));
 }

@@ -112,9 +112,14 @@ void read_stepspec_step(ReadContext& ctx, const DocNode& node, Step& step) {
     }
     return;
   }
+  bool goal_unreadable = false;
   for_each_field(ctx, node, kStepSpecKeys, [&](const Field& f) {
     step.field_locs[f.key == "postcondition" ? "post" : f.key] = ctx.loc(f.line);
-    if (f.key == "goal") step.goal = read_string(ctx, f, "goal").value_or("");
+    if (f.key == "goal") {
+      auto goal = read_string(ctx, f, "goal");
+      goal_unreadable = !goal;
+      step.goal = goal.value_or("");
+    }
     if (f.key == "deps") read_deps(ctx, f, step);
     if (f.key == "inputs") read_stepspec_inputs(ctx, f, step);
     if (f.key == "executor") step.executor = read_string(ctx, f, "executor").value_or("shell");
@@ -125,6 +130,15 @@ void read_stepspec_step(ReadContext& ctx, const DocNode& node, Step& step) {
         ctx.error(f.line, fmt::format("'idx' is {} but the step is at position {}", *idx, index));
     }
   });
+  // The seed's StepSpec always has a goal: it is what the step is for, and what
+  // a model or worker executor is asked to do. Blank is as empty as "".
+  if (!goal_unreadable && trim(step.goal).empty()) {
+    auto at = step.field_locs.find("goal");
+    ctx.error(at == step.field_locs.end() ? line : at->second.line,
+              at == step.field_locs.end()
+                  ? std::string("a StepSpec needs a 'goal': say what the step is for")
+                  : std::string("'goal' is empty (or only spaces): say what the step is for"));
+  }
   if (step.executor.empty()) step.executor = "shell";
   if (step.executor == "shell" && step.inputs.contains("cmd") && step.inputs["cmd"].is_string()) {
     step.sh = step.inputs["cmd"].get<std::string>();

@@ -134,5 +134,54 @@ TEST(StepSpec, OutOfRangeDepIsAnUnknownStep) {
             "s.json:1: step 's0': depends on step index 3, but the list has 1 step (indices 0 to 0)");
 }
 
+// Seed 002: "every dependency ... points strictly backward (which also makes the
+// DAG acyclic)". A forward dep is an error even when it makes no cycle.
+TEST(StepSpec, DepsPointStrictlyBackward) {
+  LoadResult r = parse_plan(R"([
+  {"goal": "a", "deps": [1], "inputs": {"cmd": "x"}},
+  {"goal": "b", "deps": [0], "inputs": {"cmd": "x"}},
+  {"goal": "c", "deps": [0, 1], "inputs": {"cmd": "x"}}
+])",
+                            "s.json");
+  ASSERT_TRUE(r.diagnostics.empty());
+  testing::TempDir ws;
+  ValidateOptions options;
+  options.workspace = ws.path();
+  std::vector<std::string> got;
+  for (const auto& d : validate_plan(r.plan, options)) got.push_back(d.to_string());
+  const std::string all = ::testing::PrintToString(got);
+  EXPECT_NE(all.find("s.json:2: step 's0': depends on step index 1, which is not an earlier step (this is step "
+                     "#0): a StepSpec's deps point strictly backward"),
+            std::string::npos)
+      << all;
+  for (const auto& line : got) EXPECT_EQ(line.find("step 's2'"), std::string::npos) << line;
+
+  // A forward dep that closes no cycle is refused all the same.
+  LoadResult lone = parse_plan(R"([
+  {"goal": "a", "deps": [1], "inputs": {"cmd": "x"}},
+  {"goal": "b", "inputs": {"cmd": "x"}}
+])",
+                               "s.json");
+  auto d = validate_plan(lone.plan, options);
+  ASSERT_EQ(d.size(), 1u) << ::testing::PrintToString(d.size());
+  EXPECT_NE(d[0].message.find("not an earlier step"), std::string::npos) << d[0].to_string();
+}
+
+TEST(StepSpec, AGoalOfOnlySpacesIsAsEmptyAsNone) {
+  const char* plan = R"([
+  {"goal": "", "inputs": {"cmd": "x"}},
+  {"goal": " \t ", "inputs": {"cmd": "x"}},
+  {"inputs": {"cmd": "x"}},
+  {"goal": 5, "inputs": {"cmd": "x"}},
+  {"goal": " list ", "inputs": {"cmd": "x"}}
+])";
+  std::vector<std::string> got;
+  for (const auto& d : parse_plan(plan, "s.json").diagnostics) got.push_back(d.to_string());
+  ASSERT_EQ(got.size(), 3u) << ::testing::PrintToString(got);
+  EXPECT_EQ(got[0], "s.json:2: step 's0': 'goal' is empty (or only spaces): say what the step is for");
+  EXPECT_EQ(got[1], "s.json:3: step 's1': 'goal' is empty (or only spaces): say what the step is for");
+  EXPECT_EQ(got[2], "s.json:4: step 's2': a StepSpec needs a 'goal': say what the step is for");
+}
+
 }  // namespace
 }  // namespace orch

@@ -186,6 +186,14 @@ void check_deps(const ValidateContext& ctx) {
                 : fmt::format("depends on unknown step '{}'{}", quote_for_message(dep),
                               did_you_mean(dep, ids)),
             {"deps"});
+      } else if (auto at = ctx.graph.index_of(dep); ctx.plan.from_stepspec && *at > step.index) {
+        // Seed 002: "every dependency points strictly backward", which is what
+        // makes a StepSpec list acyclic by construction.
+        ctx.step_error(step, field,
+                       fmt::format("depends on step index {}, which is not an earlier step (this is step "
+                                   "#{}): a StepSpec's deps point strictly backward",
+                                   *at, step.index),
+                       {"deps"});
       }
     }
   }

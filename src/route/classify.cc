@@ -43,7 +43,7 @@ void score_intents(const RouteTables& tables, const std::vector<std::string>& wo
     for (const auto& h : hits) score.matched.push_back(h.matched);
     c.scores.push_back(std::move(score));
   }
-  // Stable: equal hits keep the table's order, riskier first.
+  // Stable: equal hits keep the table's order (seed 000's: quick_fix first).
   std::stable_sort(c.scores.begin(), c.scores.end(),
                    [](const auto& a, const auto& b) { return a.hits > b.hits; });
   if (c.scores.empty()) {
@@ -60,7 +60,7 @@ void score_intents(const RouteTables& tables, const std::vector<std::string>& wo
       fmt::format("{} hit{} ({})", best.hits, best.hits == 1 ? "" : "s", quoted_list(best.matched));
   c.intent_reason = tied.size() == 1
                         ? hits
-                        : fmt::format("{} tie at {}; {} comes first in intents.yaml (the riskier)",
+                        : fmt::format("{} tie at {}; {} comes first in intents.yaml (seed 000's order)",
                                       join(tied, ", "), hits, best.intent);
 }
 

@@ -4,7 +4,8 @@
 // (words.h); it decides nothing the tables do not say:
 //   * intent: each intent scores one hit per keyword found (whole words only);
 //     the most hits win, a tie goes to the intent written first in intents.yaml
-//     (the riskier one); no hit at all → ambiguous, and the runtime must ask;
+//     (seed 000's order, quick_fix first); no hit at all → ambiguous, and the
+//     runtime must ask;
 //   * complexity (complexity.yaml): the intent's base level (`default` when
 //     ambiguous); more than long_request_words words or any complex word →
 //     complex; otherwise any trivial word → trivial, never below the intent's min;

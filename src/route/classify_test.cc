@@ -1,6 +1,6 @@
 // The seed's classification rules (seed 000), each as a test, on the shipped
 // tables (data/route/*.yaml): whole words and declared stems, the known
-// misfires, the riskier-first tie-break, ambiguity, complexity, strategies,
+// misfires, the seed's tie-break order, ambiguity, complexity, strategies,
 // pipelines and budgets.
 #include "route/classify.h"
 
@@ -97,18 +97,38 @@ TEST(RouteClassify, InflectedFormsMatchThroughDeclaredStems) {
   EXPECT_EQ(intent_of("migration notes are investigated"), "research");
 }
 
-TEST(RouteClassify, TiesGoToTheRiskierIntent) {
-  // One hit each: deployment ("deploy") is written before bug_fix ("fix").
-  Classification c = classify(shipped(), "fix the deploy script");
-  EXPECT_EQ(c.intent, "deployment");
-  ASSERT_EQ(c.scores.size(), 2u);
-  EXPECT_EQ(c.scores[0].hits, c.scores[1].hits);
+// Seed 000: "quick_fix, bug_fix, feature, architecture, research, documentation,
+// performance, security, deployment ... ties broken by dict order".
+TEST(RouteClassify, TiesFollowTheSeedsOrderQuickFixFirst) {
+  const RouteTables& t = shipped();
+  std::vector<std::string> order;
+  for (const auto& intent : t.intents) order.push_back(intent.name);
+  EXPECT_EQ(order, (std::vector<std::string>{"quick_fix", "bug_fix", "feature", "architecture", "research",
+                                             "documentation", "performance", "security", "deployment"}));
+  // One hit each for quick_fix (typo), bug_fix (fix) and documentation (readme).
+  Classification c = classify(t, "fix typo in readme");
+  EXPECT_EQ(c.intent, "quick_fix") << c.intent_reason;
+  ASSERT_EQ(c.scores.size(), 3u);
   EXPECT_EQ(c.scores[1].intent, "bug_fix");
-  EXPECT_NE(c.intent_reason.find("riskier"), std::string::npos) << c.intent_reason;
-  // security is first of all.
-  EXPECT_EQ(intent_of("fix the password check"), "security");
+  EXPECT_EQ(c.scores[2].intent, "documentation");
+  EXPECT_NE(c.intent_reason.find("seed 000's order"), std::string::npos) << c.intent_reason;
+  EXPECT_EQ(c.complexity, "trivial");
+  // bug_fix is written before deployment and security.
+  EXPECT_EQ(intent_of("fix the deploy script"), "bug_fix");
+  EXPECT_EQ(intent_of("fix the password check"), "bug_fix");
   // More hits beat the order.
-  EXPECT_EQ(intent_of("fix the crash and the error in the deploy script"), "bug_fix");
+  EXPECT_EQ(intent_of("deploy the release to staging, then fix it"), "deployment");
+}
+
+// The seed's own deep-pipeline trace: "design-and-implement-a-workflow", the
+// orchestrator's build, ran the deep strategy.
+TEST(RouteClassify, TheSeedsDeepExampleIsArchitectureAndComplex) {
+  Classification c =
+      classify(shipped(), "design and implement a workflow orchestrator as the central runtime of the OS");
+  EXPECT_EQ(c.intent, "architecture") << c.intent_reason;
+  EXPECT_EQ(c.complexity, "complex");
+  EXPECT_EQ(strategy_for(shipped(), c.complexity, ModelNeed::Required), "deep");
+  EXPECT_EQ(c.budget_tokens, 12000);
 }
 
 // A phrase keyword that occurs claims its words: "memory leak" is bug_fix's,
@@ -199,7 +219,7 @@ TEST(RouteClassify, ComplexWordsRaiseAndTrivialWordsLower) {
   // A complex word beats a trivial one.
   EXPECT_EQ(complexity_of("rename the fields across the codebase"), "complex");
   // A trivial word never takes an intent below its min.
-  Classification sec = classify(shipped(), "fix the typo in the password check");
+  Classification sec = classify(shipped(), "fix the typo in the password check of the login credentials");
   EXPECT_EQ(sec.intent, "security");
   EXPECT_EQ(sec.complexity, "standard");
   EXPECT_EQ(complexity_of("rename the architecture layers"), "complex");

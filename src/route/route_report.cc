@@ -29,7 +29,18 @@ ojson scores_json(const std::vector<LabelScore>& scores) {
   return out;
 }
 
-ojson intent_json(const RouteDecision& d, const std::vector<std::string>& undecided) {
+std::vector<std::string> texts(const std::vector<UndecidedPart>& parts) {
+  std::vector<std::string> out;
+  for (const auto& u : parts) out.push_back(u.text());
+  return out;
+}
+
+ojson intent_json(const RouteDecision& d, const std::vector<UndecidedPart>& undecided) {
+  // Seed 004's intent: its type and domain. The seed 000 intent is the
+  // classification's (ambiguous there), and the verdict on both is data.decided.
+  std::vector<UndecidedPart> own;
+  for (const auto& u : undecided)
+    if (u.part != RoutePart::Intent) own.push_back(u);
   ojson j = ojson::object();
   j["type"] = d.request_type.decided() ? d.request_type.name : kUnknown;
   j["confidence"] = rounded(d.request_type.confidence);
@@ -39,8 +50,8 @@ ojson intent_json(const RouteDecision& d, const std::vector<std::string>& undeci
   j["domain_confidence"] = rounded(d.domain.confidence);
   j["domain_reason"] = d.domain.reason;
   j["domains"] = scores_json(d.domain.scores);
-  j["decided"] = undecided.empty();
-  j["undecided"] = undecided;
+  j["decided"] = own.empty();
+  j["undecided"] = texts(own);
   return j;
 }
 
@@ -109,22 +120,40 @@ std::string confidence_text(double c) {
 
 }  // namespace
 
-std::vector<std::string> RouteReport::undecided() const {
-  std::vector<std::string> out;
-  if (!decision.request_type.decided()) out.push_back("request type: " + decision.request_type.reason);
-  if (!decision.domain.decided()) out.push_back("domain: " + decision.domain.reason);
-  if (classification.ambiguous) out.push_back("intent: " + classification.intent_reason);
+const char* route_part_field(RoutePart part) {
+  switch (part) {
+    case RoutePart::RequestType:
+      return "intent.type";
+    case RoutePart::Domain:
+      return "intent.domain";
+    case RoutePart::Intent:
+      return "classification.intent";
+  }
+  return "intent.type";
+}
+
+std::string UndecidedPart::text() const {
+  return fmt::format("{}: {}", route_part_field(part), reason);
+}
+
+std::vector<UndecidedPart> RouteReport::undecided() const {
+  std::vector<UndecidedPart> out;
+  if (!decision.request_type.decided()) out.push_back({RoutePart::RequestType, decision.request_type.reason});
+  if (!decision.domain.decided()) out.push_back({RoutePart::Domain, decision.domain.reason});
+  if (classification.ambiguous) out.push_back({RoutePart::Intent, classification.intent_reason});
   return out;
 }
 
 std::string RouteReport::status() const {
   if (dry_run) return "dry_run";
-  return undecided().empty() ? "success" : "partial";
+  return decided() ? "success" : "partial";
 }
 
 std::string RouteReport::summary() const {
   const RouteDecision& d = decision;
-  std::string s = fmt::format(
+  const std::vector<UndecidedPart> u = undecided();
+  std::string s = u.empty() ? "decided: " : fmt::format("undecided ({}): ", join(texts(u), "; "));
+  s += fmt::format(
       "{} request, domain {}", d.request_type.decided() ? d.request_type.name : kUnknown,
       d.domain.decided() ? fmt::format("{} ({})", d.domain.name, confidence_text(d.domain.confidence))
                          : std::string(kUnknown));
@@ -132,7 +161,6 @@ std::string RouteReport::summary() const {
   if (d.budget) s += fmt::format(", effective budget {} tokens", d.budget->effective_budget);
   s += fmt::format("; intent {}, {}, {}", classification.ambiguous ? "ambiguous" : classification.intent,
                    classification.complexity, strategy);
-  if (auto u = undecided(); !u.empty()) s += fmt::format("; undecided: {}", join(u, "; "));
   if (dry_run) s += "; dry run: nothing was run";
   return s;
 }
@@ -152,13 +180,15 @@ Expected<RouteReport> make_route_report(const RouteTables& tables, const ToolReg
 }
 
 ojson route_report_json(const RouteReport& r, std::string_view timestamp) {
-  const std::vector<std::string> undecided = r.undecided();
+  const std::vector<UndecidedPart> undecided = r.undecided();
   ojson doc = skill_output_skeleton(kRouteSkillName, r.status(), timestamp);
   ojson tables = ojson::array();
   for (const auto& t : r.tables)
     tables.push_back({{"name", t.name}, {"file", t.file}, {"overridden", t.overridden}});
   ojson data = ojson::object();
   data["request"] = r.request;
+  data["decided"] = undecided.empty();
+  data["undecided"] = texts(undecided);
   data["intent"] = intent_json(r.decision, undecided);
   data["routing"] = routing_json(r.decision.tool);
   data["token_budget"] = budget_json(r.decision);
@@ -167,7 +197,7 @@ ojson route_report_json(const RouteReport& r, std::string_view timestamp) {
   data["tables"] = tables;
   doc["output"] = {{"summary", r.summary()}, {"data", data}};
   if (!undecided.empty())
-    doc["error"] = skill_output_error("route_undecided", join(undecided, "; "), true, std::nullopt);
+    doc["error"] = skill_output_error("route_undecided", join(texts(undecided), "; "), true, std::nullopt);
   return doc;
 }
 
@@ -220,9 +250,9 @@ std::string format_route_report(const RouteReport& r) {
     line("verify", fmt::format("{} checks ({} attested, {} by command)", c.verify.size(),
                                c.verify.size() - commands, commands));
   }
-  const std::vector<std::string> undecided = r.undecided();
+  const std::vector<UndecidedPart> undecided = r.undecided();
   std::string status = r.status();
-  if (!undecided.empty()) status += ": undecided " + join(undecided, "; ");
+  if (!undecided.empty()) status += ": undecided " + join(texts(undecided), "; ");
   if (r.dry_run)
     status +=
         (undecided.empty() ? ": " : "; ") + std::string("nothing was run (a route never runs anything)");

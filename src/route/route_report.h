@@ -2,10 +2,15 @@
 // and the classification (classify.h) of one request, as the skill-output
 // contract (skill_output.h, skill_name "orch route") or as text for people.
 //
-// Status: "success" when the request type, the domain and the intent are all
-// decided; "partial" when one is not, with error {code "route_undecided",
-// message: each reason, recoverable: true (a clearer request decides it)}; and
-// "dry_run" with --dry-run (the same error when undecided). Nothing is ever run
+// One answer: the route is decided when the request type, the domain and the
+// (seed 000) intent all are, and undecided otherwise; every field says the same.
+// Decided: status "success", error null, data.decided true (exit 0). Undecided:
+// status "partial", error {code "route_undecided", message: each part's field
+// and reason, recoverable: true (a clearer request decides it)}, data.decided
+// false with the same reasons in data.undecided (exit 3: a person must say
+// more). --dry-run only makes the status "dry_run"; the rest is the same.
+// intent.decided covers seed 004's intent alone (its type and domain), and
+// classification.ambiguous the seed 000 intent alone. Nothing is ever run
 // (a route decides, it does not execute), so tokens_used is 0 and run_id null.
 // The capability gate is asked without recall: model_need is "none" for a trivial
 // request a registry tool covers, else "required" (cache-first needs the recall
@@ -29,6 +34,16 @@ namespace orch::route {
 
 constexpr const char* kRouteSkillName = "orch route";
 
+// What a route must decide; named by the report field that holds it.
+enum class RoutePart { RequestType, Domain, Intent };
+const char* route_part_field(RoutePart part);  // "intent.type", "intent.domain", "classification.intent"
+
+struct UndecidedPart {
+  RoutePart part;
+  std::string reason;
+  std::string text() const;  // "intent.domain: no domain word in the request"
+};
+
 struct RouteReport {
   std::string request;
   RouteDecision decision;
@@ -40,7 +55,8 @@ struct RouteReport {
   bool dry_run = false;
 
   // What could not be decided (request type, domain, intent), one reason each.
-  std::vector<std::string> undecided() const;
+  std::vector<UndecidedPart> undecided() const;
+  bool decided() const { return undecided().empty(); }
   std::string status() const;  // "success", "partial" or "dry_run"
   std::string summary() const;
 };

@@ -1,6 +1,7 @@
 // route/route_request.h — `orch route`: a request's type, domain, tool and budget (seed 004).
 //
-// Puts together domains.h (request type and domain, each with its confidence),
+// Puts together commands.h (a /tk: command: absolute priority), domains.h
+// (request type and domain, each with its confidence),
 // tool_route.h (the registry tool, CLI-first) and budget_allocation.h (the
 // allocation for the request type). Runs nothing. When the request type is
 // undecided there is no allocation: orch does not guess a type to budget for.

@@ -112,6 +112,28 @@ TEST(RouteDomains, RequestTypes) {
   EXPECT_EQ(none.reason, "no request type word in the request");
 }
 
+// Seed 004 is French and so is its flagship example; its French words stand
+// beside the English ones in requests.yaml.
+TEST(RouteDomains, TheSeedsFrenchExamplesRouteAsTheSeedShows) {
+  EXPECT_EQ(request_type("liste les repos Claude").name, "query");
+  EXPECT_EQ(domain("liste les repos Claude").name, "github");
+  // Test 5 of the seed: "domain=watch (score 1.0) > github (score 0.2)".
+  LabelChoice watch = domain("veille hacker news sur les releases du repo Qdrant");
+  EXPECT_EQ(watch.name, "watch") << watch.reason;
+  EXPECT_GT(watch.confidence, score_of(watch, "github"));
+  EXPECT_EQ(domain("surveille les releases de SQLite").name, "watch");
+  EXPECT_EQ(request_type("teste le schéma").name, "audit");
+  EXPECT_EQ(request_type("corrige le bug et pousse la branche").name, "action");
+  EXPECT_EQ(domain("mets à jour le dépôt").name, "github");
+  EXPECT_EQ(domain("liste les tâches du projet").name, "projects");
+}
+
+TEST(RouteDomains, BuildingIsAnAction) {
+  LabelChoice c = request_type("build the docker image");
+  EXPECT_EQ(c.name, "action") << c.reason;
+  EXPECT_EQ(request_type("rebuild the index").name, "action");
+}
+
 TEST(RouteBudget, SeedAllocationsPerRequestType) {
   struct Row {
     const char* type;
@@ -273,6 +295,71 @@ TEST(RouteReportTest, AnUndecidedRequestIsPartialAndSaysWhy) {
   EXPECT_EQ(doc["output"]["data"]["intent"]["domain"], "unknown");
   EXPECT_EQ(doc["output"]["data"]["intent"]["domain_confidence"], 0);
   EXPECT_EQ(doc["output"]["data"]["intent"]["decided"], false);
+}
+
+// Issue 31: the route is decided or not as a whole, and every field says the same.
+TEST(RouteReportTest, UndecidedIsOneAnswerInEveryField) {
+  auto r = make_route_report(shipped(), nullptr, "list the open pull requests", false);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->decided());
+  nlohmann::json doc = checked(*r);
+  const auto& data = doc["output"]["data"];
+  // Seed 004's intent is decided on its own...
+  EXPECT_EQ(data["intent"]["type"], "query");
+  EXPECT_EQ(data["intent"]["domain"], "github");
+  EXPECT_EQ(data["intent"]["decided"], true);
+  EXPECT_EQ(data["intent"]["undecided"], nlohmann::json::array());
+  // ... the seed 000 intent is not, so the route is not.
+  EXPECT_EQ(data["classification"]["ambiguous"], true);
+  EXPECT_TRUE(data["classification"]["intent"].is_null());
+  EXPECT_EQ(data["decided"], false);
+  ASSERT_EQ(data["undecided"].size(), 1u);
+  const std::string reason = data["undecided"][0];
+  EXPECT_TRUE(reason.starts_with("classification.intent: no keyword of any intent")) << reason;
+  EXPECT_EQ(doc["status"], "partial");
+  EXPECT_EQ(doc["error"]["code"], "route_undecided");
+  EXPECT_EQ(doc["error"]["message"], reason);
+  const std::string summary = doc["output"]["summary"];
+  EXPECT_TRUE(summary.starts_with("undecided (classification.intent: ")) << summary;
+  EXPECT_HAS(format_route_report(*r), "status        partial: undecided classification.intent: ");
+
+  // --dry-run changes the status only.
+  auto dry = make_route_report(shipped(), nullptr, "list the open pull requests", true);
+  ASSERT_TRUE(dry);
+  nlohmann::json dry_doc = checked(*dry);
+  EXPECT_EQ(dry_doc["status"], "dry_run");
+  EXPECT_EQ(dry_doc["error"]["code"], "route_undecided");
+  EXPECT_EQ(dry_doc["output"]["data"]["decided"], false);
+
+  // Decided: the same fields the other way round.
+  auto decided = make_route_report(shipped(), nullptr, "list the open github issues with a crash", false);
+  ASSERT_TRUE(decided);
+  EXPECT_TRUE(decided->decided());
+  nlohmann::json ok = checked(*decided);
+  EXPECT_EQ(ok["output"]["data"]["decided"], true);
+  EXPECT_EQ(ok["output"]["data"]["undecided"], nlohmann::json::array());
+  EXPECT_TRUE(ok["error"].is_null());
+  EXPECT_TRUE(ok["output"]["summary"].get<std::string>().starts_with("decided: ")) << ok["output"]["summary"];
+}
+
+// The published contract refuses a report whose fields disagree.
+TEST(RouteReportTest, TheSchemaRefusesAReportThatContradictsItself) {
+  auto r = make_route_report(shipped(), nullptr, "list the open pull requests", false);
+  ASSERT_TRUE(r);
+  nlohmann::json doc = nlohmann::json::parse(route_report_json(*r, "2026-01-01T00:00:00.000Z").dump());
+  auto schema = JsonSchema::load_file((source_dir() / "schemas" / "skill-output.schema.json").string());
+  ASSERT_TRUE(schema) << schema.error().message;
+  ASSERT_TRUE(schema->validate(doc).empty());
+  nlohmann::json success = doc;
+  success["status"] = "success";
+  success["error"] = nullptr;
+  EXPECT_FALSE(schema->validate(success).empty()) << "success with data.decided false";
+  nlohmann::json decided = doc;
+  decided["output"]["data"]["decided"] = true;
+  EXPECT_FALSE(schema->validate(decided).empty()) << "decided with an ambiguous intent";
+  nlohmann::json other_code = doc;
+  other_code["error"]["code"] = "orch_error";
+  EXPECT_FALSE(schema->validate(other_code).empty()) << "undecided is route_undecided";
 }
 
 TEST(RouteReportTest, ATrivialRequestAToolCoversGoesToolDirect) {

@@ -176,9 +176,48 @@ void read_intents(TableReader& r, const DocNode& root, RouteTables& out) {
   }
 }
 
+namespace {
+
+// `commands: {prefix: "/tk:", domain: system, names: {route: query, boot: action, ...}}`.
+void read_commands(TableReader& r, const DocNode& node, RequestTable& t) {
+  if (!r.expect_map(node, "commands", "prefix, domain and names")) return;
+  r.only_keys(node, "commands", {"prefix", "domain", "names"});
+  CommandTable& c = t.commands;
+  if (auto prefix = r.string(node, "commands", "prefix", true)) {
+    if (trim(*prefix).size() != prefix->size() || prefix->empty())
+      r.problem(TableReader::find(node, "prefix")->line, "commands.prefix",
+                "must be the text a command starts with, with no spaces around it (e.g. \"/tk:\")");
+    else
+      c.prefix = *prefix;
+  }
+  if (auto domain = r.string(node, "commands", "domain", true)) {
+    check_known(r, TableReader::find(node, "domain")->line, "commands.domain", *domain, names_of(t.domains),
+                "domain", "`domains`");
+    c.domain = *domain;
+  }
+  const DocNode* names = required(r, node, "commands", "names");
+  if (!names || !r.expect_map(*names, "commands.names", "command names to request types (or null)")) return;
+  r.only_keys(*names, "commands.names", {});
+  for (const auto& entry : names->entries) {
+    const std::string& name = entry.key.scalar;
+    const std::string f = field_name("commands.names", name);
+    if (!is_name(name))
+      r.problem(entry.key.line, f, "a command name is lower-case letters, digits, '_' and '-'");
+    CommandSpec spec{name, "", entry.key.line};
+    if (!entry.value.is_null())
+      if (auto type = r.string_value(entry.value, f)) {
+        check_known(r, entry.key.line, f, *type, names_of(t.request_types), "request type", "`request_types`");
+        spec.request_type = *type;
+      }
+    c.commands.push_back(std::move(spec));
+  }
+}
+
+}  // namespace
+
 void read_requests(TableReader& r, const DocNode& root, RouteTables& out) {
-  if (!read_top(r, root, {"version", "confidence", "request_types", "domains", "domain_priority"},
-                "confidence, request_types, domains and domain_priority"))
+  if (!read_top(r, root, {"version", "confidence", "request_types", "domains", "domain_priority", "commands"},
+                "confidence, request_types, domains, domain_priority and commands"))
     return;
   RequestTable& t = out.requests;
   if (const DocNode* c = required(r, root, "", "confidence");
@@ -224,6 +263,8 @@ void read_requests(TableReader& r, const DocNode& root, RouteTables& out) {
   for (const auto& d : domains)
     if (!seen.contains(d))
       r.problem(ranks->line, "domain_priority", fmt::format("domain '{}' has no rank", d));
+  if (const DocNode* commands = TableReader::find(root, "commands"); commands && !commands->is_null())
+    read_commands(r, *commands, t);
 }
 
 void read_complexity(TableReader& r, const DocNode& root, const Known& known, RouteTables& out) {

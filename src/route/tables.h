@@ -2,7 +2,7 @@
 //
 // What orch knows about requests lives in data files, not in code (docs/routing.md):
 //
-//   intents.yaml     the intent taxonomy in tie-break order (riskier first), each
+//   intents.yaml     the intent taxonomy in tie-break order (seed 000's), each
 //                    intent's keywords and engines; the recall-tag rules
 //   complexity.yaml  trivial / standard / complex: per-intent levels, the long-request
 //                    word count, complex and trivial words
@@ -104,11 +104,27 @@ struct LabelSpec {
   int line = 0;
 };
 
+// Seed 004's own commands ("/tk:route", "/tk:chain", ...): a request that starts
+// with `prefix` is a command, and commands have absolute priority: the domain is
+// `domain` whatever the words say (route/commands.h).
+struct CommandSpec {
+  std::string name;          // "budget-check"
+  std::string request_type;  // its request type; "" = scored from the words
+  int line = 0;
+};
+
+struct CommandTable {
+  std::string prefix;  // "/tk:"; empty: the table declares no commands
+  std::string domain;  // "system"
+  std::vector<CommandSpec> commands;
+};
+
 struct RequestTable {
   ConfidenceRules confidence;
   std::vector<LabelSpec> request_types;  // in tie-break order
   std::vector<LabelSpec> domains;
   std::vector<std::vector<std::string>> domain_priority;  // ranks, highest first
+  CommandTable commands;
 };
 
 // One item of a VERIFY checklist: a command run in the workspace (passes on exit

@@ -61,8 +61,8 @@ TEST(RouteTables, TheShippedTablesLoad) {
   auto t = RouteTables::load(d.path());
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->intent_names(),
-            (std::vector<std::string>{"security", "deployment", "architecture", "bug_fix", "performance",
-                                      "feature", "quick_fix", "documentation", "research"}));
+            (std::vector<std::string>{"quick_fix", "bug_fix", "feature", "architecture", "research",
+                                      "documentation", "performance", "security", "deployment"}));
   EXPECT_EQ(t->request_type_names().size(), 5u);
   EXPECT_EQ(t->budgets.allocation.base, 200);
   EXPECT_EQ(t->requests.confidence.threshold, 0.6);
@@ -122,6 +122,19 @@ TEST(RouteTables, ABrokenTableNamesFileAndLine) {
   EXPECT_HAS(e, ": (file): YAML syntax error");
 }
 
+TEST(RouteTables, CommandsNameADomainAndRequestTypesThatExist) {
+  TempDir d;
+  fs::path file = override_with(d, "requests.yaml", "  domain: system\n  names:\n    route: query\n",
+                                "  domain: sytem\n  names:\n    route: qurey\n    Bad!: null\n");
+  std::string e = load_error(d);
+  EXPECT_HAS(e, "commands.domain: unknown domain 'sytem' (did you mean 'system'?)");
+  EXPECT_HAS(e, "commands.names.route: unknown request type 'qurey' (did you mean 'query'?)");
+  EXPECT_HAS(e, "commands.names.Bad!: a command name is lower-case letters");
+  TempDir spaced;
+  override_with(spaced, "requests.yaml", "  prefix: \"/tk:\"", "  prefix: \" /tk:\"");
+  EXPECT_HAS(load_error(spaced), "commands.prefix: must be the text a command starts with");
+}
+
 TEST(RouteTables, KeywordsThatCouldNeverMatchAreRefused) {
   TempDir d;
   const std::string fix = "      - {word: fix, forms: [fixes, fixed, fixing]}";
@@ -132,15 +145,15 @@ TEST(RouteTables, KeywordsThatCouldNeverMatchAreRefused) {
           "\n      - {word: fix, forms: [fixing]}\n      - {wrod: bug}");
   const int line = line_of(read_file(file), "- C++");
   std::string e = load_error(d);
-  EXPECT_HAS(e, fmt::format("{}:{}: intents[3].keywords[1]: 'C++' is not whole lower-case words",
+  EXPECT_HAS(e, fmt::format("{}:{}: intents[1].keywords[1]: 'C++' is not whole lower-case words",
                             file.string(), line));
   EXPECT_HAS(e, "read as 'c'");
-  EXPECT_HAS(e, fmt::format("{}:{}: intents[3].keywords[2]: 'ci/cd' is not whole", file.string(), line + 1));
+  EXPECT_HAS(e, fmt::format("{}:{}: intents[1].keywords[2]: 'ci/cd' is not whole", file.string(), line + 1));
   EXPECT_HAS(e, "'tuned' does not start with the stem 'optimi'");
   EXPECT_EQ(e.find("'optimising' does not"), std::string::npos) << e;
-  EXPECT_HAS(e, fmt::format(":{}: intents[3].keywords[4]: 'fix' is repeated", line + 3));
+  EXPECT_HAS(e, fmt::format(":{}: intents[1].keywords[4]: 'fix' is repeated", line + 3));
   EXPECT_HAS(e,
-             fmt::format(":{}: intents[3].keywords[5].wrod: unknown key (did you mean 'word'?)", line + 4));
+             fmt::format(":{}: intents[1].keywords[5].wrod: unknown key (did you mean 'word'?)", line + 4));
 }
 
 TEST(RouteTables, ReferencesBetweenTablesAreChecked) {

@@ -108,6 +108,34 @@ TEST(PlanCli, ATemplateMatchWritesTheFileAndSaysSoInJson) {
       << nowhere.err;
 }
 
+// Issue 31: template or model is visible before any models file exists, and
+// --explain plans nothing: no model call, no store, no plan printed.
+TEST(PlanCli, ExplainShowsTemplateOrModelWithoutAModelsFile) {
+  TempDir d;
+  auto r = run_orch({"plan", "research these five HTTP libraries and write me a comparison", "--explain"},
+                    d.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_HAS(r.out, "job        yes: an action on counted items ('these five http libraries')");
+  EXPECT_HAS(r.out, "templates  research-and-compare ");
+  EXPECT_HAS(r.out, "way        template research-and-compare: its plan filled with the request, no model call");
+
+  auto model = run_orch({"plan", "explain this step by step", "--explain", "--json"}, d.path());
+  ASSERT_EQ(model.exit_code, 0) << model.out << model.err;
+  json doc = json::parse(model.out);
+  EXPECT_EQ(doc["way"], "model");
+  EXPECT_EQ(doc["trigger"]["signal"], "job_phrase");
+  EXPECT_EQ(doc["trigger"]["phrase"], "step by step");
+  EXPECT_FALSE(doc["templates"].empty());
+  for (const auto& t : doc["templates"]) EXPECT_EQ(t["matches"], false) << t.dump();
+  EXPECT_HAS(doc["explanation"].get<std::string>(), "makes one planning call");
+
+  auto one = run_orch({"plan", "fix the CI workflow file", "--explain"}, d.path());
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+  EXPECT_HAS(one.out, "job        no: no job signal");
+  EXPECT_HAS(one.out, "way        single_step");
+  EXPECT_FALSE(fs::exists(d / ".orch" / "orch.db")) << "--explain opens no store";
+}
+
 TEST(PlanCli, BadTemplatesAndBadInputExitTwo) {
   TempDir d;
   write_models(d, "http://127.0.0.1:9");

@@ -51,6 +51,22 @@ TEST(CliWorkers, AWorkerStepRunsTheAgentFromTheWorkersFile) {
       << broken.err;
 }
 
+// A goal of only spaces is no goal: the worker would be handed an empty task.
+TEST(CliWorkers, AWorkerStepWithABlankGoalIsRefused) {
+  TempDir d;
+  write_file(d / "workers.yaml", "workers:\n  coder:\n    argv: [agent, '{prompt}']\n");
+  write_file(d / "plan.json",
+             "[\n  {\"goal\": \"list\", \"inputs\": {\"cmd\": \"ls\"}},\n"
+             "  {\"goal\": \"  \", \"deps\": [0], \"executor\": \"worker:coder\"}\n]\n");
+  auto r = run_orch({"validate", "plan.json", "--workers", "workers.yaml"}, d.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("plan.json:3: step 's1': 'goal' is empty (or only spaces)"), std::string::npos) << r.err;
+  write_file(d / "plan.yaml", "steps:\n  - {id: code, executor: 'worker:coder', goal: '   '}\n");
+  auto yaml = run_orch({"validate", "plan.yaml", "--workers", "workers.yaml"}, d.path());
+  EXPECT_EQ(yaml.exit_code, 2) << yaml.out << yaml.err;
+  EXPECT_NE(yaml.err.find("a worker step needs a 'goal' or inputs.prompt"), std::string::npos) << yaml.err;
+}
+
 // A worker CLI that is not installed is the set-up, not the work: one attempt,
 // ended setup_failed, not retried.
 TEST(CliWorkers, AWorkerCliThatIsNotThereIsASetUpFailure) {
