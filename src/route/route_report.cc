@@ -36,11 +36,7 @@ std::vector<std::string> texts(const std::vector<UndecidedPart>& parts) {
 }
 
 ojson intent_json(const RouteDecision& d, const std::vector<UndecidedPart>& undecided) {
-  // Seed 004's intent: its type and domain. The seed 000 intent is the
-  // classification's (ambiguous there), and the verdict on both is data.decided.
-  std::vector<UndecidedPart> own;
-  for (const auto& u : undecided)
-    if (u.part != RoutePart::Intent) own.push_back(u);
+  // Seed 004's intent: its type and domain, whose verdict is the route's.
   ojson j = ojson::object();
   j["type"] = d.request_type.decided() ? d.request_type.name : kUnknown;
   j["confidence"] = rounded(d.request_type.confidence);
@@ -50,8 +46,8 @@ ojson intent_json(const RouteDecision& d, const std::vector<UndecidedPart>& unde
   j["domain_confidence"] = rounded(d.domain.confidence);
   j["domain_reason"] = d.domain.reason;
   j["domains"] = scores_json(d.domain.scores);
-  j["decided"] = own.empty();
-  j["undecided"] = texts(own);
+  j["decided"] = undecided.empty();
+  j["undecided"] = texts(undecided);
   return j;
 }
 
@@ -126,8 +122,6 @@ const char* route_part_field(RoutePart part) {
       return "intent.type";
     case RoutePart::Domain:
       return "intent.domain";
-    case RoutePart::Intent:
-      return "classification.intent";
   }
   return "intent.type";
 }
@@ -140,7 +134,6 @@ std::vector<UndecidedPart> RouteReport::undecided() const {
   std::vector<UndecidedPart> out;
   if (!decision.request_type.decided()) out.push_back({RoutePart::RequestType, decision.request_type.reason});
   if (!decision.domain.decided()) out.push_back({RoutePart::Domain, decision.domain.reason});
-  if (classification.ambiguous) out.push_back({RoutePart::Intent, classification.intent_reason});
   return out;
 }
 

@@ -2,8 +2,9 @@
 // and the classification (classify.h) of one request, as the skill-output
 // contract (skill_output.h, skill_name "orch route") or as text for people.
 //
-// One answer: the route is decided when the request type, the domain and the
-// (seed 000) intent all are, and undecided otherwise; every field says the same.
+// One answer: the route is decided when the request type and the domain (seed
+// 004's intent) are, and undecided otherwise; every field says the same. The
+// seed 000 classification is reported beside it and is no part of the verdict.
 // Decided: status "success", error null, data.decided true (exit 0). Undecided:
 // status "partial", error {code "route_undecided", message: each part's field
 // and reason, recoverable: true (a clearer request decides it)}, data.decided
@@ -34,9 +35,13 @@ namespace orch::route {
 
 constexpr const char* kRouteSkillName = "orch route";
 
-// What a route must decide; named by the report field that holds it.
-enum class RoutePart { RequestType, Domain, Intent };
-const char* route_part_field(RoutePart part);  // "intent.type", "intent.domain", "classification.intent"
+// What a route must decide — seed 004's request type and domain — named by the
+// report field that holds it. The seed 000 classification (the kind of work:
+// bug_fix, feature, ...) is reported beside the route, ambiguous or not, but is
+// not part of its verdict: a query or a watch request is no kind of work, and
+// the seed's own example ("liste les repos Claude") names none.
+enum class RoutePart { RequestType, Domain };
+const char* route_part_field(RoutePart part);  // "intent.type", "intent.domain"
 
 struct UndecidedPart {
   RoutePart part;
@@ -54,7 +59,7 @@ struct RouteReport {
   std::vector<TableSource> tables;
   bool dry_run = false;
 
-  // What could not be decided (request type, domain, intent), one reason each.
+  // What could not be decided (request type, domain), one reason each.
   std::vector<UndecidedPart> undecided() const;
   bool decided() const { return undecided().empty(); }
   std::string status() const;  // "success", "partial" or "dry_run"

@@ -84,7 +84,7 @@ TEST(CliRoute, ARequestThatCannotBeDecidedSaysSo) {
   json doc = route_report_of(r);
   EXPECT_EQ(doc["status"], "partial");
   EXPECT_EQ(doc["output"]["data"]["decided"], false);
-  EXPECT_EQ(doc["output"]["data"]["undecided"].size(), 3u);
+  EXPECT_EQ(doc["output"]["data"]["undecided"].size(), 2u) << "the request type and the domain";
   EXPECT_EQ(doc["error"]["code"], "route_undecided");
   const json& data = doc["output"]["data"];
   EXPECT_EQ(data["intent"]["type"], "unknown");
@@ -249,55 +249,58 @@ TEST(CliBudgetCheck, StdinUnknownTypesAndInputsOverTheBudget) {
 TEST(CliRoute, ThePluralOfAPhraseKeywordCounts) {
   TempDir d;
   auto r = run_orch({"route", "list the open pull requests", "--json"}, d.path());
-  ASSERT_EQ(r.exit_code, 3) << "no intent keyword: undecided\n" << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json doc = route_report_of(r);
   EXPECT_EQ(doc["output"]["data"]["intent"]["domain"], "github") << r.out;
 }
 
-// Issue 31: one answer. "list the open pull requests" is query/github, but no
-// keyword of intents.yaml says what kind of work it is: the route is undecided,
-// and the status, the error, data.decided, the summary and the exit code all say so.
+// Issue 31: one answer. "list the open pull requests" is query/github: the
+// route is decided (status success, no error, exit 0), and the classification
+// beside it says, apart, that no keyword tells what kind of work it is. An
+// undecided route says so in every field and exits 3.
 TEST(CliRoute, AnUndecidedRouteIsOneAnswerInEveryFieldAndExitsThree) {
   TempDir d;
+  auto decided = run_orch({"route", "list the open pull requests", "--json"}, d.path());
+  EXPECT_EQ(decided.exit_code, 0) << decided.out << decided.err;
+  json ok = route_report_of(decided);
+  EXPECT_EQ(ok["status"], "success");
+  EXPECT_EQ(ok["output"]["data"]["decided"], true);
+  EXPECT_EQ(ok["output"]["data"]["intent"]["type"], "query");
+  EXPECT_EQ(ok["output"]["data"]["intent"]["domain"], "github");
+  EXPECT_TRUE(ok["error"].is_null()) << ok["error"];
+  EXPECT_EQ(ok["output"]["data"]["classification"]["ambiguous"], true);
   for (const bool dry_run : {false, true}) {
     SCOPED_TRACE(dry_run ? "--dry-run" : "no --dry-run");
-    std::vector<std::string> args = {"route", "list the open pull requests", "--json"};
+    std::vector<std::string> args = {"route", "make it nicer somehow", "--json"};
     if (dry_run) args.push_back("--dry-run");
     auto r = run_orch(args, d.path());
     EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
     json doc = route_report_of(r);
     EXPECT_EQ(doc["status"], dry_run ? "dry_run" : "partial");
     const json& data = doc["output"]["data"];
-    EXPECT_EQ(data["intent"]["type"], "query");
-    EXPECT_EQ(data["intent"]["decided"], true) << "seed 004's intent (type and domain) is decided";
-    EXPECT_EQ(data["classification"]["ambiguous"], true);
+    EXPECT_EQ(data["intent"]["decided"], false);
     EXPECT_EQ(data["decided"], false);
-    ASSERT_EQ(data["undecided"].size(), 1u) << data["undecided"].dump();
+    ASSERT_EQ(data["undecided"].size(), 2u) << data["undecided"].dump();
     EXPECT_EQ(doc["error"]["code"], "route_undecided");
-    EXPECT_EQ(doc["error"]["message"], data["undecided"][0]);
     EXPECT_TRUE(doc["output"]["summary"].get<std::string>().starts_with("undecided ("));
   }
   auto text = run_orch({"route", "list the open pull requests"}, d.path());
-  EXPECT_EQ(text.exit_code, 3) << text.out << text.err;
-  EXPECT_HAS(text.out, "status        partial: undecided classification.intent: no keyword of any intent");
-  // Decided: exit 0, no error.
-  auto decided = run_orch({"route", "list the open github issues with a crash", "--json"}, d.path());
-  EXPECT_EQ(decided.exit_code, 0) << decided.out << decided.err;
-  json ok = route_report_of(decided);
-  EXPECT_EQ(ok["status"], "success");
-  EXPECT_EQ(ok["output"]["data"]["decided"], true);
-  EXPECT_TRUE(ok["error"].is_null());
+  EXPECT_EQ(text.exit_code, 0) << text.out << text.err;
+  EXPECT_HAS(text.out, "status        success");
 }
 
 // Seed 004's flagship example is French; its /tk:* commands come first as system.
 TEST(CliRoute, TheSeedsFrenchExampleAndItsTkCommands) {
   TempDir d;
   auto r = run_orch({"route", "liste les repos Claude", "--json"}, d.path());
+  EXPECT_EQ(r.exit_code, 0) << "the seed's example is routed\n" << r.out << r.err;
   json doc = route_report_of(r);
+  EXPECT_EQ(doc["status"], "success");
   EXPECT_EQ(doc["output"]["data"]["intent"]["type"], "query") << r.out;
   EXPECT_EQ(doc["output"]["data"]["intent"]["domain"], "github") << r.out;
   for (const char* command : {"/tk:route", "/tk:chain", "/tk:budget-check", "/tk:orchestrate", "/tk:boot"}) {
     auto c = run_orch({"route", std::string(command) + " liste les repos Claude", "--json"}, d.path());
+    EXPECT_EQ(c.exit_code, 0) << command << "\n" << c.out << c.err;
     json cdoc = route_report_of(c);
     EXPECT_EQ(cdoc["output"]["data"]["intent"]["domain"], "system") << command << "\n" << c.out;
     EXPECT_EQ(cdoc["output"]["data"]["intent"]["domain_confidence"], 1.0) << command;
