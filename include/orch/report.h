@@ -6,8 +6,10 @@
 // schemas/run-report.schema.json (validated in tests).
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "orch/error.h"
 #include "orch/store.h"
@@ -31,12 +33,17 @@ Expected<nlohmann::ordered_json> build_run_report(Store& store, const std::strin
 // row is final and is left as it is.
 Expected<void> refresh_running_totals(Store& store, RunRecord& run, bool active, std::int64_t now_ms);
 
+// How a status word is shown: given the status ("failed") and the text printed
+// for it (the word, maybe padded to its column), what to print instead (the CLI
+// colours it on a terminal). Empty: the text as it is.
+using StatusStyle = std::function<std::string(std::string_view status, std::string_view text)>;
+
 // A fixed-width table of the steps of a full report (one row each), then the summary.
-std::string format_report_table(const nlohmann::ordered_json& report);
+std::string format_report_table(const nlohmann::ordered_json& report, const StatusStyle& style = {});
 
 // "run ID STATUS: N done, ... of T in TIME; tokens N, cost $X", and the run's
 // reason on a second line when there is one. Works on either detail.
-std::string format_report_summary(const nlohmann::ordered_json& report);
+std::string format_report_summary(const nlohmann::ordered_json& report, const StatusStyle& style = {});
 
 // "2026-11-30T03:12:01.123Z" for milliseconds since the epoch ("" for 0).
 std::string iso_time(std::int64_t ms);

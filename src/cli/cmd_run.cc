@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/number_option.h"
+#include "cli/output_style.h"
 #include "cli/plan_input.h"
 #include "cli/progress.h"
 #include "cli/request_plan.h"
@@ -51,10 +52,11 @@ void add_approval_flags(CLI::App* sub, RunArgs& args) {
 // Drives `start` (a new run or a resume) with progress output and prints the result.
 int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> executors,
           const std::function<Expected<RunOutcome>(Engine&)>& start) {
-  ProgressPrinter::Mode mode = args.json         ? ProgressPrinter::Mode::Quiet
-                               : stderr_is_tty() ? ProgressPrinter::Mode::Live
-                                                 : ProgressPrinter::Mode::Lines;
-  ProgressPrinter progress(mode);
+  ProgressPrinter::Mode mode = args.json || quiet() ? ProgressPrinter::Mode::Quiet
+                               : stderr_is_tty()    ? ProgressPrinter::Mode::Live
+                                                    : ProgressPrinter::Mode::Lines;
+  ProgressPrinter progress(mode, color_on(mode == ProgressPrinter::Mode::Live ? stderr : stdout),
+                           shows(LogLevel::Verbose));
   EngineOptions options;
   options.workspace = args.workspace;
   if (args.jobs > 0) options.concurrency = args.jobs;
@@ -67,7 +69,7 @@ int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> e
   // Also with --json (whose report goes to stdout): a long run's id is needed
   // before it ends, to watch, cancel or resume it.
   options.on_started = [&store](const std::string& id) {
-    std::fprintf(stderr, "orch: run %s (store %s)\n", id.c_str(), store.folder().string().c_str());
+    log(LogLevel::Note, fmt::format("run {} (store {})", id, store.folder().string()));
   };
   options.executors = std::move(executors);
   Engine engine(store, options);
@@ -82,10 +84,12 @@ int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> e
   if (!report) return report_error(report.error());
   if (args.json) {
     std::printf("%s\n", json_text(*report, 2).c_str());
+  } else if (quiet()) {
+    // --quiet: the exit code says how it ended; `orch status` shows the rest.
   } else if (lines) {
-    std::printf("%s", format_report_summary(*report).c_str());
+    std::printf("%s", format_report_summary(*report, status_style(stdout)).c_str());
   } else {
-    std::printf("%s", format_report_table(*report).c_str());
+    std::printf("%s", format_report_table(*report, status_style(stdout)).c_str());
   }
   return outcome->exit_code();
 }

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/number_option.h"
+#include "cli/output_style.h"
 #include "engine/run_lock.h"
 #include "orch/clock.h"
 #include "orch/report.h"
@@ -93,7 +94,8 @@ Command add_status(CLI::App& app) {
         std::printf("%s\n", json_text(*report, args->watch ? -1 : 2).c_str());
       } else {
         if (args->watch && stdout_is_tty()) std::printf("\033[H\033[2J");
-        std::printf("%s%s", header(*report).c_str(), format_report_table(*report).c_str());
+        std::printf("%s%s", header(*report).c_str(),
+                    format_report_table(*report, status_style(stdout)).c_str());
       }
       // Its reader gone (`orch status --watch | head -1`), a watch ends quietly
       // rather than go on until the run does.
@@ -167,12 +169,14 @@ Command add_runs(CLI::App& app) {
     }
     std::printf("%-21s  %-20s  %-16s  %-24s  %8s  %s\n", "RUN", "STATUS", "NAME", "STARTED", "ATTEMPTS",
                 "PLAN");
+    const bool color = color_on(stdout);
     for (std::size_t i = 0; i < runs->size(); ++i) {
       const RunRecord& r = (*runs)[i];
       // A run the ledger says is running but no process drives (its orch was killed).
       std::string status = run_status_name(r.status);
       if (r.status == RunStatus::Running && !active[i]) status += " (no process)";
-      std::printf("%-21s  %-20s  %s  %-24s  %8lld  %s\n", r.id.c_str(), status.c_str(),
+      status = colored_status(run_status_name(r.status), fmt::format("{:<20}", status), color);
+      std::printf("%-21s  %s  %s  %-24s  %8lld  %s\n", r.id.c_str(), status.c_str(),
                   terminal_column(r.name.empty() ? "-" : r.name, 16).c_str(), iso_time(r.created_at).c_str(),
                   static_cast<long long>(r.spent_attempts),
                   r.plan_path.empty() ? "-" : terminal_text(r.plan_path).c_str());

@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "cli/number_option.h"
+#include "cli/output_style.h"
 #include "engine/signals.h"
 #include "exec/llm_executor.h"
 #include "exec/tool_executor.h"
@@ -50,6 +51,8 @@ Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_e
   if (!resolved)
     return fail(ErrorCode::InvalidInput, fmt::format("--store {}: {}", path, resolved.error().message));
   const std::filesystem::path real = std::move(*resolved);
+  log(LogLevel::Debug,
+      fmt::format("ledger {}{}", path, real.string() != path ? " (" + real.string() + ")" : ""));
   if (std::error_code ec; std::filesystem::is_directory(real, ec))
     return fail(ErrorCode::InvalidInput,
                 fmt::format("--store {} is a folder: give the ledger's file in it (e.g. {}/orch.db)", path,
@@ -201,19 +204,28 @@ Expected<std::shared_ptr<ExecutorRegistry>> cli_executors(const std::string& mod
   auto catalog = std::make_shared<LlmCatalog>();
   std::filesystem::path file = models_flag;
   if (file.empty() && std::filesystem::exists(kDefaultModels)) file = kDefaultModels;
-  if (!file.empty()) *catalog = ORCH_TRY(load_llm_catalog(file));
+  if (!file.empty()) {
+    log(LogLevel::Debug, "models file " + file.string());
+    *catalog = ORCH_TRY(load_llm_catalog(file));
+  }
   auto llm = std::make_shared<LlmExecutor>(catalog);
   registry->add("llm", llm);
   registry->add("llm:", llm);
   auto tools = std::make_shared<ToolRegistry>();
   std::filesystem::path tools_file = registry_flag;
   if (tools_file.empty() && std::filesystem::exists(kDefaultToolRegistry)) tools_file = kDefaultToolRegistry;
-  if (!tools_file.empty()) *tools = ORCH_TRY(load_tool_registry(tools_file));
+  if (!tools_file.empty()) {
+    log(LogLevel::Debug, "tool registry " + tools_file.string());
+    *tools = ORCH_TRY(load_tool_registry(tools_file));
+  }
   registry->add("tool:", std::make_shared<ToolExecutor>(tools));
   auto workers = std::make_shared<WorkerCatalog>();
   std::filesystem::path workers_file = workers_flag;
   if (workers_file.empty() && std::filesystem::exists(kDefaultWorkers)) workers_file = kDefaultWorkers;
-  if (!workers_file.empty()) *workers = ORCH_TRY(load_worker_catalog(workers_file));
+  if (!workers_file.empty()) {
+    log(LogLevel::Debug, "workers file " + workers_file.string());
+    *workers = ORCH_TRY(load_worker_catalog(workers_file));
+  }
   registry->add("worker:", std::make_shared<WorkerExecutor>(workers));
   return registry;
 }

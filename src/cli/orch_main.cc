@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/output_style.h"
 #include "orch/engine.h"
 #include "util/strings.h"
 
@@ -233,6 +234,42 @@ std::string usage_message(const CLI::ParseError& e, CLI::App& app, bool command_
   return what;
 }
 
+// The flags every command takes, before or after its name (cli/output_style.h).
+struct GlobalFlags {
+  std::string color = "auto";
+  bool quiet = false;
+  int verbose = 0;
+};
+
+// Adds them to `app` and to every (sub)command under it: CLI11 reads an option
+// on the command it follows, so each needs its own.
+void add_global_flags(CLI::App& app, GlobalFlags& flags) {
+  app.add_option("--color", flags.color,
+                 "colour statuses: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->group("Output");
+  app.add_flag("-q,--quiet", flags.quiet, "say nothing but errors (and --json documents)")->group("Output");
+  app.add_flag("-v,--verbose", flags.verbose, "say more: each attempt as it starts (-vv: debug)")
+      ->group("Output");
+  for (CLI::App* sub : app.get_subcommands({})) add_global_flags(*sub, flags);
+}
+
+Expected<void> apply_global_flags(const GlobalFlags& flags) {
+  if (flags.quiet && flags.verbose > 0)
+    return fail(ErrorCode::InvalidInput, "--quiet and --verbose cannot be given together");
+  using cli::ColorMode;
+  using cli::LogLevel;
+  cli::OutputStyle& style = cli::output_style();
+  style.color = flags.color == "always"  ? ColorMode::Always
+                : flags.color == "never" ? ColorMode::Never
+                                         : ColorMode::Auto;
+  style.level = flags.quiet          ? LogLevel::Error
+                : flags.verbose >= 2 ? LogLevel::Debug
+                : flags.verbose == 1 ? LogLevel::Verbose
+                                     : LogLevel::Note;
+  return {};
+}
+
 }  // namespace
 
 int orch_main(int argc, char** argv) {
@@ -304,6 +341,8 @@ int orch_main(int argc, char** argv) {
       if (&e != only) add(e.name, e.fn);
   }
   for (auto& [sub, _] : commands) sub->footer(footer_for(sub->get_name()));
+  GlobalFlags global;
+  add_global_flags(app, global);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -316,6 +355,10 @@ int orch_main(int argc, char** argv) {
     const std::string command = command_path(app);
     std::fprintf(stderr, "orch: %s\nRun `%s --help` for usage.\n",
                  usage_message(e, app, only != nullptr).c_str(), command.c_str());
+    return kExitInvalid;
+  }
+  if (auto set = apply_global_flags(global); !set) {
+    std::fprintf(stderr, "orch: %s\n", set.error().message.c_str());
     return kExitInvalid;
   }
   for (auto& [sub, command] : commands)

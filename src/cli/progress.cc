@@ -7,12 +7,14 @@
 #include <vector>
 
 #include "cli/common.h"
+#include "cli/output_style.h"
 #include "orch/report.h"
 #include "util/strings.h"
 
 namespace orch::cli {
 
-ProgressPrinter::ProgressPrinter(Mode mode) : mode_(mode), start_(std::chrono::steady_clock::now()) {}
+ProgressPrinter::ProgressPrinter(Mode mode, bool color, bool verbose)
+    : mode_(mode), color_(color), verbose_(verbose), start_(std::chrono::steady_clock::now()) {}
 
 namespace {
 // A reason's first line, safe for the terminal (a reason may quote a plan or a process).
@@ -76,15 +78,22 @@ void ProgressPrinter::on_event(const ProgressEvent& e) {
     uncommitted_.clear();
     return;
   }
+  if (verbose_ && e.kind == ProgressEvent::Kind::AttemptStarted) {
+    uncommitted_ += fmt::format("{} {}  (attempt {})\n", colored_status("running", "started  ", color_),
+                                e.step_id, e.attempt);
+    if (mode_ == Mode::Lines) return;
+  }
   if (mode_ == Mode::Lines) {
     if (e.kind != ProgressEvent::Kind::StepFinished) return;
-    std::string status = step_status_name(e.step_status);
+    const std::string_view name = step_status_name(e.step_status);
+    const std::string status = colored_status(name, fmt::format("{:<9}", name), color_);
     std::string detail = e.reason.empty() ? "" : "  " + first_line(e.reason);
     if (e.attempt > 0 && !e.attempt_ran_now) {
       // Ended by this process without an attempt of its own (a budget spent by the
       // attempts an earlier one made): not to be read as a new attempt.
-      uncommitted_ += fmt::format("{:<9} {}  (not run again; {} attempt{} before, {}){}\n", status, e.step_id,
-                                  e.attempt, e.attempt == 1 ? "" : "s", human_duration(e.duration_ms), detail);
+      uncommitted_ +=
+          fmt::format("{} {}  (not run again; {} attempt{} before, {}){}\n", status, e.step_id, e.attempt,
+                      e.attempt == 1 ? "" : "s", human_duration(e.duration_ms), detail);
     } else if (e.attempt > 0) {
       // The attempt's own time, and the step's when earlier attempts (a retry, one
       // a resume started again) add to it.
@@ -92,17 +101,17 @@ void ProgressPrinter::on_event(const ProgressEvent& e) {
                              ? fmt::format("{}; {} in all", human_duration(e.attempt_duration_ms),
                                            human_duration(e.duration_ms))
                              : human_duration(e.duration_ms);
-      uncommitted_ +=
-          fmt::format("{:<9} {}  (attempt {}, {}){}\n", status, e.step_id, e.attempt, took, detail);
+      uncommitted_ += fmt::format("{} {}  (attempt {}, {}){}\n", status, e.step_id, e.attempt, took, detail);
       uncommitted_ += output_lines(e.output_tail);
     } else {  // never attempted: skipped before it started
-      uncommitted_ += fmt::format("{:<9} {}{}\n", status, e.step_id, detail);
+      uncommitted_ += fmt::format("{} {}{}\n", status, e.step_id, detail);
     }
     return;
   }
   if (e.kind == ProgressEvent::Kind::StepFinished && e.step_status == StepStatus::Failed)
-    uncommitted_ +=
-        fmt::format("failed    {}: {}\n", e.step_id, first_line(e.reason)) + output_lines(e.output_tail);
+    uncommitted_ += fmt::format("{} {}: {}\n", colored_status("failed", "failed   ", color_), e.step_id,
+                                first_line(e.reason)) +
+                    output_lines(e.output_tail);
   draw(e);
 }
 

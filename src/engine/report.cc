@@ -198,7 +198,7 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   return report;
 }
 
-std::string format_report_table(const ojson& report) {
+std::string format_report_table(const ojson& report, const StatusStyle& style) {
   std::size_t id_w = 4;
   std::size_t status_w = 9;  // "cancelled"; "awaiting_approval" widens the column
   for (const auto& s : report["steps"]) {
@@ -215,14 +215,17 @@ std::string format_report_table(const ojson& report) {
     reason = terminal_column(reason, 100);
     reason.erase(reason.find_last_not_of(' ') + 1);
     std::int64_t tokens = s["tokens_in"].get<std::int64_t>() + s["tokens_out"].get<std::int64_t>();
-    out += fmt::format("{:<{}}  {:<{}}  {:>3}  {:>8}  {:>8}  {}\n", s["id"].get<std::string>(), id_w,
-                       s["status"].get<std::string>(), status_w, s["attempts"].size(),
-                       human_duration(s["duration_ms"].get<std::int64_t>()), tokens, reason);
+    const std::string& status = s["status"].get_ref<const std::string&>();
+    std::string status_text = fmt::format("{:<{}}", status, status_w);
+    if (style) status_text = style(status, status_text);
+    out += fmt::format("{:<{}}  {}  {:>3}  {:>8}  {:>8}  {}\n", s["id"].get<std::string>(), id_w, status_text,
+                       s["attempts"].size(), human_duration(s["duration_ms"].get<std::int64_t>()), tokens,
+                       reason);
   }
-  return out + format_report_summary(report);
+  return out + format_report_summary(report, style);
 }
 
-std::string format_report_summary(const ojson& report) {
+std::string format_report_summary(const ojson& report, const StatusStyle& style) {
   const auto& run = report["run"];
   const auto& c = report["counts"];
   // A run resumed after a stop, or cancelled after its driver died, was not driven
@@ -233,12 +236,14 @@ std::string format_report_summary(const ojson& report) {
   if (!run["finished_at"].get<std::string>().empty() && elapsed - driven >= 1000 &&
       human_duration(driven) != took)
     took += fmt::format(" (driven for {})", human_duration(driven));
-  std::string out =
-      fmt::format("run {} {}: {} done, {} failed, {} skipped, {} cancelled of {} in {}; tokens {}, cost {}",
-                  run["id"].get<std::string>(), run["status"].get<std::string>(), c["done"].get<int>(),
-                  c["failed"].get<int>(), c["skipped"].get<int>(), c["cancelled"].get<int>(),
-                  c["total"].get<int>(), took, report["budget"]["spent"]["tokens"].get<std::int64_t>(),
-                  dollars(report["budget"]["spent"]["cost_usd"].get<double>()));
+  std::string out = fmt::format(
+      "run {} {}: {} done, {} failed, {} skipped, {} cancelled of {} in {}; tokens {}, cost {}",
+      run["id"].get<std::string>(),
+      style ? style(run["status"].get<std::string>(), run["status"].get<std::string>())
+            : run["status"].get<std::string>(),
+      c["done"].get<int>(), c["failed"].get<int>(), c["skipped"].get<int>(), c["cancelled"].get<int>(),
+      c["total"].get<int>(), took, report["budget"]["spent"]["tokens"].get<std::int64_t>(),
+      dollars(report["budget"]["spent"]["cost_usd"].get<double>()));
   if (int waiting = c.value("awaiting_approval", 0); waiting > 0)
     out += fmt::format(", {} awaiting approval", waiting);
   std::string reason = run["reason"].get<std::string>();

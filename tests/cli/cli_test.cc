@@ -96,6 +96,52 @@ TEST(Cli, TheReadmeTourLeavesNothingInTheCheckout) {
   EXPECT_EQ(left, (std::vector<std::string>{".orch", "examples"})) << script;
 }
 
+// Issue 31, item 18: --color, --quiet and --verbose, before or after the command.
+TEST(Cli, ColourQuietAndVerboseAreGlobalFlags) {
+  TempDir d;
+  write_file(d / "bad.yaml", "steps:\n  - {id: t, attempts: 1, sh: 'echo nope; exit 1'}\n");
+  write_file(d / "good.yaml", "steps:\n  - {id: a, run: ['true']}\n  - {id: b, deps: [a], run: ['true']}\n");
+  auto always = run_orch({"run", "bad.yaml", "--color=always"}, d.path());
+  EXPECT_EQ(always.exit_code, 1) << always.err;
+  EXPECT_HAS(always.out, "\033[31mfailed\033[0m    t  (attempt 1, ");
+  EXPECT_HAS(always.out, " \033[31mfailed\033[0m: 0 done, 1 failed");
+  auto runs = run_orch({"--color", "always", "runs"}, d.path());
+  EXPECT_HAS(runs.out, "\033[31mfailed\033[0m");
+  // auto: not on a pipe; never: not even asked; NO_COLOR does not beat "always".
+  for (const auto& args : {std::vector<std::string>{"run", "bad.yaml"},
+                           std::vector<std::string>{"run", "bad.yaml", "--color=never"}}) {
+    auto plain = run_orch(args, d.path());
+    EXPECT_EQ(plain.out.find('\033'), std::string::npos) << plain.out;
+  }
+  auto no_color = run_orch({"run", "bad.yaml", "--color=always"}, d.path(), {{"NO_COLOR", "1"}});
+  EXPECT_HAS(no_color.out, "\033[31m");
+
+  auto quiet = run_orch({"-q", "run", "good.yaml"}, d.path());
+  EXPECT_EQ(quiet.exit_code, 0);
+  EXPECT_EQ(quiet.out, "");
+  EXPECT_EQ(quiet.err, "");
+  auto quiet_failed = run_orch({"run", "bad.yaml", "--quiet"}, d.path());
+  EXPECT_EQ(quiet_failed.exit_code, 1) << "the exit code says how it ended";
+  EXPECT_EQ(quiet_failed.out, "");
+  auto quiet_json = run_orch({"run", "good.yaml", "--quiet", "--json"}, d.path());
+  EXPECT_HAS(quiet_json.out, "\"schema\": \"orch.run-report/1\"");
+
+  auto verbose = run_orch({"run", "good.yaml", "-v"}, d.path());
+  EXPECT_HAS(verbose.out, "started   a  (attempt 1)\ndone      a  (attempt 1, ");
+  EXPECT_HAS(verbose.out, "started   b  (attempt 1)\n");
+  auto normal = run_orch({"run", "good.yaml"}, d.path());
+  EXPECT_EQ(normal.out.find("started"), std::string::npos) << normal.out;
+  auto debug = run_orch({"-vv", "runs"}, d.path());
+  EXPECT_HAS(debug.err, "orch: ledger .orch/orch.db");
+
+  auto both = run_orch({"run", "good.yaml", "-q", "-v"}, d.path());
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_HAS(both.err, "--quiet and --verbose cannot be given together");
+  auto bad = run_orch({"run", "good.yaml", "--color=sometimes"}, d.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_HAS(bad.err, "--color");
+}
+
 TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
   TempDir d;
   auto r = run_orch({"--help"}, d.path());

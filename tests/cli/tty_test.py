@@ -76,6 +76,10 @@ def child_env():
     env = dict(os.environ)
     env["TERM"] = "xterm"
     env.pop("ORCH_SYNC", None)
+    # Statuses are coloured on a terminal unless NO_COLOR is set: the layout tests
+    # read plain words; LiveProgress.test_statuses_are_coloured_on_a_terminal
+    # takes it away.
+    env["NO_COLOR"] = "1"
     return env
 
 
@@ -122,7 +126,7 @@ class OrchTestCase(unittest.TestCase):
             f.write(text)
         return path
 
-    def spawn(self, args, stdout="pty", stderr="pty", stdin=None, term="xterm", columns=None):
+    def spawn(self, args, stdout="pty", stderr="pty", stdin=None, term="xterm", columns=None, color=False):
         """Starts orch ARGS. stdout/stderr/stdin: "pty" (a shared pseudo-terminal), "pipe", or a
         file object (stdin default: /dev/null). term: $TERM (None: unset). columns: the
         pseudo-terminal's width. Returns (popen, master_fd or None)."""
@@ -133,6 +137,8 @@ class OrchTestCase(unittest.TestCase):
             if columns is not None:
                 fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
         env = child_env()
+        if color:
+            env.pop("NO_COLOR", None)
         if term is None:
             env.pop("TERM", None)
         else:
@@ -302,6 +308,23 @@ class LiveProgress(OrchTestCase):
                                r"tokens 0, cost \$0\.0000$" % re.escape(run_id))
         # No Lines-mode output on a terminal.
         self.assertNotRegex(out, r"done\s+s\d  \(attempt", out)
+
+    def test_statuses_are_coloured_on_a_terminal(self):
+        plan = self.write_plan("plan.yaml", FAILING_PLAN)
+        p, master = self.spawn(["run", plan, "-j", "2", "--store", self.store, "--workspace", self.workspace],
+                               color=True)
+        rc, out, _, _ = self.collect(p, master)
+        self.assertEqual(rc, 1, out)
+        self.assertIn(ERASE + "\x1b[31mfailed\x1b[0m    bad: exit_zero: exited with code 3", out)
+        self.assertRegex(out, r"\n\S+ +\x1b\[32mdone\x1b\[0m +", "the table's done in green")
+        self.assertIn(" \x1b[31mfailed\x1b[0m: 1 done, 1 failed", out)
+        # NO_COLOR (no-color.org) turns it off, as does --color=never.
+        for extra, color in (([], False), (["--color=never"], True)):
+            p, master = self.spawn(["run", plan, "--store", self.store, "--workspace", self.workspace] + extra,
+                                   color=color)
+            rc, out, _, _ = self.collect(p, master)
+            self.assertEqual(rc, 1, out)
+            self.assertNotIn("\x1b[3", out)
 
     def test_failed_step_is_printed_above_the_live_line(self):
         plan = self.write_plan("plan.yaml", FAILING_PLAN)
