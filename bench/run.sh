@@ -354,6 +354,14 @@ if ((have_orch)); then
       note "orch validate peak RSS: skipped (/usr/bin/time not installed)"
     fi
   done
+  # One JSON library or two: RapidJSON's SAX reader (the JSON plan reader's)
+  # against nlohmann-json's SAX and DOM on the same plan (docs/benchmarks.md).
+  json_parsers="$(dirname "$orch")/bench_json_parsers"
+  if [[ -x "$json_parsers" ]]; then
+    while IFS= read -r line; do note "  $line"; done < <("$json_parsers" "$work/big.json" 3)
+  else
+    note "JSON parsers: skipped (no bench_json_parsers beside orch)"
+  fi
   for fmt in yaml json; do
     if ! resume_to_first_dispatch "$work/big.$fmt" "$fmt"; then
       note "resume to first dispatch ($fmt): FAILED"; failures=$((failures + 1))

@@ -11,10 +11,14 @@
 #                provider) in build-asan/, with leak detection, halting on UB
 #   fuzz         fuzz/run.sh N (default 15 s per target), with clang 16
 #   crash        tests/crash/crash_test.sh on build-asan/orch
-#   bench-smoke  bench/run.sh --smoke on build-asan/orch (the benchmarks work;
-#                figures not judged: an ASan build is several times slower)
-# One build drives every stage: a second, optimized build would take this script
-# past its 15-minute budget on two cores. It is a unity build with each target in
+#   release      build-release/  Release (-O3), what a packager builds: orch and
+#                the benchmark programs, tests off (every build type must build),
+#                then the README's example plan run with it
+#   bench-smoke  bench/run.sh --smoke on build-release/orch (the benchmarks work;
+#                figures not judged: CI's machine is shared), or on build-asan/orch
+#                when the release build failed
+# One build drives the tests; the release stage builds orch alone a second time,
+# optimized, without the test binaries. Both are unity builds with each target in
 # one translation unit (-DORCH_UNITY_BATCH_SIZE=0; a development build uses batches
 # of 8, which already halve a file-by-file build); that takes another quarter off:
 # every TU instantiates much the same templates, and the sanitizers instrument
@@ -127,7 +131,24 @@ else
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 bash "$repo/tests/crash/crash_test.sh"
 fi
 
-if ((build_ok)); then
+release_example() {  # the README's example, on the release build, in a workspace of its own
+  local ws
+  ws=$(mktemp -d)
+  (cd "$ws" && "$repo/build-release/orch" run "$repo/examples/hello.yaml" -j 2 && "$repo/build-release/orch" status)
+  local status=$?
+  rm -rf "$ws"
+  return $status
+}
+stage release configure_and_build build-release Release -DORCH_BUILD_TESTS=OFF -DORCH_UNITY_BATCH_SIZE=0
+release_ok=0
+[[ ${results[-1]} == PASS* ]] && release_ok=1
+if ((release_ok)); then
+  stage release-run release_example
+fi
+
+if ((release_ok)); then
+  stage bench-smoke "$repo/bench/run.sh" --smoke --orch "$repo/build-release/orch"
+elif ((build_ok)); then
   stage bench-smoke env ASAN_OPTIONS=detect_leaks=0 "$repo/bench/run.sh" --smoke --orch "$repo/build-asan/orch"
 else
   skip bench-smoke "build failed"

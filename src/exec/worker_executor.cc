@@ -29,11 +29,11 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr std::size_t kMaxWatchedFolders = 8192;
+constexpr std::size_t kMaxEntriesWalked = 200'000;
 
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
   return a > std::numeric_limits<std::int64_t>::max() - b ? std::numeric_limits<std::int64_t>::max() : a + b;
 }
-constexpr std::size_t kMaxEntriesWalked = 200'000;
 
 std::string worker_input_text(const nlohmann::ordered_json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump(2);
