@@ -12,8 +12,9 @@ packages=(
   libyaml-cpp-dev libyaml-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
   libpcre2-dev libvalijson-dev rapidjson-dev libcurl4-openssl-dev
   # tests
-  # (git: the shipped plan templates apply patches with `git apply`)
-  libgtest-dev libgmock-dev sqlite3 python3 git
+  # (git: the shipped plan templates apply patches with `git apply`; man-db and zsh:
+  # tests/install renders the man page and loads the zsh completion script)
+  libgtest-dev libgmock-dev sqlite3 python3 git man-db zsh
   # fuzzing: libstdc++ 12's <expected> needs a compiler newer than clang 14
   clang-16 libclang-rt-16-dev
   # benchmarks (`time` is /usr/bin/time, for peak RSS; curl is the llm baseline,

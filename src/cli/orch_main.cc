@@ -24,9 +24,9 @@ namespace orch {
 
 namespace {
 constexpr const char* kDocumentation = R"(
-Documentation: docs/cli.md, docs/plan-format.md, docs/store.md, docs/models.md,
+Documentation: man orch; docs/cli.md, docs/plan-format.md, docs/store.md, docs/models.md,
 docs/workers.md, docs/tools.md, docs/planner.md, docs/chains.md, docs/task.md,
-docs/routing.md, docs/memory.md, docs/review.md)";
+docs/routing.md, docs/memory.md, docs/review.md (installed in share/doc/orch/))";
 
 // The exit codes of orch as a whole (`orch --help`, and the commands with no table of their own).
 constexpr const char* kExitCodes = R"(
@@ -309,6 +309,7 @@ int orch_main(int argc, char** argv) {
   struct Entry {
     std::string_view name;
     cli::Command (*fn)(CLI::App&);
+    bool whole_tree = false;  // reads the other commands (completion)
   };
   static constexpr Entry kCommands[] = {
       {"validate", cli::add_validate},
@@ -327,18 +328,21 @@ int orch_main(int argc, char** argv) {
       {"similarity", cli::add_similarity},
       {"memory", cli::add_memory},
       {"review", cli::add_review},
+      {"completion", cli::add_completion, true},
   };
   // Building every subcommand's options costs more than a millisecond, which short
   // commands (`orch task log`) feel: when the first argument names a subcommand,
   // only that one is built. Anything else (`orch`, `orch --help`, a typo) builds
-  // them all, so help and errors list every command.
+  // them all, so help and errors list every command; so does `orch completion`,
+  // which prints the whole tree.
   const Entry* only = nullptr;
   if (argc > 1)
     for (const Entry& e : kCommands)
       if (e.name == argv[1]) only = &e;
-  if (only == nullptr || !add(only->name, only->fn)) {
+  const bool lazy = only != nullptr && !only->whole_tree;
+  if (!lazy || !add(only->name, only->fn)) {
     for (const Entry& e : kCommands)
-      if (&e != only) add(e.name, e.fn);
+      if (!lazy || &e != only) add(e.name, e.fn);
   }
   for (auto& [sub, _] : commands) sub->footer(footer_for(sub->get_name()));
   GlobalFlags global;

@@ -1,0 +1,22 @@
+# cmake -DOUT=FILE -P orch_capture.cmake -- PROGRAM ARG...
+# Runs PROGRAM ARG... and writes what it prints to FILE; fails (and leaves no
+# FILE) when the program fails. The build uses it for `orch completion bash|zsh`.
+set(command "")
+set(seen_separator FALSE)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(seen_separator)
+    list(APPEND command "${CMAKE_ARGV${i}}")
+  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
+    set(seen_separator TRUE)
+  endif()
+endforeach()
+if(NOT OUT OR NOT command)
+  message(FATAL_ERROR "usage: cmake -DOUT=FILE -P orch_capture.cmake -- PROGRAM ARG...")
+endif()
+execute_process(COMMAND ${command} OUTPUT_VARIABLE output RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  file(REMOVE "${OUT}")
+  message(FATAL_ERROR "${command}: exit status ${status}")
+endif()
+file(WRITE "${OUT}" "${output}")
