@@ -1,6 +1,7 @@
 // orch validate PLAN [--workspace DIR] [--json]
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -41,9 +42,10 @@ void print_invalid_json(const std::string& plan, const std::string& reason) {
     if (auto colon = line.find(':'); colon != std::string::npos && colon > 0) {
       std::size_t digits = colon + 1;
       while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9') ++digits;
-      if (digits > colon + 1 && line.compare(digits, 2, ": ") == 0) {
+      // A line number too large for an int is not one: the line stays whole.
+      if (digits > colon + 1 && line.compare(digits, 2, ": ") == 0 &&
+          std::from_chars(line.data() + colon + 1, line.data() + digits, number).ec == std::errc()) {
         file = line.substr(0, colon);
-        number = std::stoi(line.substr(colon + 1, digits - colon - 1));
         message = line.substr(digits + 2);
       }
     }
