@@ -248,8 +248,8 @@ void add_global_flags(CLI::App& app, GlobalFlags& flags) {
                  "colour statuses: auto (on a terminal, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->group("Output");
-  app.add_flag("-q,--quiet", flags.quiet, "say nothing but errors and JSON documents")->group("Output");
-  app.add_flag("-v,--verbose", flags.verbose, "say more: each attempt as it starts (-vv: debug)")
+  app.add_flag("-q,--quiet", flags.quiet, "run, resume: say nothing but errors and JSON documents (no progress, table or notes)")->group("Output");
+  app.add_flag("-v,--verbose", flags.verbose, "run, resume: say each attempt as it starts; -vv (debug, any command): the ledger and set-up files read")
       ->group("Output");
   for (CLI::App* sub : app.get_subcommands({})) add_global_flags(*sub, flags);
 }

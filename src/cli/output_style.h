@@ -6,8 +6,9 @@
 //                               auto (default): only on a terminal, and never when
 //                               NO_COLOR is set to anything but "" (no-color.org)
 //                               or TERM is dumb; always and never win over NO_COLOR.
-//   -q, --quiet                 errors and --json documents only: no progress, no
-//                               tables or summaries, no notes on stderr.
+//   -q, --quiet                 orch run and resume: errors and --json documents
+//                               only (no progress, no table or summary, no note on
+//                               stderr); the exit code says how the run ended.
 //   -v, --verbose               more: -v says each attempt as it starts; -vv
 //                               (debug) also the ledger orch opens and each file
 //                               it reads its set-up from (models, registry, workers).

@@ -560,6 +560,9 @@ steps:
   EXPECT_EQ(an[0].tokens_in, 10 + 300 + 40);
   EXPECT_EQ(an[0].cache_read_tokens, 300);
   EXPECT_EQ(an[0].cache_write_tokens, 40);
+  // Priced apart (claude: price_in 3, price_out 15; unset cache prices: a read
+  // at price_in, a write at 1.25 x price_in): 10x3 + 300x3 + 40x3.75 + 5x15.
+  EXPECT_NEAR(an[0].cost_usd, (10 * 3.0 + 300 * 3.0 + 40 * 3.75 + 5 * 15.0) / 1e6, 1e-12);
   auto oa = *store_->attempts(out.run_id, "oa");
   ASSERT_EQ(oa.size(), 1u);
   EXPECT_EQ(oa[0].tokens_in, 100);
@@ -580,12 +583,23 @@ steps:
   - id: an
     executor: llm:claude
     inputs: {prompt: "[[reply: ok]]", temperature: 0, stop: "END", max_tokens: 16}
+  - id: big
+    executor: llm
+    inputs: {prompt: "[[reply: seeded]]", seed: 9007199254740993}
 )");
   EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
   json requests = server_->requests();
-  ASSERT_EQ(requests.size(), 2u) << requests.dump();
+  ASSERT_EQ(requests.size(), 3u) << requests.dump();
+  bool seeded = false;
+  for (const auto& r : requests)
+    if (r["body"].dump().find("seeded") != std::string::npos) {
+      seeded = true;
+      EXPECT_EQ(r["body"]["seed"].dump(), "9007199254740993") << "2^53 + 1, not rounded through a double";
+    }
+  EXPECT_TRUE(seeded);
   for (const auto& r : requests) {
     const json& body = r["body"];
+    if (body.dump().find("seeded") != std::string::npos) continue;
     if (r["path"] == "/v1/chat/completions") {
       EXPECT_DOUBLE_EQ(body["temperature"].get<double>(), 0.2) << body.dump();
       EXPECT_DOUBLE_EQ(body["top_p"].get<double>(), 0.9);
@@ -606,23 +620,26 @@ steps:
 steps:
   - {id: a, executor: llm, inputs: {prompt: hi, temperatur: 0.2}}
   - {id: b, executor: llm, inputs: {prompt: hi, temperature: 3, top_p: 0, max_tokens: 0, stop: [], seed: 1.5}}
-  - {id: c, executor: "llm:claude", inputs: {prompt: hi, seed: 7, tools: [{name: x}]}}
+  - {id: c, executor: "llm:claude", inputs: {prompt: hi, seed: 7, tools: [{name: x}], temperature: 1.5}}
+  - {id: d, executor: llm, inputs: {prompt: hi, seed: 18446744073709551615}}
 )",
                                  "p.yaml");
   ASSERT_TRUE(loaded.diagnostics.empty());
   Diagnostics problems = validate_plan(loaded.plan, validate_options_for(dir_ / "ws", "p.yaml", *executors));
   std::string all;
   for (const auto& d : problems) all += d.to_string() + "\n";
-  EXPECT_EQ(problems.size(), 8u) << all;
+  EXPECT_EQ(problems.size(), 10u) << all;
   EXPECT_HAS(all,
              "inputs.temperatur: not an input of an llm step, and it would not be sent (inputs: prompt, "
              "system, response_format, temperature, top_p, max_tokens, stop, seed) (did you mean "
              "'temperature'?)");
-  EXPECT_HAS(all, "inputs.temperature: must be a number from 0 to 2, not 3");
+  EXPECT_HAS(all, "inputs.temperature: must be a number from 0 to 2 for this model's API, not 3");
+  EXPECT_HAS(all, "inputs.temperature: must be a number from 0 to 1 for this model's API, not 1.5");
+  EXPECT_HAS(all, "inputs.seed: must be a whole number that fits in 64 bits, not 18446744073709551615");
   EXPECT_HAS(all, "inputs.top_p: must be a number above 0 and at most 1");
   EXPECT_HAS(all, "inputs.max_tokens: must be a whole number of tokens above 0");
   EXPECT_HAS(all, "inputs.stop: must be a non-empty string or a list of 1 to 4 non-empty strings");
-  EXPECT_HAS(all, "inputs.seed: must be a whole number, not 1.5");
+  EXPECT_HAS(all, "inputs.seed: must be a whole number that fits in 64 bits, not 1.5");
   EXPECT_HAS(all, "inputs.seed: the Anthropic Messages API takes no seed");
   EXPECT_HAS(all, "inputs.tools: an llm step is one call and runs no tools");
 }

@@ -1119,12 +1119,18 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
   if (auto why = impossible_spend(outcome.tokens_in, outcome.tokens_out, outcome.cost_usd)) {
     // Not charged (there is no true figure to charge), and never a success.
     outcome.tokens_in = outcome.tokens_out = 0;
+    outcome.cache_read_tokens = outcome.cache_write_tokens = 0;
     outcome.cost_usd = 0;
     if (outcome.ending == AttemptEnding::Exited) {
       outcome.ending = AttemptEnding::Error;
       outcome.message = *why;
     }
   }
+  // The cache counts are a part of tokens_in: a breakdown that does not fit in
+  // it (a provider's slip) is not kept, so that no row says more than it spent.
+  if (outcome.cache_read_tokens < 0 || outcome.cache_write_tokens < 0 ||
+      outcome.cache_read_tokens > outcome.tokens_in - std::max<std::int64_t>(outcome.cache_write_tokens, 0))
+    outcome.cache_read_tokens = outcome.cache_write_tokens = 0;
   s.flight().outcome = std::move(outcome);
   s.flight().outcome_at = std::chrono::steady_clock::now();
   if (!s.flight().cancel_reason.empty()) {

@@ -447,10 +447,10 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
         for (const char* key : {"cache_creation_input_tokens", "cache_read_input_tokens"})
           if (bad_usage.empty() && usage->contains(key) && !(*usage)[key].is_null())
             bad_usage = bad_usage_figure(*usage, key);
-      if (has_usage && bad_usage.empty() && cached_openai && !token_count(*cached_openai))
-        bad_usage = fmt::format("usage.prompt_tokens_details.cached_tokens = {}, {}",
-                                quote_for_message(cached_openai->dump()),
-                                token_count(*cached_openai).error().message);
+      // OpenAI's is a breakdown only: one that is null or not a count (some
+      // compatible servers send null) leaves the spend as prompt_tokens says.
+      // Anthropic's are billed tokens: a bad one fails the call, as any usage figure does.
+      if (cached_openai && !token_count(*cached_openai)) cached_openai = nullptr;
       if (has_usage && bad_usage.empty()) {
         o.tokens_in = *token_count((*usage)[in_key]);
         o.tokens_out = *token_count((*usage)[out_key]);
@@ -465,8 +465,14 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
           for (std::int64_t part : {o.cache_write_tokens, o.cache_read_tokens})
             o.tokens_in = o.tokens_in > kMax - part ? kMax : o.tokens_in + part;
         }
-        o.cost_usd = (static_cast<double>(o.tokens_in) * call->model->price_in +
-                      static_cast<double>(o.tokens_out) * call->model->price_out) /
+        // Cache reads and writes at their own prices, the rest of the input at price_in.
+        const LlmModel& m = *call->model;
+        const std::int64_t cached = o.cache_read_tokens + o.cache_write_tokens;
+        const std::int64_t plain = o.tokens_in > cached ? o.tokens_in - cached : 0;
+        o.cost_usd = (static_cast<double>(plain) * m.price_in +
+                      static_cast<double>(o.cache_read_tokens) * m.price_cache_read +
+                      static_cast<double>(o.cache_write_tokens) * m.price_cache_write +
+                      static_cast<double>(o.tokens_out) * m.price_out) /
                      1e6;
       }
       if (!text) {

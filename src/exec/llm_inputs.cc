@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,19 @@ bool is_whole(const ojson& v) {
   return std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 0x1p53;
 }
 
+// The seed as the request carries it: the integer as written (never through a
+// double, which would round one past 2^53), or a float with no fraction.
+std::optional<std::int64_t> seed_of(const ojson& v) {
+  if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<std::int64_t>();
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+    return static_cast<std::int64_t>(u);
+  }
+  if (is_whole(v)) return static_cast<std::int64_t>(v.get<double>());  // within 2^53: exact
+  return std::nullopt;
+}
+
 }  // namespace
 
 void check_llm_inputs(const Step& step, std::optional<LlmApi> api, Diagnostics& out) {
@@ -42,8 +56,11 @@ void check_llm_inputs(const Step& step, std::optional<LlmApi> api, Diagnostics& 
               "an llm step is one call and runs no tools: give each tool a step of its own (`executor: "
               "tool:NAME`, docs/tools.md) or use a worker (an agent CLI)");
     } else if (name == "temperature") {
-      if (!value.is_number() || value.get<double>() < 0 || value.get<double>() > 2)
-        problem(name, fmt::format("must be a number from 0 to 2, not {}", quote_for_message(value.dump())));
+      // The Messages API takes 0 to 1, Chat Completions 0 to 2.
+      const double most = api == LlmApi::Anthropic ? 1 : 2;
+      if (!value.is_number() || value.get<double>() < 0 || value.get<double>() > most)
+        problem(name, fmt::format("must be a number from 0 to {} for this model's API, not {}", most,
+                                  quote_for_message(value.dump())));
     } else if (name == "top_p") {
       if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > 1)
         problem(name, fmt::format("must be a number above 0 and at most 1, not {}",
@@ -61,8 +78,9 @@ void check_llm_inputs(const Step& step, std::optional<LlmApi> api, Diagnostics& 
       }
       if (!ok) problem(name, "must be a non-empty string or a list of 1 to 4 non-empty strings");
     } else if (name == "seed") {
-      if (!is_whole(value))
-        problem(name, fmt::format("must be a whole number, not {}", quote_for_message(value.dump())));
+      if (!seed_of(value))
+        problem(name, fmt::format("must be a whole number that fits in 64 bits, not {}",
+                                  quote_for_message(value.dump())));
       else if (api == LlmApi::Anthropic)
         problem(name, "the Anthropic Messages API takes no seed: this step's model cannot be seeded");
     } else if (std::find(known_inputs().begin(), known_inputs().end(), name) == known_inputs().end()) {
@@ -91,8 +109,8 @@ void add_sampling_inputs(nlohmann::json& body, LlmApi api, const ojson& inputs) 
         if (s.is_string()) stops.push_back(s.get<std::string>());
     if (!stops.empty()) body[api == LlmApi::Anthropic ? "stop_sequences" : "stop"] = std::move(stops);
   }
-  if (auto it = inputs.find("seed"); it != inputs.end() && is_whole(*it) && api == LlmApi::OpenAi)
-    body["seed"] = static_cast<std::int64_t>(it->get<double>());
+  if (auto it = inputs.find("seed"); it != inputs.end() && api == LlmApi::OpenAi)
+    if (auto seed = seed_of(*it)) body["seed"] = *seed;
 }
 
 }  // namespace orch

@@ -4,7 +4,7 @@
 //   prompt            the user message (required)
 //   system            the system message
 //   response_format   a JSON Schema the reply must validate against (llm_executor.h)
-//   temperature       a number, 0..2
+//   temperature       a number, 0..2 (0..1 on the Anthropic Messages API)
 //   top_p             a number, above 0 and at most 1
 //   max_tokens        a whole number above 0: the reply's cap for this step (the
 //                     model's max_tokens from the models file otherwise); it is

@@ -107,7 +107,9 @@ Expected<LlmCatalog> parse_llm_catalog(const std::string& text, const std::strin
       check.problem(field, "must be a mapping");
       continue;
     }
-    check.only_keys(m, field, {"provider", "model", "max_tokens", "price_in", "price_out"});
+    check.only_keys(m, field,
+                    {"provider", "model", "max_tokens", "price_in", "price_out", "price_cache_read",
+                     "price_cache_write"});
     LlmModel model;
     model.name = name;
     if (auto p = check.string(m, field, "provider", true)) {
@@ -119,6 +121,12 @@ Expected<LlmCatalog> parse_llm_catalog(const std::string& text, const std::strin
     if (auto n = check.number(m, field, "max_tokens", 1)) model.max_tokens = static_cast<int>(*n);
     if (auto n = check.number(m, field, "price_in", 0)) model.price_in = *n;
     if (auto n = check.number(m, field, "price_out", 0)) model.price_out = *n;
+    // Unset: a cache read costs what an input token does (errs high: providers
+    // charge less), a cache write 1.25 times (Anthropic's five-minute cache).
+    model.price_cache_read = model.price_in;
+    model.price_cache_write = model.price_in * 1.25;
+    if (auto n = check.number(m, field, "price_cache_read", 0)) model.price_cache_read = *n;
+    if (auto n = check.number(m, field, "price_cache_write", 0)) model.price_cache_write = *n;
     catalog.models[name] = model;
   }
   if (auto d = check.string(doc, "", "default_model", false)) {

@@ -17,6 +17,9 @@
 //       max_tokens: 1024
 //       price_in: 0.10              # US dollars per million input tokens (default 0)
 //       price_out: 0.30             # per million output tokens
+//       price_cache_read: 0.01      # per million input tokens read from the prompt cache
+//                                   # (default: price_in, which errs high)
+//       price_cache_write: 0.125    # per million written to it (default: 1.25 x price_in)
 //   default_model: fast             # what `executor: llm` uses
 //
 // Keys are never in the file and never stored: only the variable's name is.
@@ -52,6 +55,8 @@ struct LlmModel {
   int max_tokens = 1024;
   double price_in = 0;   // USD per million input tokens
   double price_out = 0;  // USD per million output tokens
+  double price_cache_read = 0;   // USD per million input tokens read from the prompt cache
+  double price_cache_write = 0;  // USD per million input tokens written to it
 };
 
 struct LlmCatalog {

@@ -140,7 +140,9 @@ class WorkspaceWatch {
 Expected<void> write_prompt_file(const fs::path& path, const std::string& prompt) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A new file, never one that is there already (nor a link planted in its name).
+  fs::remove(path, ec);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return fail(ErrorCode::Io,
                 fmt::format("cannot write the prompt file {}: {}", path.string(), std::strerror(errno)));
@@ -351,7 +353,7 @@ class WorkerAttempt final : public RunningAttempt {
       return;
     }
     const nlohmann::json* result = last_with(worker_.result_path);
-    if (!result)
+    if (!result || result->is_null())
       return fail_with(fmt::format("worker '{}': its output has no '{}' (the worker's result path)",
                                    worker_.name, worker_.result_path));
     o.result = result->is_string() ? result->get<std::string>() : result->dump();
@@ -581,7 +583,8 @@ Expected<std::unique_ptr<RunningAttempt>> WorkerExecutor::start(const AttemptSpe
     return refused_attempt(*why, loop, std::move(done), AttemptEnding::SetupFailed);
   // Linux takes at most 128 KiB in one argument: a longer prompt in {prompt}
   // cannot start, whatever the retry; the workers file must pass it another way.
-  constexpr std::size_t kMaxArgument = 128 * 1024 - 1;
+  // (MAX_ARG_STRLEN: 32 pages, less the terminating NUL; subprocess.cc checks the same.)
+  const std::size_t kMaxArgument = 32 * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) - 1;
   for (const auto& a : fill_worker_argv(*worker, spec))
     if (a.size() > kMaxArgument)
       return refused_attempt(

@@ -21,4 +21,15 @@ for pair in RapidJSON:rapidjson-dev valijson:libvalijson-dev nlohmann_json:nlohm
   fi
   echo "ok: without $name, configure stops naming $deb"
 done
+# The pkg-config ones: with no .pc file to be found, the first (sqlite3) is named.
+if PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= cmake -S "$src" -B "$work/pkgconfig" -G Ninja \
+     -DORCH_BUILD_TESTS=OFF >"$work/pkgconfig.log" 2>&1; then
+  echo "FAIL: configure passed with no pkg-config module"; failed=1
+elif ! tr -s ' \n' '  ' <"$work/pkgconfig.log" |
+     grep -qF "sqlite3 not found: install Debian's libsqlite3-dev (scripts/install-deps.sh)"; then
+  echo "FAIL: with no pkg-config module, configure did not name libsqlite3-dev:"; tail -n 20 "$work/pkgconfig.log"
+  failed=1
+else
+  echo "ok: with no pkg-config module, configure stops naming libsqlite3-dev"
+fi
 exit $failed
