@@ -21,11 +21,12 @@ class WorkerEngine : public orch::testing::EngineFixture {
     std::string agent = (source_dir() / "tests" / "agents" / "fake_agent.py").string();
     std::string yaml = "workers:\n";
     for (const char* mode : {"text", "json", "badjson", "busy", "crash", "retry", "noresult", "spentfail",
-                             "overloaded", "cached"}) {
+                             "overloaded", "cached", "badkey", "toolong"}) {
       yaml += fmt::format("  {}:\n    argv: [python3, '{}', {}, '{{prompt}}', '{{workspace}}']\n", mode,
                           agent, mode);
-      if (std::string(mode) == "json" || std::string(mode) == "noresult" ||
-          std::string(mode) == "spentfail" || std::string(mode) == "overloaded")
+      const std::string m = mode;
+      const bool error_answer = m == "overloaded" || m == "badkey" || m == "toolong";
+      if (m == "json" || m == "noresult" || m == "spentfail" || error_answer)
         yaml +=
             "    output: json\n    result: result\n    usage: {tokens_in: usage.input_tokens, tokens_out: "
             "usage.output_tokens, cost_usd: total_cost_usd}\n";
@@ -34,7 +35,7 @@ class WorkerEngine : public orch::testing::EngineFixture {
             "    output: json\n    result: result\n    usage: {tokens_in: usage.input_tokens, tokens_out: "
             "usage.output_tokens, cost_usd: total_cost_usd, cache_read: usage.cache_read_input_tokens, "
             "cache_write: usage.cache_creation_input_tokens}\n";
-      if (std::string(mode) == "overloaded") yaml += "    error: is_error\n    error_message: result\n";
+      if (error_answer) yaml += "    error: is_error\n    error_message: result\n";
       if (std::string(mode) == "badjson") yaml += "    output: json\n    result: result\n";
       if (std::string(mode) == "busy") yaml += "    stall_after: 1500ms\n";
     }
@@ -247,6 +248,28 @@ steps:
                         "API Error: 529 overloaded"),
             std::string::npos)
       << reason;
+}
+
+// An error answer is classed as the llm executor classes a provider's answer:
+// refused credentials are the set-up (not retried, however many attempts), any
+// other error an ordinary failure (the same one twice stops the step).
+TEST_F(WorkerEngine, AnErrorAnswerForCredentialsIsASetUpFailureAndOthersAreOrdinary) {
+  RunOutcome out = run(R"(name: w
+on_failure: continue
+steps:
+  - {id: k, executor: "worker:badkey", goal: answer, attempts: 3}
+  - {id: l, executor: "worker:toolong", goal: answer, attempts: 3}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto k = attempts(out.run_id, "k");
+  ASSERT_EQ(k.size(), 1u) << "refused credentials are not retried";
+  EXPECT_EQ(k[0].ending, "setup_failed");
+  EXPECT_NE(k[0].reason.find("Invalid API key"), std::string::npos) << k[0].reason;
+  auto l = attempts(out.run_id, "l");
+  ASSERT_EQ(l.size(), 2u) << "an ordinary failure: the same one twice stops the step";
+  EXPECT_EQ(l[1].ending, "error");
+  EXPECT_NE(step(out.run_id, "l").reason.find("same failure twice"), std::string::npos)
+      << step(out.run_id, "l").reason;
 }
 
 // claude counts prompt-cache tokens apart from usage.input_tokens: they are

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -135,6 +136,35 @@ class WorkspaceWatch {
   int fd_ = -1;
   std::map<int, fs::path> folders_;
 };
+
+enum class ProviderErrorKind { Credentials, Transient, Other };
+
+// What an agent CLI's error text says of its provider's answer: an HTTP status
+// written in it (401/403: credentials; 408, 429, 5xx: transient), or the words
+// providers use for the same ("overloaded", "rate limit", "invalid api key").
+ProviderErrorKind error_kind_of(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto has = [&](std::string_view word) { return lower.find(word) != std::string::npos; };
+  // A three-digit number standing alone (not part of a longer one).
+  auto status = [&](std::string_view code) {
+    for (std::size_t at = lower.find(code); at != std::string::npos; at = lower.find(code, at + 1)) {
+      const bool left = at == 0 || !std::isdigit(static_cast<unsigned char>(lower[at - 1]));
+      const bool right = at + 3 >= lower.size() || !std::isdigit(static_cast<unsigned char>(lower[at + 3]));
+      if (left && right) return true;
+    }
+    return false;
+  };
+  if (status("401") || status("403") || has("invalid api key") || has("authentication") || has("/login"))
+    return ProviderErrorKind::Credentials;
+  if (status("408") || status("429") || has("overloaded") || has("rate limit") || has("rate_limit") ||
+      has("timed out") || has("timeout"))
+    return ProviderErrorKind::Transient;
+  for (int code = 500; code <= 599; ++code)
+    if (status(std::to_string(code))) return ProviderErrorKind::Transient;
+  return ProviderErrorKind::Other;
+}
 
 // Writes the prompt for {prompt_file} or stdin, readable by orch's user only.
 Expected<void> write_prompt_file(const fs::path& path, const std::string& prompt) {
@@ -349,7 +379,19 @@ class WorkerAttempt final : public RunningAttempt {
     if (auto why = answered_error(last_with)) {
       fail_with(fmt::format("worker '{}' answered with an error ('{}'): {}", worker_.name, worker_.error_path,
                             *why));
-      o.transient = true;  // a provider's error (overloaded, rate-limited): retried with back-off
+      // As the llm executor treats a provider's answer: refused credentials are
+      // the set-up (not retried), an overload or a rate limit passes by itself
+      // (retried with back-off), anything else is an ordinary failure.
+      switch (error_kind_of(*why)) {
+        case ProviderErrorKind::Credentials:
+          o.ending = AttemptEnding::SetupFailed;
+          break;
+        case ProviderErrorKind::Transient:
+          o.transient = true;
+          break;
+        case ProviderErrorKind::Other:
+          break;
+      }
       return;
     }
     const nlohmann::json* result = last_with(worker_.result_path);

@@ -24,8 +24,9 @@
 // budgets however it ended. A worker that exits 0 with output that does not fit
 // ends the attempt Error, naming the worker and the path; so does one whose
 // answer its `error` path marks as an error (claude's "is_error": true), with the
-// error's text as the reason, and that failure is transient (retried with
-// back-off, as a provider's 5xx is).
+// error's text as the reason, classed as a provider's answer is: an overload or
+// a rate limit transient (retried with back-off), refused credentials a set-up
+// failure (not retried), anything else an ordinary failure.
 //
 // Stall detection (`stall_after`): progress is a byte on stdout or stderr or a
 // change anywhere in the workspace (inotify on its folders, new folders

@@ -15,6 +15,8 @@ Modes:
   spentfail   prints its usage and cost, then exits 1 (an attempt that fails after spending)
   overloaded  exits 0 with claude's error answer: "is_error": true, "result": "API Error: 529
               overloaded", and its usage (claude -p --output-format json on a provider error)
+  badkey      claude's error answer for refused credentials: "Invalid API key · Please run /login"
+  toolong     claude's error answer for a prompt too long: "Prompt is too long"
   cached      claude's answer with cache creation and cache read tokens in its usage
   retry       fails (exit 1, "tests failed: test_parse") unless the prompt says the previous
               attempt failed with exactly that reason; then answers "fixed"
@@ -67,6 +69,10 @@ elif mode == "overloaded":
     print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
                       "result": "API Error: 529 overloaded",
                       "usage": {"input_tokens": 10, "output_tokens": 0}, "total_cost_usd": 0.001}))
+elif mode in ("badkey", "toolong"):
+    text = "Invalid API key · Please run /login" if mode == "badkey" else "Prompt is too long"
+    print(json.dumps({"type": "result", "subtype": "success", "is_error": True, "result": text,
+                      "usage": {"input_tokens": 0, "output_tokens": 0}, "total_cost_usd": 0}))
 elif mode == "cached":
     print(json.dumps({"type": "result", "is_error": False, "result": "done: " + first,
                       "usage": {"input_tokens": 12, "output_tokens": 30,
