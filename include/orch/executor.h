@@ -97,6 +97,10 @@ struct AttemptOutcome {
   std::int64_t cache_write_tokens = 0;
   double cost_usd = 0;
   std::chrono::milliseconds duration{0};
+  // The attempt spent, but what could not be read (a worker's output cut at
+  // max_output, where its usage was): the engine charges what it reserved for
+  // the attempt instead of nothing, and says so.
+  bool spend_unknown = false;
   // A failure that may pass by itself (a provider's 429 or 5xx, a dropped
   // connection): the engine retries it with exponential back-off and jitter, and
   // "same failure twice" does not stop it (the attempts cap still does).

@@ -1126,6 +1126,17 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
       outcome.message = *why;
     }
   }
+  // An attempt whose spend could not be read is charged what was reserved for
+  // it, never nothing (the reservation is the executor's estimate: a floor).
+  if (outcome.spend_unknown && outcome.tokens_in == 0 && outcome.tokens_out == 0 && outcome.cost_usd == 0) {
+    const Spend& held = s.flight().reservation;
+    outcome.tokens_in = held.tokens;
+    outcome.cost_usd = held.cost_usd;
+    outcome.message +=
+        fmt::format("{}its spend could not be read from its output: charged the {} tokens{} reserved for it",
+                    outcome.message.empty() ? "" : "; ", held.tokens,
+                    held.cost_usd > 0 ? " and " + dollars(held.cost_usd) : std::string());
+  }
   // The cache counts are a part of tokens_in: a breakdown that does not fit in
   // it (a provider's slip) is not kept, so that no row says more than it spent.
   if (outcome.cache_read_tokens < 0 || outcome.cache_write_tokens < 0 ||
@@ -1294,6 +1305,7 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   nlohmann::json finished = {
       {"status", attempt_status_name(status)}, {"reason", reason}, {"exit_code", a.exit_code}};
   if (o.transient) finished["transient"] = true;  // a provider's 429/5xx, a dropped connection
+  if (o.spend_unknown) finished["spend_unknown"] = true;  // charged its reservation
   event("attempt_finished", s.step->id, a.number, finished);
 
   Spend actual{o.tokens_in + o.tokens_out, o.cost_usd, a.counted ? 1 : 0};

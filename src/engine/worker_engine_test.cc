@@ -44,6 +44,11 @@ class WorkerEngine : public orch::testing::EngineFixture {
         "    result: message.text\n    usage: {{tokens_in: tokens.in, tokens_out: tokens.out}}\n",
         agent);
     yaml += fmt::format(
+        "  reserving:\n    argv: [python3, '{}', json, '{{prompt}}']\n    output: json\n    result: result\n"
+        "    usage: {{tokens_in: usage.input_tokens, tokens_out: usage.output_tokens}}\n    reserve_tokens: "
+        "500\n",
+        agent);
+    yaml += fmt::format(
         "  bystdin:\n    argv: [python3, '{0}', text, '-', '{{workspace}}']\n    stdin: prompt\n"
         "  byfile:\n    argv: [python3, '{0}', text, '@{{prompt_file}}', '{{workspace}}']\n",
         agent);
@@ -270,6 +275,25 @@ steps:
   EXPECT_EQ(l[1].ending, "error");
   EXPECT_NE(step(out.run_id, "l").reason.find("same failure twice"), std::string::npos)
       << step(out.run_id, "l").reason;
+}
+
+// Output cut at max_output loses the usage a json worker prints last: the
+// attempt is charged what was reserved for it, and says so — never nothing.
+TEST_F(WorkerEngine, AnAttemptWhoseUsageWasCutOffIsChargedItsReservation) {
+  RunOutcome out = run(R"(name: w
+steps:
+  - {id: c, executor: "worker:reserving", goal: answer, attempts: 1, max_output: 40}
+)");
+  EXPECT_EQ(out.status, RunStatus::Failed);
+  auto c = attempts(out.run_id, "c");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].tokens_in, 500);
+  EXPECT_NE(c[0].reason.find("was cut at max_output"), std::string::npos) << c[0].reason;
+  EXPECT_NE(
+      c[0].reason.find("its spend could not be read from its output: charged the 500 tokens reserved for it"),
+      std::string::npos)
+      << c[0].reason;
+  EXPECT_EQ((*store_->find_run(out.run_id))->spent_tokens, 500);
 }
 
 // claude counts prompt-cache tokens apart from usage.input_tokens: they are

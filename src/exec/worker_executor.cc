@@ -332,6 +332,7 @@ class WorkerAttempt final : public RunningAttempt {
     // Cut at max_output, the output is not what the worker wrote: its last line
     // (the answer, the usage) may be the part that was dropped.
     if (o.stdout_truncated) {
+      o.spend_unknown = true;  // the usage was in what was dropped: the engine charges the reservation
       if (exited_zero)
         fail_with(fmt::format(
             "worker '{}': its output ({} bytes) was cut at max_output, so its {} cannot be read from it; "
