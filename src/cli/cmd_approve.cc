@@ -7,6 +7,7 @@
 #include "cli/number_option.h"
 #include "orch/clock.h"
 #include "util/json_text.h"
+#include "util/strings.h"
 
 namespace orch::cli {
 
@@ -33,7 +34,9 @@ Command add_approve(CLI::App& app) {
     if (!store) return report_error(store.error());
     auto recorded = approve_step(**store, args->run_id, args->step, Clock::system().wall_ms());
     if (!recorded) return report_error(recorded.error());
-    const std::string resume = "orch resume " + args->run_id;
+    // A command that works as it is: a ledger other than the default is named.
+    std::string resume = "orch resume " + shell_quote(args->run_id);
+    if (args->store != kDefaultStore) resume += " --store " + shell_quote(args->store);
     if (args->json) {
       // The command as it was recorded: JSON escapes what a terminal would act on.
       nlohmann::ordered_json doc = {{"run_id", args->run_id},

@@ -248,8 +248,14 @@ void add_global_flags(CLI::App& app, GlobalFlags& flags) {
                  "colour statuses: auto (on a terminal, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->group("Output");
-  app.add_flag("-q,--quiet", flags.quiet, "run, resume: say nothing but errors and JSON documents (no progress, table or notes)")->group("Output");
-  app.add_flag("-v,--verbose", flags.verbose, "run, resume: say each attempt as it starts; -vv (debug, any command): the ledger and set-up files read")
+  app.add_flag("-q,--quiet", flags.quiet,
+               "run, resume: say nothing but errors and JSON documents (no progress, table or notes)")
+      ->group("Output");
+  // Counted across the command line: `orch -v run p.yaml -v` is -vv.
+  app.add_flag_function(
+         "-v,--verbose", [&flags](std::int64_t n) { flags.verbose += static_cast<int>(n); },
+         "run, resume: say each attempt as it starts; -vv (debug, any command): the ledger and set-up files "
+         "read")
       ->group("Output");
   for (CLI::App* sub : app.get_subcommands({})) add_global_flags(*sub, flags);
 }

@@ -133,6 +133,10 @@ TEST(Cli, ColourQuietAndVerboseAreGlobalFlags) {
   EXPECT_EQ(normal.out.find("started"), std::string::npos) << normal.out;
   auto debug = run_orch({"-vv", "runs"}, d.path());
   EXPECT_HAS(debug.err, "orch: ledger .orch/orch.db");
+  auto split = run_orch({"-v", "runs", "-v"}, d.path());
+  EXPECT_HAS(split.err, "orch: ledger .orch/orch.db") << "one -v on each side is -vv";
+  auto one = run_orch({"runs", "-v"}, d.path());
+  EXPECT_EQ(one.err.find("orch: ledger"), std::string::npos) << one.err;
 
   auto both = run_orch({"run", "good.yaml", "-q", "-v"}, d.path());
   EXPECT_EQ(both.exit_code, 2);

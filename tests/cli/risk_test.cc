@@ -12,6 +12,8 @@
 namespace orch {
 namespace {
 
+using orch::testing::orch_binary;
+using orch::testing::run_command;
 using orch::testing::run_orch;
 using orch::testing::source_dir;
 using orch::testing::TempDir;
@@ -56,6 +58,23 @@ TEST(CliRisk, ApproveShowsTheCommandWithControlCharactersEscaped) {
   EXPECT_NE(approve.out.find("printf x \\x1b]0;pwned\\x07\\x1b[1A\\x0decho harmless"), std::string::npos)
       << approve.out;
   EXPECT_NE(approve.out.find("\n  env: WHERE='a\\x1b[2Kb'"), std::string::npos) << approve.out;
+}
+
+// The command `orch approve` says to run next works as it is: a ledger other
+// than the default is named in it, and the resume it names finishes the run.
+TEST(CliRisk, TheResumeApproveNamesWorksWithAnotherLedger) {
+  TempDir d;
+  write_file(d / "plan.yaml", "steps:\n  - {id: dep, risk: high, run: ['true']}\n");
+  auto first = run_orch({"run", "plan.yaml", "--store", "other dir/l.db"}, d.path());
+  ASSERT_EQ(first.exit_code, 3) << first.out << first.err;
+  const std::string id = run_id_of(first.err);
+  auto approve = run_orch({"approve", id, "dep", "--store", "other dir/l.db", "--json"}, d.path());
+  ASSERT_EQ(approve.exit_code, 0) << approve.err;
+  const std::string resume = nlohmann::json::parse(approve.out)["resume"];
+  EXPECT_EQ(resume, "orch resume " + id + " --store 'other dir/l.db'");
+  auto resumed =
+      run_command({"/bin/sh", "-c", "\"$ORCH\"" + resume.substr(4)}, d.path(), {{"ORCH", orch_binary()}});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
 }
 
 TEST(CliRisk, PausedRunExits3ThenApproveAndResumeFinishIt) {
