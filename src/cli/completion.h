@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace orch::cli {
@@ -47,6 +48,16 @@ std::vector<CompletionCommand> completion_tree(const CLI::App& root);
 // The scripts, for the tree of a program called `program`.
 std::string bash_completion_script(const std::vector<CompletionCommand>& tree, std::string_view program);
 std::string zsh_completion_script(const std::vector<CompletionCommand>& tree, std::string_view program);
+
+// What the scripts' driver is told a value completes to: "@file", "@dir",
+// "@none", or the choices as words.
+std::string completion_value_word(const CompletionValue& value);
+
+// The cases of the scripts' `_PROGRAM_option_value PATH OPTION` function: for
+// each value word, the "PATH OPTION" patterns (shell-quoted, joined with '|')
+// of the options whose value completes to it.
+std::vector<std::pair<std::string, std::string>> option_value_cases(
+    const std::vector<CompletionCommand>& tree);
 
 // `script` with every "@@" replaced by `program` (the scripts' fixed parts name
 // their functions _@@, _@@_options, ...).

@@ -7,7 +7,6 @@
 // subcommand, or a positional argument.
 #include <fmt/format.h>
 
-#include <map>
 #include <string>
 #include <string_view>
 
@@ -17,21 +16,6 @@
 namespace orch::cli {
 
 namespace {
-
-// "@file", "@dir", "@none", or the choices as words.
-std::string bash_value_word(const CompletionValue& value) {
-  switch (value.kind) {
-    case CompletionValue::Kind::File:
-      return "@file";
-    case CompletionValue::Kind::Directory:
-      return "@dir";
-    case CompletionValue::Kind::Nothing:
-      return "@none";
-    case CompletionValue::Kind::Choice:
-      break;
-  }
-  return join(value.choices, " ");
-}
 
 std::string words_of(const std::vector<std::string>& words) {
   return shell_quote(join(words, " "));
@@ -125,25 +109,14 @@ std::string bash_completion_script(const std::vector<CompletionCommand>& tree, s
     return names.empty() ? std::string() : words_of(names);
   });
   out += lookup_function(fn + "_positional", tree, [](const CompletionCommand& c) {
-    return c.has_positionals && c.subcommands.empty() ? shell_quote(bash_value_word(c.positional))
+    return c.has_positionals && c.subcommands.empty() ? shell_quote(completion_value_word(c.positional))
                                                       : std::string();
   });
   // _PROGRAM_option_value PATH OPTION: prints what OPTION's value completes to;
   // fails for a flag or an unknown option (nothing to skip).
   out += fn + "_option_value() {\n  case \"$1 $2\" in\n";
-  for (const CompletionCommand& c : tree) {
-    std::map<std::string, std::vector<std::string>> by_value;  // value word -> "PATH OPTION" patterns
-    for (const CompletionOption& o : c.options)
-      if (o.takes_value)
-        for (const std::string& name : o.names)
-          by_value[bash_value_word(o.value)].push_back(c.path + " " + name);
-    for (const auto& [value, patterns] : by_value) {
-      std::string alternatives;
-      for (const std::string& p : patterns)
-        alternatives += (alternatives.empty() ? "" : "|") + shell_quote(p);
-      out += fmt::format("    {}) echo {} ;;\n", alternatives, shell_quote(value));
-    }
-  }
+  for (const auto& [alternatives, value] : option_value_cases(tree))
+    out += fmt::format("    {}) echo {} ;;\n", alternatives, shell_quote(value));
   out += "    *) return 1 ;;\n  esac\n}\n\n";
   return out + with_program(kDriver, program);
 }

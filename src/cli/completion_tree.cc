@@ -1,5 +1,6 @@
 // cli/completion_tree.cc — the CLI11 App tree read into CompletionCommands.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -99,6 +100,39 @@ std::vector<CompletionCommand> completion_tree(const CLI::App& root) {
   std::vector<CompletionCommand> tree;
   add_command(root, root.get_name(), tree);
   return tree;
+}
+
+std::string completion_value_word(const CompletionValue& value) {
+  switch (value.kind) {
+    case CompletionValue::Kind::File:
+      return "@file";
+    case CompletionValue::Kind::Directory:
+      return "@dir";
+    case CompletionValue::Kind::Nothing:
+      return "@none";
+    case CompletionValue::Kind::Choice:
+      break;
+  }
+  return join(value.choices, " ");
+}
+
+std::vector<std::pair<std::string, std::string>> option_value_cases(
+    const std::vector<CompletionCommand>& tree) {
+  std::vector<std::pair<std::string, std::string>> cases;
+  for (const CompletionCommand& c : tree) {
+    std::map<std::string, std::vector<std::string>> by_value;  // value word -> "PATH OPTION" patterns
+    for (const CompletionOption& o : c.options)
+      if (o.takes_value)
+        for (const std::string& name : o.names)
+          by_value[completion_value_word(o.value)].push_back(c.path + " " + name);
+    for (const auto& [value, patterns] : by_value) {
+      std::string alternatives;
+      for (const std::string& p : patterns)
+        alternatives += (alternatives.empty() ? "" : "|") + shell_quote(p);
+      cases.emplace_back(std::move(alternatives), value);
+    }
+  }
+  return cases;
 }
 
 }  // namespace orch::cli

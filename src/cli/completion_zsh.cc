@@ -6,7 +6,6 @@
 // (`_describe`), files through `_files`.
 #include <fmt/format.h>
 
-#include <map>
 #include <string>
 #include <string_view>
 
@@ -16,20 +15,6 @@
 namespace orch::cli {
 
 namespace {
-
-std::string zsh_value_word(const CompletionValue& value) {
-  switch (value.kind) {
-    case CompletionValue::Kind::File:
-      return "@file";
-    case CompletionValue::Kind::Directory:
-      return "@dir";
-    case CompletionValue::Kind::Nothing:
-      return "@none";
-    case CompletionValue::Kind::Choice:
-      break;
-  }
-  return join(value.choices, " ");
-}
 
 // "NAME:DESCRIPTION" for _describe: a colon in NAME is escaped, the description
 // is its first sentence, on one line.
@@ -136,25 +121,15 @@ std::string zsh_completion_script(const std::vector<CompletionCommand>& tree, st
   });
   // REPLY: what a positional argument of $1 completes to.
   out += zsh_lookup(fn + "_positional", "REPLY=", tree, [](const CompletionCommand& c) {
-    return c.has_positionals && c.subcommands.empty() ? "REPLY=" + shell_quote(zsh_value_word(c.positional))
-                                                      : std::string();
+    return c.has_positionals && c.subcommands.empty()
+               ? "REPLY=" + shell_quote(completion_value_word(c.positional))
+               : std::string();
   });
   // _PROGRAM_option_value PATH OPTION: REPLY is what OPTION's value completes to;
   // fails for a flag or an unknown option (nothing to skip).
   out += fn + "_option_value() {\n  case \"$1 $2\" in\n";
-  for (const CompletionCommand& c : tree) {
-    std::map<std::string, std::vector<std::string>> by_value;
-    for (const CompletionOption& o : c.options)
-      if (o.takes_value)
-        for (const std::string& name : o.names)
-          by_value[zsh_value_word(o.value)].push_back(c.path + " " + name);
-    for (const auto& [value, patterns] : by_value) {
-      std::string alternatives;
-      for (const std::string& p : patterns)
-        alternatives += (alternatives.empty() ? "" : "|") + shell_quote(p);
-      out += fmt::format("    {}) REPLY={} ;;\n", alternatives, shell_quote(value));
-    }
-  }
+  for (const auto& [alternatives, value] : option_value_cases(tree))
+    out += fmt::format("    {}) REPLY={} ;;\n", alternatives, shell_quote(value));
   out += "    *) return 1 ;;\n  esac\n}\n\n";
   return out + with_program(kZshDriver, program);
 }

@@ -45,6 +45,28 @@ void make_old_ledger(lt::RawDb& raw, int version) {
   }
 }
 
+// Attempt 2 of step 'a' of the old ledgers' run 'old-run', succeeded; the test
+// sets what it checks.
+AttemptRecord second_attempt() {
+  AttemptRecord a;
+  a.run_id = "old-run";
+  a.step_id = "a";
+  a.number = 2;
+  a.status = AttemptStatus::Succeeded;
+  return a;
+}
+
+// Records `a` as orch does: inserted running, then finished, in one transaction.
+void record_attempt(Store& store, AttemptRecord a) {
+  ASSERT_TRUE(store.begin());
+  const AttemptStatus status = a.status;
+  a.status = AttemptStatus::Running;
+  ASSERT_TRUE(store.insert_attempt(a));
+  a.status = status;
+  ASSERT_TRUE(store.finish_attempt(a));
+  ASSERT_TRUE(store.commit());
+}
+
 TEST(LedgerFile, AFileThatIsNotADatabaseIsRefusedAndLeftAlone) {
   testing::TempDir dir;
   const auto path = dir / "orch.db";
@@ -322,17 +344,10 @@ TEST(LedgerFile, AVersion5LedgerKeepsItsAttemptsAndTakesOutputsInTheRow) {
     ASSERT_TRUE(old && old->size() == 1u);
     EXPECT_EQ((*old)[0].stdout_path, "/s/a.1.stdout");
     EXPECT_EQ((*old)[0].stdout_text, "");
-    AttemptRecord a;
-    a.run_id = "old-run";
-    a.step_id = "a";
-    a.number = 2;
-    ASSERT_TRUE((*store)->begin());
-    ASSERT_TRUE((*store)->insert_attempt(a));
-    a.status = AttemptStatus::Succeeded;
+    AttemptRecord a = second_attempt();
     a.stdout_text = std::string("forty-two\0\xff", 11);  // bytes, as a stream may hold them
     a.stderr_text = "warning";
-    ASSERT_TRUE((*store)->finish_attempt(a));
-    ASSERT_TRUE((*store)->commit());
+    ASSERT_NO_FATAL_FAILURE(record_attempt(**store, a));
     auto both = (*store)->attempts("old-run", "a");
     ASSERT_TRUE(both && both->size() == 2u);
     EXPECT_EQ((*both)[1].stdout_text, a.stdout_text);
@@ -531,18 +546,11 @@ TEST(LedgerFile, AVersion9LedgerReadsItsAttemptsWithNoCacheTokensAndTakesThem) {
     EXPECT_EQ((*old)[0].tokens_in, 7);
     EXPECT_EQ((*old)[0].cache_read_tokens, 0);
     EXPECT_EQ((*old)[0].cache_write_tokens, 0);
-    AttemptRecord a;
-    a.run_id = "old-run";
-    a.step_id = "a";
-    a.number = 2;
-    ASSERT_TRUE((*store)->begin());
-    ASSERT_TRUE((*store)->insert_attempt(a));
-    a.status = AttemptStatus::Succeeded;
+    AttemptRecord a = second_attempt();
     a.tokens_in = 7012;
     a.cache_read_tokens = 5000;
     a.cache_write_tokens = 2000;
-    ASSERT_TRUE((*store)->finish_attempt(a));
-    ASSERT_TRUE((*store)->commit());
+    ASSERT_NO_FATAL_FAILURE(record_attempt(**store, a));
     auto both = (*store)->attempts("old-run", "a");
     ASSERT_TRUE(both && both->size() == 2u);
     EXPECT_EQ((*both)[1].cache_read_tokens, 5000);

@@ -1,0 +1,38 @@
+// engine/scheduler_internal.h — what the scheduler's files share and nothing
+// else needs: scheduler.cc (the loop: settle, dispatch, commit, start),
+// scheduler_start.cc (how an attempt starts) and scheduler_settle.cc (how it
+// ends). Not part of liborch's API.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <iterator>
+#include <string>
+
+namespace orch::scheduler_detail {
+
+// The output tail an attempt's row keeps (and the next attempt is told).
+inline constexpr std::size_t kTailBytes = 2048;
+// The longest Retry-After a transient failure is retried after: the back-off's own ceiling.
+inline constexpr std::chrono::milliseconds kMaxRetryAfter{300'000};
+// A result longer than this reaches a shell_zero check only in ORCH_RESULT_FILE.
+inline constexpr std::size_t kResultEnvMax = 64 * 1024;
+
+// Whether `path` is `folder` or inside it (both absolute, normalised).
+inline bool within(const std::filesystem::path& path, const std::filesystem::path& folder) {
+  auto p = path.lexically_normal();
+  auto f = folder.lexically_normal();
+  auto [fi, pi] = std::mismatch(f.begin(), f.end(), p.begin(), p.end());
+  if (fi == f.end()) return true;
+  // "a/b/" normalises with an empty last element: a trailing separator still matches.
+  return std::next(fi) == f.end() && fi->empty();
+}
+
+// The last `n` bytes of `s`.
+inline std::string tail_of(const std::string& s, std::size_t n) {
+  return s.size() <= n ? s : s.substr(s.size() - n);
+}
+
+}  // namespace orch::scheduler_detail
