@@ -118,6 +118,10 @@ struct EngineOptions {
   // above approves (the CLI: a prompt on the terminal). The loop waits for the
   // answer; running steps go on. True approves; false leaves the step waiting.
   std::function<bool(const ApprovalRequest&)> ask_approval;
+
+  // The runtime a new run is started for (the phase runner sets it); none for
+  // `orch run`. A resumed run keeps the owner it was recorded with.
+  RunOwner owner;
 };
 
 struct RunOutcome {

@@ -45,6 +45,10 @@ std::string format_report_table(const nlohmann::ordered_json& report, const Stat
 // reason on a second line when there is one. Works on either detail.
 std::string format_report_summary(const nlohmann::ordered_json& report, const StatusStyle& style = {});
 
+// A run's owner as the reports give it: null for none, else {"kind": "review",
+// "id": ..., "round": N, "phase": ...} (round 0 and phase "" when it has none).
+nlohmann::ordered_json owner_json(const RunOwner& owner);
+
 // "2026-11-30T03:12:01.123Z" for milliseconds since the epoch ("" for 0).
 std::string iso_time(std::int64_t ms);
 // "850ms", "3.2s", "4m05s", "1h02m".

@@ -50,6 +50,23 @@ std::optional<RunStatus> parse_run_status(std::string_view name);
 std::optional<StepStatus> parse_step_status(std::string_view name);
 std::optional<AttemptStatus> parse_attempt_status(std::string_view name);
 
+// Which runtime a run was started for (schema v11). A run of `orch run` has no
+// owner; a task's run, each phase of a review's rounds and of a cycle's names
+// its owner, so the owner finds its runs by these columns (Store::owned_runs),
+// never by parsing their names: a plan a user named "review x round 1 judge" is
+// nobody's phase.
+enum class OwnerKind { None, Task, Review, Cycle };
+const char* owner_kind_name(OwnerKind k);  // "", "task", "review", "cycle"
+std::optional<OwnerKind> parse_owner_kind(std::string_view name);
+
+struct RunOwner {
+  OwnerKind kind = OwnerKind::None;
+  std::string id;     // the owner's id: a task's trace id, a review's id, a cycle's id
+  int round = 0;      // the owner's round the run belongs to (0: none)
+  std::string phase;  // the phase of that round ("reviewers", "judge", ...; "": none)
+  bool operator==(const RunOwner&) const = default;
+};
+
 // Times are milliseconds since the Unix epoch (UTC).
 struct RunRecord {
   std::string id;
@@ -74,6 +91,7 @@ struct RunRecord {
   // The plan's budget limits as JSON ({"tokens":..,"cost_usd":..,"wall_ms":..,
   // "attempts":..}, only those set), so reports need not re-parse the plan.
   std::string budget_json = "{}";
+  RunOwner owner;  // (v11) none for a run of `orch run`
 };
 
 struct PlanVersion {
@@ -189,6 +207,9 @@ class Store {
 
   virtual Expected<std::optional<RunRecord>> find_run(const std::string& run_id) = 0;
   virtual Expected<std::vector<RunRecord>> list_runs() = 0;  // newest first
+  // The runs of one owner (all its rounds and phases), newest first. Served by
+  // an index, so an owner with many runs in a large ledger is found at once.
+  virtual Expected<std::vector<RunRecord>> owned_runs(OwnerKind kind, const std::string& owner_id) = 0;
   virtual Expected<PlanVersion> latest_plan(const std::string& run_id) = 0;
   virtual Expected<std::vector<StepRecord>> steps(const std::string& run_id) = 0;  // by idx
   // One step's row. The default looks through what steps() returns.

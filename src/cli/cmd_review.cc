@@ -170,9 +170,9 @@ int run(const ReviewArgs& a) {
     catch_stop_signals();  // and each round's engine while it runs
     auto outcome = flows::resume_review(
         env, r->id, a.spend_cap > 0 ? std::optional<std::int64_t>(a.spend_cap) : std::nullopt,
-        a.keep_edits      ? flows::LaterEdits::Keep
-        : a.discard_edits ? flows::LaterEdits::Discard
-                          : flows::LaterEdits::Refuse);
+        a.keep_edits      ? LaterEdits::Keep
+        : a.discard_edits ? LaterEdits::Discard
+                          : LaterEdits::Refuse);
     run_has_ended();  // the report is printed whatever comes
     if (!outcome) return report_error(outcome.error());
     return print_outcome(*outcome, a.json);

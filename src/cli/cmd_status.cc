@@ -162,7 +162,8 @@ Command add_runs(CLI::App& app) {
                         {"spent_tokens", r.spent_tokens},
                         {"spent_cost_usd", r.spent_cost_usd},
                         {"spent_attempts", r.spent_attempts},
-                        {"active", active[i]}});
+                        {"active", active[i]},
+                        {"owner", owner_json(r.owner)}});
       }
       std::printf("%s\n", json_text(list, 2).c_str());
       return kExitSucceeded;

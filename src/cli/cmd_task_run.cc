@@ -94,7 +94,7 @@ int run(const TaskRunArgs& a) {
     // whose request is this one is looked up on the first tick.
     options.on_started = [&](const std::string& run_id) {
       auto runs = env->store->find_run(run_id);
-      if (runs && *runs && (*runs)->name.starts_with("task ")) trace_id = (*runs)->name.substr(5);
+      if (runs && *runs && (*runs)->owner.kind == OwnerKind::Task) trace_id = (*runs)->owner.id;
     };
     outcome = flows::run_task(*env, a.request, options);
   }

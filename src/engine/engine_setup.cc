@@ -156,6 +156,7 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   run_.created_at = run_.updated_at = now_ms();
   run_.owner_pid = static_cast<int>(getpid());
   run_.status = RunStatus::Running;
+  run_.owner = options_.owner;
   lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
 
   ORCH_TRY(load_plan_state(std::move(plan)));

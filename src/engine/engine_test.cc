@@ -1347,6 +1347,9 @@ class CountingStore final : public Store {
     return found;
   }
   Expected<std::vector<RunRecord>> list_runs() override { return inner_.list_runs(); }
+  Expected<std::vector<RunRecord>> owned_runs(OwnerKind kind, const std::string& owner) override {
+    return inner_.owned_runs(kind, owner);
+  }
   Expected<PlanVersion> latest_plan(const std::string& id) override { return inner_.latest_plan(id); }
   Expected<std::vector<StepRecord>> steps(const std::string& id) override { return inner_.steps(id); }
   Expected<std::vector<AttemptRecord>> attempts(const std::string& id, const std::string& step) override {

@@ -78,6 +78,14 @@ ojson attempt_json(const AttemptRecord& a, std::int64_t until) {
 
 }  // namespace
 
+nlohmann::ordered_json owner_json(const RunOwner& owner) {
+  if (owner.kind == OwnerKind::None) return nullptr;
+  return {{"kind", owner_kind_name(owner.kind)},
+          {"id", owner.id},
+          {"round", owner.round},
+          {"phase", owner.phase}};
+}
+
 Expected<void> refresh_running_totals(Store& store, RunRecord& run, bool active, std::int64_t now_ms) {
   if (run.status != RunStatus::Running) return {};
   const AttemptTotals totals = ORCH_TRY(store.attempt_totals(run.id));
@@ -185,7 +193,8 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
                     {"created_at", iso_time(run.created_at)},
                     {"finished_at", iso_time(run.finished_at)},
                     {"elapsed_ms", end > run.created_at ? end - run.created_at : 0},
-                    {"active", active}}},
+                    {"active", active},
+                    {"owner", owner_json(run.owner)}}},
                   {"budget",
                    {{"limits", limits},
                     {"spent",

@@ -7,9 +7,8 @@
 #include <set>
 
 #include "engine/attempt_render.h"
-#include "engine/orphans.h"
+#include "engine/phase_runner.h"
 #include "engine/run_lock.h"
-#include "engine/snapshot.h"
 #include "flows/embedded_files.h"
 #include "flows/plan_template.h"
 #include "flows/review_gate.h"
@@ -339,11 +338,7 @@ std::string failure_of(const StepRecord* s, const Expected<ReviewOutput>& out) {
 
 // Everything spent by the review's runs so far.
 Expected<std::int64_t> spent_tokens(ReviewEnv& env, const std::string& id) {
-  std::int64_t total = 0;
-  const std::string prefix = fmt::format("review {} round ", id);
-  for (const auto& r : ORCH_TRY(env.store->list_runs()))
-    if (r.name.starts_with(prefix)) total += r.spent_tokens;
-  return total;
+  return owner_spent_tokens(*env.store, OwnerKind::Review, id);
 }
 
 std::vector<std::vector<Finding>> findings_of_rounds(const json& rounds) {
@@ -475,11 +470,6 @@ void settle_merges(Judged& j, const std::vector<Finding>& lens_findings) {
   j.doc["kept"] = std::move(kept);
 }
 
-// How long after the last sign of life of the orch that watched a fix (its run
-// row's heartbeat, rewritten every second while a step runs) the fixer's own
-// changes may still be stamped: a later change is not known to be the fixer's.
-constexpr std::int64_t kWatchLagMs = 3000;
-
 class Driver {
  public:
   Driver(ReviewEnv& env, ReviewRecord record, json doc, ReviewConfig config, LaterEdits later_edits)
@@ -501,7 +491,6 @@ class Driver {
   Expected<void> save();
   Expected<std::optional<Phase>> phase(int round, const char* name,
                                        const std::function<ojson(std::int64_t)>& build);
-  Expected<void> settle_killed_writes(const RunRecord& run, int round, const char* phase);
   Expected<ReviewOutcome> stop(ReviewStatus status, const std::string& reason, int exit_code);
   Expected<std::optional<ReviewOutcome>> spend_cap_stop(int round, const char* phase, const std::string& why);
   Expected<std::optional<ReviewOutcome>> run_round(int round);
@@ -600,170 +589,79 @@ Expected<void> Driver::save() {
   return {};
 }
 
-// Finds the phase's run (resuming it when it did not end) or starts it. nullopt:
-// the review must pause (the outcome is in paused_).
+// Runs the round's phase through the engine's phase runner: its run is found by
+// its owner key (this review, the round, the phase), started, resumed, or
+// resumed under a raised spend cap. nullopt: the review must pause (the outcome
+// is in paused_).
 Expected<std::optional<Phase>> Driver::phase(int round, const char* name,
                                              const std::function<ojson(std::int64_t)>& build) {
   const std::string run_name = phase_run_name(record_.id, round, name);
-  std::optional<RunRecord> existing;
-  for (const auto& r : ORCH_TRY(env_.store->list_runs()))  // newest first
-    if (r.name == run_name) {
-      existing = r;
-      break;
-    }
+  EngineOptions eo;
+  eo.workspace = env_.workspace;
+  eo.executors = env_.executors;
+  eo.handle_signals = env_.handle_signals;
+  eo.ask_approval = env_.ask_approval;
+  PhaseRunner runner(*env_.store, std::move(eo));
+  PhaseRequest request;
+  request.key = RunOwner{OwnerKind::Review, record_.id, round, name};
+  request.tokens_left =
+      c_.spend_cap_tokens - ORCH_TRY(owner_spent_tokens(*env_.store, OwnerKind::Review, record_.id));
+  request.build = [&](std::int64_t left) -> Expected<BuiltPlan> {
+    std::string text = json_text(build(left), 2);
+    Plan plan = ORCH_TRY(load_built_plan(env_.workspace, *env_.executors, text, run_name,
+                                         "the review's " + std::string(name) + " plan"));
+    return BuiltPlan{std::move(plan), std::move(text)};
+  };
+  request.later_edits = later_edits_;
+  request.who = fmt::format("review {}: the {} of round {}", record_.id, name, round);
+  request.resume_command = fmt::format("orch review --resume {}", record_.id);
+  request.on_note = [this](const std::string& line) { note(line); };
+  request.on_start = [&](PhaseStart start, const std::string& run_id) {
+    note(start == PhaseStart::ResumedUnderRaisedCap
+             ? fmt::format("round {}: {}: resuming run {} under the raised spend cap", round, name, run_id)
+         : start == PhaseStart::Resumed ? fmt::format("round {}: {}: resuming run {}", round, name, run_id)
+                                        : fmt::format("round {}: {}", round, name));
+  };
+  const PhaseResult ran = ORCH_TRY(runner.run(request));
   Phase p;
-  const std::int64_t left = c_.spend_cap_tokens - ORCH_TRY(spent_tokens(env_, record_.id));
-  // A phase the old spend cap stopped goes on when the cap was raised (--resume --spend-cap).
-  const bool raised = existing && existing->status == RunStatus::BudgetExhausted && left > 0;
-  // A run cancelled with `orch cancel` stopped the review; --resume goes on with
-  // it (its cancelled steps run again), as `orch resume` does with a cancelled run.
-  const bool ended =
-      existing && existing->status != RunStatus::Running && existing->status != RunStatus::Interrupted &&
-      existing->status != RunStatus::AwaitingApproval && existing->status != RunStatus::Cancelled && !raised;
-  if (ended) {
-    p.run_id = existing->id;
-    p.status = existing->status;
-    // A run the cap stopped under an earlier, lower cap (one raised, but not past
-    // what was spent): its reason counts against that cap, not the one now.
-    p.reason = existing->status == RunStatus::BudgetExhausted ? "nothing is left of the spend cap"
-                                                              : existing->reason;
-  } else {
-    if (left <= 0 && !existing) {
-      p.status = RunStatus::BudgetExhausted;
-      p.reason = "nothing is left of the spend cap";
-      return std::optional<Phase>(std::move(p));
-    }
-    EngineOptions eo;
-    eo.workspace = env_.workspace;
-    eo.executors = env_.executors;
-    eo.handle_signals = env_.handle_signals;
-    eo.ask_approval = env_.ask_approval;
-    Engine engine(*env_.store, std::move(eo));
-    Expected<RunOutcome> outcome = std::unexpected(Error{ErrorCode::Internal, "not run"});
-    if (raised) {
-      // The run's stored plan with a budget of what it spent plus what is left.
-      const PlanVersion stored = ORCH_TRY(env_.store->latest_plan(existing->id));
-      ojson plan = ojson::parse(stored.text, nullptr, false);
-      if (plan.is_discarded())
-        return fail(ErrorCode::Store, fmt::format("run {}: its plan is not JSON", existing->id));
-      plan["budget"]["tokens"] = existing->spent_tokens + left;
-      // Kept in the run's own folder of the store (docs/store.md), not in .orch/reviews/,
-      // which holds the review documents only.
-      const fs::path replan = env_.store->folder() / "runs" / existing->id / "spend-cap-plan.json";
-      std::error_code ec;
-      fs::create_directories(replan.parent_path(), ec);
-      ORCH_TRY(write_file_atomically(replan, json_text(plan, 2), Durability::RenameOnly));
-      note(
-          fmt::format("round {}: {}: resuming run {} under the raised spend cap", round, name, existing->id));
-      outcome = engine.resume(existing->id, replan.string());
-    } else if (existing) {
-      ORCH_TRY(settle_killed_writes(*existing, round, name));
-      note(fmt::format("round {}: {}: resuming run {}", round, name, existing->id));
-      outcome = engine.resume(existing->id, std::nullopt);
-    } else {
-      const std::string text = json_text(build(left), 2);
-      const Plan plan = ORCH_TRY(load_built_plan(env_.workspace, *env_.executors, text, run_name,
-                                                 "the review's " + std::string(name) + " plan"));
-      note(fmt::format("round {}: {}", round, name));
-      outcome = engine.run(plan, text);
-    }
-    if (!outcome) return std::unexpected(outcome.error());
-    p.run_id = outcome->run_id;
-    p.status = outcome->status;
-    p.reason = outcome->reason;
-    // A phase that did not end, or that `orch cancel` stopped, pauses the review:
-    // nothing of the phase is recorded and no further phase runs (a cancelled
-    // reviewer must not make the round INCOMPLETE and the loop go on).
-    if (p.status == RunStatus::Interrupted || p.status == RunStatus::AwaitingApproval ||
-        p.status == RunStatus::Running || p.status == RunStatus::Cancelled) {
-      ReviewOutcome out;
-      out.id = record_.id;
-      out.status = ReviewStatus::Running;
-      out.exit_code = exit_code_for(p.status);
-      out.reason = p.status == RunStatus::AwaitingApproval
-                       ? fmt::format("round {}: {}: {} (then `orch review --resume {}`)", round, name,
-                                     p.reason, record_.id)
-                   : p.status == RunStatus::Cancelled
-                       ? fmt::format(
-                             "cancelled in round {} ({}): run {} was cancelled (orch cancel); the review "
-                             "stopped: to go on, `orch review --resume {}`",
-                             round, name, p.run_id, record_.id)
-                       : fmt::format("interrupted in round {} ({}): continue with `orch review --resume {}`",
-                                     round, name, record_.id);
-      doc_["rounds_in_progress"] = round;
-      if (p.status == RunStatus::Cancelled) doc_["stop_reason"] = out.reason;
-      ORCH_TRY(save());
-      out.doc = doc_;
-      paused_ = std::move(out);
-      return std::optional<Phase>();
-    }
+  p.run_id = ran.run_id;
+  p.status = ran.status;
+  // A run the cap stopped under an earlier, lower cap (one raised, but not past
+  // what was spent): its reason counts against that cap, not the one now.
+  p.reason = ran.start == PhaseStart::Ended && ran.status == RunStatus::BudgetExhausted
+                 ? "nothing is left of the spend cap"
+                 : ran.reason;
+  if (ran.start == PhaseStart::NoBudget) return std::optional<Phase>(std::move(p));
+  // A phase that did not end, or that `orch cancel` stopped, pauses the review:
+  // nothing of the phase is recorded and no further phase runs (a cancelled
+  // reviewer must not make the round INCOMPLETE and the loop go on).
+  if (ran.start != PhaseStart::Ended &&
+      (p.status == RunStatus::Interrupted || p.status == RunStatus::AwaitingApproval ||
+       p.status == RunStatus::Running || p.status == RunStatus::Cancelled)) {
+    ReviewOutcome out;
+    out.id = record_.id;
+    out.status = ReviewStatus::Running;
+    out.exit_code = exit_code_for(p.status);
+    out.reason = p.status == RunStatus::AwaitingApproval
+                     ? fmt::format("round {}: {}: {} (then `orch review --resume {}`)", round, name, p.reason,
+                                   record_.id)
+                 : p.status == RunStatus::Cancelled
+                     ? fmt::format(
+                           "cancelled in round {} ({}): run {} was cancelled (orch cancel); the review "
+                           "stopped: to go on, `orch review --resume {}`",
+                           round, name, p.run_id, record_.id)
+                     : fmt::format("interrupted in round {} ({}): continue with `orch review --resume {}`",
+                                   round, name, record_.id);
+    doc_["rounds_in_progress"] = round;
+    if (p.status == RunStatus::Cancelled) doc_["stop_reason"] = out.reason;
+    ORCH_TRY(save());
+    out.doc = doc_;
+    paused_ = std::move(out);
+    return std::optional<Phase>();
   }
   p.steps = ORCH_TRY(env_.store->steps(p.run_id));
   p.attempts = ORCH_TRY(env_.store->attempts(p.run_id));
   return std::optional<Phase>(std::move(p));
-}
-
-// The engine's resume of a run whose driver was killed (kill -9) puts every
-// file of an attempt it left running back to the attempt's snapshot — right for
-// what the fixer did while orch watched it, wrong for a change made after: by
-// the user, editing the artifacts by hand before resuming, or by a fixer process
-// that outlived orch. Such a file (changed since the snapshot, and stamped later
-// than orch's last sign of life plus kWatchLagMs) is not put back without the
-// user's word: by default the resume is refused, naming it, with nothing
-// changed; with LaterEdits::Keep the snapshot is restored here but for those
-// files, and marked put back, so the engine has nothing left to restore.
-Expected<void> Driver::settle_killed_writes(const RunRecord& run, int round, const char* phase) {
-  if (later_edits_ == LaterEdits::Discard) return {};
-  // Driven by a live process: the engine's resume refuses it and says by whom.
-  if (RunLock::is_held(env_.store->folder(), run.id)) return {};
-  std::vector<AttemptRecord> killed;
-  for (AttemptRecord& a : ORCH_TRY(env_.store->attempts(run.id)))
-    if (a.status == AttemptStatus::Running && !a.snapshot_dir.empty() &&
-        fs::exists(fs::path(a.snapshot_dir) / "manifest.json"))
-      killed.push_back(std::move(a));
-  if (killed.empty()) return {};
-  // What the dead orch started must not change a file while it is compared (the
-  // engine's resume would kill it next anyway).
-  if (auto killed_left = kill_orphans(env_.store, run.id); !killed_left)
-    return std::unexpected(killed_left.error());
-  RunRecord alive = run;  // the last sign of life: the heartbeat, or the latest attempt time
-  ORCH_TRY(refresh_running_totals(*env_.store, alive, false, env_.now_ms()));
-  std::error_code ec;
-  const fs::path root = fs::weakly_canonical(env_.workspace, ec);
-  for (const AttemptRecord& a : killed) {
-    const std::int64_t watched_until = std::max(alive.updated_at, a.started_at);
-    std::vector<fs::path> later;
-    std::vector<std::string> names;
-    for (const SnapshotChange& c : ORCH_TRY(snapshot_changes(a.snapshot_dir))) {
-      if (!c.exists || c.mtime_ms <= watched_until + kWatchLagMs) continue;
-      later.push_back(c.path);
-      const fs::path rel = c.path.lexically_relative(root);
-      names.push_back(fmt::format("{} (changed {})", rel.empty() ? c.path.string() : rel.string(),
-                                  iso8601_utc(c.mtime_ms, TimePrecision::Seconds)));
-    }
-    if (later.empty()) continue;
-    if (later_edits_ == LaterEdits::Refuse)
-      return fail(ErrorCode::InvalidInput,
-                  fmt::format("review {}: the {} of round {} was stopped with its orch (last seen {}), and "
-                              "since then {} changed: {}. Resuming would put {} back as before the fix, so "
-                              "nothing was done. To keep {} as {} now (the fix runs again on it): `orch "
-                              "review --resume {} --keep-edits`; to put {} back as before the fix: `orch "
-                              "review --resume {} --discard-edits`",
-                              record_.id, phase, round, iso8601_utc(watched_until, TimePrecision::Seconds),
-                              later.size() == 1 ? "this file" : "these files", join(names, ", "),
-                              later.size() == 1 ? "it" : "them", later.size() == 1 ? "it" : "them",
-                              later.size() == 1 ? "it is" : "they are", record_.id,
-                              later.size() == 1 ? "it" : "them", record_.id));
-    if (auto restored = restore_snapshot(a.snapshot_dir, later); !restored)
-      return fail(ErrorCode::Io, fmt::format("review {}: cannot restore the files of the interrupted {} "
-                                             "(the snapshot is kept in {}): {}",
-                                             record_.id, phase, a.snapshot_dir, restored.error().message));
-    // Left for the engine's resume to remove once it has closed the attempt.
-    ORCH_TRY(mark_snapshot_put_back(a.snapshot_dir));
-    note(fmt::format("round {}: {}: kept as they are now (--keep-edits): {}", round, phase,
-                     join(names, ", ")));
-  }
-  return {};
 }
 
 Expected<ReviewOutcome> Driver::stop(ReviewStatus status, const std::string& reason, int exit_code) {

@@ -53,6 +53,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/later_edits.h"
 #include "flows/review_config.h"
 #include "orch/engine.h"
 #include "orch/review_store.h"
@@ -87,13 +88,9 @@ Expected<void> check_review_executors(const ReviewEnv& env, const ReviewConfig& 
 Expected<ReviewOutcome> start_review(ReviewEnv& env, const ReviewConfig& config);
 
 // What a resume does with a file of a fix killed with its orch (kill -9) that
-// changed after that orch stopped watching the fix (its modification time is
-// later): a change the fixer cannot be known to have made — the user's, or a
-// fixer process that outlived orch. Refuse: nothing is restored or run, and the
-// resume fails naming the files (the default). Keep: those files stay as they
-// are (the fix's other files are restored) and the fix runs again on them.
-// Discard: every file is put back as it was before the fix.
-enum class LaterEdits { Refuse, Keep, Discard };
+// changed after that orch stopped watching the fix: LaterEdits
+// (engine/later_edits.h); the review's default is Refuse (--keep-edits: Keep,
+// --discard-edits: Discard).
 
 // Continues a review that is still running (after kill -9, Ctrl-C, an approval,
 // or the spend cap: `spend_cap` raises it). A review that ended is refused.

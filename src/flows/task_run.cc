@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/phase_runner.h"
 #include "flows/plan_template.h"
 #include "flows/stage_plan.h"
 #include "flows/task_engines.h"
@@ -261,11 +262,12 @@ std::vector<Expected_transition> implied_transitions(const Trace& trace,
   return out;
 }
 
+// The trace's run: the one it recorded, or the one owned by it (a trace killed
+// before it recorded its run); "" when it has none yet.
 Expected<std::string> find_run_of(TaskEnv& env, const Trace& trace) {
   if (!trace.run_id.empty()) return trace.run_id;
-  for (const auto& r : ORCH_TRY(env.store->list_runs()))
-    if (r.name == run_name(trace.id)) return r.id;
-  return std::string();
+  const auto owned = ORCH_TRY(env.store->owned_runs(OwnerKind::Task, trace.id));  // newest first
+  return owned.empty() ? std::string() : owned.front().id;
 }
 
 // Brings the trace up to date with the ended (or paused) run and closes it.
@@ -332,8 +334,11 @@ Expected<TaskRunOutcome> escalate(TaskEnv& env, const std::string& id, const std
   return out;
 }
 
-Expected<TaskRunOutcome> drive(TaskEnv& env, Trace trace, const TaskRunOptions& options,
-                               const std::optional<std::string>& resume_run) {
+// Runs the task's one phase through the engine's phase runner: its run is
+// started, resumed when it did not end, run again (its failed steps) when it
+// failed for its set-up (the person has fixed the key or the models file), or,
+// when it ended otherwise (orch died before closing the trace), only reported.
+Expected<TaskRunOutcome> drive(TaskEnv& env, Trace trace, const TaskRunOptions& options) {
   EngineOptions eo;
   eo.workspace = env.workspace;
   eo.executors = env.executors;
@@ -341,15 +346,18 @@ Expected<TaskRunOutcome> drive(TaskEnv& env, Trace trace, const TaskRunOptions& 
   eo.tick_interval = std::chrono::milliseconds(100);
   std::optional<Error> sync_error;
   const std::string id = trace.id;
-  bool run_recorded = !trace.run_id.empty();
-  Engine* engine_ptr = nullptr;
+  std::string run_id = trace.run_id;
+  bool run_recorded = !run_id.empty();
+  eo.on_started = [&](const std::string& started) {
+    run_id = started;
+    if (options.on_started) options.on_started(started);
+  };
   // Ticks come after the engine's turn has committed: the trace is written
   // outside the engine's transactions.
   eo.on_progress = [&](const ProgressEvent& e) {
     if (options.on_progress) options.on_progress(e);
-    if (e.kind != ProgressEvent::Kind::Tick || sync_error || !engine_ptr) return;
-    if (!run_recorded && !engine_ptr->run_id().empty()) {
-      const std::string run_id = engine_ptr->run_id();
+    if (e.kind != ProgressEvent::Kind::Tick || sync_error || run_id.empty()) return;
+    if (!run_recorded) {
       auto recorded = update_task(env, id, [&](Trace& t) { t.run_id = run_id; });
       if (!recorded) {
         sync_error = recorded.error();
@@ -357,35 +365,36 @@ Expected<TaskRunOutcome> drive(TaskEnv& env, Trace trace, const TaskRunOptions& 
       }
       run_recorded = true;
     }
-    if (run_recorded)
-      if (auto synced = sync_trace_with_run(env, id); !synced) sync_error = synced.error();
+    if (auto synced = sync_trace_with_run(env, id); !synced) sync_error = synced.error();
   };
-  eo.on_started = options.on_started;
-  Engine engine(*env.store, std::move(eo));
-  engine_ptr = &engine;
-  Expected<RunOutcome> outcome = std::unexpected(Error{ErrorCode::Internal, "not run"});
-  if (resume_run) {
-    outcome = engine.resume(*resume_run, std::nullopt);
-  } else {
-    ojson built;
-    if (is_tool_direct(trace)) {
-      auto call = tool_direct_call(trace, env.registry, env.workspace);
-      if (!call) return escalate(env, id, "tool-direct: " + call.error().message);
-      built = build_tool_direct_plan(trace, *call, options.executor_given ? options.executor : "");
-    } else {
-      built = build_plan(trace, options.executor);
-    }
-    const std::string text = json_text(built, 2);
-    const Plan plan = ORCH_TRY(load_built_plan(env, text, run_name(id)));
-    outcome = engine.run(plan, text);
+  PhaseRunner runner(*env.store, std::move(eo));
+  PhaseRequest request;
+  request.key = RunOwner{OwnerKind::Task, id, 0, ""};
+  // A tool-direct trace's call is made out before its run starts: one that
+  // cannot be made escalates the trace, with no run.
+  std::optional<ToolDirectCall> call;
+  if (is_tool_direct(trace) && !ORCH_TRY(runner.find(request.key))) {
+    auto made = tool_direct_call(trace, env.registry, env.workspace);
+    if (!made) return escalate(env, id, "tool-direct: " + made.error().message);
+    call = std::move(*made);
   }
-  if (!outcome) return std::unexpected(outcome.error());
+  request.build = [&](std::int64_t) -> Expected<BuiltPlan> {
+    const ojson built =
+        call ? build_tool_direct_plan(trace, *call, options.executor_given ? options.executor : "")
+             : build_plan(trace, options.executor);
+    std::string text = json_text(built, 2);
+    Plan plan = ORCH_TRY(load_built_plan(env, text, run_name(id)));
+    return BuiltPlan{std::move(plan), std::move(text)};
+  };
+  request.rerun_ended = [&](const RunRecord& run) -> Expected<bool> {
+    return run.status == RunStatus::Failed && !ORCH_TRY(setup_failure_of(env, run.id)).empty();
+  };
+  request.who = fmt::format("task {}", id);
+  request.resume_command = fmt::format("orch task run --resume {}", id);
+  const PhaseResult ran = ORCH_TRY(runner.run(request));
   if (sync_error) return std::unexpected(*sync_error);
-  if (!run_recorded) {
-    const std::string run_id = outcome->run_id;
-    ORCH_TRY(update_task(env, id, [&](Trace& t) { t.run_id = run_id; }));
-  }
-  return finish(env, id, *outcome);
+  if (!run_recorded) ORCH_TRY(update_task(env, id, [&](Trace& t) { t.run_id = ran.run_id; }));
+  return finish(env, id, RunOutcome{ran.run_id, ran.status, ran.reason});
 }
 
 }  // namespace
@@ -440,7 +449,7 @@ Expected<TaskRunOutcome> run_task(TaskEnv& env, const std::string& request, cons
     out.exit_code = kExitEscalated;
     return out;
   }
-  return drive(env, std::move(*planned.trace), options, std::nullopt);
+  return drive(env, std::move(*planned.trace), options);
 }
 
 Expected<TaskRunOutcome> resume_task(TaskEnv& env, const std::string& trace_ref,
@@ -450,20 +459,12 @@ Expected<TaskRunOutcome> resume_task(TaskEnv& env, const std::string& trace_ref,
     return fail(ErrorCode::InvalidInput, fmt::format("trace '{}' is closed ({}): nothing to resume", trace.id,
                                                      task_state_name(trace.state())));
   const std::string run_id = ORCH_TRY(find_run_of(env, trace));
-  if (run_id.empty())
-    return drive(env, std::move(trace), options, std::nullopt);  // killed before its run existed
-  if (trace.run_id.empty())
-    trace = ORCH_TRY(update_task(env, trace.id, [&](Trace& t) { t.run_id = run_id; }));
-  trace = ORCH_TRY(sync_trace_with_run(env, trace.id));
-  auto run = ORCH_TRY(env.store->find_run(run_id));
-  // A run that failed for its set-up is run again (its failed steps only): the
-  // person has fixed the key or the models file.
-  const bool setup_failed =
-      run && run->status == RunStatus::Failed && !ORCH_TRY(setup_failure_of(env, run_id)).empty();
-  if (run && !setup_failed && run->status != RunStatus::Interrupted && run->status != RunStatus::Running &&
-      run->status != RunStatus::AwaitingApproval)  // the run ended; orch died before closing the trace
-    return finish(env, trace.id, RunOutcome{run_id, run->status, run->reason});
-  return drive(env, std::move(trace), options, run_id);
+  if (!run_id.empty()) {
+    if (trace.run_id.empty())
+      trace = ORCH_TRY(update_task(env, trace.id, [&](Trace& t) { t.run_id = run_id; }));
+    trace = ORCH_TRY(sync_trace_with_run(env, trace.id));
+  }
+  return drive(env, std::move(trace), options);
 }
 
 }  // namespace orch::flows

@@ -563,5 +563,69 @@ TEST(LedgerFile, AVersion9LedgerReadsItsAttemptsWithNoCacheTokensAndTakesThem) {
       << "a finished attempt never changes";
 }
 
+// v11 gave runs their owners: a v10 ledger's task and review runs are found by
+// their owner, from what the runtimes read before (the trace's run, or the run
+// named after a trace that recorded none; "review ID round N PHASE" of a review
+// that exists); any other run, even one named like a phase, has none.
+TEST(LedgerFile, AVersion10LedgerGivesItsTaskAndReviewRunsTheirOwners) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 10));
+    std::string sql =
+        "INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
+        " (5, 5, 'v5'), (6, 6, 'v6'), (7, 7, 'v7'), (8, 8, 'v8'), (9, 9, 'v9'), (10, 10, 'v10');"
+        "INSERT INTO traces VALUES ('t1', 'r', '', '/w', 'DONE', 'done', '{}', 'run-a', 1, 1, 0);"
+        "INSERT INTO traces VALUES ('t2', 'r', '', '/w', 'EXECUTE', 'open', '{}', '', 1, 1, 0);"
+        "INSERT INTO reviews VALUES ('rv-1', 'n', '/w', 'running', '', 1, '{}', 1, 1);";
+    const std::pair<const char*, const char*> runs[] = {
+        {"run-a", "my plan"},  // t1's run, whatever its name
+        {"run-b", "task t2"},  // t2 was killed before it recorded its run
+        {"run-c", "review rv-1 round 1 reviewers"},
+        {"run-d", "review rv-1 round 12 fix"},
+        {"run-e", "review ghost round 1 judge"},  // no such review
+        {"run-f", "review rv-1 round 1 lunch"},   // no such phase
+        {"run-g", "task t9"},                     // no such trace
+    };
+    int created = 0;
+    for (const auto& [id, name] : runs)
+      sql += fmt::format(
+          "INSERT INTO runs VALUES ('{}', '{}', 'succeeded', '', '/p.yaml', '/w', 1, 1, 0, 0, {}, 2, 3, 0, 0,"
+          " 0, 0, 0, 0, '{{}}');",
+          id, name, ++created);
+    ASSERT_EQ(raw.exec(sql), "");
+  }
+  auto store = open_sqlite_store(path);
+  ASSERT_TRUE(store) << store.error().message;
+  auto owner_of = [&](const char* id) {
+    auto run = (*store)->find_run(id);
+    EXPECT_TRUE(run && *run) << id;
+    return run && *run ? (*run)->owner : RunOwner{};
+  };
+  EXPECT_EQ(owner_of("run-a"), (RunOwner{OwnerKind::Task, "t1", 0, ""}));
+  EXPECT_EQ(owner_of("run-b"), (RunOwner{OwnerKind::Task, "t2", 0, ""}));
+  EXPECT_EQ(owner_of("run-c"), (RunOwner{OwnerKind::Review, "rv-1", 1, "reviewers"}));
+  EXPECT_EQ(owner_of("run-d"), (RunOwner{OwnerKind::Review, "rv-1", 12, "fix"}));
+  EXPECT_EQ(owner_of("run-e"), RunOwner{});
+  EXPECT_EQ(owner_of("run-f"), RunOwner{});
+  EXPECT_EQ(owner_of("run-g"), RunOwner{});
+  auto review_runs = (*store)->owned_runs(OwnerKind::Review, "rv-1");
+  ASSERT_TRUE(review_runs) << review_runs.error().message;
+  ASSERT_EQ(review_runs->size(), 2u);
+  EXPECT_EQ((*review_runs)[0].id, "run-d") << "newest first";
+  EXPECT_EQ((*review_runs)[1].id, "run-c");
+  // A new run keeps the owner it is written with.
+  RunRecord fresh = (*store)->find_run("run-g")->value();
+  fresh.id = "run-h";
+  fresh.owner = RunOwner{OwnerKind::Cycle, "c1", 3, "implement"};
+  ASSERT_TRUE((*store)->insert_run(fresh));
+  EXPECT_EQ(owner_of("run-h"), fresh.owner);
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
+  EXPECT_NE(raw.exec("UPDATE runs SET owner_kind = 'someone' WHERE id = 'run-a'"), "");
+}
+
 }  // namespace
 }  // namespace orch

@@ -14,11 +14,12 @@
 
 namespace orch::rows {
 
-// runs: ?1..?19 in the order of RunRecord. kUpdateRun sets every column but id (?1).
+// runs: ?1..?24 in the order of RunRecord (the owner's four last). kUpdateRun sets every column but id (?1).
 extern const char kInsertRun[];
 extern const char kUpdateRun[];
 extern const char kFindRun[];          // ?1 = id
 extern const char kListRuns[];         // newest first
+extern const char kOwnedRuns[];        // ?1 = owner kind, ?2 = owner id; newest first
 extern const char kRequestCancel[];    // ?1 = id
 extern const char kCancelRequested[];  // ?1 = id
 extern const char kAttemptTotals[];    // ?1 = run id

@@ -36,6 +36,14 @@
 //   budget_json      (v2) the plan's budget limits, a JSON object with the keys set
 //                    in the plan: tokens, cost_usd, wall_ms, attempts; '{}' when none
 //                    (and for runs recorded before v2)
+//   owner_kind       (v11) the runtime the run was started for: '' (a run of
+//                    `orch run`), task, review or cycle
+//   owner_id         (v11) that runtime's id for its work: the task's trace id, the
+//                    review's id, the cycle's id; '' when no owner
+//   owner_round      (v11) the owner's round the run belongs to; 0 when none
+//   owner_phase      (v11) the phase of that round (review: reviewers, judge,
+//                    claims, fix); '' when none. Index runs_by_owner serves
+//                    "the runs of this owner" (Store::owned_runs).
 //
 // plans            every version of a run's plan, exactly as submitted (immutable)
 //   run_id, version  primary key; version 1 is the plan the run started with
@@ -487,7 +495,35 @@ ALTER TABLE attempts ADD COLUMN cache_read_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attempts ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-constexpr std::array<Migration, 10> kMigrations{{
+// v11: the owner of a run (engine/phase_runner.h): the runtime, its id, round and
+// phase, so a runtime finds its runs by key instead of parsing their names. The
+// runs of earlier orchs are given their owners here, from the same evidence the
+// runtimes read before: a task's run is the one its trace names (or, for a trace
+// killed before it recorded one, the run named "task TRACE"); a review's phase
+// is the run named "review ID round N PHASE" of a review that exists, with one
+// of the review's four phases. Any other run keeps no owner.
+constexpr const char* kSchemaV11 = R"sql(
+ALTER TABLE runs ADD COLUMN owner_kind TEXT NOT NULL DEFAULT ''
+  CHECK (owner_kind = '' OR owner_kind = 'task' OR owner_kind = 'review' OR owner_kind = 'cycle');
+ALTER TABLE runs ADD COLUMN owner_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_round INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN owner_phase TEXT NOT NULL DEFAULT '';
+CREATE INDEX runs_by_owner ON runs (owner_kind, owner_id, created_at);
+UPDATE runs SET owner_kind = 'task', owner_id = t.id
+  FROM traces AS t
+ WHERE t.run_id = runs.id OR (t.run_id = '' AND runs.name = 'task ' || t.id);
+UPDATE runs SET owner_kind = 'review', owner_id = p.review, owner_round = p.round, owner_phase = p.phase
+  FROM (SELECT id AS run_id, review, CAST(substr(rest, 1, instr(rest, ' ') - 1) AS INTEGER) AS round,
+               substr(rest, instr(rest, ' ') + 1) AS phase
+          FROM (SELECT id, substr(tail, 1, instr(tail, ' round ') - 1) AS review,
+                       substr(tail, instr(tail, ' round ') + 7) AS rest
+                  FROM (SELECT id, substr(name, 8) AS tail FROM runs
+                         WHERE owner_kind = '' AND name LIKE 'review % round % %'))) AS p
+ WHERE runs.id = p.run_id AND p.round > 0 AND p.phase IN ('reviewers', 'judge', 'claims', 'fix')
+   AND p.review IN (SELECT id FROM reviews);
+)sql";
+
+constexpr std::array<Migration, 11> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
@@ -501,6 +537,7 @@ constexpr std::array<Migration, 10> kMigrations{{
     {9, "reviews.status abandoned: a review ended unfinished by orch review --abandon", kSchemaV9, true,
      kVerifyV9},
     {10, "attempts.cache_read_tokens, cache_write_tokens: the prompt cache's share of tokens_in", kSchemaV10},
+    {11, "runs.owner_kind, owner_id, owner_round, owner_phase: the runtime a run belongs to", kSchemaV11},
 }};
 
 }  // namespace

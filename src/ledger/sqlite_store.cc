@@ -242,6 +242,14 @@ Expected<std::vector<RunRecord>> SqliteStore::list_runs() {
   return collect(list_runs_sql, rows::read_run, [] { return "listing runs"; });
 }
 
+Expected<std::vector<RunRecord>> SqliteStore::owned_runs(OwnerKind kind, const std::string& owner_id) {
+  Statement& owned_runs_sql = *ORCH_TRY(prepared(sql_.owned_runs, rows::kOwnedRuns));
+  owned_runs_sql.bind_text(1, owner_kind_name(kind));
+  owned_runs_sql.bind_text(2, owner_id);
+  return collect(owned_runs_sql, rows::read_run,
+                 [&] { return fmt::format("listing the runs of {} '{}'", owner_kind_name(kind), owner_id); });
+}
+
 Expected<PlanVersion> SqliteStore::latest_plan(const std::string& run_id) {
   Statement& latest_plan_sql = *ORCH_TRY(prepared(sql_.latest_plan, rows::kLatestPlan));
   latest_plan_sql.bind_text(1, run_id);

@@ -382,7 +382,7 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 10);
+  EXPECT_EQ(store_schema_version(), 11);
   EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
 }
 

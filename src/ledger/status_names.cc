@@ -49,6 +49,12 @@ constexpr std::array<std::pair<AttemptStatus, const char*>, 7> kAttempt{{
     {AttemptStatus::Interrupted, "interrupted"},
     {AttemptStatus::Stalled, "stalled"},
 }};
+constexpr std::array<std::pair<OwnerKind, const char*>, 4> kOwner{{
+    {OwnerKind::None, ""},
+    {OwnerKind::Task, "task"},
+    {OwnerKind::Review, "review"},
+    {OwnerKind::Cycle, "cycle"},
+}};
 constexpr std::array<std::pair<TraceStatus, const char*>, 4> kTrace{{
     {TraceStatus::Open, "open"},
     {TraceStatus::Done, "done"},
@@ -86,6 +92,12 @@ const char* step_status_name(StepStatus s) {
 }
 const char* attempt_status_name(AttemptStatus s) {
   return name_of(kAttempt, s);
+}
+const char* owner_kind_name(OwnerKind k) {
+  return name_of(kOwner, k);
+}
+std::optional<OwnerKind> parse_owner_kind(std::string_view n) {
+  return parse_of(kOwner, n);
 }
 std::optional<RunStatus> parse_run_status(std::string_view n) {
   return parse_of(kRun, n);

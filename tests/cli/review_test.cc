@@ -1412,9 +1412,15 @@ TEST(CliReview, CancellingThePhaseRunStopsTheReview) {
   ASSERT_TRUE(orch::testing::wait_for([&] { return p.count_calls("reviewer correctness 1 1") == 1; }, 30000))
       << read_file(p.d / "out.txt");
   std::string run_id;
+  // The phase's run is found by its owner (runs --json), as a dashboard would.
   for (const auto& run : review_doc_of(run_orch({"runs", "--json"}, p.path()).out))
-    if (run.value("name", std::string()).ends_with("round 1 reviewers")) run_id = run["id"];
+    if (run["owner"].is_object() && run["owner"]["kind"] == "review" && run["owner"]["round"] == 1 &&
+        run["owner"]["phase"] == "reviewers")
+      run_id = run["id"];
   ASSERT_FALSE(run_id.empty());
+  const json report = review_doc_of(run_orch({"status", run_id, "--json"}, p.path()).out);
+  EXPECT_EQ(report["run"]["owner"]["kind"], "review") << report.dump();
+  EXPECT_FALSE(report["run"]["owner"]["id"].get<std::string>().empty());
   auto cancelled = run_orch({"cancel", run_id}, p.path());
   EXPECT_EQ(cancelled.exit_code, 0) << cancelled.err;
   EXPECT_EQ(orch::testing::wait_exit(pid), 130) << read_file(p.d / "out.txt");

@@ -422,6 +422,9 @@ TEST(CliTask, RunDrivesEveryStageAndRetriesExecuteWithTheVerifyFailure) {
   auto status = run_orch({"status", t["run_id"], "--json"}, d.path());
   EXPECT_EQ(status.exit_code, 0);
   EXPECT_EQ(parse_json(status.out)["run"]["status"], "succeeded");
+  // The run is the trace's: its owner is the task, by id (no name is parsed).
+  const json owner = parse_json(status.out)["run"]["owner"];
+  EXPECT_EQ(owner, json({{"kind", "task"}, {"id", t["id"]}, {"round", 0}, {"phase", ""}})) << status.out;
 }
 
 // A worker that fixes one thing per call and never the last: VERIFY fails on

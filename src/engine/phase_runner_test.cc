@@ -1,0 +1,203 @@
+// PhaseRunner tests: real plans, a real SQLite ledger, real processes.
+#include "engine/phase_runner.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "orch/plan_loader.h"
+#include "orch/validate.h"
+#include "testing/testing.h"
+
+namespace orch {
+namespace {
+
+namespace fs = std::filesystem;
+using orch::testing::TempDir;
+using orch::testing::write_file;
+
+class PhaseRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(ws());
+    auto s = open_sqlite_store(dir_ / "store" / "orch.db");
+    ASSERT_TRUE(s) << s.error().message;
+    store_ = std::move(*s);
+  }
+
+  fs::path ws() const { return dir_ / "ws"; }
+
+  // A request for `key` whose plan is `plan_text` (JSON), counting the
+  // plans it builds and keeping the token budget each was built with.
+  PhaseRequest request(RunOwner key, std::string plan_text) {
+    PhaseRequest r;
+    r.key = std::move(key);
+    r.build = [this, text = std::move(plan_text)](std::int64_t tokens_left) -> Expected<BuiltPlan> {
+      ++builds_;
+      built_with_.push_back(tokens_left);
+      LoadResult loaded = parse_plan(text, "");
+      if (!loaded.diagnostics.empty())
+        return fail(ErrorCode::InvalidInput, loaded.diagnostics[0].to_string());
+      auto registry = ExecutorRegistry::with_builtins();
+      Diagnostics bad = validate_plan(loaded.plan, validate_options_for(ws(), "", registry));
+      if (!bad.empty()) return fail(ErrorCode::InvalidInput, bad[0].to_string());
+      return BuiltPlan{std::move(loaded.plan), text};
+    };
+    return r;
+  }
+
+  PhaseResult run(const PhaseRequest& r) {
+    EngineOptions options;
+    options.workspace = ws();
+    PhaseRunner runner(*store_, options);
+    auto out = runner.run(r);
+    EXPECT_TRUE(out) << (out ? "" : out.error().message);
+    return out ? *out : PhaseResult{};
+  }
+
+  int attempts_of(const std::string& run_id) {
+    auto a = store_->attempts(run_id);
+    EXPECT_TRUE(a);
+    return a ? static_cast<int>(a->size()) : -1;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+  int builds_ = 0;
+  std::vector<std::int64_t> built_with_;
+};
+
+const char* const kEchoPlan = R"({"name": "phase", "steps": [{"id": "a", "run": ["true"]}]})";
+
+TEST_F(PhaseRunnerTest, APhaseRunsOnceAndIsFoundAgainByItsKey) {
+  const RunOwner key{OwnerKind::Review, "rv-1", 1, "judge"};
+  const PhaseResult first = run(request(key, kEchoPlan));
+  EXPECT_EQ(first.start, PhaseStart::Started);
+  EXPECT_EQ(first.status, RunStatus::Succeeded);
+  auto row = store_->find_run(first.run_id);
+  ASSERT_TRUE(row && *row);
+  EXPECT_EQ((*row)->owner, key) << "the run is owned by the phase's key";
+
+  const PhaseResult again = run(request(key, kEchoPlan));
+  EXPECT_EQ(again.start, PhaseStart::Ended) << "an ended phase is reported, not run again";
+  EXPECT_EQ(again.run_id, first.run_id);
+  EXPECT_EQ(again.status, RunStatus::Succeeded);
+  EXPECT_EQ(builds_, 1);
+  EXPECT_EQ(attempts_of(first.run_id), 1);
+}
+
+TEST_F(PhaseRunnerTest, EachRoundAndPhaseHasItsOwnRunAndARunNamedLikeOneIsNobodys) {
+  // A plan of `orch run` whose name reads like a review's phase owns nothing.
+  const PhaseResult user = run(request(RunOwner{OwnerKind::Task, "t", 0, ""}, kEchoPlan));
+  ASSERT_EQ(user.start, PhaseStart::Started);
+  {
+    LoadResult loaded =
+        parse_plan(R"({"name": "review rv-1 round 1 judge", "steps": [{"id": "a", "run": ["true"]}]})", "");
+    ASSERT_TRUE(loaded.diagnostics.empty());
+    EngineOptions options;
+    options.workspace = ws();
+    Engine engine(*store_, options);
+    ASSERT_TRUE(engine.run(loaded.plan, "{}"));
+  }
+  const PhaseResult judge1 = run(request(RunOwner{OwnerKind::Review, "rv-1", 1, "judge"}, kEchoPlan));
+  const PhaseResult judge2 = run(request(RunOwner{OwnerKind::Review, "rv-1", 2, "judge"}, kEchoPlan));
+  const PhaseResult fix1 = run(request(RunOwner{OwnerKind::Review, "rv-1", 1, "fix"}, kEchoPlan));
+  for (const PhaseResult* r : {&judge1, &judge2, &fix1}) EXPECT_EQ(r->start, PhaseStart::Started);
+  EXPECT_NE(judge1.run_id, judge2.run_id);
+  EXPECT_NE(judge1.run_id, fix1.run_id);
+  auto owned = store_->owned_runs(OwnerKind::Review, "rv-1");
+  ASSERT_TRUE(owned);
+  ASSERT_EQ(owned->size(), 3u) << "the run named like a phase is not the review's";
+  EXPECT_EQ((*owned)[0].id, fix1.run_id) << "newest first";
+  auto task = store_->owned_runs(OwnerKind::Task, "t");
+  ASSERT_TRUE(task && task->size() == 1u);
+  EXPECT_EQ((*task)[0].id, user.run_id);
+}
+
+TEST_F(PhaseRunnerTest, WithNothingLeftOfTheCapNothingStarts) {
+  PhaseRequest r = request(RunOwner{OwnerKind::Review, "rv-2", 1, "reviewers"}, kEchoPlan);
+  r.tokens_left = 0;
+  const PhaseResult out = run(r);
+  EXPECT_EQ(out.start, PhaseStart::NoBudget);
+  EXPECT_EQ(out.status, RunStatus::BudgetExhausted);
+  EXPECT_EQ(out.run_id, "");
+  EXPECT_EQ(builds_, 0);
+  auto owned = store_->owned_runs(OwnerKind::Review, "rv-2");
+  ASSERT_TRUE(owned);
+  EXPECT_TRUE(owned->empty());
+}
+
+// A phase the owner's cap stopped goes on when the cap was raised: its run is
+// resumed under a budget of what it spent plus what is left, and every token
+// its attempts spent counts against the owner.
+TEST_F(PhaseRunnerTest, APhaseTheCapStoppedGoesOnUnderTheRaisedCap) {
+  const std::string spend40 = R"(echo '{\"tokens_in\": 40}' > \"$ORCH_USAGE_FILE\")";
+  const std::string plan =
+      fmt::format(R"({{"name": "p", "budget": {{"tokens": 50}}, "steps": [)"
+                  R"({{"id": "a", "sh": "{0}"}}, {{"id": "b", "deps": ["a"], "sh": "{0}"}},)"
+                  R"({{"id": "c", "deps": ["b"], "sh": "{0}"}}]}})",
+                  spend40);
+  const RunOwner key{OwnerKind::Review, "rv-3", 1, "fix"};
+  PhaseRequest r = request(key, plan);
+  r.tokens_left = 50;
+  const PhaseResult stopped = run(r);
+  ASSERT_EQ(stopped.start, PhaseStart::Started);
+  ASSERT_EQ(stopped.status, RunStatus::BudgetExhausted) << stopped.reason;
+  auto spent = owner_spent_tokens(*store_, OwnerKind::Review, "rv-3");
+  ASSERT_TRUE(spent);
+  ASSERT_GT(*spent, 0);
+
+  // The same cap: nothing is left, the stopped run is reported as it ended.
+  r.tokens_left = 50 - *spent;
+  EXPECT_EQ(run(r).start, PhaseStart::Ended);
+
+  r.tokens_left = 200 - *spent;  // the cap raised to 200
+  const PhaseResult raised = run(r);
+  EXPECT_EQ(raised.start, PhaseStart::ResumedUnderRaisedCap);
+  EXPECT_EQ(raised.run_id, stopped.run_id);
+  EXPECT_EQ(raised.status, RunStatus::Succeeded) << raised.reason;
+  EXPECT_EQ(builds_, 1) << "the stored plan goes on; nothing is built again";
+  auto total = owner_spent_tokens(*store_, OwnerKind::Review, "rv-3");
+  ASSERT_TRUE(total);
+  EXPECT_EQ(*total, 120) << "three steps of 40 tokens, over both runs of the phase";
+}
+
+// An ended run the owner wants again (a task whose set-up failed, now fixed) is
+// resumed: its failed steps run again, its done ones do not.
+TEST_F(PhaseRunnerTest, AnEndedRunTheOwnerWantsAgainIsResumed) {
+  const std::string flag = (dir_ / "fixed").string();
+  const std::string plan =
+      fmt::format(R"({{"name": "p", "steps": [{{"id": "a", "sh": "echo a >> {0}.log"}}, )"
+                  R"({{"id": "b", "deps": ["a"], "sh": "test -e {0}"}}]}})",
+                  flag);
+  const RunOwner key{OwnerKind::Task, "t-9", 0, ""};
+  PhaseRequest r = request(key, plan);
+  const PhaseResult failed = run(r);
+  ASSERT_EQ(failed.status, RunStatus::Failed);
+  EXPECT_EQ(run(r).start, PhaseStart::Ended) << "without rerun_ended a failed run is reported";
+
+  write_file(flag, "");
+  int asked = 0;
+  r.rerun_ended = [&](const RunRecord& ended) -> Expected<bool> {
+    ++asked;
+    EXPECT_EQ(ended.id, failed.run_id);
+    return true;
+  };
+  const PhaseResult again = run(r);
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(again.start, PhaseStart::Resumed);
+  EXPECT_EQ(again.run_id, failed.run_id);
+  EXPECT_EQ(again.status, RunStatus::Succeeded) << again.reason;
+  EXPECT_EQ(orch::testing::read_file(flag + ".log"), "a\n") << "the done step did not run again";
+}
+
+TEST_F(PhaseRunnerTest, APhaseNeedsAnOwner) {
+  EngineOptions options;
+  options.workspace = ws();
+  PhaseRunner runner(*store_, options);
+  auto out = runner.run(request(RunOwner{}, kEchoPlan));
+  ASSERT_FALSE(out);
+  EXPECT_EQ(builds_, 0);
+}
+
+}  // namespace
+}  // namespace orch
