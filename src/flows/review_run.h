@@ -3,8 +3,9 @@
 //
 // A review is a row of the ledger (orch/review_store.h) holding its document:
 // the config confirmed at the pre-flight, every round, the escalations, the
-// spend. Each round runs in a fresh context as up to four engine runs, named
-// "review ID round N PHASE" so that a resumed review finds them:
+// spend. Each round runs in a fresh context as up to four engine runs, each run
+// through the engine's phase runner (engine/phase_runner.h) and owned by the key
+// (review, ID, round, PHASE), so that a resumed review finds them again:
 //   reviewers  one step per lens and reviewer (worker or model), in parallel up
 //              to max_parallel, on_failure continue. Each must return JSON that
 //              validates against schemas/finding.schema.json (a result_json
