@@ -1,17 +1,24 @@
 // orch/store.h — the durable ledger: runs, plan versions, steps, attempts, events.
 //
 // The Store is the single source of truth for what happened. Status views, reports
-// and resume read it, never the engine's memory. Contract:
+// and resume read it, never the engine's memory. The contract every
+// implementation keeps (src/ledger/sqlite_store.h is the SQLite one, and says how):
 //   * Attempts are append-only: insert_attempt() adds a row in status running;
 //     finish_attempt() moves it once to a final status; a finished row never
-//     changes again (the SQLite schema enforces this with a trigger).
+//     changes again, whoever writes (the store itself refuses it, not only orch).
 //   * Every state change the engine makes is also an event row (append_event), in
-//     order (seq is strictly increasing per store).
-//   * The engine groups the writes of one loop turn between begin() and commit().
-//   * Readers (orch status/runs/logs in another process) never block a writer
-//     (SQLite WAL); two writers on different runs wait for each other briefly
-//     (busy timeout), never fail.
-// A Store object is used from one thread at a time.
+//     order (seq is strictly increasing per store, and never reused).
+//   * The engine groups the writes of one loop turn between begin() and commit():
+//     they are durable together, or (a crash, rollback()) not at all.
+//   * Readers in other processes (orch status, runs, logs) see only committed
+//     turns and never block a writer; two processes writing different runs may
+//     wait for each other briefly, never fail.
+//   * A run's owner (RunOwner) is written with the run and never changes;
+//     owned_runs() finds an owner's runs without reading the others.
+// folder() is a folder on the machine that drives the runs, beside the ledger:
+// attempt logs, snapshots, run locks and the spawn journal live there.
+// A Store object is used from one thread at a time. orch/ledger.h gives the
+// Store with the TraceStore and ReviewStore of the same ledger.
 #pragma once
 
 #include <cstdint>

@@ -30,9 +30,9 @@ Command add_approve(CLI::App& app) {
   sub->add_flag("--json", args->json,
                 "print {run_id, step, risk, command, resume} (schemas/approve.schema.json)");
   return [args]() -> int {
-    auto store = open_store(args->store, true);
+    auto store = open_ledger(args->store, true);
     if (!store) return report_error(store.error());
-    auto recorded = approve_step(**store, args->run_id, args->step, Clock::system().wall_ms());
+    auto recorded = approve_step((*store)->runs(), args->run_id, args->step, Clock::system().wall_ms());
     if (!recorded) return report_error(recorded.error());
     // A command that works as it is: a ledger other than the default is named.
     std::string resume = "orch resume " + shell_quote(args->run_id);

@@ -41,13 +41,13 @@ Command add_cancel(CLI::App& app) {
       ->transform(number_at_least(0));
   sub->add_flag("--json", args->json, "print {run_id, stopped, status, reason} (schemas/cancel.schema.json)");
   return [args]() -> int {
-    auto store = open_store(args->store, true);
+    auto store = open_ledger(args->store, true);
     if (!store) return report_error(store.error());
     auto status = cancel_run(
-        **store, args->run_id,
+        (*store)->runs(), args->run_id,
         std::chrono::milliseconds(static_cast<std::int64_t>(std::min(args->wait, 86400.0 * 365) * 1000)));
     if (!status) return report_error(status.error());
-    if (args->json) return print_cancel_json(**store, args->run_id, *status);
+    if (args->json) return print_cancel_json((*store)->runs(), args->run_id, *status);
     if (*status == RunStatus::Running) {
       std::printf("run %s: cancel requested; the process driving it has not stopped yet\n",
                   args->run_id.c_str());

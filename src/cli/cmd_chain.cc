@@ -86,11 +86,11 @@ int run_chain_command(const ChainArgs& args) {
                   exit_code_for_error(executors.error()));
 
   if (!args.report_run.empty()) {
-    auto store = open_store(args.store, true);
+    auto store = open_ledger(args.store, true);
     if (!store)
       return refuse(args, "orch_error", store.error().message, *limit, {},
                     exit_code_for_error(store.error()));
-    auto report = flows::build_chain_report(**store, args.report_run, **executors);
+    auto report = flows::build_chain_report((*store)->runs(), args.report_run, **executors);
     if (!report)
       return refuse(args, "orch_error", report.error().message, *limit, {},
                     exit_code_for_error(report.error()));
@@ -131,7 +131,7 @@ int run_chain_command(const ChainArgs& args) {
     return print_report(args, flows::chain_dry_run_report(*chain, **executors, dry));
   }
 
-  auto store = open_store(args.store, false);
+  auto store = open_ledger(args.store, false);
   if (!store)
     return refuse(args, "orch_error", store.error().message, *limit, {}, exit_code_for_error(store.error()));
   ProgressPrinter progress(!args.json && stderr_is_tty() ? ProgressPrinter::Mode::Live
@@ -147,16 +147,16 @@ int run_chain_command(const ChainArgs& args) {
   engine.on_started = [&args, &store](const std::string& id) {
     if (!args.json)
       std::fprintf(stderr, "orch: chain run %s (store %s)\n", id.c_str(),
-                   (*store)->folder().string().c_str());
+                   (*store)->runs().folder().string().c_str());
   };
   catch_stop_signals();
-  auto outcome = flows::run_chain(**store, *chain, engine);
+  auto outcome = flows::run_chain((*store)->runs(), *chain, engine);
   run_has_ended();
   progress.finish();
   if (!outcome)
     return refuse(args, outcome.error().code == ErrorCode::InvalidInput ? "invalid_chain" : "orch_error",
                   outcome.error().message, *limit, {}, exit_code_for_error(outcome.error()));
-  auto report = flows::build_chain_report(**store, outcome->run_id, **executors);
+  auto report = flows::build_chain_report((*store)->runs(), outcome->run_id, **executors);
   if (!report)
     return refuse(args, "orch_error", report.error().message, *limit, {},
                   exit_code_for_error(report.error()));

@@ -154,16 +154,16 @@ Command add_logs(CLI::App& app) {
       "text_bytes, lossy} (schemas/logs.schema.json)");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   return [args]() -> int {
-    auto store = open_store(args->store, true);
+    auto store = open_ledger(args->store, true);
     if (!store) return report_error(store.error());
-    auto run = (*store)->find_run(args->run_id);
+    auto run = (*store)->runs().find_run(args->run_id);
     if (!run) return report_error(run.error());
-    if (!*run) return report_error((*store)->no_run(args->run_id));
-    auto attempts = (*store)->attempts(args->run_id, args->step);
+    if (!*run) return report_error((*store)->runs().no_run(args->run_id));
+    auto attempts = (*store)->runs().attempts(args->run_id, args->step);
     if (!attempts) return report_error(attempts.error());
     if (attempts->empty()) {
       // A step the run does not have is not the same as one that never ran.
-      auto steps = (*store)->steps(args->run_id);
+      auto steps = (*store)->runs().steps(args->run_id);
       if (!steps) return report_error(steps.error());
       std::vector<std::string> ids;
       for (const auto& s : *steps) ids.push_back(s.step_id);
@@ -185,13 +185,13 @@ Command add_logs(CLI::App& app) {
                                                    args->attempt, attempts->size())});
     }
     if (!args->json) {
-      auto read = read_stream(**store, *args, *chosen, [](std::string_view bytes) {
+      auto read = read_stream((*store)->runs(), *args, *chosen, [](std::string_view bytes) {
         std::fwrite(bytes.data(), 1, bytes.size(), stdout);
       });
       return read ? kExitSucceeded : report_error(read.error());
     }
     std::string text;
-    auto read = read_stream(**store, *args, *chosen, [&](std::string_view bytes) { text += bytes; });
+    auto read = read_stream((*store)->runs(), *args, *chosen, [&](std::string_view bytes) { text += bytes; });
     if (!read) return report_error(read.error());
     std::printf("%s\n", json_text(logs_json(*args, *chosen, attempts->size(), *read, text), 2).c_str());
     return kExitSucceeded;

@@ -140,10 +140,10 @@ Command add_plan(CLI::App& app) {
     if (args->explain) return explain_plan(*args);
     auto executors = cli_executors(args->models, args->registry);
     if (!executors) return report_error(executors.error());
-    std::unique_ptr<Store> store;
+    std::unique_ptr<Ledger> store;
     auto open = [&]() -> Expected<Store*> {
-      if (!store) store = ORCH_TRY(open_store(args->store, false));  // once, for every planning call
-      return store.get();
+      if (!store) store = ORCH_TRY(open_ledger(args->store, false));  // once, for every planning call
+      return &store->runs();
     };
     catch_stop_signals();  // and the planning call's engine while it runs
     auto planned = plan_from_cli(args->request, args->planner, *executors, args->workspace, open, args->json);

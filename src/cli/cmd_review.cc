@@ -91,12 +91,11 @@ int run(const ReviewArgs& a) {
   env.handle_signals = true;
   env.on_note = [](const std::string& line) { std::fprintf(stderr, "orch review: %s\n", line.c_str()); };
   env.ask_approval = terminal_approval_prompt();
-  std::unique_ptr<Store> store;
+  std::unique_ptr<Ledger> ledger;
   auto open = [&](bool must_exist) -> Expected<void> {
-    store = ORCH_TRY(open_store(store_path, must_exist));
-    env.store = store.get();
-    env.reviews = dynamic_cast<ReviewStore*>(store.get());
-    if (!env.reviews) return fail(ErrorCode::Internal, "this ledger cannot hold reviews");
+    ledger = ORCH_TRY(open_ledger(store_path, must_exist));
+    env.store = &ledger->runs();
+    env.reviews = &ledger->reviews();
     return {};
   };
 

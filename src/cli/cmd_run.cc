@@ -130,10 +130,10 @@ Command add_run(CLI::App& app) {
     if (!args->request.empty()) {
       // The ledger is opened (or created) only when something is recorded: a
       // planning call, or the run. A request refused before either leaves no store.
-      std::unique_ptr<Store> store;
+      std::unique_ptr<Ledger> store;
       auto get_store = [&]() -> Expected<Store*> {
-        if (!store) store = ORCH_TRY(open_store(args->store, false));
-        return store.get();
+        if (!store) store = ORCH_TRY(open_ledger(args->store, false));
+        return &store->runs();
       };
       catch_stop_signals();
       auto planned = plan_from_cli(args->request, args->planner, *executors, args->workspace, get_store, false);
@@ -154,9 +154,9 @@ Command add_run(CLI::App& app) {
       return kExitInvalid;
     }
     (*executors)->warm_up(in.plan);  // before the ledger is opened (or created)
-    auto store = open_store(args->store, false);
+    auto store = open_ledger(args->store, false);
     if (!store) return report_error(store.error());
-    return drive(*args, **store, *executors,
+    return drive(*args, (*store)->runs(), *executors,
                  [&in](Engine& engine) { return engine.run(std::move(in.plan), in.text); });
   };
 }
@@ -181,12 +181,12 @@ Command add_resume(CLI::App& app) {
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);
     if (!executors) return report_error(executors.error());
-    auto store = open_store(args->store, true);
+    auto store = open_ledger(args->store, true);
     if (!store) return report_error(store.error());
     std::optional<std::string> replan;
     if (!args->replan.empty()) replan = args->replan;
     if (args->replan == kStdinPlan) say_reading_stdin();
-    return drive(*args, **store, *executors,
+    return drive(*args, (*store)->runs(), *executors,
                  [&](Engine& engine) { return engine.resume(args->run_id, replan); });
   };
 }

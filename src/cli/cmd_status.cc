@@ -75,18 +75,18 @@ Command add_status(CLI::App& app) {
       ->transform(number_above(0))
       ->needs(watch);
   return [args]() -> int {
-    auto store = open_store(args->store, true);
+    auto store = open_ledger(args->store, true);
     if (!store) return report_error(store.error());
     std::string id = args->run_id;
     if (id.empty()) {
-      auto latest = latest_run_id(**store);
+      auto latest = latest_run_id((*store)->runs());
       if (!latest) return report_error(latest.error());
       id = *latest;
     }
     if (args->watch) on_stop_signals(on_watch_signal);  // the wait checks the flag
     for (;;) {
       if (g_watch_stopped != 0) return kExitInterrupted;
-      auto report = build_run_report(**store, id);
+      auto report = build_run_report((*store)->runs(), id);
       if (!report) return report_error(report.error());
       // A run marked running whose lock no process holds was orphaned by a crash.
       if (args->json) {
@@ -113,7 +113,7 @@ Command add_status(CLI::App& app) {
       for (auto now = std::chrono::steady_clock::now(); now < next; now = std::chrono::steady_clock::now()) {
         std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(next - now, kEndPoll));
         if (g_watch_stopped != 0) return kExitInterrupted;
-        auto row = (*store)->find_run(id);
+        auto row = (*store)->runs().find_run(id);
         if (row && *row && (**row).status != RunStatus::Running) break;
       }
       if (!args->json && !stdout_is_tty()) std::printf("\n");
@@ -127,9 +127,9 @@ Command add_runs(CLI::App& app) {
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   sub->add_flag("--json", args->json, "print the list as JSON");
   return [args]() -> int {
-    auto store = open_store(args->store, true);
+    auto store = open_ledger(args->store, true);
     if (!store) return report_error(store.error());
-    auto runs = (*store)->list_runs();
+    auto runs = (*store)->runs().list_runs();
     if (!runs) return report_error(runs.error());
     // A run that said running when listed but whose lock is free now either ended
     // in between (its row says so: the final status is written before the lock is
@@ -138,13 +138,14 @@ Command add_runs(CLI::App& app) {
     for (std::size_t i = 0; i < runs->size(); ++i) {
       RunRecord& r = (*runs)[i];
       if (r.status != RunStatus::Running) continue;
-      active[i] = RunLock::is_held((*store)->folder(), r.id);
+      active[i] = RunLock::is_held((*store)->runs().folder(), r.id);
       if (!active[i]) {
-        auto again = (*store)->find_run(r.id);
+        auto again = (*store)->runs().find_run(r.id);
         if (!again) return report_error(again.error());
         if (*again) r = std::move(**again);
       }
-      if (auto fresh = refresh_running_totals(**store, r, active[i], Clock::system().wall_ms()); !fresh)
+      if (auto fresh = refresh_running_totals((*store)->runs(), r, active[i], Clock::system().wall_ms());
+          !fresh)
         return report_error(fresh.error());
     }
     if (args->json) {

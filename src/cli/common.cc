@@ -41,7 +41,7 @@ int report_error(const Error& e) {
   return exit_code_for_error(e);
 }
 
-Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_exist) {
+Expected<std::unique_ptr<Ledger>> open_ledger(const std::string& path, bool must_exist) {
   if (path.empty())
     return fail(ErrorCode::InvalidInput, "--store is empty: give the ledger's file (e.g. .orch/orch.db)");
   // The file an open would reach: a ledger named through a symlink is the one the
@@ -98,7 +98,7 @@ Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_e
                            !std::filesystem::is_directory(real.parent_path(), ec2))
     return fail(ErrorCode::InvalidInput,
                 fmt::format("--store {}: it leads to {}, whose folder does not exist", path, real.string()));
-  return open_sqlite_store(real);
+  return open_sqlite_ledger(real);
 }
 
 Expected<void> check_workspace(const std::string& workspace) {

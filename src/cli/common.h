@@ -7,6 +7,7 @@
 
 #include "orch/engine.h"
 #include "orch/error.h"
+#include "orch/ledger.h"
 #include "orch/store.h"
 
 namespace CLI {
@@ -23,9 +24,10 @@ int exit_code_for_error(const Error& e);
 // Prints "orch: <message>" to stderr and returns the exit code for it.
 int report_error(const Error& e);
 
-// Opens the ledger; when `must_exist`, a missing database is a NotFound error
+// Opens the ledger (its runs, traces and reviews: orch/ledger.h); when `must_exist`, a missing database is a
+// NotFound error
 // ("no orch store at .orch/orch.db (run `orch run PLAN` first, or pass --store)").
-Expected<std::unique_ptr<Store>> open_store(const std::string& path, bool must_exist);
+Expected<std::unique_ptr<Ledger>> open_ledger(const std::string& path, bool must_exist);
 
 constexpr const char* kDefaultModels = ".orch/models.yaml";
 constexpr const char* kDefaultToolRegistry = ".orch/registry.yml";

@@ -42,10 +42,9 @@ Expected<OpenTask> open_task(const TaskFlags& flags, bool executors, bool quiet_
   open.env.workspace = workspace;
   open.env.settings = ORCH_TRY(flows::load_task_settings(workspace));
   const std::string store_path = flags.store.empty() ? (workspace / kDefaultStore).string() : flags.store;
-  open.store = ORCH_TRY(open_store(store_path, false));
-  open.env.store = open.store.get();
-  open.env.traces = dynamic_cast<TraceStore*>(open.store.get());
-  if (!open.env.traces) return fail(ErrorCode::Internal, "this ledger cannot hold traces");
+  open.ledger = ORCH_TRY(open_ledger(store_path, false));
+  open.env.store = &open.ledger->runs();
+  open.env.traces = &open.ledger->traces();
   open.env.now_ms = [] { return Clock::system().wall_ms(); };
   open.env.handle_signals = true;
   if (!executors) return open;
@@ -64,7 +63,7 @@ Expected<OpenTask> open_task(const TaskFlags& flags, bool executors, bool quiet_
     open.registry = std::make_unique<ToolRegistry>(ORCH_TRY(load_tool_registry(registry_file)));
     open.env.registry = open.registry.get();
   }
-  Store* store = open.store.get();
+  Store* store = &open.ledger->runs();
   auto executors_ptr = open.env.executors;
   RequestPlanArgs planner = flags.planner;
   if (planner.templates.empty() && fs::is_directory(workspace / kDefaultTemplates))

@@ -10,6 +10,7 @@
 
 #include "cli/request_plan.h"
 #include "flows/task_runtime.h"
+#include "orch/ledger.h"
 #include "orch/store.h"
 
 namespace orch {
@@ -34,7 +35,7 @@ void add_task_flags(CLI::App& sub, TaskFlags& flags, bool executors);
 
 // An open TaskEnv and what it points into.
 struct OpenTask {
-  std::unique_ptr<Store> store;
+  std::unique_ptr<Ledger> ledger;
   std::unique_ptr<ToolRegistry> registry;
   flows::TaskEnv env;
   OpenTask();

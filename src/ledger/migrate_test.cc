@@ -8,6 +8,7 @@
 
 #include "ledger/ledger_test_support.h"
 #include "ledger/schema.h"
+#include "orch/ledger.h"
 #include "orch/review_store.h"
 #include "orch/store.h"
 #include "testing/testing.h"
@@ -500,10 +501,9 @@ TEST(LedgerFile, AVersion8LedgerKeepsItsReviewsAndAcceptsAbandoned) {
     EXPECT_NE(raw.exec("UPDATE reviews SET status = 'abandoned'"), "") << "v8 knows no such status";
   }
   {
-    auto store = open_sqlite_store(path);
-    ASSERT_TRUE(store) << store.error().message;
-    auto* reviews = dynamic_cast<ReviewStore*>(store->get());
-    ASSERT_NE(reviews, nullptr);
+    auto ledger = open_sqlite_ledger(path);
+    ASSERT_TRUE(ledger) << ledger.error().message;
+    ReviewStore* reviews = &(*ledger)->reviews();
     auto found = reviews->find_review("v");
     ASSERT_TRUE(found && found->has_value());
     EXPECT_EQ((*found)->status, ReviewStatus::SpendCap);

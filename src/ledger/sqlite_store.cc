@@ -10,6 +10,7 @@
 #include "ledger/migrate.h"
 #include "ledger/record_rows.h"
 #include "ledger/schema.h"
+#include "orch/ledger.h"
 #include "orch/workspace.h"
 
 namespace orch {
@@ -59,6 +60,27 @@ int store_schema_version() {
 Expected<std::unique_ptr<Store>> open_sqlite_store(const fs::path& db_path) {
   auto store = ORCH_TRY(SqliteStore::open(db_path));
   return std::unique_ptr<Store>(std::move(store));
+}
+
+namespace {
+
+// The one SQLite connection behind all three interfaces.
+class SqliteLedger final : public Ledger {
+ public:
+  explicit SqliteLedger(std::unique_ptr<SqliteStore> store) : store_(std::move(store)) {}
+  Store& runs() override { return *store_; }
+  TraceStore& traces() override { return *store_; }
+  ReviewStore& reviews() override { return *store_; }
+
+ private:
+  std::unique_ptr<SqliteStore> store_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Ledger>> open_sqlite_ledger(const fs::path& db_path) {
+  auto store = ORCH_TRY(SqliteStore::open(db_path));
+  return std::unique_ptr<Ledger>(std::make_unique<SqliteLedger>(std::move(store)));
 }
 
 Expected<std::unique_ptr<SqliteStore>> SqliteStore::open(const fs::path& db_path) {

@@ -9,6 +9,7 @@
 
 #include "ledger/ledger_test_support.h"
 #include "ledger/schema.h"
+#include "orch/ledger.h"
 #include "testing/testing.h"
 
 namespace orch {
@@ -406,6 +407,37 @@ TraceRecord sample_trace(const std::string& id, std::int64_t created_at) {
   t.updated_at = created_at + 5;
   t.closed_at = 0;
   return t;
+}
+
+// One ledger, three views of it, without a cast: a transaction begun through
+// the runs is the traces' and the reviews' too.
+TEST(SqliteLedger, ItsThreeInterfacesShareOneTransaction) {
+  testing::TempDir dir;
+  auto ledger = open_sqlite_ledger(dir / "orch.db");
+  ASSERT_TRUE(ledger) << ledger.error().message;
+  Store& runs = (*ledger)->runs();
+  TraceStore& traces = (*ledger)->traces();
+  ReviewStore& reviews = (*ledger)->reviews();
+  ASSERT_TRUE(runs.begin());
+  ASSERT_TRUE(traces.insert_trace(sample_trace("t-rolled-back", 1000)));
+  ReviewRecord r;
+  r.id = "rv";
+  r.name = "n";
+  r.workspace = "/w";
+  r.doc_json = "{}";
+  ASSERT_TRUE(reviews.insert_review(r));
+  ASSERT_TRUE(runs.rollback());
+  auto trace = traces.find_trace("t-rolled-back");
+  ASSERT_TRUE(trace);
+  EXPECT_FALSE(trace->has_value()) << "the rollback through the runs undid the trace";
+  auto review = reviews.find_review("rv");
+  ASSERT_TRUE(review);
+  EXPECT_FALSE(review->has_value());
+  ASSERT_TRUE(traces.begin());
+  ASSERT_TRUE(traces.insert_trace(sample_trace("t-kept", 1000)));
+  ASSERT_TRUE(runs.commit()) << "one transaction, whichever view ends it";
+  auto kept = traces.find_trace("t-kept");
+  ASSERT_TRUE(kept && kept->has_value());
 }
 
 // Schema v4: a trace round-trips, updates in place, lists newest first; its
