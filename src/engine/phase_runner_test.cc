@@ -6,6 +6,7 @@
 
 #include "orch/plan_loader.h"
 #include "orch/validate.h"
+#include "testing/memory_store.h"
 #include "testing/testing.h"
 
 namespace orch {
@@ -188,6 +189,36 @@ TEST_F(PhaseRunnerTest, AnEndedRunTheOwnerWantsAgainIsResumed) {
   EXPECT_EQ(again.run_id, failed.run_id);
   EXPECT_EQ(again.status, RunStatus::Succeeded) << again.reason;
   EXPECT_EQ(orch::testing::read_file(flag + ".log"), "a\n") << "the done step did not run again";
+}
+
+// The engine and the phase runner need only the Store contract: the same phase
+// on the in-memory store, with no database file anywhere.
+TEST_F(PhaseRunnerTest, APhaseRunsOnAStoreWithNoDatabaseFile) {
+  testing::MemoryStore memory(dir_ / "memory-store");
+  EngineOptions options;
+  options.workspace = ws();
+  PhaseRunner runner(memory, options);
+  const std::string plan = R"({"name": "p", "steps": [{"id": "a", "sh": "echo hi"}, )"
+                           R"({"id": "b", "deps": ["a"], "sh": "exit 3", "attempts": 2}]})";
+  const RunOwner key{OwnerKind::Cycle, "c-1", 2, "implement"};
+  auto first = runner.run(request(key, plan));
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->status, RunStatus::Failed);
+  auto attempts = memory.attempts(first->run_id, "");
+  ASSERT_TRUE(attempts);
+  ASSERT_EQ(attempts->size(), 3u) << "a once, b twice";
+  EXPECT_EQ((*attempts)[2].status, AttemptStatus::Failed);
+  EXPECT_GT(memory.transactions_committed(), 0);
+  auto again = runner.run(request(key, plan));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->start, PhaseStart::Ended);
+  EXPECT_EQ(again->run_id, first->run_id);
+  for (const fs::path& root : {dir_ / "memory-store", ws()})
+    for (const auto& entry : fs::recursive_directory_iterator(root))
+      EXPECT_EQ(entry.path().string().find(".db"), std::string::npos) << entry.path();
+  auto on_disk = store_->list_runs();
+  ASSERT_TRUE(on_disk);
+  EXPECT_TRUE(on_disk->empty()) << "the fixture's SQLite ledger saw nothing";
 }
 
 TEST_F(PhaseRunnerTest, APhaseNeedsAnOwner) {

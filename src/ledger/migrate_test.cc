@@ -625,6 +625,9 @@ TEST(LedgerFile, AVersion10LedgerGivesItsTaskAndReviewRunsTheirOwners) {
   EXPECT_EQ(raw.query("PRAGMA integrity_check"), "ok");
   EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
   EXPECT_NE(raw.exec("UPDATE runs SET owner_kind = 'someone' WHERE id = 'run-a'"), "");
+  EXPECT_NE(raw.exec("UPDATE runs SET owner_id = 't2' WHERE id = 'run-a'"), "") << "an owner never changes";
+  EXPECT_NE(raw.exec("UPDATE runs SET owner_kind = '' WHERE id = 'run-c'"), "");
+  EXPECT_EQ(raw.exec("UPDATE runs SET status = 'failed' WHERE id = 'run-c'"), "") << "the rest may";
 }
 
 }  // namespace

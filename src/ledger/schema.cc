@@ -43,7 +43,9 @@
 //   owner_round      (v11) the owner's round the run belongs to; 0 when none
 //   owner_phase      (v11) the phase of that round (review: reviewers, judge,
 //                    claims, fix); '' when none. Index runs_by_owner serves
-//                    "the runs of this owner" (Store::owned_runs).
+//                    "the runs of this owner" (Store::owned_runs). The four are
+//                    written with the run and never change (trigger
+//                    runs_owner_never_changes).
 //
 // plans            every version of a run's plan, exactly as submitted (immutable)
 //   run_id, version  primary key; version 1 is the plan the run started with
@@ -501,7 +503,8 @@ ALTER TABLE attempts ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
 // runtimes read before: a task's run is the one its trace names (or, for a trace
 // killed before it recorded one, the run named "task TRACE"); a review's phase
 // is the run named "review ID round N PHASE" of a review that exists, with one
-// of the review's four phases. Any other run keeps no owner.
+// of the review's four phases. Any other run keeps no owner. From then on a
+// run's owner is the one it was written with (a trigger refuses a change).
 constexpr const char* kSchemaV11 = R"sql(
 ALTER TABLE runs ADD COLUMN owner_kind TEXT NOT NULL DEFAULT ''
   CHECK (owner_kind = '' OR owner_kind = 'task' OR owner_kind = 'review' OR owner_kind = 'cycle');
@@ -521,6 +524,12 @@ UPDATE runs SET owner_kind = 'review', owner_id = p.review, owner_round = p.roun
                          WHERE owner_kind = '' AND name LIKE 'review % round % %'))) AS p
  WHERE runs.id = p.run_id AND p.round > 0 AND p.phase IN ('reviewers', 'judge', 'claims', 'fix')
    AND p.review IN (SELECT id FROM reviews);
+CREATE TRIGGER runs_owner_never_changes BEFORE UPDATE OF owner_kind, owner_id, owner_round, owner_phase ON runs
+  WHEN OLD.owner_kind IS NOT NEW.owner_kind OR OLD.owner_id IS NOT NEW.owner_id
+    OR OLD.owner_round IS NOT NEW.owner_round OR OLD.owner_phase IS NOT NEW.owner_phase
+BEGIN
+  SELECT RAISE(ABORT, 'a run''s owner never changes');
+END;
 )sql";
 
 constexpr std::array<Migration, 11> kMigrations{{
