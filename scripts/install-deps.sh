@@ -9,7 +9,7 @@ packages=(
   # build
   build-essential g++ cmake ninja-build pkg-config make
   # libraries
-  libyaml-cpp-dev libyaml-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
+  libyaml-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
   libpcre2-dev libvalijson-dev rapidjson-dev libcurl4-openssl-dev
   # tests
   # (git: the shipped plan templates apply patches with `git apply`; man-db and zsh:

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -21,11 +20,11 @@
 
 #include "orch/error.h"
 #include "orch/plan_loader.h"
-#include "plan/doc_node.h"
-#include "plan/yaml_reader.h"
+#include "util/doc_node.h"
 #include "util/read_file.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
+#include "util/yaml_reader.h"
 
 namespace orch {
 
@@ -51,8 +50,8 @@ inline void collect_duplicate_keys(const detail::DocNode& node, const std::strin
   }
 }
 
-// A configuration file's YAML (or JSON) text as JSON, read by the plan's YAML
-// reader (plan/yaml_reader.h: aliases and merge keys with their limits, a
+// A configuration file's YAML (or JSON) text as JSON, read by orch's YAML
+// reader (util/yaml_reader.h: aliases and merge keys with their limits, a
 // cyclic alias refused); a syntax error is "FILE:LINE: YAML syntax error: ..."
 // and a key written twice in one mapping "FILE:LINE: FIELD: duplicate key (first
 // at line N)" (InvalidInput).
@@ -64,7 +63,7 @@ inline Expected<nlohmann::json> parse_config_yaml(const std::string& text, const
   std::vector<std::string> duplicates;
   collect_duplicate_keys(*doc, "", file, duplicates);
   if (!duplicates.empty()) return fail(ErrorCode::InvalidInput, join(duplicates, "\n"));
-  return detail::to_json(*doc);
+  return yaml_to_json(*doc);
 }
 
 // The whole text of a configuration file; NotFound "FILE: cannot read the WHAT

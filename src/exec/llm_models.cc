@@ -1,7 +1,6 @@
 #include "exec/llm_models.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <fstream>
 #include <set>

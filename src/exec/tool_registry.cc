@@ -16,11 +16,12 @@
 #include <set>
 
 #include "exec/config_check.h"
-#include "plan/doc_node.h"
 #include "plan/json_reader.h"
-#include "plan/yaml_reader.h"
+#include "util/doc_node.h"
 #include "util/read_file.h"
 #include "util/strings.h"
+#include "util/yaml_json.h"
+#include "util/yaml_reader.h"
 
 namespace orch {
 
@@ -72,7 +73,7 @@ struct Places {
         if (auto [it, fresh] = seen.emplace(name, key.line); !fresh) {
           duplicates.push_back({key.line, fmt::format("{}: {}: duplicate key (first at line {})", key.line,
                                                       sub_field, it->second)});
-          continue;  // the first value counts, as in to_json
+          continue;  // the first value counts, as in yaml_to_json
         }
         collect(value, child(pointer, name), sub_field, key.line);
       }
@@ -509,7 +510,7 @@ Expected<ToolRegistry> parse_tool_registry(const std::string& text, const std::s
   Places places;
   places.collect(root, "", "", root.line);
   RegistryReader reader(file, places, base_dir);
-  ToolRegistry registry = reader.read(detail::to_ordered_json(root));
+  ToolRegistry registry = reader.read(yaml_to_ordered_json(root));
   registry.file = file;
   std::vector<std::pair<int, std::string>> found;
   for (const auto& [line, d] : places.duplicates) found.emplace_back(line, fmt::format("{}:{}", file, d));
@@ -519,7 +520,7 @@ Expected<ToolRegistry> parse_tool_registry(const std::string& text, const std::s
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> problems;
   for (auto& [line, message] : found) problems.push_back(std::move(message));
-  if (problems.empty()) problems = schema_problems(detail::to_json(root), file, places);
+  if (problems.empty()) problems = schema_problems(yaml_to_json(root), file, places);
   if (!problems.empty()) return fail(ErrorCode::InvalidInput, join(problems, "\n"));
   return registry;
 }

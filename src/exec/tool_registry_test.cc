@@ -4,8 +4,9 @@
 
 #include <filesystem>
 
-#include "plan/yaml_reader.h"
 #include "testing/testing.h"
+#include "util/yaml_json.h"
+#include "util/yaml_reader.h"
 
 namespace orch {
 namespace {
@@ -271,7 +272,7 @@ TEST(ToolRegistry, PublishedSchemaAgreesWithTheLoader) {
   auto as_json = [](const std::string& text) {
     auto doc = detail::read_yaml_doc(text);
     EXPECT_TRUE(doc.has_value());
-    return doc ? detail::to_json(*doc) : json();
+    return doc ? yaml_to_json(*doc) : json();
   };
   EXPECT_TRUE(schema->validate(as_json(read_file(source_dir() / "examples" / "registry.yml"))).empty());
   const std::vector<std::string> bad = {

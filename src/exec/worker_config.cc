@@ -1,7 +1,6 @@
 #include "exec/worker_config.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <fstream>
 #include <sstream>

@@ -84,9 +84,9 @@ TEST(WorkerConfig, AWorkerNameIsCheckedLikeAToolName) {
   }
 }
 
-// The file is read by the plan's YAML reader: merge keys work, and a cyclic
-// alias is refused with its line (yaml-cpp's shared nodes recursed until the
-// stack ran out).
+// The file is read by orch's YAML reader: merge keys work, and a cyclic alias
+// is refused with its line (a reader that shares an anchor's node with its
+// aliases would recurse until the stack ran out).
 TEST(WorkerConfig, MergeKeysWorkAndACyclicAliasIsRefused) {
   auto c = parse_worker_catalog(
       "workers:\n  a: &a\n    argv: [agent, \"{prompt}\"]\n    timeout: 5m\n  b:\n    <<: *a\n    timeout: "

@@ -1,7 +1,6 @@
 #include "flows/chain.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <map>
@@ -16,12 +15,12 @@
 #include "orch/report.h"
 #include "orch/validate.h"
 #include "plan/json_reader.h"
-#include "plan/yaml_reader.h"
 #include "route/skill_output.h"
 #include "util/json_text.h"
 #include "util/read_file.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
+#include "util/yaml_reader.h"
 
 namespace orch::flows {
 
@@ -234,7 +233,7 @@ ChainExpected<ChainInput> read_chain_input(const std::string& arg) {
       return std::unexpected(
           invalid(fmt::format("{}:{}: not valid YAML: {}", what, doc.error().line, doc.error().message)));
     collect_duplicate_keys(*doc, "", what, duplicates);
-    in.steps = detail::to_ordered_json(*doc);
+    in.steps = yaml_to_ordered_json(*doc);
   } else {
     try {
       in.steps = ojson::parse(text);

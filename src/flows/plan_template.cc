@@ -1,7 +1,6 @@
 #include "flows/plan_template.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <fstream>
@@ -95,12 +94,8 @@ void check_slots_are_quoted(std::string_view text, const std::vector<Slot>& slot
   static const std::string kProbe = "orch\"slot'probe\\ #: {x} - [y]\nend";
   for (std::size_t k = 0; k < slots.size(); ++k) {
     std::string rendered = render_slots(text, slots, [&](std::size_t i) { return i == k ? kProbe : "x"; });
-    bool intact = false;
-    try {
-      intact = some_string_contains(yaml_to_json(YAML::Load(rendered)), kProbe);
-    } catch (const YAML::Exception&) {
-      intact = false;
-    }
+    auto doc = read_yaml_json(rendered);
+    const bool intact = doc && some_string_contains(*doc, kProbe);
     if (!intact)
       problems.push_back(fmt::format(
           "{}:{}: the slot '{{{{{}}}}}' must be inside a double-quoted string (\"...{{{{{}}}}}...\")", file,
@@ -143,15 +138,22 @@ void check_keys(const nlohmann::json& j, const std::vector<std::string>& allowed
                                      quote_for_message(key), did_you_mean(key, allowed)));
 }
 
-void read_header(const YAML::Node& root, PlanTemplate& t, std::vector<std::string>& problems) {
+void read_header(const detail::DocNode& root, PlanTemplate& t, std::vector<std::string>& problems) {
   const std::string& file = t.file;
-  YAML::Node header = root.IsMap() ? root["x-template"] : YAML::Node();
-  if (!header) {
+  auto entry = std::find_if(root.entries.begin(), root.entries.end(), [](const detail::DocEntry& e) {
+    return e.key.is_scalar() && e.key.scalar == "x-template";
+  });
+  if (entry == root.entries.end()) {
     problems.push_back(
         fmt::format("{}:1: not a template: no 'x-template:' mapping (see docs/planner.md)", file));
     return;
   }
-  const int line = header.Mark().line + 1;
+  const detail::DocNode& header = entry->value;
+  if (auto twice = duplicate_key(header)) {
+    problems.push_back(fmt::format("{}:{}: x-template: {}", file, twice->line, twice->message));
+    return;
+  }
+  const int line = header.line;
   nlohmann::json j = yaml_to_json(header);
   if (!j.is_object()) {
     problems.push_back(fmt::format("{}:{}: x-template: expected a mapping", file, line));
@@ -228,12 +230,12 @@ Expected<PlanTemplate> parse_plan_template(std::string_view text, const std::str
   t.text = std::string(text);
   std::vector<std::string> problems;
   std::vector<Slot> slots = find_slots(text, file, problems);
-  try {
-    read_header(YAML::Load(render_slots(text, slots, [](std::size_t) { return std::string("x"); })), t,
-                problems);
-  } catch (const YAML::Exception& e) {
-    problems.push_back(fmt::format("{}:{}: not valid YAML: {}", file, e.mark.line + 1, e.msg));
-  }
+  auto root = detail::read_yaml_doc(render_slots(text, slots, [](std::size_t) { return std::string("x"); }));
+  if (root)
+    read_header(*root, t, problems);
+  else
+    problems.push_back(
+        fmt::format("{}:{}: not valid YAML: {}", file, root.error().line, root.error().message));
   if (problems.empty()) check_slots_are_quoted(text, slots, file, problems);
   if (!problems.empty()) return fail(ErrorCode::InvalidInput, join(problems, "\n"));
   return t;

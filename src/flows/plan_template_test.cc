@@ -6,13 +6,11 @@
 
 #include "exec/llm_executor.h"
 #include "flows/embedded_files.h"
-#include "flows/plan_yaml.h"
 #include "orch/engine.h"
 #include "orch/placeholder.h"
 #include "orch/plan_loader.h"
 #include "orch/validate.h"
 #include "testing/testing.h"
-#include "util/yaml_json.h"
 
 namespace orch::flows {
 namespace {
@@ -102,6 +100,15 @@ TEST(PlanTemplateTest, HeaderProblemsNameTheFileAndLine) {
             std::string::npos);
   EXPECT_NE(error_of("x-template:\n  match: {keywords: [two words]}\nsteps: []\n").find("put it in phrases"),
             std::string::npos);
+  // YAML's own problems name the line too.
+  const std::string broken = error_of("x-template:\n  description: d\n  match: {keywords: [a]\nsteps: []\n");
+  EXPECT_NE(broken.find("t.yaml:4: not valid YAML: did not find expected ',' or '}'"), std::string::npos)
+      << broken;
+  const std::string twice = error_of(
+      "x-template:\n  match: {keywords: [a]}\n  description: d\n  match: {keywords: [b]}\nsteps: []\n");
+  EXPECT_NE(twice.find("t.yaml:4: x-template: key 'match' is written twice in one mapping (first at line 2)"),
+            std::string::npos)
+      << twice;
 }
 
 TEST(PlanTemplateTest, UserTemplatesOverrideShippedOnesByName) {
@@ -146,20 +153,6 @@ TEST(PlanTemplateTest, EveryShippedTemplateGivesAValidPlan) {
     for (const auto& d : validate_plan(loaded.plan, validate_options_for(ws.path(), "", registry)))
       ADD_FAILURE() << d.to_string();
   }
-}
-
-TEST(PlanYamlTest, TheTextReadsBackAsTheSameJson) {
-  nlohmann::ordered_json v = {{"name", "x: y # z"},
-                              {"steps",
-                               {{{"id", "a"},
-                                 {"n", "123"},
-                                 {"b", "true"},
-                                 {"t", "multi\nline\n"},
-                                 {"e", nlohmann::ordered_json::object()},
-                                 {"num", 5},
-                                 {"q", "'\"\\"}}}}};
-  std::string text = to_yaml(v);
-  EXPECT_EQ(yaml_to_json(YAML::Load(text)), nlohmann::json::parse(v.dump())) << text;
 }
 
 // Any text, escaped, parses back to exactly itself with no placeholder in it.

@@ -8,13 +8,13 @@
 #include "exec/tool_executor.h"
 #include "flows/embedded_files.h"
 #include "flows/plan_decision.h"
-#include "flows/plan_yaml.h"
 #include "flows/planning_prompt.h"
 #include "orch/engine.h"
 #include "orch/plan_loader.h"
 #include "orch/validate.h"
 #include "util/json_text.h"
 #include "util/strings.h"
+#include "util/yaml_writer.h"
 
 namespace orch::flows {
 
@@ -106,7 +106,12 @@ Expected<PlannedRequest> single_step(std::string_view request, const PlannerOpti
   }
   nlohmann::ordered_json plan = {{"name", plan_name(request)}, {"steps", nlohmann::ordered_json::array({step})}};
   PlannedRequest out;
-  out.text = to_yaml(plan);
+  auto text = yaml_text(plan);
+  if (!text)
+    return fail(
+        ErrorCode::InvalidInput,
+        fmt::format("the single-step plan for this request cannot be written: {}", text.error().message));
+  out.text = std::move(*text);
   Checked c = load_and_validate(out.text, "request.yaml", o);
   if (!c.problems.empty())
     return fail(ErrorCode::InvalidInput, fmt::format("the single-step plan for this request is not valid:\n{}",

@@ -14,6 +14,7 @@
 #include "util/json_schema.h"
 #include "util/read_file.h"
 #include "util/strings.h"
+#include "util/yaml_json.h"
 
 namespace orch::flows {
 
@@ -276,7 +277,7 @@ Expected<ReviewConfig> parse_review_config(const std::string& text, const std::s
     if (r.ok()) {
       const auto& schema = rcd::config_schema();
       if (!schema) return fail(ErrorCode::Internal, schema.error().message);
-      for (const std::string& v : schema->validate(detail::to_json(root))) {
+      for (const std::string& v : schema->validate(yaml_to_json(root))) {
         const std::string pointer = v.substr(0, v.find(':'));
         r.problem(rcd::line_of_pointer(root, pointer), pointer.empty() ? "(file)" : pointer,
                   "schemas/review-config.schema.json: " + v.substr(std::min(v.size(), pointer.size() + 2)));

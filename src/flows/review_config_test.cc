@@ -6,10 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plan/yaml_reader.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
 #include "util/read_file.h"
+#include "util/yaml_json.h"
+#include "util/yaml_reader.h"
 
 namespace orch::flows {
 namespace {
@@ -80,7 +81,7 @@ TEST(ReviewConfigTest, TheShippedExampleReadsAndMatchesThePublishedSchema) {
   ASSERT_TRUE(text);
   auto doc = detail::read_yaml_doc(*text);
   ASSERT_TRUE(doc);
-  auto problems = schema->validate(detail::to_json(*doc));
+  auto problems = schema->validate(yaml_to_json(*doc));
   EXPECT_TRUE(problems.empty()) << problems[0];
   // The schema refuses what the reader refuses.
   EXPECT_FALSE(

@@ -1,10 +1,10 @@
 #include "flows/task_runtime.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "engine/run_lock.h"
 #include "flows/task_engines.h"
@@ -13,6 +13,8 @@
 #include "util/json_text.h"
 #include "util/read_file.h"
 #include "util/strings.h"
+#include "util/yaml_json.h"
+#include "util/yaml_reader.h"
 
 namespace orch::flows {
 
@@ -220,34 +222,39 @@ Expected<TaskSettings> load_task_settings(const fs::path& workspace) {
   const fs::path file = workspace / ".orch" / "task.yaml";
   std::error_code ec;
   if (!fs::exists(file, ec)) return settings;
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(file.string());
-  } catch (const YAML::Exception& e) {
+  const std::string text = ORCH_TRY(read_file_text(file));
+  auto root = detail::read_yaml_doc(text);
+  if (!root)
+    return fail(ErrorCode::InvalidInput, fmt::format("{}:{}: YAML syntax error: {}", file.string(),
+                                                     root.error().line, root.error().message));
+  if (root->is_null()) return settings;
+  if (!root->is_map())
     return fail(ErrorCode::InvalidInput,
-                fmt::format("{}:{}: YAML syntax error: {}", file.string(), e.mark.line + 1, e.msg));
-  }
-  if (root.IsNull()) return settings;
-  if (!root.IsMap())
-    return fail(ErrorCode::InvalidInput,
-                fmt::format("{}:{}: expected a mapping of settings", file.string(), root.Mark().line + 1));
+                fmt::format("{}:{}: expected a mapping of settings", file.string(), root->line));
   std::vector<std::string> problems;
-  for (const auto& entry : root) {
-    const std::string key = entry.first.as<std::string>("");
-    const int line = entry.first.Mark().line + 1;
+  std::map<std::string, int> seen;  // key -> its first line
+  for (const detail::DocEntry& entry : root->entries) {
+    const std::string key = yaml_key(entry.key);
+    const int line = entry.key.line;
+    const detail::DocNode& value = entry.value;
+    if (auto [first, fresh] = seen.emplace(key, line); !fresh) {
+      problems.push_back(fmt::format("{}:{}: {}: written twice (first at line {})", file.string(), line, key,
+                                     first->second));
+      continue;
+    }
     auto duration_of = [&](std::chrono::milliseconds& into) {
-      if (!entry.second.IsScalar()) {
+      if (!value.is_scalar()) {
         problems.push_back(fmt::format("{}:{}: {}: expected a positive duration such as 30m or 24h",
                                        file.string(), line, key));
         return;
       }
       // The parser's own reason: a unit it does not know, a value too large, ...
-      auto d = parse_duration(entry.second.Scalar());
+      auto d = parse_duration(value.scalar);
       if (!d)
         problems.push_back(fmt::format("{}:{}: {}: {}", file.string(), line, key, d.error().message));
       else if (d->count() <= 0)
         problems.push_back(fmt::format("{}:{}: {}: '{}' must be more than 0 (e.g. 30m or 24h)", file.string(),
-                                       line, key, entry.second.Scalar()));
+                                       line, key, value.scalar));
       else
         into = *d;
     };

@@ -1,10 +1,14 @@
 #include "memory/markdown_note.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string_view>
 
 #include "util/read_file.h"
 #include "util/strings.h"
+#include "util/yaml_json.h"
+#include "util/yaml_reader.h"
 
 namespace orch::memory {
 
@@ -38,29 +42,38 @@ std::string first_heading(std::string_view body) {
   return {};
 }
 
-Expected<std::string> text_field(const YAML::Node& front, const char* key) {
-  const YAML::Node value = front[key];
-  if (!value || value.IsNull()) return std::string();
-  if (!value.IsScalar())
-    return fail(ErrorCode::InvalidInput, fmt::format("front matter: {}: expected text", key));
-  return value.Scalar();
+// The value of `key` in the front matter, or nullptr (the first, if written twice:
+// read_front_matter refuses that before).
+const detail::DocNode* field(const detail::DocNode& front, std::string_view key) {
+  for (const auto& [k, value] : front.entries)
+    if (k.is_scalar() && k.scalar == key) return &value;
+  return nullptr;
 }
 
-Expected<std::vector<std::string>> tags_field(const YAML::Node& front) {
-  const YAML::Node value = front["tags"];
+Expected<std::string> text_field(const detail::DocNode& front, const char* key) {
+  const detail::DocNode* value = field(front, key);
+  if (value == nullptr || value->is_null()) return std::string();
+  if (!value->is_scalar())
+    return fail(ErrorCode::InvalidInput, fmt::format("front matter: {}: expected text", key));
+  return value->scalar;
+}
+
+Expected<std::vector<std::string>> tags_field(const detail::DocNode& front) {
+  const detail::DocNode* value = field(front, "tags");
   std::vector<std::string> tags;
-  if (!value || value.IsNull()) return tags;
-  if (value.IsSequence()) {
-    for (const auto& item : value) {
-      if (!item.IsScalar())
+  if (value == nullptr || value->is_null()) return tags;
+  if (value->is_sequence()) {
+    for (const auto& item : value->items) {
+      if (!item.is_scalar())
         return fail(ErrorCode::InvalidInput, "front matter: tags: expected a list of words");
-      tags.push_back(item.Scalar());
+      tags.push_back(item.scalar);
     }
     return tags;
   }
-  if (!value.IsScalar()) return fail(ErrorCode::InvalidInput, "front matter: tags: expected a list of words");
+  if (!value->is_scalar())
+    return fail(ErrorCode::InvalidInput, "front matter: tags: expected a list of words");
   std::string word;
-  for (char c : value.Scalar() + " ") {
+  for (char c : value->scalar + " ") {
     if (c == ',' || c == ' ' || c == '\t') {
       if (!word.empty()) tags.push_back(std::move(word));
       word.clear();
@@ -71,24 +84,28 @@ Expected<std::vector<std::string>> tags_field(const YAML::Node& front) {
   return tags;
 }
 
+// `yaml` is the front matter's text, which starts on the file's line 2 (after
+// the '---'). It is read after a line break standing for that line, so every
+// line a problem names (those inside the message included) is the file's.
 Expected<void> read_front_matter(std::string_view yaml, MarkdownNote& note) {
-  YAML::Node front;
-  try {
-    front = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return fail(ErrorCode::InvalidInput, fmt::format("front matter is not valid YAML: {}", e.what()));
-  }
-  if (!front || front.IsNull()) return {};
-  if (!front.IsMap()) return fail(ErrorCode::InvalidInput, "front matter is not a mapping of keys to values");
-  try {
-    note.title = ORCH_TRY(text_field(front, "title"));
-    note.summary = ORCH_TRY(text_field(front, "summary"));
-    note.description = ORCH_TRY(text_field(front, "description"));
-    note.name = ORCH_TRY(text_field(front, "name"));
-    note.tags = ORCH_TRY(tags_field(front));
-  } catch (const YAML::Exception& e) {
-    return fail(ErrorCode::InvalidInput, fmt::format("front matter: {}", e.what()));
-  }
+  const std::string text = "\n" + std::string(yaml);
+  auto front = detail::read_yaml_doc(text);
+  std::optional<detail::YamlSyntaxError> problem;
+  if (!front)
+    problem = front.error();
+  else
+    problem = duplicate_key(*front);
+  if (problem)
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("front matter is not valid YAML: line {}: {}", problem->line, problem->message));
+  if (front->is_null()) return {};
+  if (!front->is_map())
+    return fail(ErrorCode::InvalidInput, "front matter is not a mapping of keys to values");
+  note.title = ORCH_TRY(text_field(*front, "title"));
+  note.summary = ORCH_TRY(text_field(*front, "summary"));
+  note.description = ORCH_TRY(text_field(*front, "description"));
+  note.name = ORCH_TRY(text_field(*front, "name"));
+  note.tags = ORCH_TRY(tags_field(*front));
   return {};
 }
 

@@ -14,9 +14,10 @@
 //   ...
 //
 // Other keys are ignored. A file is refused (and so skipped by reindex, with the
-// reason) when its front matter is not valid YAML, is not a mapping, is never
-// closed, gives a key above a value that is not text, or when the file holds a NUL
-// byte (not text) or is over 1 MiB.
+// reason) when its front matter is not valid YAML ("front matter is not valid
+// YAML: line N: ...", the file's line; a key written twice included), is not a
+// mapping, is never closed, gives a key above a value that is not text, or when
+// the file holds a NUL byte (not text) or is over 1 MiB.
 //
 // Pure functions (read_markdown_note reads the file); thread-safe.
 #pragma once

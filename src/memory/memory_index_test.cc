@@ -377,5 +377,30 @@ TEST(MarkdownNote, TitleTagsAndSummaryComeFromFrontMatterOrTheText) {
   EXPECT_FALSE(parse_markdown_note("---\ntitle: open\n", "f"));
 }
 
+// A front matter problem names the file's line (the front matter starts on line 2).
+TEST(MarkdownNote, FrontMatterProblemsNameTheFilesLine) {
+  auto tab = parse_markdown_note("---\ntitle: t\ntags:\n\t- a\n---\nbody\n", "f");
+  ASSERT_FALSE(tab);
+  EXPECT_EQ(
+      tab.error().message,
+      "front matter is not valid YAML: line 4: found character that cannot start any token (a tab: YAML "
+      "indents with spaces only)");
+  auto twice = parse_markdown_note("---\ntitle: one\nsummary: s\ntitle: two\n---\n", "f");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().message,
+            "front matter is not valid YAML: line 4: key 'title' is written twice in one mapping (first at "
+            "line 2)");
+  auto control = parse_markdown_note(std::string("---\ntitle: a") + '\x01' + "b\n---\n", "f");
+  ASSERT_FALSE(control);
+  EXPECT_NE(control.error().message.find("line 2: control character U+0001 is not allowed"),
+            std::string::npos)
+      << control.error().message;
+  // Scalars are text as written: a number-looking title is kept as it reads.
+  auto number = parse_markdown_note("---\ntitle: 1.50\nname: \"quoted\"\n---\n", "f");
+  ASSERT_TRUE(number) << number.error().message;
+  EXPECT_EQ(number->title, "1.50");
+  EXPECT_EQ(number->name, "quoted");
+}
+
 }  // namespace
 }  // namespace orch::memory

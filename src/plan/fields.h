@@ -14,7 +14,7 @@
 
 #include "orch/diagnostic.h"
 #include "orch/plan.h"
-#include "plan/doc_node.h"
+#include "util/doc_node.h"
 
 namespace orch::detail {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "orch/error.h"
-#include "plan/doc_node.h"
+#include "util/doc_node.h"
 
 namespace orch::detail {
 

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/yaml_json.h"
+
 namespace orch::detail {
 namespace {
 
@@ -44,7 +46,7 @@ TEST(JsonReader, ValuesAndLines) {
   EXPECT_EQ(root.entries[1].value.line, 3);
   EXPECT_EQ(root.entries[1].value.entries[0].value.scalar, "d");
   EXPECT_EQ(root.entries[2].key.line, 4);
-  EXPECT_EQ(to_ordered_json(root).dump(), R"({"a":[1,-2500.0,true,false,null],"b":{"c":"d"}})");
+  EXPECT_EQ(yaml_to_ordered_json(root).dump(), R"({"a":[1,-2500.0,true,false,null],"b":{"c":"d"}})");
 }
 
 TEST(JsonReader, StringEscapes) {

@@ -29,8 +29,9 @@
 #include "plan/json_reader.h"
 #include "plan/post_loader.h"
 #include "plan/stepspec.h"
-#include "plan/yaml_reader.h"
 #include "util/strings.h"
+#include "util/yaml_json.h"
+#include "util/yaml_reader.h"
 
 namespace orch {
 
@@ -113,7 +114,7 @@ void read_inputs(const ReadContext& ctx, const Field& f, Step& step) {
       continue;
     }
     detail::check_data_value(ctx, value);
-    step.inputs[name] = detail::to_ordered_json(value);
+    step.inputs[name] = yaml_to_ordered_json(value);
     if (line != f.line) step.field_locs["inputs." + name] = ctx.loc(line);
   }
 }

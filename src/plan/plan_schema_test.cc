@@ -1,7 +1,6 @@
 // schemas/plan.schema.json agrees with the loader: the good plans conform to it,
 // and plans the loader or validator rejects for their shape do not.
 #include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 
@@ -9,12 +8,22 @@
 #include "orch/validate.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
+#include "util/read_file.h"
 #include "util/yaml_json.h"
+#include "util/yaml_reader.h"
 
 namespace orch {
 namespace {
 
 namespace fs = std::filesystem;
+
+// YAML text as JSON, the way the loader reads its scalars (a key written twice
+// keeps its first value, as in the loader, which reports it).
+nlohmann::json yaml_json(const std::string& text) {
+  auto doc = detail::read_yaml_doc(text);
+  EXPECT_TRUE(doc) << text << ": " << (doc ? "" : doc.error().message);
+  return doc ? yaml_to_json(*doc) : nlohmann::json();
+}
 
 fs::path source_root() {
   if (const char* s = std::getenv("ORCH_SOURCE_DIR")) return s;
@@ -30,7 +39,11 @@ class PlanSchema : public ::testing::Test {
   }
 
   // The plan file as JSON, the way the loader reads its scalars.
-  static nlohmann::json as_json(const fs::path& file) { return yaml_to_json(YAML::LoadFile(file.string())); }
+  static nlohmann::json as_json(const fs::path& file) {
+    auto text = read_file_text(file);
+    EXPECT_TRUE(text) << file;
+    return yaml_json(text ? *text : std::string());
+  }
 
   std::vector<std::string> violations(const nlohmann::json& doc) const { return schema_->validate(doc); }
 
@@ -82,7 +95,7 @@ TEST_F(PlanSchema, StructurallyBadPlansDoNot) {
 }
 
 TEST_F(PlanSchema, InlineExamples) {
-  auto check = [&](const char* yaml) { return violations(yaml_to_json(YAML::Load(yaml))); };
+  auto check = [&](const char* yaml) { return violations(yaml_json(yaml)); };
   EXPECT_TRUE(
       check("steps: [{id: a, sh: x, post: [exit_zero, {result_contains: ok}, {file_exists: f}]}]").empty());
   EXPECT_TRUE(check("steps: [{id: a, run: [sleep, 1], timeout: 30, max_output: 1024}]").empty());
@@ -236,7 +249,7 @@ TEST_F(PlanSchema, AgreesWithOrchFieldByField) {
             << (orch ? "orch accepts, the schema says: " + (found.empty() ? "" : found[0])
                      : std::string("orch refuses, the schema accepts"));
       };
-  for (const auto& text : yaml_cases) expect_same_verdict(text, "p.yaml", yaml_to_json(YAML::Load(text)));
+  for (const auto& text : yaml_cases) expect_same_verdict(text, "p.yaml", yaml_json(text));
   const std::vector<std::string> stepspec_cases = {
       R"([{"goal": "g", "inputs": {"cmd": "true"}, "deps": null, "executor": "shell", "postcondition": null}])",
       R"([{"goal": 5, "inputs": {"cmd": "true", "n": 5}}])",

@@ -61,7 +61,7 @@ void read_fields(const ReadContext& ctx, const DocNode& map, const std::vector<s
     } else if (f.key == "schema") {
       if (f.value.is_map() || is_plain_boolean(f.value)) {
         check_data_value(ctx, f.value);
-        post.schema = to_json(f.value);
+        post.schema = yaml_to_json(f.value);
       } else {
         ctx.error(f.line, fmt::format("'schema' must be an inline JSON Schema (a mapping), got {}; use "
                                       "'schema_path' for a file",
@@ -101,7 +101,7 @@ std::optional<Postcondition> read_shorthand(const ReadContext& ctx, PostKind kin
       ((value.is_map() && (value.entries.empty() || !all_keys_are_fields(value))) ||
        is_plain_boolean(value))) {
     check_data_value(ctx, value);
-    post.schema = to_json(value);
+    post.schema = yaml_to_json(value);
     return post;
   }
   if (value.is_map()) {

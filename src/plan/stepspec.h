@@ -8,8 +8,8 @@
 #pragma once
 
 #include "orch/plan.h"
-#include "plan/doc_node.h"
 #include "plan/fields.h"
+#include "util/doc_node.h"
 
 namespace orch::detail {
 

@@ -6,9 +6,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "plan/yaml_reader.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
+#include "util/yaml_reader.h"
 
 namespace orch::route {
 

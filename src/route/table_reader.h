@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "orch/error.h"
-#include "plan/doc_node.h"
 #include "route/words.h"
+#include "util/doc_node.h"
 
 namespace orch::route {
 

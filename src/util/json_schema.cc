@@ -15,7 +15,6 @@
 #include "util/json_schema.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
@@ -538,11 +537,11 @@ Expected<JsonSchema> JsonSchema::load_file(const std::string& path) {
       return fail(ErrorCode::InvalidInput, fmt::format("schema file '{}': {}", path, what));
     }
   } else {
-    try {
-      doc = yaml_to_json(YAML::Load(text));
-    } catch (const YAML::Exception& e) {
-      return fail(ErrorCode::InvalidInput, fmt::format("schema file '{}': line {}: {}", path, e.mark.line + 1, e.msg));
-    }
+    auto yaml = read_yaml_json(text);
+    if (!yaml)
+      return fail(ErrorCode::InvalidInput, fmt::format("schema file '{}': line {}: {}", path,
+                                                       yaml.error().line, yaml.error().message));
+    doc = std::move(*yaml);
   }
   auto schema = parse(doc);
   if (!schema) return fail(schema.error().code, fmt::format("schema file '{}': {}", path, schema.error().message));

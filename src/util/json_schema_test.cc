@@ -336,6 +336,21 @@ TEST(JsonSchema, LoadFileErrors) {
   auto broken_yaml = JsonSchema::load_file((dir / "broken.yaml").string());
   ASSERT_FALSE(broken_yaml);
   EXPECT_NE(broken_yaml.error().message.find("broken.yaml': line "), std::string::npos) << broken_yaml.error().message;
+  // Every YAML problem names its line: a tab, a key written twice.
+  write_file(dir / "tab.yaml", "type: object\nproperties:\n\tcount: {type: integer}\n");
+  auto tab = JsonSchema::load_file((dir / "tab.yaml").string());
+  ASSERT_FALSE(tab);
+  EXPECT_NE(tab.error().message.find("tab.yaml': line 3: found character that cannot start any token (a tab"),
+            std::string::npos)
+      << tab.error().message;
+  write_file(dir / "twice.yaml", "type: object\nrequired: [a]\ntype: array\n");
+  auto twice = JsonSchema::load_file((dir / "twice.yaml").string());
+  ASSERT_FALSE(twice);
+  EXPECT_NE(
+      twice.error().message.find("twice.yaml': line 3: key 'type' is written twice in one mapping (first at "
+                                 "line 1)"),
+      std::string::npos)
+      << twice.error().message;
 
   write_file(dir / "bad.yaml", "type: 5\n");
   auto bad = JsonSchema::load_file((dir / "bad.yaml").string());

@@ -6,16 +6,18 @@
 #include <charconv>
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
+#include <utility>
+
+#include "util/strings.h"
+#include "util/yaml_writer.h"
 
 namespace orch {
 
 namespace {
-
-constexpr std::string_view kStrTag = "tag:yaml.org,2002:str";
 
 bool is_digits(std::string_view s, int base) {
   if (s.empty()) return false;
@@ -200,84 +202,74 @@ nlohmann::json plain_yaml_scalar(const std::string& text) {
 
 namespace {
 
-// yaml-cpp shares one node among an anchor and its aliases, so a document may
-// be a cycle (`a: &a {b: *a}`) or stand for exponentially many nodes (ten
-// aliases of ten aliases of ...): the walk keeps its ancestors and counts what
-// it has made.
-struct Walk {
-  std::vector<YAML::Node> ancestors;
-  std::size_t nodes = 0;
-  std::size_t limit;
-};
-
-nlohmann::json convert(const YAML::Node& node, Walk& walk) {
-  if (++walk.nodes > walk.limit)
-    throw YAML::ParserException(node.Mark(),
-                                fmt::format("aliases expand to more than {} nodes in all", walk.limit));
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      // yaml-cpp tags plain scalars "?" and quoted ones "!"; an explicit tag is kept.
-      if (node.Tag() == "?") return plain_yaml_scalar(node.Scalar());
-      if (node.Tag() == "!" || node.Tag() == kStrTag) return node.Scalar();
-      return plain_yaml_scalar(node.Scalar());
-    case YAML::NodeType::Sequence:
-    case YAML::NodeType::Map:
+template <class Json>
+Json convert(const detail::DocNode& node) {
+  switch (node.type) {
+    case detail::DocNode::Type::Scalar:
+      if (node.quoted) return Json(node.scalar);
+      return Json(plain_yaml_scalar(node.scalar));
+    case detail::DocNode::Type::Sequence: {
+      Json arr = Json::array();
+      for (const auto& item : node.items) arr.push_back(convert<Json>(item));
+      return arr;
+    }
+    case detail::DocNode::Type::Map: {
+      Json obj = Json::object();
+      for (const auto& [key, value] : node.entries) {
+        std::string name = yaml_key(key);
+        if (!obj.contains(name)) obj[std::move(name)] = convert<Json>(value);
+      }
+      return obj;
+    }
+    case detail::DocNode::Type::Null:
       break;
   }
-  for (const YAML::Node& a : walk.ancestors)
-    if (a.is(node)) throw YAML::ParserException(node.Mark(), "an alias is inside the node it names");
-  walk.ancestors.push_back(node);
-  nlohmann::json out;
-  if (node.IsSequence()) {
-    out = nlohmann::json::array();
-    for (const auto& item : node) out.push_back(convert(item, walk));
-  } else {
-    out = nlohmann::json::object();
-    std::vector<YAML::Node> merged;  // YAML's merge key: `<<: *defaults`, `<<: [*a, *b]`
-    for (const auto& kv : node) {
-      if (kv.first.IsScalar() && kv.first.Tag() == "?" && kv.first.Scalar() == "<<") {
-        const YAML::Node& value = kv.second;
-        bool maps = value.IsMap();
-        if (value.IsSequence()) {
-          maps = value.size() > 0;
-          for (const auto& item : value) maps = maps && item.IsMap();
-        }
-        if (!maps)
-          throw YAML::ParserException(kv.first.Mark(),
-                                      "a merge key '<<' takes a mapping or a list of mappings "
-                                      "(<<: *defaults, <<: [*a, *b])");
-        if (value.IsMap()) {
-          merged.push_back(value);
-        } else {
-          for (const auto& item : value) merged.push_back(item);
-        }
-        continue;
-      }
-      // yaml-cpp keeps no text for a null key ("null", "~"); it is written "null".
-      std::string key = kv.first.IsScalar() ? kv.first.Scalar()
-                        : kv.first.IsNull() ? std::string("null")
-                                            : YAML::Dump(kv.first);
-      out[key] = convert(kv.second, walk);
-    }
-    // The mapping's own keys win, then the merged mappings in order.
-    for (const YAML::Node& source : merged) {
-      const nlohmann::json from = convert(source, walk);
-      for (auto it = from.begin(); it != from.end(); ++it)
-        if (!out.contains(it.key())) out[it.key()] = it.value();
-    }
-  }
-  walk.ancestors.pop_back();
-  return out;
+  return Json(nullptr);
 }
 
 }  // namespace
 
-nlohmann::json yaml_to_json(const YAML::Node& node, std::size_t max_nodes) {
-  Walk walk{{}, 0, max_nodes};
-  return convert(node, walk);
+std::string yaml_key(const detail::DocNode& key) {
+  if (key.is_scalar()) return key.scalar;
+  if (key.is_null()) return "null";
+  auto text = yaml_text(yaml_to_ordered_json(key), YamlLayout::Flow);
+  return text ? std::move(*text) : yaml_to_ordered_json(key).dump();
+}
+
+nlohmann::json yaml_to_json(const detail::DocNode& node) {
+  return convert<nlohmann::json>(node);
+}
+
+nlohmann::ordered_json yaml_to_ordered_json(const detail::DocNode& node) {
+  return convert<nlohmann::ordered_json>(node);
+}
+
+std::optional<detail::YamlSyntaxError> duplicate_key(const detail::DocNode& node) {
+  std::optional<detail::YamlSyntaxError> found;  // the one on the earliest line so far
+  auto keep_earlier = [&found](std::optional<detail::YamlSyntaxError> e) {
+    if (e && (!found || e->line < found->line)) found = std::move(e);
+  };
+  if (node.is_map()) {
+    std::map<std::string, int> seen;  // key -> its first line
+    for (const auto& [key, value] : node.entries) {
+      std::string name = yaml_key(key);
+      if (auto [first, fresh] = seen.emplace(name, key.line); !fresh)
+        keep_earlier(detail::YamlSyntaxError{
+            key.line, fmt::format("key '{}' is written twice in one mapping (first at line {})",
+                                  quote_for_message(name), first->second)});
+      keep_earlier(duplicate_key(value));
+    }
+  } else if (node.is_sequence()) {
+    for (const auto& item : node.items) keep_earlier(duplicate_key(item));
+  }
+  return found;
+}
+
+std::expected<nlohmann::json, detail::YamlSyntaxError> read_yaml_json(std::string_view text) {
+  auto doc = detail::read_yaml_doc(text);
+  if (!doc) return std::unexpected(std::move(doc).error());
+  if (auto duplicate = duplicate_key(*doc)) return std::unexpected(std::move(*duplicate));
+  return yaml_to_json(*doc);
 }
 
 }  // namespace orch

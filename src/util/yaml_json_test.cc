@@ -6,7 +6,17 @@
 namespace orch {
 namespace {
 
-nlohmann::json convert(const std::string& yaml) { return yaml_to_json(YAML::Load(yaml)); }
+nlohmann::json convert(const std::string& yaml) {
+  auto j = read_yaml_json(yaml);
+  EXPECT_TRUE(j) << yaml << ": " << (j ? "" : j.error().message);
+  return j ? *j : nlohmann::json();
+}
+
+detail::YamlSyntaxError refused(const std::string& yaml) {
+  auto j = read_yaml_json(yaml);
+  EXPECT_FALSE(j) << yaml << " gave " << (j ? j->dump() : "");
+  return j ? detail::YamlSyntaxError{} : j.error();
+}
 
 TEST(YamlJson, PlainScalarsBecomeTypedValues) {
   auto j = convert(R"(
@@ -141,27 +151,31 @@ quoted: {'<<': *a}
   EXPECT_EQ(j["one"], nlohmann::json::parse(R"({"x": 9, "y": 1})"));
   EXPECT_EQ(j["two"], nlohmann::json::parse(R"({"x": 1, "y": 1, "z": 2})"));
   EXPECT_EQ(j["quoted"], nlohmann::json::parse(R"({"<<": {"x": 1, "y": 1}})"));
-  try {
-    convert("a: 1\nb:\n  <<: 5\n");
-    ADD_FAILURE() << "a scalar merged";
-  } catch (const YAML::ParserException& e) {
-    EXPECT_EQ(e.mark.line + 1, 3);
-    EXPECT_NE(e.msg.find("a merge key '<<' takes a mapping or a list of mappings"), std::string::npos)
-        << e.msg;
-  }
+  const auto bad = refused("a: 1\nb:\n  <<: 5\n");
+  EXPECT_EQ(bad.line, 3);
+  EXPECT_EQ(bad.message,
+            "a merge key '<<' takes a mapping or a list of mappings (<<: *defaults, <<: [*a, *b])");
+  // A merged key the mapping also writes is the mapping's; both lists' keys are kept in order.
+  auto ordered = detail::read_yaml_doc("d: &d {k: 1, m: 2}\nx:\n  k: 0\n  <<: *d\n  z: 3\n");
+  ASSERT_TRUE(ordered);
+  EXPECT_EQ(yaml_to_ordered_json(ordered->entries[1].value).dump(), R"({"k":0,"m":2,"z":3})");
 }
 
-// yaml-cpp shares an anchor's node with its aliases: a cycle is refused at its
-// mark (it recursed until the stack ran out), and aliases of aliases stop at the
-// node limit (they ran for minutes, then out of memory).
+// An alias inside the node it names is refused at its line, and aliases of
+// aliases ("billion laughs") stop at the reader's limit instead of running out
+// of memory.
 TEST(YamlJson, ACyclicAliasOrAnAliasBombIsRefused) {
-  for (const char* cyclic : {"a: &a\n  b: *a\n", "a: &a {x: 1, <<: *a}\n", "- &s [1, *s]\n"}) {
-    try {
-      convert(cyclic);
-      ADD_FAILURE() << "converted " << cyclic;
-    } catch (const YAML::ParserException& e) {
-      EXPECT_EQ(e.msg, "an alias is inside the node it names") << cyclic;
-    }
+  struct Cyclic {
+    const char* text;
+    int line;
+    const char* message;
+  };
+  for (const Cyclic& c : {Cyclic{"a: &a\n  b: *a\n", 2, "alias '*a' is inside the node it names"},
+                          Cyclic{"a: &a {x: 1, <<: *a}\n", 1, "alias '*a' is inside the node it names"},
+                          Cyclic{"- &s [1, *s]\n", 1, "alias '*s' is inside the node it names"}}) {
+    const auto e = refused(c.text);
+    EXPECT_EQ(e.line, c.line) << c.text;
+    EXPECT_EQ(e.message, c.message) << c.text;
   }
   std::string bomb = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
   for (int i = 1; i <= 8; ++i) {
@@ -169,22 +183,85 @@ TEST(YamlJson, ACyclicAliasOrAnAliasBombIsRefused) {
     for (int j = 0; j < 10; ++j) bomb += fmt::format("{}*l{}", j ? ", " : "", i - 1);
     bomb += "]\n";
   }
-  try {
-    yaml_to_json(YAML::Load(bomb));
-    ADD_FAILURE() << "a billion nodes converted";
-  } catch (const YAML::ParserException& e) {
-    EXPECT_EQ(e.msg, "aliases expand to more than 1000000 nodes in all");
-  }
+  const auto e = refused(bomb);
+  EXPECT_EQ(e.line, 6);
+  EXPECT_EQ(e.message, fmt::format("aliases expand to more than {} nodes in all (at alias '*l4')",
+                                   detail::max_alias_nodes(bomb.size())));
   // Shared, not cyclic: the same anchor twice side by side is fine.
   auto ok = convert("a: &a {x: 1}\nb: [*a, *a]\n");
   EXPECT_EQ(ok["b"][1]["x"], 1);
 }
 
 TEST(YamlJson, KeysAreAlwaysStrings) {
-  auto j = convert("1: one\ntrue: yes\nnull: z\n");
+  auto j = convert("1: one\ntrue: yes\nnull: z\n0x10: hex\n\"q\": quoted\n");
   EXPECT_EQ(j["1"], "one");
   EXPECT_EQ(j["true"], "yes");
   EXPECT_EQ(j["null"], "z");
+  EXPECT_EQ(j["0x10"], "hex");  // as written, not as the number it reads as
+  EXPECT_EQ(j["q"], "quoted");
+  EXPECT_EQ(convert("~: tilde\n"), nlohmann::json::parse(R"({"null": "tilde"})"));
+  // A key that is not a scalar is written as its YAML text.
+  auto complex = convert("? [a, \"1\", 2]\n: list\n? {k: v}\n: map\n");
+  EXPECT_EQ(complex, nlohmann::json::parse(R"({"[a, \"1\", 2]": "list", "{k: v}": "map"})"))
+      << complex.dump();
+}
+
+// A key written twice is refused with its line (JSON would keep one value and
+// drop the other without a word); a tree converted on its own keeps the first.
+TEST(YamlJson, AKeyWrittenTwiceIsRefusedWithItsLine) {
+  auto e = refused("a: 1\nb:\n  c: 1\n  d: 2\n  c: 3\n");
+  EXPECT_EQ(e.line, 5);
+  EXPECT_EQ(e.message, "key 'c' is written twice in one mapping (first at line 3)");
+  e = refused("1: a\n\"1\": b\n");  // one JSON key
+  EXPECT_EQ(e.line, 2);
+  // The first in the text is the one named, an inner one included.
+  e = refused("x:\n  y: 1\n  y: 2\nx: 3\n");
+  EXPECT_EQ(e.line, 3);
+  auto doc = detail::read_yaml_doc("k: first\nk: second\n");
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(yaml_to_json(*doc)["k"], "first");
+  ASSERT_TRUE(duplicate_key(*doc));
+  EXPECT_EQ(duplicate_key(*doc)->line, 2);
+}
+
+// Every error is a value with the line to fix: syntax, tabs, control
+// characters, tags orch does not read, bytes that are not UTF-8.
+TEST(YamlJson, ErrorsNameTheirLine) {
+  struct Bad {
+    const char* text;
+    int line;
+    const char* message;
+  };
+  for (const Bad& b : {
+           Bad{"a: 1\nb: [1, 2\nc: 3\n", 3,
+               "did not find expected ',' or ']' (while parsing a flow sequence that "
+               "starts on line 2)"},
+           Bad{"a: 1\nb:\n\t- x\n", 3,
+               "found character that cannot start any token (a tab: YAML indents with spaces only)"},
+           Bad{"a: 1\nb: x\x07y\n", 2,
+               "control character U+0007 is not allowed (write it as an escape in a double-quoted string)"},
+           Bad{"a: 1\nb: \"open\nc: 3\n", 2,
+               "unterminated quoted string (no closing quote before the end of the text)"},
+           Bad{"a: 1\nb: !!binary aGk=\n", 2,
+               "YAML tag '!!binary' is not supported: orch reads strings, numbers, booleans, null, lists and "
+               "mappings (!!str, !!int, !!float, !!bool, !!null, !!seq, !!map)"},
+           Bad{"a: 1\nb: \xFF\n", 2, "invalid leading UTF-8 octet 0xff (YAML text must be UTF-8)"},
+           Bad{"a: *nowhere\n", 1, "alias '*nowhere' has no anchor '&nowhere' before it"},
+       }) {
+    const auto e = refused(b.text);
+    EXPECT_EQ(e.line, b.line) << b.text;
+    EXPECT_EQ(e.message, b.message) << b.text;
+  }
+  // A tab inside a value, and escapes in a double-quoted string, are text.
+  EXPECT_EQ(convert("a: x\ty\nb: \"\\t\\x07\"\n"),
+            nlohmann::json::parse(R"({"a": "x\ty", "b": "\t\u0007"})"));
+}
+
+TEST(YamlJson, OrderedKeepsTheDocumentsOrder) {
+  auto doc = detail::read_yaml_doc("z: 1\na: 2\nm: [3]\n");
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(yaml_to_ordered_json(*doc).dump(), R"({"z":1,"a":2,"m":[3]})");
+  EXPECT_EQ(yaml_to_json(*doc).dump(), R"({"a":2,"m":[3],"z":1})");
 }
 
 TEST(YamlJson, JsonIsYaml) {
@@ -192,7 +269,15 @@ TEST(YamlJson, JsonIsYaml) {
   EXPECT_EQ(j, nlohmann::json::parse(R"({"a": [1, 2.5, "s", null, true], "b": {}})"));
 }
 
-TEST(YamlJson, EmptyDocumentIsNull) { EXPECT_TRUE(convert("").is_null()); }
+TEST(YamlJson, EmptyDocumentIsNull) {
+  EXPECT_TRUE(convert("").is_null());
+  EXPECT_TRUE(convert("# only a comment\n").is_null());
+}
+
+// As before: the first document is the data; later ones are not read.
+TEST(YamlJson, OnlyTheFirstDocumentIsRead) {
+  EXPECT_EQ(convert("a: 1\n---\nb: [\n"), nlohmann::json::parse(R"({"a": 1})"));
+}
 
 }  // namespace
 }  // namespace orch

@@ -9,7 +9,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failed=0
 for pair in RapidJSON:rapidjson-dev valijson:libvalijson-dev nlohmann_json:nlohmann-json3-dev \
-            CLI11:libcli11-dev fmt:libfmt-dev yaml-cpp:libyaml-cpp-dev; do
+            CLI11:libcli11-dev fmt:libfmt-dev; do
   name=${pair%%:*} deb=${pair#*:}
   if cmake -S "$src" -B "$work/$name" -G Ninja -DORCH_BUILD_TESTS=OFF \
        "-DCMAKE_DISABLE_FIND_PACKAGE_$name=TRUE" >"$work/$name.log" 2>&1; then

@@ -349,6 +349,15 @@ TEST(CliTask, PlanAbandonsStaleTracesFirstAndChecksTheSettingsFile) {
   auto zero = run_orch({"task", "list"}, d.path());
   EXPECT_EQ(zero.exit_code, 2);
   EXPECT_HAS(zero.err, "task.yaml:1: verify_timeout: '0s' must be more than 0");
+  // YAML's own problems and a key written twice name their line too.
+  write_file(d / ".orch" / "task.yaml", "verify_timeout: 5m\nabandon_after:\n\t- 1h\n");
+  auto tab = run_orch({"task", "list"}, d.path());
+  EXPECT_EQ(tab.exit_code, 2);
+  EXPECT_HAS(tab.err, "task.yaml:3: YAML syntax error: found character that cannot start any token (a tab");
+  write_file(d / ".orch" / "task.yaml", "verify_timeout: 5m\nabandon_after: 1h\nverify_timeout: 9m\n");
+  auto twice = run_orch({"task", "list"}, d.path());
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_HAS(twice.err, "task.yaml:3: verify_timeout: written twice (first at line 1)");
 }
 
 // The learning loop: a closed trace becomes a lesson that a second, similar

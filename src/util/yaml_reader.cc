@@ -1,10 +1,10 @@
-// plan/yaml_reader.cc — read_yaml_doc on libyaml's event parser.
+// util/yaml_reader.cc — read_yaml_doc on libyaml's event parser.
 //
 // libyaml does the scanning and parsing; this file builds the DocNode tree from
-// its events the way yaml-cpp built its nodes (which scalars are quoted or null,
-// aliases as copies), streams the step list to the sink, limits depth and alias
-// expansion, and words libyaml's errors the way orch's other messages read.
-#include "plan/yaml_reader.h"
+// its events (which scalars are quoted or null, aliases as copies), streams the
+// step list to the sink, limits depth and alias expansion, and words libyaml's
+// errors the way orch's other messages read.
+#include "util/yaml_reader.h"
 
 #include <fmt/format.h>
 #include <yaml.h>
@@ -26,10 +26,10 @@ std::string_view view(const yaml_char_t* s) {
   return s ? std::string_view(reinterpret_cast<const char*>(s)) : std::string_view();
 }
 
-// The tags a plan may use: they name the kinds of value a plan holds. Any other
+// The tags orch reads: they name the kinds of value JSON data holds. Any other
 // (!!binary, !!timestamp, !custom) would be read as plain text without a word.
 // A null is empty when its text is a null's; `!!null x` is refused below.
-bool is_plan_tag(std::string_view tag, bool scalar) {
+bool is_supported_tag(std::string_view tag, bool scalar) {
   constexpr std::string_view kCore = "tag:yaml.org,2002:";
   if (tag.empty() || tag == "!") return true;
   if (!tag.starts_with(kCore)) return false;
@@ -43,13 +43,13 @@ std::string shown_tag(std::string_view tag) {
   return tag.starts_with(kCore) ? "!!" + std::string(tag.substr(kCore.size())) : std::string(tag);
 }
 
-// yaml-cpp's null: a plain, untagged scalar with one of these texts.
+// The core schema's null: a plain, untagged scalar with one of these texts.
 bool is_null_text(std::string_view s) {
   return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
 }
 
 // libyaml (YAML 1.1) also counts a lone \r, NEL (U+0085) and the Unicode line and
-// paragraph separators as line breaks; editors, yaml-cpp and the JSON reader count
+// paragraph separators as line breaks; editors and the JSON reader count
 // '\n' only. Maps libyaml's lines to '\n'-counted ones.
 class LineMap {
  public:
@@ -128,11 +128,11 @@ class YamlTreeBuilder {
       case YAML_SCALAR_EVENT:
         return on_scalar(event);
       case YAML_SEQUENCE_START_EVENT:
-        if (!is_plan_tag(view(event.data.sequence_start.tag), false))
+        if (!is_supported_tag(view(event.data.sequence_start.tag), false))
           return fail(event.start_mark, unsupported_tag(view(event.data.sequence_start.tag)));
         return start_container(event, DocNode::Type::Sequence, view(event.data.sequence_start.anchor));
       case YAML_MAPPING_START_EVENT:
-        if (!is_plan_tag(view(event.data.mapping_start.tag), false))
+        if (!is_supported_tag(view(event.data.mapping_start.tag), false))
           return fail(event.start_mark, unsupported_tag(view(event.data.mapping_start.tag)));
         return start_container(event, DocNode::Type::Map, view(event.data.mapping_start.anchor));
       case YAML_SEQUENCE_END_EVENT:
@@ -162,7 +162,7 @@ class YamlTreeBuilder {
 
   static std::string unsupported_tag(std::string_view tag) {
     return fmt::format(
-        "YAML tag '{}' is not supported: a plan holds strings, numbers, booleans, null, lists "
+        "YAML tag '{}' is not supported: orch reads strings, numbers, booleans, null, lists "
         "and mappings (!!str, !!int, !!float, !!bool, !!null, !!seq, !!map)",
         shown_tag(tag));
   }
@@ -170,7 +170,7 @@ class YamlTreeBuilder {
   bool on_scalar(const yaml_event_t& event) {
     const auto& s = event.data.scalar;
     std::string_view tag = view(s.tag);
-    if (!is_plan_tag(tag, true)) return fail(event.start_mark, unsupported_tag(tag));
+    if (!is_supported_tag(tag, true)) return fail(event.start_mark, unsupported_tag(tag));
     if (tag == "tag:yaml.org,2002:null" &&
         !is_null_text(std::string_view(reinterpret_cast<const char*>(s.value), s.length)))
       return fail(event.start_mark, "a !!null value must be empty, ~ or null");
@@ -179,7 +179,7 @@ class YamlTreeBuilder {
     if (tag == "tag:yaml.org,2002:null") {
       node.type = DocNode::Type::Null;
     } else if (s.tag != nullptr) {
-      // yaml-cpp's rule: "!" (libyaml's tag for a bare !) and !!str are strings.
+      // "!" (libyaml's tag for a bare !, the non-specific tag) and !!str are strings.
       node.quoted = tag == "!" || tag == kStrTag;
     } else if (s.style != YAML_PLAIN_SCALAR_STYLE) {
       node.quoted = true;  // '...', "...", | and >
@@ -421,7 +421,7 @@ YamlSyntaxError describe_error(const yaml_parser_t& parser, std::string_view tex
                                            "in a double-quoted string)",
                                            parser.problem_value)};
       if (parser.problem_value >= 0) problem += fmt::format(" 0x{:02x}", parser.problem_value);
-      return YamlSyntaxError{line, problem + " (a plan must be UTF-8 text)"};
+      return YamlSyntaxError{line, problem + " (YAML text must be UTF-8)"};
     }
     case YAML_SCANNER_ERROR:
     case YAML_PARSER_ERROR: {
@@ -491,11 +491,11 @@ std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, con
       // yaml_parser_parse leaves the event zeroed on failure; deleting it is safe.
       YamlSyntaxError error = describe_error(p.parser, text, lines);
       // After "...", libyaml (YAML 1.1) wants "---" or the end: whatever it
-      // found instead is text outside the plan's document.
+      // found instead is text outside the file's one document.
       if (end_marker_line > 0 && error.line > 0)
         error.message = fmt::format(
-            "text after the document's end ('...' on line {}): a plan file holds exactly "
-            "one YAML document",
+            "text after the document's end ('...' on line {}): the file holds exactly one "
+            "YAML document",
             end_marker_line);
       return std::unexpected(std::move(error));
     }
@@ -503,13 +503,13 @@ std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, con
       case YAML_STREAM_END_EVENT:
         return std::move(builder.root());
       case YAML_DOCUMENT_START_EVENT:
-        // As yaml-cpp's YAML::Load: the first document is the plan; later ones
-        // are not read, or (OnlyOne) are an error rather than silently ignored.
+        // The first document is the data; later ones are not read, or
+        // (OnlyOne) are an error rather than silently ignored.
         if (document_read && documents == YamlDocuments::First) return std::move(builder.root());
         if (document_read)
           return std::unexpected(
               YamlSyntaxError{lines.line(e.event.start_mark),
-                              "a second YAML document starts here: a plan file holds exactly one"});
+                              "a second YAML document starts here: the file holds exactly one"});
         break;
       case YAML_DOCUMENT_END_EVENT:
         // After an implicit end, one more event: text that is neither the end

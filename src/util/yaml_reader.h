@@ -1,16 +1,19 @@
-// plan/yaml_reader.h — a YAML parser that keeps line numbers, for plans.
+// util/yaml_reader.h — orch's YAML reader: libyaml's events into a DocNode tree.
 //
-// The plan loader's YAML path. It used to be yaml-cpp, whose scanner needs
-// ~15 µs per step and whose node graph is several times the size of the text;
-// this reader builds the DocNode tree straight from libyaml's parse events, so
-// a 100,000-step plan loads several times faster in a fraction of the memory.
+// Every YAML text orch reads goes through here: plans (plan/loader.cc), the
+// configuration and data files (models, workers, registry, route tables,
+// RUN.yaml, .orch/task.yaml), JSON Schemas written in YAML, plan templates and
+// the front matter of memory notes; util/yaml_json.h turns the tree into JSON.
+// The tree is built straight from libyaml's parse events (no node graph), so a
+// 100,000-step plan loads in a fraction of the time and memory.
 //
-// The tree is the one yaml-cpp's YAML::Load gave, so plans mean what they did:
+// What the tree holds:
 //  - every node carries the 1-based line where it starts (its anchor or tag, if
 //    it has one); an empty value, the line of its `key:` or `-`;
 //  - a scalar is `quoted` when it is quoted, a literal (|) or folded (>) block,
-//    or tagged ! or !!str; other tags are ignored. A plain, untagged empty, ~,
-//    null, Null or NULL is a Null node;
+//    or tagged ! or !!str; the core schema's other tags (!!int, !!float, !!bool,
+//    !!null, !!seq, !!map) are accepted and any other refused. A plain, untagged
+//    empty, ~, null, Null or NULL is a Null node;
 //  - an alias is a copy of its anchor's node, lines included. An alias with no
 //    complete anchor of its name before it is an error, and anchors and aliases
 //    may copy at most max_alias_nodes(text.size()) nodes in all (no "billion
@@ -25,9 +28,9 @@
 // with a byte order mark) without control characters other than tab and line
 // breaks, as libyaml requires: anything else is an error with its line.
 //
-// Streaming: with an ItemSink, the items of the plan's step list go to the sink
-// one by one and are not kept, as read_json_doc does (doc_node.h says how); a
-// step list that has an anchor is kept whole, so its aliases can copy it.
+// Streaming: with an ItemSink, the items of a plan's step list go to the sink
+// one by one and are not kept, as plan/json_reader.h does (doc_node.h says how);
+// a step list that has an anchor is kept whole, so its aliases can copy it.
 #pragma once
 
 #include <cstddef>
@@ -36,7 +39,7 @@
 #include <vector>
 
 #include "orch/error.h"
-#include "plan/doc_node.h"
+#include "util/doc_node.h"
 
 namespace orch::detail {
 
@@ -54,8 +57,8 @@ struct YamlSyntaxError {
   std::string message;  // "did not find expected key (while parsing a block mapping that starts on line 3)"
 };
 
-// What may follow the first document: later ones, unread (as yaml-cpp's
-// YAML::Load), or nothing (a plan file: a second document would be ignored).
+// What may follow the first document: later ones, unread, or nothing (a plan
+// file: a second document would be ignored without a word).
 enum class YamlDocuments { First, OnlyOne };
 
 // Parses the first YAML document of the text; on failure returns where and why

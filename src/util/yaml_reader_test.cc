@@ -1,4 +1,4 @@
-#include "plan/yaml_reader.h"
+#include "util/yaml_reader.h"
 
 #include <gtest/gtest.h>
 
@@ -6,6 +6,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "util/yaml_json.h"
 
 namespace orch::detail {
 namespace {
@@ -64,7 +66,7 @@ TEST(YamlReader, ValuesAndLines) {
   EXPECT_EQ(b.line, 7);
   EXPECT_EQ(b.entries[1].key.line, 8);
   EXPECT_EQ(at(b, "deps").items[0].scalar, "a");
-  EXPECT_EQ(to_ordered_json(root).dump(),
+  EXPECT_EQ(yaml_to_ordered_json(root).dump(),
             R"({"name":"x","steps":[{"id":"a","run":["echo","hi"]},{"id":"b","deps":["a"]}]})");
 }
 
@@ -80,11 +82,12 @@ TEST(YamlReader, QuotedAndPlainScalars) {
   EXPECT_FALSE(quoted("f")) << "an explicit tag other than !!str decides, not the quotes";
   EXPECT_FALSE(root.entries[0].key.quoted);
   EXPECT_TRUE(root.entries.back().key.quoted);
-  EXPECT_EQ(to_json(root).dump(), R"({"a":3,"b":"3","c":"3","d":"3","e":"3","f":3,"h":"yes","k":1})");
+  EXPECT_EQ(yaml_to_json(root).dump(), R"({"a":3,"b":"3","c":"3","d":"3","e":"3","f":3,"h":"yes","k":1})");
   // Other tags would be read as plain text without a word: they are refused.
-  EXPECT_EQ(read_bad("a: 1\ng: !custom 3\n").message,
-            "YAML tag '!custom' is not supported: a plan holds strings, numbers, booleans, null, lists and mappings "
-            "(!!str, !!int, !!float, !!bool, !!null, !!seq, !!map)");
+  EXPECT_EQ(
+      read_bad("a: 1\ng: !custom 3\n").message,
+      "YAML tag '!custom' is not supported: orch reads strings, numbers, booleans, null, lists and mappings "
+      "(!!str, !!int, !!float, !!bool, !!null, !!seq, !!map)");
   EXPECT_EQ(read_bad("a: 1\nb: !!binary aGk=\n").line, 2);
   EXPECT_EQ(read_bad("a: !!set {x}\n").line, 1);
   EXPECT_EQ(read_bad("a: !!null x\n").message, "a !!null value must be empty, ~ or null");
@@ -110,7 +113,7 @@ TEST(YamlReader, BlockScalarsAreStrings) {
   EXPECT_EQ(at(root, "strip").scalar, "y");
   EXPECT_EQ(at(root, "fold").scalar, "a b\nc\n");
   EXPECT_TRUE(at(root, "fold").quoted);
-  EXPECT_EQ(to_json(at(root, "num")), "5\n") << "never a number";
+  EXPECT_EQ(yaml_to_json(at(root, "num")), "5\n") << "never a number";
   EXPECT_EQ(root.entries.back().key.line, 17);
 }
 
@@ -134,7 +137,7 @@ TEST(YamlReader, NullForms) {
   EXPECT_EQ(k.items[0].type, Type::Null);
   EXPECT_EQ(k.items[0].line, 12) << "an empty item is on its '-' line";
   EXPECT_EQ(k.items[2].line, 14);
-  EXPECT_TRUE(to_json(at(root, "b")).is_null());
+  EXPECT_TRUE(yaml_to_json(at(root, "b")).is_null());
   DocNode key = read_ok("~: x\n");
   EXPECT_EQ(key.entries[0].key.type, Type::Null);
 }
@@ -358,9 +361,9 @@ TEST(YamlReader, InvalidTextIsAnErrorWithALine) {
   using namespace std::string_view_literals;
   YamlSyntaxError utf8 = read_bad("a: 1\nb: 2\nc: caf\xE9 au lait\n");  // Latin-1
   EXPECT_EQ(utf8.line, 3);
-  EXPECT_EQ(utf8.message, "invalid trailing UTF-8 octet 0x20 (a plan must be UTF-8 text)");
-  EXPECT_EQ(read_bad("a: caf\xC3").message, "incomplete UTF-8 octet sequence (a plan must be UTF-8 text)");
-  EXPECT_EQ(read_bad("a: \xFF\n").message, "invalid leading UTF-8 octet 0xff (a plan must be UTF-8 text)");
+  EXPECT_EQ(utf8.message, "invalid trailing UTF-8 octet 0x20 (YAML text must be UTF-8)");
+  EXPECT_EQ(read_bad("a: caf\xC3").message, "incomplete UTF-8 octet sequence (YAML text must be UTF-8)");
+  EXPECT_EQ(read_bad("a: \xFF\n").message, "invalid leading UTF-8 octet 0xff (YAML text must be UTF-8)");
   YamlSyntaxError control = read_bad("a: 1\nb: x\x01y\n");
   EXPECT_EQ(control.line, 2);
   EXPECT_EQ(control.message,
@@ -377,7 +380,7 @@ TEST(YamlReader, EmptyAndMultipleDocuments) {
   }
   EXPECT_EQ(read_ok("---\n").type, Type::Null);
   DocNode first = read_ok("a: 1\n---\nb: [unclosed\n");
-  ASSERT_EQ(first.entries.size(), 1u) << "as yaml-cpp's YAML::Load: only the first document is read";
+  ASSERT_EQ(first.entries.size(), 1u) << "only the first document is read";
   EXPECT_EQ(first.entries[0].key.scalar, "a");
   EXPECT_EQ(read_ok("a: 1\n...\nb: 2\n").entries.size(), 1u);
   EXPECT_EQ(read_bad("a: 1\n]\n").line, 2) << "text after the document that starts no new one";
@@ -393,7 +396,7 @@ TEST(YamlReader, OnlyOneDocumentRefusesWhatFollowsTheFirst) {
   auto second = only_one("a: 1\n---\nb: 2\n");
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().line, 2);
-  EXPECT_EQ(second.error().message, "a second YAML document starts here: a plan file holds exactly one");
+  EXPECT_EQ(second.error().message, "a second YAML document starts here: the file holds exactly one");
   auto empty_second = only_one("---\na: 1\n---\n");
   ASSERT_FALSE(empty_second);
   EXPECT_EQ(empty_second.error().line, 3);
@@ -405,7 +408,7 @@ TEST(YamlReader, OnlyOneDocumentRefusesWhatFollowsTheFirst) {
     ASSERT_FALSE(after_end) << text;
     EXPECT_EQ(after_end.error().line, 3) << text;
     EXPECT_EQ(after_end.error().message,
-              "text after the document's end ('...' on line 2): a plan file holds exactly one YAML document");
+              "text after the document's end ('...' on line 2): the file holds exactly one YAML document");
   }
   auto after_second_end = only_one("a: 1\n...\n---\nb: 2\n");
   ASSERT_FALSE(after_second_end);
@@ -417,7 +420,7 @@ TEST(YamlReader, OnlyOneDocumentRefusesWhatFollowsTheFirst) {
 
 TEST(YamlReader, LinesCountNewlinesOnly) {
   // CRLF is one line break; libyaml's other breaks (NEL, U+2028, a lone CR) are
-  // not line breaks in editors, yaml-cpp or the JSON reader.
+  // not line breaks in editors or the JSON reader.
   DocNode crlf = read_ok("a: 1\r\nb:\r\n  - x\r\n");
   EXPECT_EQ(at(crlf, "b").items[0].line, 3);
   DocNode other = read_ok("a: \"x\xC2\x85y\"\nb: \"p\xE2\x80\xA8q\"\nc: \"r\rs\"\nd: 1\n");

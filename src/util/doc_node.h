@@ -1,15 +1,14 @@
-// plan/doc_node.h — a parsed YAML or JSON document, as the plan loader reads it.
+// util/doc_node.h — a parsed YAML or JSON document, every node with its line.
 //
-// Plans come as YAML (yaml_reader.h, on libyaml's event parser) or JSON
-// (json_reader.h, on RapidJSON's). Both become this one tree, so the loader has
-// a single code path and every node knows its 1-based line. Mappings keep their
-// keys in document order, duplicates included, so the loader can report them.
+// YAML (util/yaml_reader.h, on libyaml's event parser) and JSON plans
+// (plan/json_reader.h, on RapidJSON's) both become this one tree, so readers
+// have a single code path and every node knows its 1-based line. Mappings keep
+// their keys in document order, duplicates included, so a reader can report
+// them. util/yaml_json.h turns a tree into JSON data.
 #pragma once
 
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace orch::detail {
@@ -47,9 +46,5 @@ struct DocEntry {
 enum class StreamedList { TopLevel, Steps };
 // The node may be moved from or changed; it is discarded after the call.
 using ItemSink = std::function<void(StreamedList list, DocNode& item)>;
-
-// Scalars by the YAML 1.2 core schema (util/yaml_json.h): quoted ones are strings.
-nlohmann::ordered_json to_ordered_json(const DocNode& node);
-nlohmann::json to_json(const DocNode& node);
 
 }  // namespace orch::detail
