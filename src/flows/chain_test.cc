@@ -10,8 +10,8 @@
 
 #include "exec/llm_executor.h"
 #include "exec/tool_executor.h"
-#include "orch/plan_loader.h"
 #include "exec/worker_executor.h"
+#include "orch/plan_loader.h"
 #include "testing/fake_llm.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
@@ -25,7 +25,6 @@ using orch::testing::read_file;
 using orch::testing::source_dir;
 using orch::testing::TempDir;
 using orch::testing::write_file;
-
 
 class ChainTest : public ::testing::Test {
  protected:
@@ -43,8 +42,10 @@ class ChainTest : public ::testing::Test {
     std::string agent = (source_dir() / "tests" / "agents" / "fake_agent.py").string();
     auto workers = parse_worker_catalog(
         fmt::format("workers:\n  agent:\n    argv: [python3, '{}', text, '{{prompt}}', '{{workspace}}']\n"
-                    "  counted:\n    argv: [python3, '{}', json, '{{prompt}}']\n    output: json\n    result: result\n"
-                    "    usage: {{tokens_in: usage.input_tokens, tokens_out: usage.output_tokens, cost_usd: total_cost_usd}}\n",
+                    "  counted:\n    argv: [python3, '{}', json, '{{prompt}}']\n    output: json\n    "
+                    "result: result\n"
+                    "    usage: {{tokens_in: usage.input_tokens, tokens_out: usage.output_tokens, cost_usd: "
+                    "total_cost_usd}}\n",
                     agent, agent),
         "workers.yaml");
     ASSERT_TRUE(workers) << workers.error().message;
@@ -71,7 +72,9 @@ class ChainTest : public ::testing::Test {
   // Builds and runs the chain; returns its report (checked against the schema).
   ojson run(const std::string& steps_json, RunOutcome* outcome = nullptr, EngineOptions options = {}) {
     auto chain = build(steps_json);
-    EXPECT_TRUE(chain) << (chain ? "" : chain.error().message + "\n" + fmt::format("{}", fmt::join(chain.error().problems, "\n")));
+    EXPECT_TRUE(chain) << (chain ? ""
+                                 : chain.error().message + "\n" +
+                                       fmt::format("{}", fmt::join(chain.error().problems, "\n")));
     if (!chain) return ojson();
     options.workspace = ws();
     options.executors = executors_;
@@ -92,7 +95,8 @@ class ChainTest : public ::testing::Test {
 
   void expect_valid(const ojson& report) {
     auto violations = schema_->validate(nlohmann::json::parse(report.dump()));
-    EXPECT_TRUE(violations.empty()) << fmt::format("{}", fmt::join(violations, "\n")) << "\n" << report.dump(2);
+    EXPECT_TRUE(violations.empty()) << fmt::format("{}", fmt::join(violations, "\n")) << "\n"
+                                    << report.dump(2);
   }
 
   TempDir dir_;
@@ -125,7 +129,8 @@ TEST_F(ChainTest, ThreeToolStepsPassTheirOutputAlong) {
     {"id": "stats", "executor": "tool:filestats", "inputs": {"command": "count", "files": ["notes.txt"]}},
     {"id": "wrap", "executor": "tool:wrap", "inputs": {"command": "run"}},
     {"id": "say", "executor": "tool:say", "inputs": {"command": "run", "text": "lines=${previous.json.got.lines}"}}
-  ])", &out);
+  ])",
+                &out);
   EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
   EXPECT_EQ(out.exit_code(), 0);
   EXPECT_EQ(r["status"], "success");
@@ -161,7 +166,8 @@ TEST_F(ChainTest, AFailureAbortsTheChainAndSkipsTheRest) {
     {"executor": "tool:filestats", "inputs": {"command": "count", "files": ["notes.txt"]}},
     {"executor": "tool:fail", "inputs": {"command": "run"}},
     {"executor": "tool:wrap", "inputs": {"command": "run"}}
-  ])", &out);
+  ])",
+                &out);
   EXPECT_EQ(out.status, RunStatus::Failed);
   EXPECT_EQ(out.exit_code(), 1);
   EXPECT_EQ(r["status"], "partial");
@@ -185,7 +191,8 @@ TEST_F(ChainTest, AFailureAbortsTheChainAndSkipsTheRest) {
 TEST_F(ChainTest, AFirstStepThatFailsIsAnErrorNotPartial) {
   RunOutcome out;
   ojson r = run(R"([{"executor": "tool:fail", "inputs": {"command": "run"}},
-                    {"executor": "tool:wrap", "inputs": {"command": "run"}}])", &out);
+                    {"executor": "tool:wrap", "inputs": {"command": "run"}}])",
+                &out);
   EXPECT_EQ(r["status"], "error");
   EXPECT_EQ(r["error"]["code"], "CHAIN_ABORTED_STEP_1");
   EXPECT_TRUE(r["output"]["data"].is_null());
@@ -200,7 +207,8 @@ TEST_F(ChainTest, ATimedOutStepIsRecoverable) {
 
 TEST_F(ChainTest, ALongerChainIsRefusedNeverTruncated) {
   std::string six = "[";
-  for (int i = 0; i < 6; ++i) six += std::string(i ? "," : "") + R"({"executor": "tool:wrap", "inputs": {"command": "run"}})";
+  for (int i = 0; i < 6; ++i)
+    six += std::string(i ? "," : "") + R"({"executor": "tool:wrap", "inputs": {"command": "run"}})";
   six += "]";
   auto refused = build(six);
   ASSERT_FALSE(refused);
@@ -261,7 +269,8 @@ TEST_F(ChainTest, AWorkerIsGivenThePreviousResultInItsPrompt) {
 }
 
 TEST_F(ChainTest, TokensAreThoseTheWorkersReported) {
-  ojson r = run(R"([{"executor": "worker:counted", "goal": "one"}, {"executor": "worker:counted", "goal": "two"}])");
+  ojson r = run(
+      R"([{"executor": "worker:counted", "goal": "one"}, {"executor": "worker:counted", "goal": "two"}])");
   EXPECT_EQ(r["status"], "success") << r.dump(2);
   // fake_agent.py json reports 120 in, 30 out per call.
   EXPECT_EQ(r["tokens_used"]["input"], 240);
@@ -305,7 +314,8 @@ TEST_F(ChainTest, ARiskyStepPausesTheChainUntilApprovedThenResumeFinishesIt) {
     {"executor": "tool:say", "inputs": {"command": "run", "text": "hello"}},
     {"id": "push", "executor": "tool:pusher", "inputs": {"command": "run", "text": "${previous.json.said}"}},
     {"executor": "tool:wrap", "inputs": {"command": "run"}}
-  ])", &out);
+  ])",
+                &out);
   EXPECT_EQ(out.status, RunStatus::AwaitingApproval);
   EXPECT_EQ(out.exit_code(), 3);
   EXPECT_EQ(r["status"], "awaiting_approval");
@@ -415,11 +425,12 @@ TEST_F(ChainTest, AStepThatFailedTransientlyIsRecoverable) {
   orch::testing::FakeLlmServer server;
   ASSERT_TRUE(server.started());
   setenv("ORCH_CHAIN_TEST_KEY", server.api_key().c_str(), 1);
-  auto catalog = parse_llm_catalog(fmt::format("providers:\n  p: {{api: openai, base_url: \"{}/v1\", api_key_env: "
-                                               "ORCH_CHAIN_TEST_KEY}}\nmodels:\n  m: {{provider: p, model: x}}\n"
-                                               "default_model: m\n",
-                                               server.url()),
-                                   "models.yaml");
+  auto catalog =
+      parse_llm_catalog(fmt::format("providers:\n  p: {{api: openai, base_url: \"{}/v1\", api_key_env: "
+                                    "ORCH_CHAIN_TEST_KEY}}\nmodels:\n  m: {{provider: p, model: x}}\n"
+                                    "default_model: m\n",
+                                    server.url()),
+                        "models.yaml");
   ASSERT_TRUE(catalog) << catalog.error().message;
   auto llm = std::make_shared<LlmExecutor>(std::make_shared<LlmCatalog>(*catalog));
   executors_->add("llm", llm);
@@ -434,7 +445,8 @@ TEST_F(ChainTest, AStepThatFailedTransientlyIsRecoverable) {
   EXPECT_EQ(r["error"]["recoverable"], true) << r.dump(2);
   auto finished = store_->events_of_kind(out.run_id, "attempt_finished");
   ASSERT_TRUE(finished && finished->size() == 1);
-  EXPECT_NE((*finished)[0].data_json.find("\"transient\":true"), std::string::npos) << (*finished)[0].data_json;
+  EXPECT_NE((*finished)[0].data_json.find("\"transient\":true"), std::string::npos)
+      << (*finished)[0].data_json;
 }
 
 }  // namespace
