@@ -114,7 +114,7 @@ int run_log(const TaskArgs& a) {
       for (const auto& o : v.items) {
         std::string detail = o.detail;
         if (auto nl = detail.find('\n'); nl != std::string::npos) detail = detail.substr(0, nl);
-        std::printf("  %-10s %s%s\n", o.status.c_str(), o.check.c_str(),
+        std::printf("  %-10s %s%s\n", flows::check_status_name(o.status), o.check.c_str(),
                     detail.empty() ? "" : ("  (" + detail + ")").c_str());
       }
     }

@@ -131,7 +131,8 @@ std::string describe_trace(const flows::Trace& t) {
     for (const auto& o : v.items) {
       std::string detail = o.detail;
       if (auto nl = detail.find('\n'); nl != std::string::npos) detail = detail.substr(0, nl);
-      out += fmt::format("    {:<10} {}{}\n", o.status, o.check, detail.empty() ? "" : "  (" + detail + ")");
+      out += fmt::format("    {:<10} {}{}\n", flows::check_status_name(o.status), o.check,
+                         detail.empty() ? "" : "  (" + detail + ")");
     }
   }
   if (!t.engine_results.empty()) {

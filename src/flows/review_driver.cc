@@ -67,8 +67,8 @@ std::vector<RoundFacts> facts_of_rounds(const json& rounds) {
   for (const auto& r : rounds) {
     RoundFacts f;
     f.complete = round_complete(r);
-    const std::string status = r["fix"].value("status", std::string());
-    if (status == "applied" || status == "rolled_back")
+    const auto status = parse_fix_status(r["fix"].value("status", std::string()));
+    if (status == FixStatus::Applied || status == FixStatus::RolledBack)
       for (const auto& id : r["fix"]["to_fix"]) f.patched.insert(id.get<std::string>());
     out.push_back(std::move(f));
   }
@@ -278,7 +278,7 @@ Expected<ReviewOutcome> Driver::drive() {
     if (!rounds.empty()) {
       const json& last = rounds.back();
       const int n = last["round"].get<int>();
-      if (last["fix"]["status"] == "pending") {
+      if (parse_fix_status(last["fix"].value("status", std::string())) == FixStatus::Pending) {
         auto paused = ORCH_TRY(run_fix(n));
         if (paused) return *paused;
         continue;

@@ -46,12 +46,13 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
         out = parse_review_output_text(s->result, lens.name, workspace_roots(env_));
       if (!out) {
         ++failed;
-        rd["status"] = "failed";
+        rd["status"] = role_status_name(RoleStatus::Failed);
         rd["reason"] = failure_of(s, out);
         per_lens.emplace_back();
       } else {
         for (auto& f : out->findings) check_evidence(f, file_text(env_, f.file));
-        rd["status"] = rd["attempts"].get<int>() > 1 ? "repaired" : "ok";
+        rd["status"] =
+            role_status_name(rd["attempts"].get<int>() > 1 ? RoleStatus::Repaired : RoleStatus::Ok);
         rd["findings"] = out->findings.size();
         rd["scorecard"] = out->scorecard;
         per_lens.push_back(std::move(out->findings));
@@ -89,11 +90,11 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
     json jd = {{"attempts", attempts_of(*judged, "judge")}};
     if (!out) {
       // The judge is optional: its failure leaves the lenses' findings as they are.
-      jd["status"] = "failed";
+      jd["status"] = role_status_name(RoleStatus::Failed);
       jd["reason"] = failure_of(s, out);
     } else {
       Judged j = apply_judge(env_, findings, std::move(*out), merged);
-      jd["status"] = "ok";
+      jd["status"] = role_status_name(RoleStatus::Ok);
       // The hallucination gate.
       json hallucinated = json::array(), grounded_ids = json::array(), unchecked = json::array();
       if (!j.claims.empty()) {
@@ -165,7 +166,9 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
   // Dry rounds and two-strikes over every round so far (this one's fix has not run).
   json all = doc_["rounds"];
   json provisional = round_doc;
-  provisional["fix"] = {{"status", "not_run"}, {"to_fix", json::array()}, {"for_human", json::array()}};
+  provisional["fix"] = {{"status", fix_status_name(FixStatus::NotRun)},
+                        {"to_fix", json::array()},
+                        {"for_human", json::array()}};
   all.push_back(provisional);
   const RoundProgress progress = track_rounds(findings_of_rounds(all), c_.dry_rounds, facts_of_rounds(all));
   const int added = progress.new_blocking.empty() ? 0 : progress.new_blocking.back();
@@ -190,7 +193,10 @@ Expected<std::optional<ReviewOutcome>> Driver::run_round(int round) {
         for_human.push_back(f.id);
     }
   json fix = {{"to_fix", to_fix}, {"for_human", for_human}};
-  fix["status"] = last ? "not_run" : !c_.fixer ? "off" : to_fix.empty() ? "nothing_to_fix" : "pending";
+  fix["status"] = fix_status_name(last             ? FixStatus::NotRun
+                                  : !c_.fixer      ? FixStatus::Off
+                                  : to_fix.empty() ? FixStatus::NothingToFix
+                                                   : FixStatus::Pending);
   round_doc["fix"] = std::move(fix);
   doc_["rounds"].push_back(std::move(round_doc));
   doc_.erase("rounds_in_progress");
@@ -227,12 +233,12 @@ Expected<std::optional<ReviewOutcome>> Driver::run_fix(int round) {
   }
   const StepRecord* s = step_of(*fixed, "fix");
   if (s && s->status == StepStatus::Done) {
-    fix["status"] = "applied";
+    fix["status"] = fix_status_name(FixStatus::Applied);
     fix["account"] = utf8_prefix(s->result, 2000);
     fix.erase("reason");
   } else {
     // The artifacts are the step's `writes`: the engine put them back as they were.
-    fix["status"] = "rolled_back";
+    fix["status"] = fix_status_name(FixStatus::RolledBack);
     fix["reason"] = s ? s->reason : fixed->reason;
   }
   json changed = json::array();

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "flows/review_rounds.h"
 #include "flows/review_run.h"
 #include "util/json_text.h"
 
@@ -72,7 +73,7 @@ std::string review_markdown(const json& doc) {
                        c.value("minor", 0), c.value("nit", 0), c.value("excluded", 0),
                        r.value("new_blocking", 0), markdown_cell(r["fix"].value("status", std::string())));
     for (const auto& rv : r.value("reviewers", json::array()))
-      if (rv.value("status", std::string()) == "failed")
+      if (rv.value("status", std::string()) == role_status_name(RoleStatus::Failed))
         failed_lenses +=
             fmt::format("- round {}, lens `{}`: {}\n", r.value("round", 0), rv.value("lens", std::string()),
                         first_line(rv.value("reason", std::string())));

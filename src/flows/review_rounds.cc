@@ -1,10 +1,46 @@
 #include "flows/review_rounds.h"
 
 #include <set>
+#include <utility>
 
 #include "flows/review_gate.h"
 
 namespace orch::flows {
+
+namespace {
+constexpr std::pair<FixStatus, const char*> kFixStatusNames[] = {
+    {FixStatus::NotRun, "not_run"},
+    {FixStatus::Off, "off"},
+    {FixStatus::NothingToFix, "nothing_to_fix"},
+    {FixStatus::Pending, "pending"},
+    {FixStatus::Applied, "applied"},
+    {FixStatus::RolledBack, "rolled_back"},
+};
+}  // namespace
+
+const char* fix_status_name(FixStatus status) {
+  for (const auto& [s, name] : kFixStatusNames)
+    if (s == status) return name;
+  return "not_run";
+}
+
+std::optional<FixStatus> parse_fix_status(std::string_view name) {
+  for (const auto& [s, n] : kFixStatusNames)
+    if (name == n) return s;
+  return std::nullopt;
+}
+
+const char* role_status_name(RoleStatus status) {
+  switch (status) {
+    case RoleStatus::Ok:
+      return "ok";
+    case RoleStatus::Repaired:
+      return "repaired";
+    case RoleStatus::Failed:
+      return "failed";
+  }
+  return "failed";
+}
 
 RoundProgress track_rounds(const std::vector<std::vector<Finding>>& rounds, int dry_rounds) {
   return track_rounds(rounds, dry_rounds, {});

@@ -24,11 +24,24 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "flows/review_finding.h"
 
 namespace orch::flows {
+
+// What the fix phase of a round did, as the round's document records it
+// (fix.status): not run (the last round), off (no fixer), nothing to fix,
+// pending (to run, or cut off), applied, rolled back (its checks failed).
+enum class FixStatus { NotRun, Off, NothingToFix, Pending, Applied, RolledBack };
+const char* fix_status_name(FixStatus status);  // "not_run", "off", "nothing_to_fix", "pending", ...
+std::optional<FixStatus> parse_fix_status(std::string_view name);
+
+// How a reviewer (lens) or the judge answered in a round: ok, repaired (its
+// second attempt, told why the first was refused, was valid), failed.
+enum class RoleStatus { Ok, Repaired, Failed };
+const char* role_status_name(RoleStatus status);  // "ok", "repaired", "failed"
 
 struct Escalation {
   std::string id;

@@ -183,9 +183,9 @@ VerifyRecord verdict_of(const Trace& trace, const AttemptRecord& a) {
       is_tool_direct(trace) ? "the tool kept its output contract and exited 0" : "EXECUTE produced a result";
   produced.kind = "check";
   if (const json* c = check(0); c && c->value("held", false)) {
-    produced.status = "passed";
+    produced.status = CheckStatus::Passed;
   } else {
-    produced.status = "failed";
+    produced.status = CheckStatus::Failed;
     produced.detail = c ? c->value("reason", std::string()) : a.reason;
   }
   v.items.push_back(produced);
@@ -198,15 +198,15 @@ VerifyRecord verdict_of(const Trace& trace, const AttemptRecord& a) {
       o.command = item["command"].get<std::string>();
       const json* c = check(index++);
       if (!c) {
-        o.status = "not_run";
+        o.status = CheckStatus::NotRun;
         o.detail = "not run: an earlier check failed";
       } else {
-        o.status = c->value("held", false) ? "passed" : "failed";
+        o.status = c->value("held", false) ? CheckStatus::Passed : CheckStatus::Failed;
         o.detail = c->value("reason", std::string());
       }
     } else {
       o.kind = "attest";
-      o.status = "unattested";
+      o.status = CheckStatus::Unattested;
       o.detail = "task run does not attest: a person may, with `orch task log`";
     }
     v.items.push_back(std::move(o));

@@ -160,7 +160,8 @@ Expected<std::int64_t> closed_at_of(TaskEnv& env, const std::string& id) {
 
 json verdict_json(const VerifyRecord& v, const std::string& run_id) {
   json items = json::array();
-  for (const auto& o : v.items) items.push_back({{"check", o.check}, {"status", o.status}});
+  for (const auto& o : v.items)
+    items.push_back({{"check", o.check}, {"status", check_status_name(o.status)}});
   return {{"verdict", verdict_name(v.verdict)},
           {"confidence", v.confidence},
           {"run_id", run_id},

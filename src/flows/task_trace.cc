@@ -91,7 +91,7 @@ T optional_field(const json& doc, const char* key, T fallback) {
 json outcome_json(const CheckOutcome& o) {
   json j = {{"check", o.check},
             {"kind", o.kind},
-            {"status", o.status},
+            {"status", check_status_name(o.status)},
             {"detail", o.detail},
             {"duration_ms", o.duration_ms}};
   if (!o.command.empty()) j["command"] = o.command;
@@ -117,6 +117,31 @@ std::optional<TaskState> parse_task_state(std::string_view name) {
 
 bool is_final(TaskState state) {
   return state == TaskState::Done || state == TaskState::Escalated || state == TaskState::Abandoned;
+}
+
+const char* check_status_name(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::Passed:
+      return "passed";
+    case CheckStatus::Failed:
+      return "failed";
+    case CheckStatus::NotRun:
+      return "not_run";
+    case CheckStatus::Attested:
+      return "attested";
+    case CheckStatus::Refuted:
+      return "refuted";
+    case CheckStatus::Unattested:
+      return "unattested";
+  }
+  return "failed";
+}
+
+std::optional<CheckStatus> parse_check_status(std::string_view name) {
+  for (CheckStatus s : {CheckStatus::Passed, CheckStatus::Failed, CheckStatus::NotRun, CheckStatus::Attested,
+                        CheckStatus::Refuted, CheckStatus::Unattested})
+    if (name == check_status_name(s)) return s;
+  return std::nullopt;
 }
 
 const char* verdict_name(Verdict verdict) {
@@ -306,12 +331,20 @@ Expected<Trace> trace_from_json(const json& doc) {
       r.t = optional_field<std::string>(v, "t", "");
       r.retry = optional_field<int>(v, "retry", 0);
       if (auto items = v.find("items"); items != v.end() && items->is_array())
-        for (const auto& o : *items)
-          r.items.push_back(
-              {optional_field<std::string>(o, "check", ""), optional_field<std::string>(o, "kind", ""),
-               optional_field<std::string>(o, "command", ""), optional_field<std::string>(o, "status", ""),
-               optional_field<std::string>(o, "detail", ""),
-               optional_field<std::int64_t>(o, "duration_ms", 0)});
+        for (const auto& o : *items) {
+          const auto word = optional_field<std::string>(o, "status", "");
+          const auto status = parse_check_status(word);
+          if (!status)
+            return fail(ErrorCode::InvalidInput,
+                        fmt::format("trace: a verification item's status '{}' is not one of passed, failed, "
+                                    "not_run, attested, refuted, unattested",
+                                    word));
+          r.items.push_back({optional_field<std::string>(o, "check", ""),
+                             optional_field<std::string>(o, "kind", ""),
+                             optional_field<std::string>(o, "command", ""), *status,
+                             optional_field<std::string>(o, "detail", ""),
+                             optional_field<std::int64_t>(o, "duration_ms", 0)});
+        }
       t.verifications.push_back(std::move(r));
     }
   }

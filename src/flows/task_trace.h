@@ -56,12 +56,19 @@ inline constexpr int kMaxRetries = 2;  // VERIFY -> EXECUTE at most this many ti
 enum class Verdict { Pass, PassWithWarnings, Fail };
 const char* verdict_name(Verdict verdict);  // "PASS", "PASS-WITH-WARNINGS", "FAIL"
 
+// How one item of a VERIFY checklist ended: a command passed or failed (or was
+// not run: an earlier one failed), a human-only item was attested, refuted or
+// left unattested.
+enum class CheckStatus { Passed, Failed, NotRun, Attested, Refuted, Unattested };
+const char* check_status_name(CheckStatus status);  // "passed", "failed", "not_run", "attested", ...
+std::optional<CheckStatus> parse_check_status(std::string_view name);
+
 // One item of a VERIFY checklist, as run or attested.
 struct CheckOutcome {
   std::string check;    // the item's text
   std::string kind;     // "command" | "attest"
   std::string command;  // for commands
-  std::string status;   // "passed" | "failed" | "attested" | "refuted" | "unattested"
+  CheckStatus status = CheckStatus::NotRun;
   std::string detail;   // exit status and output tail, or the attestation note
   std::int64_t duration_ms = 0;
 };

@@ -151,7 +151,7 @@ TEST(TaskTrace, RoundTripsThroughJson) {
   VerifyRecord r;
   r.verdict = Verdict::PassWithWarnings;
   r.confidence = 0.5;
-  r.items.push_back({"tests pass", "command", "true", "passed", "exit 0", 12});
+  r.items.push_back({"tests pass", "command", "true", CheckStatus::Passed, "exit 0", 12});
   t.verifications.push_back(r);
   t.engine_results["recall"] = {{"status", "FAILED"}, {"error", "boom"}};
   auto back = trace_from_json(to_json(t));
@@ -169,7 +169,23 @@ TEST(TaskTrace, RoundTripsThroughJson) {
   EXPECT_FALSE(trace_from_json(broken));
 }
 
-CheckOutcome item(const char* status) {
+// A trace whose verification item has a status orch never writes is refused,
+// naming it, not read as some other status.
+TEST(TaskTrace, AVerificationItemWithAnUnknownStatusIsRefused) {
+  Trace t = trace_with(kStandard);
+  t.request = "fix the stale date crash";
+  VerifyRecord r;
+  r.items.push_back({"tests pass", "command", "true", CheckStatus::NotRun, "", 0});
+  t.verifications.push_back(r);
+  json doc = to_json(t);
+  ASSERT_TRUE(trace_from_json(doc)) << "not_run is one";
+  doc["verifications"][0]["items"][0]["status"] = "sort_of";
+  auto bad = trace_from_json(doc);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("'sort_of'"), std::string::npos) << bad.error().message;
+}
+
+CheckOutcome item(CheckStatus status) {
   CheckOutcome o;
   o.status = status;
   return o;
@@ -178,30 +194,30 @@ CheckOutcome item(const char* status) {
 // The verdict rule and the confidence formula of task_verifier.h.
 TEST(TaskVerifier, VerdictAndConfidence) {
   VerifyRecord all;
-  all.items = {item("passed"), item("attested")};
+  all.items = {item(CheckStatus::Passed), item(CheckStatus::Attested)};
   decide_verdict(all);
   EXPECT_EQ(all.verdict, Verdict::Pass);
   EXPECT_DOUBLE_EQ(all.confidence, 0.75);
 
   VerifyRecord warn;
-  warn.items = {item("passed"), item("unattested"), item("unattested")};
+  warn.items = {item(CheckStatus::Passed), item(CheckStatus::Unattested), item(CheckStatus::Unattested)};
   decide_verdict(warn);
   EXPECT_EQ(warn.verdict, Verdict::PassWithWarnings);
   EXPECT_DOUBLE_EQ(warn.confidence, 0.33);
 
   VerifyRecord failed;
-  failed.items = {item("passed"), item("failed")};
+  failed.items = {item(CheckStatus::Passed), item(CheckStatus::Failed)};
   decide_verdict(failed);
   EXPECT_EQ(failed.verdict, Verdict::Fail);
   EXPECT_DOUBLE_EQ(failed.confidence, 0.5);
 
   VerifyRecord refuted;
-  refuted.items = {item("attested"), item("refuted")};
+  refuted.items = {item(CheckStatus::Attested), item(CheckStatus::Refuted)};
   decide_verdict(refuted);
   EXPECT_EQ(refuted.verdict, Verdict::Fail);
 
   VerifyRecord nothing;
-  nothing.items = {item("unattested")};
+  nothing.items = {item(CheckStatus::Unattested)};
   decide_verdict(nothing);
   EXPECT_EQ(nothing.verdict, Verdict::Fail) << "no evidence at all is not a pass";
   EXPECT_DOUBLE_EQ(nothing.confidence, 0);

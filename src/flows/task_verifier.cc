@@ -56,16 +56,23 @@ void decide_verdict(VerifyRecord& record) {
   double evidence = 0;
   int failed = 0, unattested = 0, supported = 0;
   for (const auto& item : record.items) {
-    if (item.status == "passed") {
-      evidence += 1.0;
-      ++supported;
-    } else if (item.status == "attested") {
-      evidence += 0.5;
-      ++supported;
-    } else if (item.status == "unattested" || item.status == "not_run") {
-      ++unattested;
-    } else {
-      ++failed;
+    switch (item.status) {
+      case CheckStatus::Passed:
+        evidence += 1.0;
+        ++supported;
+        break;
+      case CheckStatus::Attested:
+        evidence += 0.5;
+        ++supported;
+        break;
+      case CheckStatus::Unattested:
+      case CheckStatus::NotRun:
+        ++unattested;
+        break;
+      case CheckStatus::Failed:
+      case CheckStatus::Refuted:
+        ++failed;
+        break;
     }
   }
   const double n = static_cast<double>(record.items.size());
@@ -158,7 +165,7 @@ Expected<VerifierRun> run_verifier(Store& store, const Trace& trace, const Verif
       auto row = step_of.find(id);
       auto attempt = attempt_of.find(id);
       const bool passed = row != step_of.end() && row->second.status == StepStatus::Done;
-      o.status = passed ? "passed" : "failed";
+      o.status = passed ? CheckStatus::Passed : CheckStatus::Failed;
       if (attempt != attempt_of.end()) {
         o.duration_ms = attempt->second.duration_ms;
         o.detail = passed ? fmt::format("exit 0") : attempt->second.reason;
@@ -168,22 +175,22 @@ Expected<VerifierRun> run_verifier(Store& store, const Trace& trace, const Verif
         o.detail = row->second.reason;
       }
       if (options.refute.contains(number)) {
-        o.status = "refuted";
+        o.status = CheckStatus::Refuted;
         o.detail = options.refute.at(number);
       }
     } else {
       o.kind = "attest";
       if (auto r = options.refute.find(number); r != options.refute.end()) {
-        o.status = "refuted";
+        o.status = CheckStatus::Refuted;
         o.detail = r->second;
       } else if (auto a = options.attest.find(number); a != options.attest.end()) {
-        o.status = "attested";
+        o.status = CheckStatus::Attested;
         o.detail = a->second.empty() ? options.note : a->second;
       } else if (options.attest_all) {
-        o.status = "attested";
+        o.status = CheckStatus::Attested;
         o.detail = options.note;
       } else {
-        o.status = "unattested";
+        o.status = CheckStatus::Unattested;
       }
     }
     record.items.push_back(std::move(o));
