@@ -115,17 +115,6 @@ Expected<void> Scheduler::index_plan_state() {
   return {};
 }
 
-void Scheduler::index_ready() {
-  ready_.clear();
-  for (std::size_t i = 0; i < steps_.size(); ++i) {
-    StepState& s = steps_[i];
-    s.deps_left = 0;
-    for (const auto& d : s.step->deps)
-      if (steps_[static_cast<std::size_t>(index_of_[d])].rec.status != StepStatus::Done) ++s.deps_left;
-    if (s.rec.status == StepStatus::Pending && s.deps_left == 0) ready_.insert(static_cast<int>(i));
-  }
-}
-
 namespace {
 // The plan's path as the run records it: absolute, its folder's `.`, `..` and
 // symlinks resolved as the kernel did to open it (`ws/../p.yaml` is
@@ -148,6 +137,7 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
                                                      options_.workspace.string(), ec.message()));
   run_ = RunRecord{};
   run_.id = new_run_id(now_ms());
+  writer_.set_run(run_.id);
   run_.name = plan.name;
   run_.plan_path = plan.source_path.empty() ? "" : stored_plan_path(plan.source_path);
   run_.workspace = workspace.string();
@@ -163,16 +153,16 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   budget_.emplace(plan_.budget, Spend{}, 0);
   run_.budget_json = budget_limits_json(plan_.budget);
 
-  ORCH_TRY(tx());
+  ORCH_TRY(writer_.begin());
   ORCH_TRY(store_.insert_run(run_));
   ORCH_TRY(store_.insert_plan_version(PlanVersion{run_.id, 1, run_.plan_path, plan_text, run_.created_at}));
   for (auto& s : steps_) ORCH_TRY(store_.insert_step(s.rec));
-  event("run_started", "", 0,
-        {{"plan", run_.plan_path},
-         {"steps", steps_.size()},
-         {"concurrency", run_.concurrency},
-         {"pid", getpid()}});
-  if (store_error_) return std::unexpected(*store_error_);
+  writer_.event("run_started", "", 0,
+                {{"plan", run_.plan_path},
+                 {"steps", steps_.size()},
+                 {"concurrency", run_.concurrency},
+                 {"pid", getpid()}});
+  if (writer_.failed()) return std::unexpected(*writer_.error());
   return commit();
 }
 
@@ -217,6 +207,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   found = ORCH_TRY(store_.find_run(run_id));
   if (!found) return std::unexpected(store_.no_run(run_id));
   run_ = *found;
+  writer_.set_run(run_.id);
   // `orch cancel` took the lock first and cancelled it: the cancel, which came
   // while this resume was starting, wins. Resuming a cancelled run stays possible.
   if (run_.status == RunStatus::Cancelled && status_before_lock != RunStatus::Cancelled)
@@ -409,13 +400,14 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     run_.plan_path = path;
   }
 
-  ORCH_TRY(tx());
+  ORCH_TRY(writer_.begin());
   // Inside the transaction, which holds the ledger's write lock: a cancel that
   // came after this process took the run's lock (`orch cancel` saw it held) is
   // kept in the row written below, and the loop's first turn acts on it.
   run_.cancel_requested = ORCH_TRY(store_.cancel_requested(run_.id));
-  event("run_resumed", "", 0,
-        {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});
+  writer_.event(
+      "run_resumed", "", 0,
+      {{"previous_status", run_status_name(previous)}, {"pid", getpid()}, {"orphans_killed", orphans}});
 
   run_.budget_json = budget_limits_json(plan_.budget);
 
@@ -441,7 +433,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       r.status = StepStatus::Skipped;
       r.reason = "removed from the plan by --replan";
       ORCH_TRY(store_.upsert_step(r));
-      event("step_skipped", r.step_id, 0, {{"reason", r.reason}});
+      writer_.event("step_skipped", r.step_id, 0, {{"reason", r.reason}});
       continue;
     }
     const std::size_t i = static_cast<std::size_t>(it->second);
@@ -457,8 +449,8 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       const bool fresh = r.status == StepStatus::Failed || r.status == StepStatus::Skipped ||
                          r.status == StepStatus::Cancelled || r.status == StepStatus::AwaitingApproval;
       if (fresh) {
-        event("step_reset", r.step_id, 0,
-              {{"why", "resume"}, {"previous_status", step_status_name(r.status)}});
+        writer_.event("step_reset", r.step_id, 0,
+                      {{"why", "resume"}, {"previous_status", step_status_name(r.status)}});
         r.attempts_counted = 0;
         if (r.status == StepStatus::Failed) {
           // Its last attempt's failure: the step's reason may already be a "not
@@ -514,7 +506,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     ++run_.plan_version;
     run_.plan_path = path;
     ORCH_TRY(store_.insert_plan_version(PlanVersion{run_.id, run_.plan_version, path, text, now_ms()}));
-    event("plan_replaced", "", 0, {{"version", run_.plan_version}, {"path", path}});
+    writer_.event("plan_replaced", "", 0, {{"version", run_.plan_version}, {"path", path}});
     // A done step whose fingerprint changed re-runs, and so do its descendants.
     std::vector<int> order = topological_order(plan_);
     std::vector<bool> reset(steps_.size(), false);
@@ -564,7 +556,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
       s.earlier_failure.clear();
       s.last_failure_key.clear();
       changed[static_cast<std::size_t>(i)] = true;
-      event("step_reset", s.step->id, 0, {{"why", why}});
+      writer_.event("step_reset", s.step->id, 0, {{"why", why}});
     }
   }
   for (std::size_t i = 0; i < steps_.size(); ++i) {
@@ -573,7 +565,7 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
     ORCH_TRY(store_.upsert_step(steps_[i].rec));
   }
   ORCH_TRY(store_.update_run(run_));
-  if (store_error_) return std::unexpected(*store_error_);
+  if (writer_.failed()) return std::unexpected(*writer_.error());
   ORCH_TRY(commit());
 
   // What was spent comes from the attempts themselves: the run row is written at
