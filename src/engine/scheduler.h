@@ -9,8 +9,9 @@
 //      done/failed, skips), then reserve budget and record the attempts about to
 //      start; commit;
 //   3. start those attempts (processes are spawned only after their rows are durable).
-// prepare_new() and prepare_resume() (engine_setup.cc) build the state; run_loop()
-// drives it to the end and writes the final run row.
+// prepare_new() (engine_setup.cc) and prepare_resume() (resume.cc, in phases;
+// the first of them, what a dead driver left, recover.cc — also Engine::recover)
+// build the state; run_loop() drives it to the end and writes the final run row.
 #pragma once
 
 #include <chrono>
@@ -50,6 +51,9 @@ class Scheduler {
 
   Expected<void> prepare_new(Plan plan, const std::string& plan_text);
   Expected<void> prepare_resume(const std::string& run_id, const std::optional<std::string>& replan_path);
+  // Engine::recover (recover.cc): what a dead driver left of the run, settled
+  // under the run's lock, which is let go again.
+  Expected<Recovery> recover(const std::string& run_id);
   Expected<RunOutcome> run_loop();
   // Catches SIGINT/SIGTERM/SIGHUP for the loop (when options.handle_signals), once.
   void watch_signals();
@@ -62,6 +66,45 @@ class Scheduler {
   // Setup shared by new runs and resumes.
   Expected<void> load_plan_state(Plan plan);
   Expected<void> index_plan_state();  // steps_ and index_of_ from plan_
+  // Recovery (recover.cc) and the resume's phases (resume.cc), in their order.
+  struct RunTaken {
+    RunStatus status_before_lock = RunStatus::Running;
+    std::int64_t locking_ms = 0;  // when the lock was asked for (system clock)
+    bool locked = false;          // lock_ holds the run's lock, run_ its row read under it
+    // `orch cancel` cancelled the run while this process waited for its lock.
+    bool cancelled_meanwhile = false;
+  };
+  // The run's lock, waiting out an `orch cancel` that holds it for a moment, and
+  // its row read again under it (run_).
+  Expected<RunTaken> take_run(const std::string& run_id);
+  Expected<void> workspace_is_a_folder() const;
+  // Kills what the dead driver left running, closes its attempts as interrupted
+  // (their writes put back, their steps charged; a step whose writes cannot be
+  // put back failed), moves the run row on to its last sign of life; commits.
+  // Adds what it did to recovered_.
+  Expected<void> settle_dead_driver();
+  // Clears a cancel that was asked of the dead driver, keeping one that came
+  // after this process asked for the lock (at `locking_ms`).
+  Expected<void> clear_stale_cancel(std::int64_t locking_ms);
+  struct ResumePlan {
+    std::string text;
+    std::string path;              // the plan's file ("" none: the workspace is its folder)
+    std::vector<StepRecord> rows;  // the run's step rows
+  };
+  // The latest plan version (or the --replan text) parsed, validated and indexed
+  // (plan_, steps_), with the step rows read meanwhile.
+  Expected<ResumePlan> load_resume_plan(const std::optional<std::string>& replan_path,
+                                        std::optional<std::string> replan_text);
+  void reopen_run(bool replanned, const std::string& plan_path);  // run_ as a driven run again
+  // steps_' records from the ledger's rows: done stays done, the rest is pending
+  // again (a fresh set of attempts for one that ended). Which rows changed.
+  Expected<std::vector<bool>> rebuild_step_states(std::vector<StepRecord>& rows);
+  Expected<void> count_budget_attempts();  // StepState::budget_attempts from the attempts
+  // --replan: a new plan version; done steps whose fingerprint changed, or that a
+  // re-run dependency ran again after, reset with their descendants.
+  Expected<void> reset_changed_steps(const ResumePlan& plan, std::vector<bool>& changed);
+  Expected<void> restore_budget();  // budget_ from the attempts' totals
+
   // Where the plan's relative schema files are: its file's folder (the workspace
   // for a plan given as text).
   std::filesystem::path plan_dir() const;
@@ -161,7 +204,10 @@ class Scheduler {
   std::deque<Completion> completions_;
   std::optional<BudgetGuard> budget_;
   bool resumed_ = false;  // prepare_resume set this run up
-  // Steps prepare_resume failed: the dead driver's attempt at them could not have
+  // What settle_dead_driver did for run recovered_run_ since a resume last took it over.
+  Recovery recovered_;
+  std::string recovered_run_;
+  // Steps the recovery failed: the dead driver's attempt at them could not have
   // its `writes:` put back. The run loop applies on_failure to them first.
   std::vector<std::string> resume_unrestored_;
   int started_here_ = 0;  // attempts this process started

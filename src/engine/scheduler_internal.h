@@ -26,6 +26,13 @@ inline bool within(const std::filesystem::path& path, const std::filesystem::pat
   return std::next(fi) == f.end() && fi->empty();
 }
 
+// The plan's path as the run records it: absolute, its folder's `.`, `..` and
+// symlinks resolved as the kernel did to open it (`ws/../p.yaml` is
+// `/abs/p.yaml`). The file's own name is kept: a plan named through a symlink
+// keeps the link's folder as its folder (its relative paths), as the run had.
+// (engine_setup.cc)
+std::string stored_plan_path(const std::filesystem::path& path);
+
 // The last `n` bytes of `s`.
 inline std::string tail_of(const std::string& s, std::size_t n) {
   return s.size() <= n ? s : s.substr(s.size() - n);
