@@ -2,29 +2,17 @@
 #include "engine/scheduler.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <climits>
-#include <cmath>
+#include <cstdlib>
 
 #include "engine/attempt_render.h"
 #include "engine/orphans.h"
-#include "engine/scheduler_internal.h"
-#include "engine/snapshot.h"
 #include "orch/report.h"
-#include "orch/workspace.h"
-#include "util/atomic_file.h"
-#include "util/json_text.h"
-#include "util/strings.h"
 
 namespace orch {
 
 namespace fs = std::filesystem;
-using scheduler_detail::tail_of;
-using scheduler_detail::within;
 using std::chrono::milliseconds;
 
 namespace {

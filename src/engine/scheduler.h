@@ -15,13 +15,10 @@
 #pragma once
 
 #include <chrono>
-#include <climits>
 #include <deque>
-#include <map>
 #include <memory>
 #include <optional>
 #include <random>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>

@@ -7,13 +7,11 @@
 
 #include <algorithm>
 
-#include "engine/check_runner.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_internal.h"
 #include "engine/snapshot.h"
 #include "orch/postcondition.h"
 #include "orch/report.h"
-#include "util/atomic_file.h"
 #include "util/json_text.h"
 #include "util/strings.h"
 

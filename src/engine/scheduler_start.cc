@@ -4,6 +4,7 @@
 // reason), its `writes:` saved first, its row written ahead, then started on
 // the loop.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
