@@ -25,6 +25,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "orch/error.h"
 #include "orch/executor.h"
@@ -124,6 +125,15 @@ struct EngineOptions {
   RunOwner owner;
 };
 
+// What Engine::recover found a dead driver had left of a run, and did about it.
+struct Recovery {
+  int processes_killed = 0;  // processes left running (engine/orphans.h)
+  int attempts_closed = 0;   // attempts left `running`, now `interrupted` (not counted)
+  // Steps whose interrupted attempt's `writes:` could not be put back: failed,
+  // the snapshot kept and named in the step's reason.
+  std::vector<std::string> steps_failed;
+};
+
 struct RunOutcome {
   std::string run_id;
   RunStatus status = RunStatus::Failed;
@@ -174,6 +184,32 @@ class Engine {
   // Continues a run from what the ledger says. With `replan_path`, the plan is
   // replaced: done steps whose fingerprint changed re-run with their descendants.
   Expected<RunOutcome> resume(const std::string& run_id, const std::optional<std::string>& replan_path);
+
+  // Settles what a driver that died (kill -9, a crash, a lost machine's power)
+  // left of run `run_id`: what every resume does before anything else, and
+  // does by this same code. For a runtime that must deal with a run's
+  // leftovers before it decides what to do with the run (resume it, replan it).
+  //   * Takes the run's lock for as long as it works, and lets it go: Busy
+  //     while a live process drives the run. A run an `orch cancel` cancelled
+  //     while this waited for the lock needs nothing (the cancel closed it).
+  //   * Refuses (InvalidInput), changing nothing, a run whose workspace is not
+  //     a folder any more.
+  //   * Kills the processes still carrying the run's ORCH_RUN_ID (whatever its
+  //     status: also what a step started outside its process group, `setsid
+  //     cmd &`) and those in a recorded process group of an attempt left
+  //     running (engine/orphans.h).
+  //   * In one transaction: closes each attempt left `running` as
+  //     `interrupted` (not counted against the attempts cap), charged what its
+  //     usage file reported, its `writes:` put back from its snapshot (or
+  //     found put back: mark_snapshot_put_back); charges its step; fails a step
+  //     whose writes cannot be put back (a resume by this Engine applies its
+  //     on_failure first; any later resume gives it another chance); moves a
+  //     `running` run's spent totals on to the dead driver's last sign of life.
+  //     The run's status is left as it is: a resume sets it.
+  //   * Then removes the snapshots put back and the run's spawn journal.
+  // Idempotent: a second call, or a call on a run no driver died in, finds
+  // nothing to do and writes nothing that changes the ledger.
+  Expected<Recovery> recover(const std::string& run_id);
 
   // The run id of the run being driven (set as soon as it exists).
   const std::string& run_id() const;

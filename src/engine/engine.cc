@@ -70,6 +70,10 @@ Expected<RunOutcome> Engine::resume(const std::string& run_id,
   return impl_->scheduler.run_loop();
 }
 
+Expected<Recovery> Engine::recover(const std::string& run_id) {
+  return impl_->scheduler.recover(run_id);
+}
+
 const std::string& Engine::run_id() const {
   return impl_->scheduler.run_id();
 }

@@ -2,29 +2,17 @@
 #include "engine/scheduler.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <climits>
-#include <cmath>
+#include <cstdlib>
 
 #include "engine/attempt_render.h"
 #include "engine/orphans.h"
-#include "engine/scheduler_internal.h"
-#include "engine/snapshot.h"
 #include "orch/report.h"
-#include "orch/workspace.h"
-#include "util/atomic_file.h"
-#include "util/json_text.h"
-#include "util/strings.h"
 
 namespace orch {
 
 namespace fs = std::filesystem;
-using scheduler_detail::tail_of;
-using scheduler_detail::within;
 using std::chrono::milliseconds;
 
 namespace {
@@ -38,26 +26,6 @@ constexpr milliseconds kMaxBatchTime{50};
 constexpr milliseconds kRunRowInterval{250};
 constexpr milliseconds kRunRowIdleInterval{1000};
 
-int priority(StopKind k) {
-  switch (k) {
-    case StopKind::None:
-      return 0;
-    // Whichever of these two came first is what the run ends as: a wall budget
-    // that runs out while an aborted run waits for its running steps does not
-    // hide the step that failed, nor does a step failing after the budget ran out
-    // turn a budget stop into a failure.
-    case StopKind::Abort:
-    case StopKind::Budget:
-      return 1;
-    case StopKind::Cancel:
-      return 3;
-    case StopKind::Interrupt:
-      return 4;
-    case StopKind::StoreError:
-      return 5;
-  }
-  return 0;
-}
 }  // namespace
 
 Scheduler::Scheduler(Store& store, const EngineOptions& options)
@@ -67,7 +35,10 @@ Scheduler::Scheduler(Store& store, const EngineOptions& options)
       executors_(options.executors),
       secrets_(std::make_shared<SecretMasker>(options.secrets ? *options.secrets
                                                               : SecretMasker::from_environment())),
-      loop_(clock_) {
+      loop_(clock_),
+      writer_(store, clock_, secrets_),
+      gate_(options.approve_steps, options.approve_medium, static_cast<bool>(options.ask_approval)),
+      checks_(executors_.get(), loop_) {
   // The credentials the executors send (an llm provider's key), whatever their
   // variables are called.
   if (executors_)
@@ -75,85 +46,12 @@ Scheduler::Scheduler(Store& store, const EngineOptions& options)
       if (const char* value = std::getenv(name.c_str())) secrets_->add_value(value);
 }
 
-namespace {
-
-// `data` with every string in it masked: masking the dumped text instead could
-// turn a number that happens to equal a secret into invalid JSON.
-void mask_strings(nlohmann::json& data, const SecretMasker& secrets) {
-  if (data.is_string()) {
-    data = secrets.mask(data.get_ref<const std::string&>());
-  } else if (data.is_structured()) {
-    for (auto& item : data) mask_strings(item, secrets);
-  }
-}
-
-}  // namespace
-
 std::int64_t Scheduler::now_ms() const {
   return clock_.wall_ms();
 }
 
 std::int64_t Scheduler::wall_ms_now() const {
   return std::chrono::duration_cast<milliseconds>(clock_.now() - started_).count();
-}
-
-namespace {
-// Descriptors kept for the ledger, the event loop, libcurl's idle connections
-// and the rest; the attempts in flight share what the open-files limit leaves.
-constexpr long long kFdsReserved = 64;
-
-long long open_files_usable() {
-  rlimit files{};
-  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) return LLONG_MAX;
-  return static_cast<long long>(files.rlim_cur) - kFdsReserved;
-}
-}  // namespace
-
-bool Scheduler::writes_overlap_in_flight(int i) const {
-  const Step& step = *steps_[static_cast<std::size_t>(i)].step;
-  if (step.writes.empty() || writers_in_flight_.empty()) return false;
-  const fs::path ws = fs::path(run_.workspace);
-  // As written, and with the symlinks on the way resolved as they are now (`out`
-  // and `alias/x` overlap when `alias` links to `out`).
-  const auto resolved = [](const fs::path& p) {
-    std::error_code ec;
-    fs::path r = fs::weakly_canonical(p, ec);
-    return ec ? p : r;
-  };
-  // Each path is resolved once per call, not once per pair.
-  const auto both = [&](const std::vector<std::string>& writes) {
-    std::vector<std::pair<fs::path, fs::path>> out;  // as written, resolved
-    out.reserve(writes.size());
-    for (const auto& w : writes) {
-      fs::path p = ws / w;
-      fs::path r = resolved(p);
-      out.emplace_back(std::move(p), std::move(r));
-    }
-    return out;
-  };
-  const auto mine = both(step.writes);
-  for (int other : writers_in_flight_)
-    for (const auto& [b, rb] : both(steps_[static_cast<std::size_t>(other)].step->writes))
-      for (const auto& [a, ra] : mine)
-        if (within(a, b) || within(b, a) || within(ra, rb) || within(rb, ra)) return true;
-  return false;
-}
-
-bool Scheduler::open_files_allow(int i) {
-  const int need = steps_[static_cast<std::size_t>(i)].executor->open_files_per_attempt();
-  // One attempt at a time always goes: a limit that cannot hold even that shows
-  // up as the attempt's own "Too many open files", not as a run that never ends.
-  if (need <= open_files_free_ || in_flight_ == 0) return true;
-  if (!open_files_capped_) {
-    open_files_capped_ = true;
-    rlimit files{};
-    getrlimit(RLIMIT_NOFILE, &files);
-    event("concurrency_capped", "", 0,
-          {{"requested", run_.concurrency},
-           {"used", in_flight_},
-           {"open_files_limit", static_cast<long long>(files.rlim_cur)}});
-  }
-  return false;
 }
 
 fs::path Scheduler::plan_dir() const {
@@ -182,8 +80,8 @@ void Scheduler::note_spawned(int i, int group, bool check) {
     // Said once: the attempt_spawned event recorded at the next commit still
     // names the group; only a kill -9 before it may leave the process unfound.
     spawn_journal_failed_ = true;
-    event("spawn_journal_failed", s.step->id, s.flight().attempt.number,
-          nlohmann::json{{"error", r.error().message}});
+    writer_.event("spawn_journal_failed", s.step->id, s.flight().attempt.number,
+                  nlohmann::json{{"error", r.error().message}});
   }
 }
 
@@ -223,139 +121,17 @@ ResultLookup Scheduler::result_lookup() const {
 
 // ---- ledger writes ---------------------------------------------------------
 
-Expected<void> Scheduler::tx() {
-  if (in_tx_) return {};
-  ORCH_TRY(store_.begin());
-  in_tx_ = true;
-  return {};
-}
-
 Expected<void> Scheduler::commit() {
-  if (!in_tx_) return {};
-  // Attempts started in this transaction and still running: their rows, as running.
-  for (int i : unwritten_attempts_) {
-    StepState& s = steps_[static_cast<std::size_t>(i)];
-    if (!s.has_flight() || !s.flight().row_unwritten) continue;
-    Flight& f = s.flight();
-    f.row_unwritten = false;
-    if (store_error_) continue;
-    if (auto r = store_.insert_attempt(f.attempt); !r) store_error_ = r.error();
-  }
-  unwritten_attempts_.clear();
-  // Each changed step is written once per transaction, however often it changed
-  // in it (a builtin chain starts and finishes many steps in one turn).
-  for (int i : dirty_steps_) {
-    StepState& s = steps_[static_cast<std::size_t>(i)];
-    s.dirty = false;
-    const StepStatus st = s.rec.status;
-    if (!s.in_flight && (st == StepStatus::Done || st == StepStatus::Failed || st == StepStatus::Skipped ||
-                         st == StepStatus::Cancelled))
-      s.release_flight();
-    if (store_error_) continue;
-    if (auto r = store_.upsert_step(s.rec); !r) store_error_ = r.error();
-  }
-  dirty_steps_.clear();
-  if (store_error_) return std::unexpected(*store_error_);
-  in_tx_ = false;
-  if (auto c = store_.commit(); !c) {
-    // A COMMIT that failed (the ledger locked past the busy timeout, the disk
-    // full) can leave the transaction open, holding the write lock: let it go.
-    (void)store_.rollback();
-    return c;
-  }
-  for (const std::string& snapshot : spent_snapshots_) {
-    std::error_code ec;
-    fs::remove_all(snapshot, ec);  // only space: a leftover is harmless
-  }
-  spent_snapshots_.clear();
+  ORCH_TRY(writer_.commit(steps_));
   // Every group noted so far is in the ledger now (flush_spawned) or has ended.
   if (spawned_.empty()) spawn_journal_.clear();
   return {};
 }
 
-void Scheduler::event(const std::string& kind, const std::string& step_id, int attempt,
-                      const nlohmann::json& data) {
-  if (store_error_) return;
-  if (auto t = tx(); !t) {
-    store_error_ = t.error();
-    return;
-  }
-  EventRecord e;
-  e.run_id = run_.id;
-  e.ts = now_ms();
-  e.kind = kind;
-  e.step_id = step_id;
-  e.attempt = attempt;
-  if (secrets_->empty()) {
-    e.data_json = json_text(data);
-  } else {
-    nlohmann::json masked = data;
-    mask_strings(masked, *secrets_);
-    e.data_json = json_text(masked);
-  }
-  if (auto r = store_.append_event(e); !r) store_error_ = r.error();
-}
-
 void Scheduler::save_step(StepState& s) {
-  if (counts_ready_ && !s.recount) {
-    s.recount = true;
-    count_queue_.push_back(static_cast<int>(&s - steps_.data()));
-  }
-  if (store_error_) return;
-  if (auto t = tx(); !t) {
-    store_error_ = t.error();
-    return;
-  }
-  if (s.dirty) return;
-  s.dirty = true;
-  dirty_steps_.push_back(static_cast<int>(&s - steps_.data()));
-}
-
-namespace {
-
-int* count_of(ProgressEvent& counts, StepStatus status) {
-  switch (status) {
-    case StepStatus::Done:
-      return &counts.done;
-    case StepStatus::Running:
-      return &counts.running;
-    case StepStatus::Failed:
-      return &counts.failed;
-    case StepStatus::Skipped:
-    case StepStatus::Cancelled:
-      return &counts.skipped;
-    case StepStatus::Pending:
-    case StepStatus::AwaitingApproval:
-      break;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-void Scheduler::refresh_counts() {
-  auto move = [this](StepState& s) {
-    if (!s.in_plan) return;
-    if (int* from = count_of(counts_, s.counted_as)) --*from;
-    if (int* to = count_of(counts_, s.rec.status)) ++*to;
-    s.counted_as = s.rec.status;
-  };
-  if (!counts_ready_) {
-    counts_ = ProgressEvent{};
-    for (StepState& s : steps_) {
-      s.counted_as = StepStatus::Pending;
-      if (s.in_plan) ++counts_.total;
-      move(s);
-    }
-    counts_ready_ = true;
-    return;
-  }
-  for (int i : count_queue_) {
-    StepState& s = steps_[static_cast<std::size_t>(i)];
-    s.recount = false;
-    move(s);
-  }
-  count_queue_.clear();
+  const int i = static_cast<int>(&s - steps_.data());
+  counts_.changed(steps_, i);
+  writer_.step_changed(steps_, i);
 }
 
 void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& reason) {
@@ -380,12 +156,12 @@ void Scheduler::report(ProgressEvent::Kind kind, int step, const std::string& re
     }
   }
   e.reason = reason;
-  refresh_counts();
-  e.total = counts_.total;
-  e.done = counts_.done;
-  e.running = counts_.running;
-  e.failed = counts_.failed;
-  e.skipped = counts_.skipped;
+  const ProgressEvent& counts = counts_.refresh(steps_);
+  e.total = counts.total;
+  e.done = counts.done;
+  e.running = counts.running;
+  e.failed = counts.failed;
+  e.skipped = counts.skipped;
   e.tokens = budget_->spent().tokens;
   e.cost_usd = budget_->spent().cost_usd;
   options_.on_progress(e);
@@ -401,7 +177,7 @@ void Scheduler::flush_spawned() {
     if (sp.check ? !s.flight().check_running : !s.flight().running) continue;
     nlohmann::json data = process_group_record(sp.group, sp.spawned_ms);
     if (sp.check) data["process"] = "check";
-    event("attempt_spawned", s.step->id, sp.attempt, data);
+    writer_.event("attempt_spawned", s.step->id, sp.attempt, data);
   }
   spawned_.clear();
 }
@@ -444,16 +220,13 @@ Expected<RunOutcome> Scheduler::run_loop() {
       cancel_in_flight(plan_wall_spent(), true);
     });
   }
-  index_ready();
+  ready_.rebuild(steps_, index_of_);
   // More attempts at once than the open-files limit can hold would fail
   // ("Too many open files") where they would have succeeded: the run goes as wide
   // as it can (open_files_allow), and says so.
-  open_files_free_ = open_files_usable();
+  in_flight_.measure_open_files();
   // Approvals recorded by `orch approve` (for a resume of a paused run).
-  for (const EventRecord& e : ORCH_TRY(store_.events_of_kind(run_.id, "step_approved"))) {
-    auto data = nlohmann::json::parse(e.data_json, nullptr, false);
-    ledger_approvals_[e.step_id] = data.is_object() ? data.value("fingerprint", "") : "";
-  }
+  ORCH_TRY(gate_.load_approvals(store_, run_.id));
   if (options_.on_started) options_.on_started(run_.id);
 
   for (;;) {
@@ -467,7 +240,7 @@ Expected<RunOutcome> Scheduler::run_loop() {
       ORCH_TRY(settle_completions());
       poll_cancel_request();
       int started_inline = dispatch_ready(to_start);
-      if (started_inline == 0 || store_error_ || round >= kMaxBatchRounds ||
+      if (started_inline == 0 || writer_.failed() || round >= kMaxBatchRounds ||
           std::chrono::steady_clock::now() - turn_began >= kMaxBatchTime)
         break;
       loop_.run_once(milliseconds(0));  // delivers the in-process completions
@@ -481,12 +254,12 @@ Expected<RunOutcome> Scheduler::run_loop() {
     // its own every kRunRowIdleInterval while nothing else is written (a long
     // step): its spent wall time is what a resume after kill -9 continues from.
     const auto since_run_write = std::chrono::steady_clock::now() - last_run_write_;
-    bool write_run_row =
-        !store_error_ && ((in_tx_ && since_run_write >= kRunRowInterval) || since_run_write >= kRunRowIdleInterval);
+    bool write_run_row = !writer_.failed() && ((writer_.open() && since_run_write >= kRunRowInterval) ||
+                                               since_run_write >= kRunRowIdleInterval);
     // On its own the row is a heartbeat: if the ledger is busy (another process
     // holds its write lock past the busy timeout), it is written next time; the
     // run goes on.
-    if (write_run_row && !in_tx_ && !tx()) {
+    if (write_run_row && !writer_.open() && !writer_.begin()) {
       write_run_row = false;
       last_run_write_ = std::chrono::steady_clock::now();
     }
@@ -498,7 +271,7 @@ Expected<RunOutcome> Scheduler::run_loop() {
           requested && *requested && !run_.cancel_requested) {
         run_.cancel_requested = true;
         if (stop_ != StopKind::Cancel && stop_ != StopKind::Interrupt) {
-          event("cancel_received");
+          writer_.event("cancel_received");
           request_stop(StopKind::Cancel, "cancelled by `orch cancel`");
         }
       }
@@ -508,11 +281,11 @@ Expected<RunOutcome> Scheduler::run_loop() {
       run_.spent_tokens = sp.tokens;
       run_.spent_cost_usd = sp.cost_usd;
       run_.spent_attempts = sp.attempts;
-      if (auto r = store_.update_run(run_); !r && !store_error_) store_error_ = r.error();
+      writer_.run_row(run_);
     }
-    if (store_error_) break;
+    if (writer_.failed()) break;
     if (auto c = commit(); !c) {
-      store_error_ = c.error();
+      writer_.fail(c.error());
       break;
     }
     report(ProgressEvent::Kind::Committed);
@@ -520,13 +293,13 @@ Expected<RunOutcome> Scheduler::run_loop() {
     // large `writes:` takes seconds) stops them before they start.
     if (!to_start.empty() && SignalWatch::pending()) loop_.run_once(milliseconds(0));
     for (int i : to_start) start_attempt(i);
-    if (!asks_.empty()) {
+    if (gate_.has_questions()) {
       // The groups of what was just started are recorded before a human is asked:
       // a kill -9 during a question of minutes must not lose them.
       if (!spawned_.empty()) {
         flush_spawned();
         if (auto c = commit(); !c) {
-          store_error_ = c.error();
+          writer_.fail(c.error());
           break;
         }
         report(ProgressEvent::Kind::Committed);
@@ -543,12 +316,12 @@ Expected<RunOutcome> Scheduler::run_loop() {
       last_tick_ = now;
       report(ProgressEvent::Kind::Tick);
     }
-    bool finished = in_flight_ == 0 && completions_.empty() &&
+    bool finished = in_flight_.count() == 0 && completions_.empty() &&
                     (stop_ != StopKind::None || (ready_.empty() && retries_waiting_ == 0));
     if (finished) break;
     if (completions_.empty()) loop_.run_once(std::min(kCancelPollInterval, options_.tick_interval));
   }
-  if (store_error_) {
+  if (writer_.failed()) {
     cancel_in_flight("ledger error");
     // What is running is stopped and waited for; an attempt prepared in the turn
     // whose transaction failed was never started and has nothing to wait for.
@@ -557,23 +330,23 @@ Expected<RunOutcome> Scheduler::run_loop() {
         StepState& st = steps_[static_cast<std::size_t>(c.step)];
         if (c.kind != Completion::Kind::RetryDue && st.in_flight) {  // once per step
           st.in_flight = false;
-          --in_flight_;
+          in_flight_.remove(c.step, 0);
         }
       }
       completions_.clear();
       for (auto& st : steps_)
         if (st.in_flight && !st.flight().running && !st.flight().check_running) {
           st.in_flight = false;
-          --in_flight_;
+          in_flight_.remove(static_cast<int>(&st - steps_.data()), 0);
         }
     };
     drop_settled();
-    while (in_flight_ > 0 && !loop_.idle()) {
+    while (in_flight_.count() > 0 && !loop_.idle()) {
       loop_.run_once(milliseconds(100));
       drop_settled();
     }
-    if (in_tx_) (void)store_.rollback();
-    return std::unexpected(*store_error_);
+    writer_.rollback();
+    return std::unexpected(*writer_.error());
   }
   return finish_run();
 }
@@ -587,42 +360,16 @@ Expected<void> Scheduler::settle_completions() {
       case Completion::Kind::AttemptDone:
         on_attempt_done(c.step, std::move(c.outcome));
         break;
-      case Completion::Kind::CheckDone: {
-        s.flight().check_running.reset();
-        if (!s.flight().cancel_reason.empty()) {
-          finish_attempt(c.step, stopped_status(s.flight()), s.flight().cancel_reason);
-          break;
-        }
-        const auto& post = s.step->post;
-        const Postcondition& p = post[s.flight().next_check];
-        CheckResult r;
-        r.kind = PostKind::ShellZero;
-        r.held = c.outcome.ending == AttemptEnding::Exited && c.outcome.exit_code == 0;
-        if (r.held) {
-          r.reason = fmt::format("shell_zero '{}': exited 0", p.cmd);
-        } else {
-          std::string how = c.outcome.ending == AttemptEnding::Exited
-                                ? fmt::format("exited with code {}", c.outcome.exit_code)
-                                : c.outcome.message;
-          std::string out = tail_of(c.outcome.output_tail, 300);
-          r.reason = fmt::format("shell_zero '{}': {}{}", p.cmd, how, out.empty() ? "" : "; output: " + out);
-        }
-        s.flight().checks.push_back(r);
-        ++s.flight().next_check;
-        if (!r.held) {
-          finish_attempt(c.step, AttemptStatus::Failed, r.reason);
-        } else {
-          run_checks(c.step);
-        }
+      case Completion::Kind::CheckDone:
+        on_check_done(c.step, c.outcome);
         break;
-      }
       case Completion::Kind::RetryDue:
         --retries_waiting_;
         s.retry_timer = 0;
         if (stop_ == StopKind::None && s.rec.status == StepStatus::Pending) ready_.insert(c.step);
         break;
     }
-    if (store_error_) break;
+    if (writer_.failed()) break;
   }
   return {};
 }
@@ -634,13 +381,13 @@ void Scheduler::poll_cancel_request() {
   auto requested = store_.cancel_requested(run_.id);
   if (requested && *requested && stop_ != StopKind::Cancel && stop_ != StopKind::Interrupt) {
     run_.cancel_requested = true;
-    event("cancel_received");
+    writer_.event("cancel_received");
     request_stop(StopKind::Cancel, "cancelled by `orch cancel`");
   }
 }
 
 void Scheduler::request_stop(StopKind kind, const std::string& reason) {
-  if (priority(kind) <= priority(stop_)) return;
+  if (stop_priority(kind) <= stop_priority(stop_)) return;
   stop_ = kind;
   stop_reason_ = reason;
 
@@ -674,15 +421,21 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
   if (stop_ != StopKind::None) return 0;
   std::optional<std::string> blocked;
   for (auto it = ready_.begin();
-       it != ready_.end() && in_flight_ < run_.concurrency && stop_ == StopKind::None;) {
+       it != ready_.end() && in_flight_.count() < run_.concurrency && stop_ == StopKind::None;) {
     int i = *it;
     StepState& s = steps_[static_cast<std::size_t>(i)];
     // In order: a step held back for descriptors holds back those after it, so
     // a stream of cheaper ones cannot keep it waiting for ever.
-    if (!open_files_allow(i)) break;
+    const InFlight::Room room = in_flight_.open_files_room(s.executor->open_files_per_attempt());
+    if (room == InFlight::Room::FullFirstTime)
+      writer_.event("concurrency_capped", "", 0,
+                    {{"requested", run_.concurrency},
+                     {"used", in_flight_.count()},
+                     {"open_files_limit", in_flight_.open_files_limit()}});
+    if (room != InFlight::Room::Fits) break;
     // Two steps that may change the same files do not run at once: a failed one's
     // restore would undo what the other did.
-    if (writes_overlap_in_flight(i)) {
+    if (in_flight_.writes_overlap(steps_, i, run_.workspace)) {
       ++it;
       continue;
     }
@@ -697,22 +450,8 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
         continue;
       }
     }
-    const BudgetLimits& sb = s.step->budget;
     // The step's own budget: what it already spent plus this attempt must fit.
-    std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
-    std::optional<std::string> step_short;
-    // As for the plan, a zero spend never exhausts: a budget of 0 admits steps that cost nothing.
-    if (sb.tokens && step_tokens > 0 && step_tokens >= *sb.tokens)
-      step_short = fmt::format("step budget exhausted: tokens {} spent of {}", step_tokens, *sb.tokens);
-    else if (sb.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *sb.cost_usd)
-      step_short = fmt::format("step budget exhausted: cost {} spent of {}", dollars(s.rec.cost_usd),
-                               dollars(*sb.cost_usd));
-    else if (sb.attempts && s.budget_attempts >= *sb.attempts)
-      step_short =
-          fmt::format("step budget exhausted: attempts {} made of {}", s.budget_attempts, *sb.attempts);
-    else if (sb.wall && s.rec.wall_ms >= sb.wall->count())
-      step_short =
-          fmt::format("step budget exhausted: wall {} ms used of {} ms", s.rec.wall_ms, sb.wall->count());
+    const std::optional<std::string> step_short = step_budget_exhausted(s.step->budget, s.spent(), true);
     if (step_short) {
       it = ready_.erase(it);
       mark_failed(i, *step_short);
@@ -740,8 +479,8 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
   // Nothing running will free or spend budget; a retry that is waiting for its
   // delay and fits may still be made (it is judged like any ready step when it
   // comes due), so the run stops only when none does.
-  if (blocked && in_flight_ == 0 && to_start.empty() && started_inline == 0 && stop_ == StopKind::None &&
-      !a_waiting_retry_fits()) {
+  if (blocked && in_flight_.count() == 0 && to_start.empty() && started_inline == 0 &&
+      stop_ == StopKind::None && !a_waiting_retry_fits()) {
     request_stop(StopKind::Budget, "budget exhausted: " + *blocked);
   }
   return started_inline;
@@ -799,119 +538,41 @@ Expected<RunOutcome> Scheduler::finish_run() {
       s.retry_timer = 0;
     }
   }
-  ORCH_TRY(tx());
-  RunStatus status = RunStatus::Succeeded;
-  std::string reason;
-  std::string skip_reason;
-  std::string budget_hint;  // said last, after the steps that failed
-  switch (stop_) {
-    case StopKind::Interrupt:
-      status = RunStatus::Interrupted;
-      reason = stop_reason_ + "; resume with `orch resume " + run_.id + "`";
-      break;
-    case StopKind::Cancel:
-      status = RunStatus::Cancelled;
-      reason = stop_reason_;
-      skip_reason = "not started: run cancelled";
-      break;
-    case StopKind::Budget: {
-      status = RunStatus::BudgetExhausted;
-      reason = stop_reason_;
-      // A resume of a run whose budget had run out, that could start nothing:
-      // the way on is a bigger budget.
-      if (resumed_ && started_here_ == 0)
-        budget_hint =
-            fmt::format(" (to go on, raise the plan's budget: orch resume {} --replan PLAN)", run_.id);
-      skip_reason = "not started: " + stop_reason_;
-      // However the budget ran out (a step that does not fit, the wall clock, a
-      // step that spent past it), the ledger says so once, in the run's last
-      // transaction (not from a timer's callback, outside any turn).
-      constexpr std::string_view kPrefix = "budget exhausted: ";
-      event("budget_exhausted", "", 0,
-            {{"reason",
-              stop_reason_.starts_with(kPrefix) ? stop_reason_.substr(kPrefix.size()) : stop_reason_}});
-      break;
-    }
-    case StopKind::Abort:
-      status = RunStatus::Failed;
-      reason = stop_reason_;
-      skip_reason = fmt::format("not started: run aborted ({})", stop_reason_);
-      break;
-    case StopKind::None:
-    case StopKind::StoreError:
-      break;
-  }
-  if (!skip_reason.empty()) {
+  ORCH_TRY(writer_.begin());
+  const StopEnding at_stop = ending_of_stop(stop_, stop_reason_, run_.id, resumed_ && started_here_ == 0);
+  if (at_stop.budget_exhausted)
+    writer_.event("budget_exhausted", "", 0, {{"reason", *at_stop.budget_exhausted}});
+  if (!at_stop.skip_reason.empty()) {
     for (std::size_t i = 0; i < steps_.size(); ++i) {
       StepState& s = steps_[i];
       if (!s.in_plan || s.rec.status != StepStatus::Pending) continue;
-      // A step that failed (in this drive, or in an earlier one: a resume starts
-      // its count again) was not "not started": it failed and was not retried.
-      if (s.rec.attempts_counted > 0 || !s.earlier_failure.empty()) {
-        s.rec.status = StepStatus::Failed;
-        const std::string& why = s.previous_failure.empty() ? s.earlier_failure : s.previous_failure;
-        const std::string last = why.substr(0, why.find('\n'));
-        s.rec.reason = last.empty() ? fmt::format("not retried ({})", stop_reason_)
-                                    : fmt::format("not retried ({}); last failure: {}", stop_reason_, last);
-      } else {
-        s.rec.status = StepStatus::Skipped;
-        s.rec.reason = skip_reason;
-      }
+      const bool tried = s.rec.attempts_counted > 0 || !s.earlier_failure.empty();
+      const LeftStep left =
+          left_at_stop(tried, s.previous_failure.empty() ? s.earlier_failure : s.previous_failure,
+                       stop_reason_, at_stop.skip_reason);
+      s.rec.status = left.status;
+      s.rec.reason = left.reason;
       save_step(s);
       const bool failed = s.rec.status == StepStatus::Failed;
-      event(failed ? "step_failed" : "step_skipped", s.step->id, failed ? s.rec.last_attempt : 0,
-            {{"reason", s.rec.reason}});
+      writer_.event(failed ? "step_failed" : "step_skipped", s.step->id, failed ? s.rec.last_attempt : 0,
+                    {{"reason", s.rec.reason}});
       report(ProgressEvent::Kind::StepFinished, static_cast<int>(i), s.rec.reason);
     }
   }
   // The steps that failed and those a human must approve, named (the first five)
   // in the run's reason however it ended.
-  std::vector<std::string> failed, waiting;
-  int not_done = 0;
+  StepsAtEnd at_end;
   for (const auto& s : steps_) {
     if (!s.in_plan) continue;
-    if (s.rec.status == StepStatus::Failed) failed.push_back(s.step->id);
-    if (s.rec.status == StepStatus::AwaitingApproval) waiting.push_back(s.step->id);
-    if (s.rec.status != StepStatus::Done) ++not_done;
+    if (s.rec.status == StepStatus::Failed) at_end.failed.push_back(s.step->id);
+    if (s.rec.status == StepStatus::AwaitingApproval) at_end.waiting.push_back(s.step->id);
+    if (s.rec.status != StepStatus::Done) ++at_end.not_done;
   }
-  const auto named = [](const std::vector<std::string>& ids, std::string_view what) {
-    std::string list;
-    for (std::size_t k = 0; k < ids.size() && k < 5; ++k) list += (k ? ", " : "") + ids[k];
-    if (ids.size() > 5) list += ", ...";
-    return fmt::format("{} step{} {}: {}", ids.size(), ids.size() == 1 ? "" : "s", what, list);
-  };
-  // The step that stopped an aborted run comes first in its reason; the ones that
-  // failed while it was stopping (running ones finish) are named too. A run the
-  // budget stopped names every step that failed before.
-  if ((stop_ == StopKind::Abort && failed.size() > 1) || (stop_ == StopKind::Budget && !failed.empty()))
-    reason += " (" + named(failed, "failed") + ")";
-  reason += budget_hint;
-  if (stop_ == StopKind::None && not_done > 0) {
-    if (failed.empty() && !waiting.empty()) {
-      // Paused, not failed: `orch approve` then `orch resume` continues it.
-      status = RunStatus::AwaitingApproval;
-      reason = fmt::format("{}; approve with `orch approve {} STEP`, then `orch resume {}`",
-                           named(waiting, "awaiting approval"), run_.id, run_.id);
-    } else {
-      // A step's own budget running out fails that step, not the run's budget.
-      status = RunStatus::Failed;
-      reason = failed.empty() ? fmt::format("{} steps not done", not_done) : named(failed, "failed");
-    }
-  }
-  // A step left waiting for approval by a run that ended otherwise (not by a
-  // cancel: nothing is to go on) is named too: approving it is part of going on,
-  // however the run's own reason says to.
-  if (status != RunStatus::AwaitingApproval && status != RunStatus::Cancelled && !waiting.empty())
-    reason += fmt::format("; {} (approve with `orch approve {} STEP`)", named(waiting, "awaiting approval"),
-                          run_.id);
-  // Said whatever the run's status: the budget was a promise the run did not keep.
-  // When the reason already gives the figure (the budget that ran out), it is
-  // not said twice.
-  if (auto over = budget_->overspent()) {
-    event("budget_overspent", "", 0, {{"reason", overspent_reason(*over)}});
-    const std::string why = overspent_reason(*over, reason.find(*over) != std::string::npos);
-    reason = reason.empty() ? why : reason + "; " + why;
-  }
+  const std::optional<std::string> over = budget_->overspent();
+  if (over) writer_.event("budget_overspent", "", 0, {{"reason", overspent_reason(*over)}});
+  const RunEnding ending = run_ending(stop_, at_stop, at_end, run_.id, over);
+  const RunStatus status = ending.status;
+  const std::string& reason = ending.reason;
   run_.status = status;
   run_.reason = reason;
   run_.exit_code = exit_code_for(status);
@@ -924,10 +585,9 @@ Expected<RunOutcome> Scheduler::finish_run() {
   run_.spent_tokens = sp.tokens;
   run_.spent_cost_usd = sp.cost_usd;
   run_.spent_attempts = sp.attempts;
-  if (store_error_) return std::unexpected(*store_error_);
-  ORCH_TRY(store_.update_run(run_));
-  event("run_finished", "", 0, {{"status", run_status_name(status)}, {"reason", reason}});
-  if (store_error_) return std::unexpected(*store_error_);
+  writer_.run_row(run_);
+  writer_.event("run_finished", "", 0, {{"status", run_status_name(status)}, {"reason", reason}});
+  if (writer_.failed()) return std::unexpected(*writer_.error());
   ORCH_TRY(commit());
   report(ProgressEvent::Kind::Committed);
   signals_.reset();

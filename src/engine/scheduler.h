@@ -9,120 +9,38 @@
 //      done/failed, skips), then reserve budget and record the attempts about to
 //      start; commit;
 //   3. start those attempts (processes are spawned only after their rows are durable).
-// prepare_new() and prepare_resume() (engine_setup.cc) build the state; run_loop()
-// drives it to the end and writes the final run row.
+// prepare_new() (engine_setup.cc) and prepare_resume() (resume.cc, in phases;
+// the first of them, what a dead driver left, recover.cc — also Engine::recover)
+// build the state; run_loop() drives it to the end and writes the final run row.
 #pragma once
 
 #include <chrono>
-#include <climits>
 #include <deque>
-#include <map>
 #include <memory>
 #include <optional>
 #include <random>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/attempt_render.h"
 #include "engine/budget.h"
+#include "engine/check_runner.h"
 #include "engine/orphans.h"
+#include "engine/progress_counts.h"
+#include "engine/ready_set.h"
+#include "engine/retry_policy.h"
+#include "engine/risk_gate.h"
+#include "engine/run_finish.h"
 #include "engine/run_lock.h"
 #include "engine/signals.h"
+#include "engine/step_state.h"
+#include "engine/turn_writer.h"
 #include "orch/engine.h"
 #include "orch/postcondition.h"
 #include "util/secrets.h"
 
 namespace orch {
-
-enum class StopKind { None, Abort, Budget, Interrupt, Cancel, StoreError };
-
-// What one attempt of a step needs while it is prepared, runs and is settled.
-// Allocated the first time the step is attempted and reused by its retries, so
-// the 100,000 steps of a big plan that are waiting cost a pointer each.
-struct Flight {
-  AttemptRecord attempt;
-  AttemptSpec spec;
-  Spend reservation;
-  std::optional<std::int64_t> token_cap;  // AttemptSpec::token_cap
-  std::unique_ptr<RunningAttempt> running;
-  std::optional<AttemptOutcome> outcome;
-  std::vector<CheckResult> checks;
-  std::size_t next_check = 0;
-  std::unique_ptr<RunningAttempt> check_running;
-  std::string cancel_reason;  // set when orch itself stops the attempt
-  // Stopped because the plan's wall budget ran out: recorded timed_out, as an
-  // attempt whose timeout was what was left of that budget (timeout_is_budget).
-  bool cancel_is_wall_budget = false;
-  std::string pending_render_error;
-  bool pending_error_is_setup = false;  // the plan itself, every retry would fail the same way
-  // The attempt's row is not in the ledger yet: it is inserted once, finished,
-  // when the attempt ends in the transaction that started it (a builtin), else
-  // as running when that transaction commits (before any process is spawned).
-  bool row_unwritten = false;
-  int open_files = 0;  // what the attempt counts against Scheduler::open_files_free_
-  // Set when the attempt's timeout is what was left of a wall budget (the step's
-  // or the plan's): running out of it is said as the budget, not as a timeout.
-  std::string timeout_is_budget;
-  // When the executor's outcome was settled: the checks run from then on, and
-  // their time is the attempt's too (its duration_ms, the step's wall_ms).
-  std::chrono::steady_clock::time_point outcome_at{};
-};
-
-struct StepState {
-  const Step* step = nullptr;
-  Executor* executor = nullptr;
-  StepRecord rec;
-  std::vector<int> children;
-  int deps_left = 0;
-  bool in_plan = true;
-
-  // The attempt in flight (in_flight = started and not yet settled).
-  bool in_flight = false;
-  bool dirty = false;  // rec changed in this transaction; written at commit
-  // The status this step is counted under in the progress counts, and whether a
-  // change since is queued for them (Scheduler::refresh_counts).
-  StepStatus counted_as = StepStatus::Pending;
-  bool recount = false;
-
-  // The risk guard let the step run (checked once per process, before its first attempt).
-  bool cleared = false;
-  // The answer of ask_approval: 0 not asked yet, 1 approved, -1 declined.
-  std::int8_t answer = 0;
-
-  // Counted attempts charged to the step's own `budget.attempts`: all since the
-  // step last succeeded (a --replan re-run is a new version of it), across
-  // resumes, where rec.attempts_counted starts over for a step that ended.
-  int budget_attempts = 0;
-
-  std::string previous_failure;  // told to the next attempt
-  // Why it had failed before a resume gave it another chance: a stop before its
-  // next attempt leaves it failed ("not retried"), not "not started".
-  std::string earlier_failure;
-  std::string last_failure_key;  // for "same failure twice"
-  EventLoop::TimerId retry_timer = 0;
-
-  Flight& flight() {
-    if (!flight_) flight_ = std::make_unique<Flight>();
-    return *flight_;
-  }
-  bool has_flight() const { return flight_ != nullptr; }
-  const Flight* flight_if_any() const { return flight_.get(); }
-  // A settled step's attempt state, freed at the commit that records it (a run of
-  // 100,000 steps would otherwise keep every attempt's spec and record).
-  void release_flight() { flight_.reset(); }
-
- private:
-  std::unique_ptr<Flight> flight_;
-};
-
-struct Completion {
-  enum class Kind { AttemptDone, CheckDone, RetryDue };
-  Kind kind = Kind::AttemptDone;
-  int step = -1;
-  AttemptOutcome outcome;
-};
 
 class Scheduler {
  public:
@@ -130,6 +48,9 @@ class Scheduler {
 
   Expected<void> prepare_new(Plan plan, const std::string& plan_text);
   Expected<void> prepare_resume(const std::string& run_id, const std::optional<std::string>& replan_path);
+  // Engine::recover (recover.cc): what a dead driver left of the run, settled
+  // under the run's lock, which is let go again.
+  Expected<Recovery> recover(const std::string& run_id);
   Expected<RunOutcome> run_loop();
   // Catches SIGINT/SIGTERM/SIGHUP for the loop (when options.handle_signals), once.
   void watch_signals();
@@ -142,25 +63,54 @@ class Scheduler {
   // Setup shared by new runs and resumes.
   Expected<void> load_plan_state(Plan plan);
   Expected<void> index_plan_state();  // steps_ and index_of_ from plan_
-  void index_ready();
-  // Whether step i's attempt may start now within the open-files limit (see
-  // open_files_free_); records concurrency_capped the first time one may not.
-  bool open_files_allow(int i);
-  // Whether step i declares `writes:` that are, hold or lie in those of a step
-  // in flight (compared as written, in the workspace).
-  bool writes_overlap_in_flight(int i) const;
+  // Recovery (recover.cc) and the resume's phases (resume.cc), in their order.
+  struct RunTaken {
+    RunStatus status_before_lock = RunStatus::Running;
+    std::int64_t locking_ms = 0;  // when the lock was asked for (system clock)
+    bool locked = false;          // lock_ holds the run's lock, run_ its row read under it
+    // `orch cancel` cancelled the run while this process waited for its lock.
+    bool cancelled_meanwhile = false;
+  };
+  // The run's lock, waiting out an `orch cancel` that holds it for a moment, and
+  // its row read again under it (run_).
+  Expected<RunTaken> take_run(const std::string& run_id);
+  Expected<void> workspace_is_a_folder() const;
+  // Kills what the dead driver left running, closes its attempts as interrupted
+  // (their writes put back, their steps charged; a step whose writes cannot be
+  // put back failed), moves the run row on to its last sign of life; commits.
+  // Adds what it did to recovered_.
+  Expected<void> settle_dead_driver();
+  // Clears a cancel that was asked of the dead driver, keeping one that came
+  // after this process asked for the lock (at `locking_ms`).
+  Expected<void> clear_stale_cancel(std::int64_t locking_ms);
+  struct ResumePlan {
+    std::string text;
+    std::string path;              // the plan's file ("" none: the workspace is its folder)
+    std::vector<StepRecord> rows;  // the run's step rows
+  };
+  // The latest plan version (or the --replan text) parsed, validated and indexed
+  // (plan_, steps_), with the step rows read meanwhile.
+  Expected<ResumePlan> load_resume_plan(const std::optional<std::string>& replan_path,
+                                        std::optional<std::string> replan_text);
+  void reopen_run(bool replanned, const std::string& plan_path);  // run_ as a driven run again
+  // steps_' records from the ledger's rows: done stays done, the rest is pending
+  // again (a fresh set of attempts for one that ended). Which rows changed.
+  Expected<std::vector<bool>> rebuild_step_states(std::vector<StepRecord>& rows);
+  Expected<void> count_budget_attempts();  // StepState::budget_attempts from the attempts
+  // --replan: a new plan version; done steps whose fingerprint changed, or that a
+  // re-run dependency ran again after, reset with their descendants.
+  Expected<void> reset_changed_steps(const ResumePlan& plan, std::vector<bool>& changed);
+  Expected<void> restore_budget();  // budget_ from the attempts' totals
+
   // Where the plan's relative schema files are: its file's folder (the workspace
   // for a plan given as text).
   std::filesystem::path plan_dir() const;
   // The postconditions step i's executor checks when the step gives none.
   std::vector<Postcondition> default_post_of(int i) const;
 
-  // Ledger writes, grouped per loop turn.
-  Expected<void> tx();
-  Expected<void> commit();
-  void event(const std::string& kind, const std::string& step_id = "", int attempt = 0,
-             const nlohmann::json& data = nlohmann::json::object());
-  void save_step(StepState& s);  // marks the step's row for writing at commit()
+  // Ledger writes, grouped per loop turn (writer_).
+  Expected<void> commit();       // the turn's writes, then the spawn journal emptied if it may be
+  void save_step(StepState& s);  // marks the step's row for writing at commit(), and for the counts
 
   // One turn.
   Expected<void> settle_completions();
@@ -177,8 +127,8 @@ class Scheduler {
   bool a_waiting_retry_fits() const;
   void start_attempt(int i);
   bool prepare_attempt(int i);
-  // The risk guard for step i (EngineOptions::approve_steps): Go, Wait (marked
-  // awaiting_approval), Refused (marked failed) or Ask (queued in asks_: the
+  // The risk guard for step i (gate_, risk_gate.h): Go, Wait (marked
+  // awaiting_approval), Refused (marked failed) or Ask (queued in gate_: the
   // question is put after the turn's commit, and the step stays ready).
   enum class Gate { Go, Wait, Refused, Ask };
   Gate risk_gate(int i);
@@ -186,15 +136,14 @@ class Scheduler {
 
   // Settling.
   void on_attempt_done(int i, AttemptOutcome outcome);
-  void run_checks(int i);
+  void run_checks(int i);                                    // checks_ from the attempt's next check on
+  void on_check_done(int i, const AttemptOutcome& outcome);  // a shell_zero check's process ended
   void finish_attempt(int i, AttemptStatus status, const std::string& reason);
   void mark_done(int i);
   void mark_failed(int i, const std::string& reason);
   void apply_on_failure(int i);  // on_failure for step i, failed: skip its dependents or stop
   void skip_descendants(int i, const std::string& reason);
   void schedule_retry(int i, std::chrono::milliseconds delay, const std::string& failure);
-  std::chrono::milliseconds transient_backoff(std::chrono::milliseconds base, int failures,
-                                              std::optional<std::chrono::milliseconds> retry_after);
   void request_stop(StopKind kind, const std::string& reason);
   void cancel_in_flight(const std::string& reason, bool wall_budget = false);
   // How an attempt orch stopped is recorded: interrupted (a signal), timed_out
@@ -225,6 +174,9 @@ class Scheduler {
   std::shared_ptr<ExecutorRegistry> executors_;
   std::shared_ptr<SecretMasker> secrets_;  // grows as steps' env and inputs are rendered
   EventLoop loop_;
+  TurnWriter writer_;
+  RiskGate gate_;  // the risk guard's approvals and questions
+  CheckRunner checks_;
   std::optional<RunLock> lock_;
   std::unique_ptr<SignalWatch> signals_;
   // Attempts started since the last commit whose process group is yet to be
@@ -239,48 +191,33 @@ class Scheduler {
   std::vector<Spawned> spawned_;
   SpawnJournal spawn_journal_;
   bool spawn_journal_failed_ = false;  // a spawn_journal_failed event recorded
-  // Descriptors the attempts in flight may still open, by their executors'
-  // open_files_per_attempt(): the open-files limit less a reserve for the ledger,
-  // the event loop and the rest. Set when the loop starts.
-  long long open_files_free_ = LLONG_MAX;
-  bool open_files_capped_ = false;  // concurrency_capped recorded
-  std::vector<int> writers_in_flight_;        // steps in flight that declare `writes:`
-  std::vector<std::string> spent_snapshots_;  // removed after the next commit
 
   Plan plan_;
   RunRecord run_;
   std::vector<StepState> steps_;
   std::unordered_map<std::string, int> index_of_;
-  std::set<int> ready_;
+  ReadySet ready_;      // pending steps whose dependencies are done
+  InFlight in_flight_;  // the attempts running, against the open-files limit and `writes:`
   std::deque<Completion> completions_;
-  std::map<std::string, std::string> ledger_approvals_;  // step id -> fingerprint approved ("" any)
-  std::vector<std::pair<int, ApprovalRequest>> asks_;
-  std::vector<int> dirty_steps_;         // steps whose rec commit() writes
-  std::vector<int> unwritten_attempts_;  // steps whose attempt row commit() inserts (Flight::row_unwritten)
   std::optional<BudgetGuard> budget_;
-  int in_flight_ = 0;
   bool resumed_ = false;  // prepare_resume set this run up
-  // Steps prepare_resume failed: the dead driver's attempt at them could not have
+  // What settle_dead_driver did for run recovered_run_ since a resume last took it over.
+  Recovery recovered_;
+  std::string recovered_run_;
+  // Steps the recovery failed: the dead driver's attempt at them could not have
   // its `writes:` put back. The run loop applies on_failure to them first.
   std::vector<std::string> resume_unrestored_;
   int started_here_ = 0;  // attempts this process started
   int retries_waiting_ = 0;
-  bool in_tx_ = false;
   StopKind stop_ = StopKind::None;
   std::string stop_reason_;
-  std::optional<Error> store_error_;
   Clock::TimePoint started_;  // on clock_: the wall budget counts from here
   std::chrono::steady_clock::time_point last_cancel_poll_;
   std::chrono::steady_clock::time_point last_tick_;
   std::chrono::steady_clock::time_point last_run_write_{};  // the run row, at most every kRunRowInterval
-  std::minstd_rand random_{std::random_device{}()};         // back-off jitter
+  RetryPolicy retry_{seeded_jitter(std::random_device{}())};  // the back-off's jitter, seeded once per run
   EventLoop::TimerId wall_timer_ = 0;
-  // The step counts of progress events, kept up to date from the steps saved since
-  // the last report (count_queue_) rather than by counting 100,000 steps again.
-  void refresh_counts();
-  ProgressEvent counts_;
-  bool counts_ready_ = false;
-  std::vector<int> count_queue_;
+  ProgressCounts counts_;  // the step counts of progress events
 };
 
 }  // namespace orch

@@ -12,15 +12,12 @@
 #include "engine/snapshot.h"
 #include "orch/postcondition.h"
 #include "orch/report.h"
-#include "util/atomic_file.h"
 #include "util/json_text.h"
 #include "util/strings.h"
 
 namespace orch {
 
 namespace fs = std::filesystem;
-using scheduler_detail::kMaxRetryAfter;
-using scheduler_detail::kResultEnvMax;
 using scheduler_detail::kTailBytes;
 using scheduler_detail::tail_of;
 using std::chrono::milliseconds;
@@ -60,24 +57,10 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
     finish_attempt(i, stopped_status(s.flight()), s.flight().cancel_reason);
     return;
   }
-  const AttemptOutcome& o = *s.flight().outcome;
-  if (o.ending != AttemptEnding::Exited) {
-    // A process that did not run to completion never satisfies a step, whatever
-    // its postconditions say.
-    std::string why = o.message;
-    if (o.ending == AttemptEnding::TimedOut && !s.flight().timeout_is_budget.empty())
-      why = s.flight().timeout_is_budget;  // its time was what was left of a wall budget
-    if (why.empty())
-      why = o.ending == AttemptEnding::Signaled ? fmt::format("killed by signal {}", o.signal)
-                                                : attempt_ending_name(o.ending);
-    // A crash, or an exit its executor then found fault with (a tool that broke
-    // its contract): what the process printed last is the cause, never masked.
-    if (o.ending == AttemptEnding::Signaled || (o.ending == AttemptEnding::Error && o.exit_code > 0))
-      why += failure_output_suffix(o.output_tail);
-    AttemptStatus st = o.ending == AttemptEnding::TimedOut  ? AttemptStatus::TimedOut
-                       : o.ending == AttemptEnding::Stalled ? AttemptStatus::Stalled
-                                                            : AttemptStatus::Failed;
-    finish_attempt(i, st, why);
+  // A process that did not run to completion never satisfies a step, whatever
+  // its postconditions say.
+  if (auto ended = status_of_ending(*s.flight().outcome, s.flight().timeout_is_budget)) {
+    finish_attempt(i, ended->status, ended->reason);
     return;
   }
   run_checks(i);
@@ -85,81 +68,57 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
 
 void Scheduler::run_checks(int i) {
   StepState& s = steps_[static_cast<std::size_t>(i)];
-  // The step's checks (or the executor's defaults), then those the executor always
-  // adds. Appended: a shell_zero check's index stays its index in step->post.
-  std::vector<Postcondition> post = s.step->post.empty() ? s.executor->default_post() : s.step->post;
-  for (auto& p : s.executor->required_post(*s.step)) post.push_back(std::move(p));
-  CheckContext ctx;
-  ctx.workspace = run_.workspace;
-  ctx.plan_dir = plan_dir();
-  ctx.outcome = &*s.flight().outcome;
-  while (s.flight().next_check < post.size()) {
-    const Postcondition& p = post[s.flight().next_check];
-    if (p.kind == PostKind::ShellZero) {
-      Executor* shell = executors_->find("shell");
-      AttemptSpec spec;
-      spec.run_id = run_.id;
-      spec.step_id = s.step->id;
-      spec.attempt = s.flight().attempt.number;
-      spec.executor = "shell";
-      spec.argv = {"/bin/sh", "-c", p.cmd};
-      spec.workspace = run_.workspace;
-      std::string suffix = fmt::format(".check{}", s.flight().next_check);
-      spec.stdout_path = attempt_file(s, s.flight().attempt.number, suffix + ".stdout");
-      spec.stderr_path = attempt_file(s, s.flight().attempt.number, suffix + ".stderr");
-      spec.usage_path.clear();  // a check reports no usage
-      // The result reaches the check in a file, and also in ORCH_RESULT when an
-      // environment variable can hold it (Linux caps one at 128 KiB; no NUL).
-      const std::string& result = s.flight().outcome->result;
-      const fs::path result_file = attempt_file(s, s.flight().attempt.number, suffix + ".result");
-      if (auto written = write_file_atomically(result_file, result, Durability::RenameOnly); !written) {
-        CheckResult r{PostKind::ShellZero, false,
-                      fmt::format("shell_zero '{}': {}", p.cmd, written.error().message)};
-        s.flight().checks.push_back(r);
-        finish_attempt(i, AttemptStatus::Failed, r.reason);
-        return;
-      }
-      spec.env = {
-          {"ORCH_RUN_ID", run_.id}, {"ORCH_STEP_ID", s.step->id}, {"ORCH_RESULT_FILE", result_file.string()}};
-      // Always set (empty when it cannot hold the result), so that an ORCH_RESULT
-      // in orch's own environment never reaches the check as if it were the result.
-      const bool fits = result.size() <= kResultEnvMax && result.find('\0') == std::string::npos;
-      spec.env.emplace_back("ORCH_RESULT", fits ? result : std::string());
-      spec.secrets = secrets_;
-      spec.timeout = p.timeout.value_or(kShellZeroTimeout);
-      spec.kill_grace = plan_.defaults.kill_grace;
-      spec.max_output = 1024 * 1024;
-      auto started = shell ? shell->start(spec, loop_,
-                                          [this, i](AttemptOutcome o) {
-                                            Completion c;
-                                            c.kind = Completion::Kind::CheckDone;
-                                            c.step = i;
-                                            c.outcome = std::move(o);
-                                            completions_.push_back(std::move(c));
-                                          })
-                           : fail(ErrorCode::Internal, "no shell executor registered");
-      if (!started) {
-        CheckResult r{PostKind::ShellZero, false,
-                      fmt::format("shell_zero '{}': {}", p.cmd, started.error().message)};
-        s.flight().checks.push_back(r);
-        finish_attempt(i, AttemptStatus::Failed, r.reason);
-        return;
-      }
-      s.flight().check_running = std::move(*started);
+  Flight& f = s.flight();
+  CheckSite site;
+  site.run_id = run_.id;
+  site.step_id = s.step->id;
+  site.attempt = f.attempt.number;
+  site.workspace = run_.workspace;
+  site.plan_dir = plan_dir();
+  site.files = attempt_file(s, f.attempt.number, "").string();
+  site.kill_grace = plan_.defaults.kill_grace;
+  site.secrets = secrets_;
+  CheckProgress next =
+      checks_.run(CheckRunner::checks_of(*s.step, *s.executor), f, site, [this, i](AttemptOutcome o) {
+        Completion c;
+        c.kind = Completion::Kind::CheckDone;
+        c.step = i;
+        c.outcome = std::move(o);
+        completions_.push_back(std::move(c));
+      });
+  switch (next.kind) {
+    case CheckProgress::Kind::Started:
+      f.check_running = std::move(next.process);
       // Recorded like the attempt's own group, so that a resume after kill -9
       // kills a check left running even if it cleared its environment.
-      if (int group = s.flight().check_running->process_group(); group > 0) note_spawned(i, group, true);
+      if (int group = f.check_running->process_group(); group > 0) note_spawned(i, group, true);
       return;  // continues when CheckDone arrives
-    }
-    CheckResult r = evaluate_post(p, ctx);
-    s.flight().checks.push_back(r);
-    ++s.flight().next_check;
-    if (!r.held) {
-      finish_attempt(i, AttemptStatus::Failed, r.reason);
+    case CheckProgress::Kind::Failed:
+      finish_attempt(i, AttemptStatus::Failed, next.reason);
       return;
-    }
+    case CheckProgress::Kind::AllHeld:
+      finish_attempt(i, AttemptStatus::Succeeded, "");
+      return;
   }
-  finish_attempt(i, AttemptStatus::Succeeded, "");
+}
+
+void Scheduler::on_check_done(int i, const AttemptOutcome& outcome) {
+  StepState& s = steps_[static_cast<std::size_t>(i)];
+  Flight& f = s.flight();
+  f.check_running.reset();
+  if (!f.cancel_reason.empty()) {
+    finish_attempt(i, stopped_status(f), f.cancel_reason);
+    return;
+  }
+  const std::vector<Postcondition> checks = CheckRunner::checks_of(*s.step, *s.executor);
+  const CheckResult r = CheckRunner::shell_check_result(checks[f.next_check], outcome);
+  f.checks.push_back(r);
+  ++f.next_check;
+  if (!r.held) {
+    finish_attempt(i, AttemptStatus::Failed, r.reason);
+  } else {
+    run_checks(i);
+  }
 }
 
 void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& raw_reason) {
@@ -207,18 +166,13 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
     a.duration_ms +=
         std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - s.flight().outcome_at)
             .count();
-  if (auto t = tx(); !t && !store_error_) store_error_ = t.error();
-  if (!store_error_) {
-    // One write for an attempt that starts and ends in one transaction.
-    auto r = s.flight().row_unwritten ? store_.insert_attempt(a) : store_.finish_attempt(a);
-    if (!r) store_error_ = r.error();
-  }
+  writer_.attempt_finished(a, s.flight().row_unwritten);
   s.flight().row_unwritten = false;
   nlohmann::json finished = {
       {"status", attempt_status_name(status)}, {"reason", reason}, {"exit_code", a.exit_code}};
   if (o.transient) finished["transient"] = true;          // a provider's 429/5xx, a dropped connection
   if (o.spend_unknown) finished["spend_unknown"] = true;  // charged its reservation
-  event("attempt_finished", s.step->id, a.number, finished);
+  writer_.event("attempt_finished", s.step->id, a.number, finished);
 
   Spend actual{o.tokens_in + o.tokens_out, o.cost_usd, a.counted ? 1 : 0};
   budget_->settle(s.flight().reservation, actual);
@@ -232,9 +186,7 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
     ++s.budget_attempts;
   }
   s.in_flight = false;
-  --in_flight_;
-  open_files_free_ += std::exchange(s.flight().open_files, 0);
-  std::erase(writers_in_flight_, i);
+  in_flight_.remove(i, std::exchange(s.flight().open_files, 0));
 
   // The snapshot goes once the attempt's end is committed (a kill -9 before then
   // leaves a running attempt whose resume restores from it again); one that could
@@ -246,13 +198,13 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
     kill_attempt_leftovers(run_.id, s.step->id, a.number);
     if (auto r = restore_snapshot(a.snapshot_dir); !r) {
       unrestored = r.error().message;
-      event("restore_failed", s.step->id, a.number, {{"error", unrestored}});
+      writer_.event("restore_failed", s.step->id, a.number, {{"error", unrestored}});
     } else {
-      event("writes_restored", s.step->id, a.number);
-      spent_snapshots_.push_back(a.snapshot_dir);
+      writer_.event("writes_restored", s.step->id, a.number);
+      writer_.snapshot_spent(a.snapshot_dir);
     }
   } else if (!a.snapshot_dir.empty()) {
-    spent_snapshots_.push_back(a.snapshot_dir);
+    writer_.snapshot_spent(a.snapshot_dir);
   }
   // An executor that spent more than it reserved can push the plan over its budget.
   if (auto why = budget_->exhausted(wall_ms_now()); why && status == AttemptStatus::Succeeded) {
@@ -268,102 +220,52 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
       request_stop(StopKind::Budget, "budget exhausted: " + *why);
     }
   }
-  // Interrupted with its writes not put back: a resume must not run it again on
-  // the leftovers either (a failed step is run again only when asked to).
-  if (status == AttemptStatus::Interrupted && !unrestored.empty()) {
-    mark_failed(
-        i, fmt::format("{} (not retried: its writes could not be put back: {}; the snapshot is kept in {})",
-                       reason, unrestored, a.snapshot_dir));
-    return;
+  const Step& step = *s.step;
+  SettleFacts facts;
+  facts.status = status;
+  facts.reason = reason;
+  facts.setup_failed = o.ending == AttemptEnding::SetupFailed;
+  facts.transient = o.transient;
+  facts.retry_after = o.retry_after;
+  facts.unrestored = unrestored;
+  facts.snapshot_dir = a.snapshot_dir;
+  facts.step_budget = step.budget;
+  facts.spent = s.spent();
+  facts.attempts_counted = s.rec.attempts_counted;
+  facts.max_attempts = step.attempts.value_or(plan_.defaults.attempts);
+  facts.last_failure_key = s.last_failure_key;
+  if (stop_ != StopKind::None) facts.run_stopping = stop_reason_;
+  facts.retry_delay = step.retry_delay.value_or(plan_.defaults.retry_delay);
+  const SettleDecision decision = settle_attempt(facts, retry_);
+  if (decision.remember_failure) {
+    // Read by the next attempt from its environment or arguments, which end at a NUL.
+    s.previous_failure = nul_escaped(reason);
+    if (!a.output_tail.empty()) s.previous_failure += "\n--- last output ---\n" + nul_escaped(a.output_tail);
+    s.last_failure_key = reason;
   }
-
-  switch (status) {
-    case AttemptStatus::Succeeded:
+  switch (decision.kind) {
+    case SettleDecision::Kind::Done:
       mark_done(i);
       return;
-    case AttemptStatus::Interrupted:
+    case SettleDecision::Kind::Requeue:
       s.rec.status = StepStatus::Pending;
       save_step(s);
       return;
-    case AttemptStatus::Cancelled:
+    case SettleDecision::Kind::Cancel:
       s.rec.status = StepStatus::Cancelled;
-      s.rec.reason = reason;
+      s.rec.reason = decision.reason;
       s.rec.finished_at = now_ms();
       save_step(s);
-      event("step_cancelled", s.step->id, a.number, {{"reason", reason}});
-      report(ProgressEvent::Kind::StepFinished, i, reason);
+      writer_.event("step_cancelled", s.step->id, a.number, {{"reason", decision.reason}});
+      report(ProgressEvent::Kind::StepFinished, i, decision.reason);
       return;
-    default:
-      break;
+    case SettleDecision::Kind::Fail:
+      mark_failed(i, decision.reason);
+      return;
+    case SettleDecision::Kind::Retry:
+      schedule_retry(i, decision.delay, reason);
+      return;
   }
-
-  // A workspace that could not be put back is not one to try again in: the next
-  // attempt would start from the failed one's leftovers.
-  if (!unrestored.empty()) {
-    mark_failed(
-        i, fmt::format("{} (not retried: its writes could not be put back: {}; the snapshot is kept in {})",
-                       reason, unrestored, a.snapshot_dir));
-    return;
-  }
-
-  // Failed or timed out: retry with the reason, or give up.
-  // Read by the next attempt from its environment or arguments, which end at a NUL.
-  s.previous_failure = nul_escaped(reason);
-  if (!a.output_tail.empty()) s.previous_failure += "\n--- last output ---\n" + nul_escaped(a.output_tail);
-  const Step& step = *s.step;
-  const int max_attempts = step.attempts.value_or(plan_.defaults.attempts);
-  std::string key = reason;
-  // A transient failure (a provider's 429 or 5xx) may well repeat word for word
-  // and still pass later: it is retried with back-off instead.
-  bool same_twice = !o.transient && !s.last_failure_key.empty() && key == s.last_failure_key;
-  s.last_failure_key = key;
-  std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
-  if (o.ending == AttemptEnding::SetupFailed) {
-    // The executor's set-up (a key not set, credentials refused), not the work:
-    // every retry would fail the same way until a person fixes it.
-    mark_failed(i, reason);
-  } else if (step.budget.tokens && step_tokens > 0 && step_tokens >= *step.budget.tokens) {
-    mark_failed(i, fmt::format("step budget exhausted: tokens {} spent of {}; last failure: {}", step_tokens,
-                               *step.budget.tokens, reason));
-  } else if (step.budget.cost_usd && s.rec.cost_usd > 0 && s.rec.cost_usd >= *step.budget.cost_usd) {
-    mark_failed(i, fmt::format("step budget exhausted: cost {} spent of {}; last failure: {}",
-                               dollars(s.rec.cost_usd), dollars(*step.budget.cost_usd), reason));
-  } else if (step.budget.attempts && s.budget_attempts >= *step.budget.attempts) {
-    mark_failed(i, fmt::format("step budget exhausted: attempts {} made of {}; last failure: {}",
-                               s.budget_attempts, *step.budget.attempts, reason));
-  } else if (s.rec.attempts_counted >= max_attempts) {
-    mark_failed(i, max_attempts > 1
-                       ? fmt::format("failed after {} attempts: {}", s.rec.attempts_counted, reason)
-                       : reason);
-  } else if (same_twice) {
-    mark_failed(i, "same failure twice: " + reason);
-  } else if (stop_ != StopKind::None) {
-    mark_failed(i, fmt::format("{} (not retried: {})", reason, stop_reason_));
-  } else if (o.transient && o.retry_after && *o.retry_after > kMaxRetryAfter) {
-    // A provider that asks for hours (a daily quota) is not waited for in
-    // silence: the step fails, saying so, and a resume tries again when it is time.
-    mark_failed(
-        i,
-        fmt::format("{} (the provider asked to retry after {}, longer than orch waits ({}): not retried)",
-                    reason, human_duration(o.retry_after->count()), human_duration(kMaxRetryAfter.count())));
-  } else {
-    milliseconds delay = step.retry_delay.value_or(plan_.defaults.retry_delay);
-    if (o.transient) delay = transient_backoff(delay, s.rec.attempts_counted, o.retry_after);
-    schedule_retry(i, delay, reason);
-  }
-}
-
-milliseconds Scheduler::transient_backoff(milliseconds base, int failures,
-                                          std::optional<milliseconds> retry_after) {
-  // base (at least 1 s), doubled per failure so far, at most 5 minutes, plus up
-  // to 25% jitter so that a fan-out rate-limited at once does not come back at once.
-  const milliseconds floor = std::max(base, milliseconds(1000));
-  const int doublings = std::clamp(failures - 1, 0, 16);
-  milliseconds delay = std::min(floor * (std::int64_t{1} << doublings), milliseconds(300'000));
-  std::uniform_int_distribution<std::int64_t> jitter(0, delay.count() / 4);
-  delay += milliseconds(jitter(random_));
-  if (retry_after) delay = std::max(delay, *retry_after);
-  return delay;
 }
 
 void Scheduler::schedule_retry(int i, milliseconds delay, const std::string& failure) {
@@ -373,7 +275,7 @@ void Scheduler::schedule_retry(int i, milliseconds delay, const std::string& fai
   s.rec.reason = fmt::format("attempt {} failed, attempt {} after {}: {}", s.flight().attempt.number,
                              s.flight().attempt.number + 1, human_duration(delay.count()), failure);
   save_step(s);
-  event("retry_scheduled", s.step->id, s.flight().attempt.number + 1, {{"delay_ms", delay.count()}});
+  writer_.event("retry_scheduled", s.step->id, s.flight().attempt.number + 1, {{"delay_ms", delay.count()}});
   ++retries_waiting_;
   s.retry_timer = loop_.add_timer(delay, [this, i] {
     Completion c;
@@ -390,26 +292,16 @@ void Scheduler::mark_done(int i) {
   // resumed run renders them exactly as an uninterrupted one.
   s.rec.result = s.flight().outcome ? secrets_->mask(s.flight().outcome->result) : "";
   s.rec.fingerprint = s.flight().attempt.fingerprint;
-  s.rec.reason.clear();
   // Reserved at its declared maximum, a step can still have spent more than its
   // own budget in the attempt that succeeded: its work is kept, and the overrun
   // is said, in the step's reason and in an event.
-  const BudgetLimits& sb = s.step->budget;
-  const std::int64_t step_tokens = s.rec.tokens_in + s.rec.tokens_out;
-  if (sb.tokens && step_tokens > *sb.tokens)
-    s.rec.reason = fmt::format("done over its budget: tokens {} spent of {}", step_tokens, *sb.tokens);
-  else if (sb.cost_usd && s.rec.cost_usd > *sb.cost_usd + 1e-12)
-    s.rec.reason = fmt::format("done over its budget: cost {} spent of {}", dollars(s.rec.cost_usd),
-                               dollars(*sb.cost_usd));
+  s.rec.reason = done_over_budget(s.step->budget, s.spent());
   s.rec.finished_at = now_ms();
   save_step(s);
   if (!s.rec.reason.empty())
-    event("step_over_budget", s.step->id, s.flight().attempt.number, {{"reason", s.rec.reason}});
-  event("step_done", s.step->id, s.flight().attempt.number);
-  for (int c : s.children) {
-    StepState& child = steps_[static_cast<std::size_t>(c)];
-    if (--child.deps_left == 0 && child.rec.status == StepStatus::Pending) ready_.insert(c);
-  }
+    writer_.event("step_over_budget", s.step->id, s.flight().attempt.number, {{"reason", s.rec.reason}});
+  writer_.event("step_done", s.step->id, s.flight().attempt.number);
+  ready_.dependency_done(steps_, i);
   report(ProgressEvent::Kind::StepFinished, i);
 }
 
@@ -419,14 +311,14 @@ void Scheduler::mark_failed(int i, const std::string& reason) {
   s.rec.reason = reason;
   s.rec.finished_at = now_ms();
   save_step(s);
-  event("step_failed", s.step->id, s.rec.last_attempt, {{"reason", reason}});
+  writer_.event("step_failed", s.step->id, s.rec.last_attempt, {{"reason", reason}});
   report(ProgressEvent::Kind::StepFinished, i, reason);
   apply_on_failure(i);
 }
 
 void Scheduler::apply_on_failure(int i) {
   const std::string& id = steps_[static_cast<std::size_t>(i)].step->id;
-  if (run_.keep_going || plan_.on_failure == OnFailure::Continue) {
+  if (after_failure(run_.keep_going, plan_.on_failure) == AfterFailure::SkipDependents) {
     skip_descendants(i, fmt::format("dependency '{}' failed", id));
   } else {
     request_stop(StopKind::Abort, fmt::format("step '{}' failed", id));
@@ -443,7 +335,7 @@ void Scheduler::skip_descendants(int i, const std::string& reason) {
     child.rec.status = StepStatus::Skipped;
     child.rec.reason = reason;
     save_step(child);
-    event("step_skipped", child.step->id, 0, {{"reason", reason}});
+    writer_.event("step_skipped", child.step->id, 0, {{"reason", reason}});
     ready_.erase(c);
     if (child.retry_timer) {
       loop_.cancel_timer(child.retry_timer);

@@ -4,10 +4,12 @@
 // reason), its `writes:` saved first, its row written ahead, then started on
 // the loop.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
 #include "engine/attempt_render.h"
+#include "engine/risk_gate.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_internal.h"
 #include "engine/snapshot.h"
@@ -27,20 +29,15 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
   const Step& step = *s.step;
   const RiskLevel level = s.executor->risk(step);
   const char* level_name = risk_level_name(level);
-  if (level == RiskLevel::Low) {
+  const RiskGate::ByLevel first =
+      RiskGate::by_level(step, level, level == RiskLevel::Critical ? s.executor->risk_reason(step) : "");
+  if (first.kind == RiskGate::ByLevel::Kind::Go) {
     s.cleared = true;
     return Gate::Go;
   }
-  if (level == RiskLevel::Critical) {
-    std::string why = step.risk == RiskLevel::Critical
-                          ? "the step is declared risk: critical"
-                          : fmt::format("executor '{}' rates it critical", step.executor);
-    if (std::string cause = s.executor->risk_reason(step); !cause.empty() && step.risk != RiskLevel::Critical)
-      why += ": " + cause;
-    std::string reason =
-        fmt::format("refused by the risk guard: critical risk ({}); critical steps never run", why);
-    event("step_refused", step.id, 0, {{"risk", level_name}, {"reason", reason}});
-    mark_failed(i, reason);
+  if (first.kind == RiskGate::ByLevel::Kind::Refused) {
+    writer_.event("step_refused", step.id, 0, {{"risk", level_name}, {"reason", first.reason}});
+    mark_failed(i, first.reason);
     return Gate::Refused;
   }
   // What a human is asked to approve: the exact command and inputs, rendered.
@@ -50,81 +47,47 @@ Scheduler::Gate Scheduler::risk_gate(int i) {
   req.goal = step.goal;
   req.risk = level;
   req.stop_requested = [] { return SignalWatch::pending(); };
-  auto describe = [&](int attempt, const std::string& previous_failure, bool masked) -> std::string {
-    auto rendered = render_step(step, result_lookup(), attempt, previous_failure);
-    if (!rendered) return "(cannot render the step: " + rendered.error().message + ")";
-    AttemptSpec preview;
-    preview.run_id = run_.id;
-    preview.step_id = step.id;
-    preview.executor = step.executor;
-    preview.workspace = run_.workspace;
-    preview.argv = std::move(rendered->argv);
-    preview.env = std::move(rendered->env);
-    preview.inputs = std::move(rendered->inputs);
-    // The description shows the environment's values: a secret among them is
-    // known as one before it is shown or recorded (as an attempt would make it).
-    for (const auto& [name, value] : preview.env) secrets_->add_if_secret(name, value);
-    if (preview.inputs.is_object())
-      for (const auto& [name, value] : preview.inputs.items())
-        if (value.is_string()) secrets_->add_if_secret(name, value.get_ref<const std::string&>());
-    std::string text = s.executor->describe(preview);
-    return masked ? secrets_->mask(text) : text;
-  };
-  req.command = describe(s.rec.last_attempt + 1, s.previous_failure, true);
+  const ResultLookup results = result_lookup();
+  req.command = describe_for_approval(step, *s.executor, results, run_.id, run_.workspace,
+                                      s.rec.last_attempt + 1, s.previous_failure, *secrets_, true);
   // What an approval is bound to: the step's fingerprint and the command the
   // executor would run for it, which for a registry tool comes from the registry,
   // not the step (rendered like the fingerprint, as attempt 0, so a retry does not
   // change it; unmasked, so the secrets known at the time do not either). Either
   // changing voids an `orch approve`.
-  const std::string fingerprint =
-      fingerprint_of(step_fingerprint(step, result_lookup(), plan_dir(), default_post_of(i)).value_or("") +
-                     "\n" + describe(0, "", false));
+  const std::string fingerprint = fingerprint_of(
+      step_fingerprint(step, results, plan_dir(), default_post_of(i)).value_or("") + "\n" +
+      describe_for_approval(step, *s.executor, results, run_.id, run_.workspace, 0, "", *secrets_, false));
 
-  std::string by;
-  if (options_.approve_steps.contains(step.id)) {
-    by = "--approve";
-  } else if (level == RiskLevel::Medium && options_.approve_medium) {
-    by = "--approve-medium";
-  } else if (auto it = ledger_approvals_.find(step.id);
-             it != ledger_approvals_.end() && (it->second.empty() || it->second == fingerprint)) {
-    by = "orch approve";
-  } else if (options_.ask_approval && s.answer == 0) {
-    // Queued once, however many dispatch rounds see the step before the turn's commit.
-    if (std::none_of(asks_.begin(), asks_.end(), [i](const auto& a) { return a.first == i; }))
-      asks_.emplace_back(i, std::move(req));
-    return Gate::Ask;
-  } else if (s.answer > 0) {
-    by = "prompt";
+  const RiskGate::Approval approval = gate_.approval(step.id, level, fingerprint, s.answer);
+  switch (approval.kind) {
+    case RiskGate::Approval::Kind::Ask:
+      gate_.queue_question(i, std::move(req));
+      return Gate::Ask;
+    case RiskGate::Approval::Kind::Approved:
+      // `orch approve` wrote its own event; the others are recorded here.
+      if (approval.by != "orch approve")
+        writer_.event("step_approved", step.id, 0,
+                      {{"risk", level_name}, {"by", approval.by}, {"fingerprint", fingerprint}});
+      s.cleared = true;
+      return Gate::Go;
+    case RiskGate::Approval::Kind::Wait:
+      break;
   }
-  if (!by.empty()) {
-    // `orch approve` wrote its own event; the others are recorded here.
-    if (by != "orch approve")
-      event("step_approved", step.id, 0, {{"risk", level_name}, {"by", by}, {"fingerprint", fingerprint}});
-    s.cleared = true;
-    return Gate::Go;
-  }
-  if (s.answer < 0) event("approval_declined", step.id, 0, {{"risk", level_name}, {"by", "prompt"}});
-  event("approval_requested", step.id, 0,
-        {{"risk", level_name}, {"command", req.command}, {"fingerprint", fingerprint}});
+  if (s.answer < 0) writer_.event("approval_declined", step.id, 0, {{"risk", level_name}, {"by", "prompt"}});
+  writer_.event("approval_requested", step.id, 0,
+                {{"risk", level_name}, {"command", req.command}, {"fingerprint", fingerprint}});
   s.rec.status = StepStatus::AwaitingApproval;
-  s.rec.reason = fmt::format("awaiting approval ({} risk): `orch approve {} {}`, then `orch resume {}`",
-                             level_name, run_.id, step.id, run_.id);
+  s.rec.reason = RiskGate::awaiting_reason(level, run_.id, step.id);
   save_step(s);
   report(ProgressEvent::Kind::StepFinished, i, s.rec.reason);
   return Gate::Wait;
 }
 
 void Scheduler::ask_pending_questions() {
-  std::vector<std::pair<int, ApprovalRequest>> asks = std::move(asks_);
-  asks_.clear();
-  for (auto& [i, req] : asks) {
-    StepState& s = steps_[static_cast<std::size_t>(i)];
-    if (stop_ != StopKind::None || SignalWatch::pending()) break;  // stopping: nothing more to ask
-    bool yes = options_.ask_approval(req);
-    // A question cut short by Ctrl-C was not answered: the loop delivers the signal next.
-    if (SignalWatch::pending()) break;
-    s.answer = yes ? 1 : -1;
-  }
+  gate_.ask_questions(
+      options_.ask_approval, [this] { return stop_ != StopKind::None || SignalWatch::pending(); },
+      [this](int i, bool yes) { steps_[static_cast<std::size_t>(i)].answer = yes ? 1 : -1; });
 }
 
 bool Scheduler::prepare_attempt(int i) {
@@ -275,16 +238,13 @@ bool Scheduler::prepare_attempt(int i) {
     }
   }
 
-  if (auto t = tx(); !t) store_error_ = t.error();
   s.flight().row_unwritten = true;
-  unwritten_attempts_.push_back(i);
+  writer_.attempt_started(i);
   save_step(s);
-  event("attempt_started", step.id, number);
+  writer_.event("attempt_started", step.id, number);
   s.in_flight = true;
-  ++in_flight_;
-  if (!step.writes.empty()) writers_in_flight_.push_back(i);
   s.flight().open_files = s.executor->open_files_per_attempt();
-  open_files_free_ -= s.flight().open_files;
+  in_flight_.add(i, !step.writes.empty(), s.flight().open_files);
   return true;
 }
 
