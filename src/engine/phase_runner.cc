@@ -89,9 +89,19 @@ Expected<PhaseResult> PhaseRunner::run(const PhaseRequest& request) {
   Expected<RunOutcome> outcome = std::unexpected(Error{ErrorCode::Internal, "not run"});
   if (result.start == PhaseStart::ResumedUnderRaisedCap)
     outcome = resume_under_cap(engine, *existing, left);
-  else if (existing)
+  else if (existing) {
+    // What the dead driver left (its processes, its attempts left running, their
+    // snapshots), settled by the engine before the phase goes on; said when
+    // there was anything.
+    const Recovery recovered = ORCH_TRY(engine.recover(existing->id));
+    if (request.on_note && (recovered.processes_killed > 0 || recovered.attempts_closed > 0))
+      request.on_note(fmt::format(
+          "{}: run {} recovered: {} attempt{} left running closed as interrupted, {} "
+          "process{} killed",
+          request.who, existing->id, recovered.attempts_closed, recovered.attempts_closed == 1 ? "" : "s",
+          recovered.processes_killed, recovered.processes_killed == 1 ? "" : "es"));
     outcome = engine.resume(existing->id, std::nullopt);
-  else
+  } else
     outcome = engine.run(std::move(built->plan), built->text);
   if (!outcome) return std::unexpected(outcome.error());
   result.run_id = outcome->run_id;

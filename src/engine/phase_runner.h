@@ -11,9 +11,10 @@
 //      starts it, the run owned by the key; with nothing left, runs nothing
 //      (PhaseStart::NoBudget);
 //    - one that did not end (running after a kill -9, interrupted, awaiting an
-//      approval, cancelled): settles what its killed driver left (later edits,
-//      engine/later_edits.h) and resumes it; the engine's resume does the rest
-//      of the recovery (orphans killed, attempts closed, snapshots restored);
+//      approval, cancelled): settles the files its killed driver's attempts
+//      changed since (later edits, engine/later_edits.h), has the engine recover
+//      the rest (Engine::recover: orphans killed, attempts closed as
+//      interrupted, snapshots restored; told in on_note) and resumes it;
 //    - one the owner's cap stopped (budget_exhausted) while some of the cap is
 //      left now (it was raised): resumed under a budget of what it spent plus
 //      what is left, its plan kept in the run's folder of the store;
@@ -72,7 +73,7 @@ struct PhaseRequest {
   // Told, just before the phase's engine runs, how it starts and the run it
   // goes on with ("" for a new one): for a line of progress.
   std::function<void(PhaseStart, const std::string& run_id)> on_start;
-  std::function<void(const std::string&)> on_note;  // what was kept of later edits
+  std::function<void(const std::string&)> on_note;  // what was kept of later edits, what was recovered
 };
 
 struct PhaseResult {

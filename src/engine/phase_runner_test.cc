@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "engine/snapshot.h"
+#include "orch/clock.h"
 #include "orch/plan_loader.h"
 #include "orch/validate.h"
 #include "testing/memory_store.h"
@@ -13,6 +15,7 @@ namespace orch {
 namespace {
 
 namespace fs = std::filesystem;
+using orch::testing::read_file;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 
@@ -219,6 +222,109 @@ TEST_F(PhaseRunnerTest, APhaseRunsOnAStoreWithNoDatabaseFile) {
   auto on_disk = store_->list_runs();
   ASSERT_TRUE(on_disk);
   EXPECT_TRUE(on_disk->empty()) << "the fixture's SQLite ledger saw nothing";
+}
+
+// A phase whose driver was killed in attempt 2 of step a, which writes out.txt:
+// the ledger as the dead driver left it (attempt 2 running, its snapshot of
+// out.txt taken, the file half written). Returns the run id.
+std::string killed_in_attempt_2(Store& store, const fs::path& ws, const PhaseRequest& r) {
+  write_file(ws / "out.txt", "old\n");
+  write_file(ws / "fail-a", "");
+  EngineOptions options;
+  options.workspace = ws;
+  PhaseRunner runner(store, options);
+  auto first = runner.run(r);
+  EXPECT_TRUE(first && first->status == RunStatus::Failed);
+  const fs::path snapshot = store.folder() / "runs" / first->run_id / "a.2.snapshot";
+  EXPECT_TRUE(take_snapshot({fs::canonical(ws) / "out.txt"}, snapshot, ws));
+  const std::int64_t now = Clock::system().wall_ms();
+  EXPECT_TRUE(store.begin());
+  AttemptRecord a;
+  a.run_id = first->run_id;
+  a.step_id = "a";
+  a.number = 2;
+  a.started_at = now - 1000;
+  a.snapshot_dir = snapshot.string();
+  EXPECT_TRUE(store.insert_attempt(a));
+  StepRecord row = store.find_step(first->run_id, "a")->value();
+  row.status = StepStatus::Running;
+  row.last_attempt = 2;
+  row.reason.clear();
+  row.finished_at = 0;
+  EXPECT_TRUE(store.upsert_step(row));
+  RunRecord run = store.find_run(first->run_id)->value();
+  run.status = RunStatus::Running;
+  run.finished_at = 0;
+  run.updated_at = now - 1000;
+  EXPECT_TRUE(store.update_run(run));
+  EXPECT_TRUE(store.commit());
+  write_file(ws / "out.txt", "half written by attempt 2\n");
+  return first->run_id;
+}
+
+const char* const kWritesPlan =
+    R"({"name": "p", "steps": [{"id": "a", "attempts": 1, "writes": ["out.txt"], )"
+    R"("sh": "echo new > out.txt; [ ! -e fail-a ]"}]})";
+
+// The phase goes on after its driver died: the engine recovers the run (the
+// attempt left running closed, out.txt put back) before resuming it, and says so.
+TEST_F(PhaseRunnerTest, APhaseWhoseDriverDiedIsRecoveredThenResumed) {
+  PhaseRequest r = request(RunOwner{OwnerKind::Review, "rv-k", 1, "fix"}, kWritesPlan);
+  const std::string run_id = killed_in_attempt_2(*store_, ws(), r);
+  fs::remove(ws() / "fail-a");
+  std::vector<std::string> notes;
+  r.on_note = [&](const std::string& line) { notes.push_back(line); };
+  r.who = "review rv-k: the fix of round 1";
+  const PhaseResult out = run(r);
+  EXPECT_EQ(out.start, PhaseStart::Resumed);
+  EXPECT_EQ(out.run_id, run_id);
+  EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("review rv-k: the fix of round 1: run " + run_id +
+                          " recovered: 1 attempt left running closed as interrupted"),
+            std::string::npos)
+      << notes[0];
+  auto attempts = store_->attempts(run_id, "a");
+  ASSERT_TRUE(attempts && attempts->size() == 3u);
+  EXPECT_EQ((*attempts)[1].status, AttemptStatus::Interrupted);
+  EXPECT_EQ((*attempts)[2].status, AttemptStatus::Succeeded);
+  EXPECT_EQ(read_file(ws() / "out.txt"), "new\n");
+}
+
+// A file changed after the dead driver's last sign of life is not put back
+// without the user's word: Refuse names it and the commands that go on, with
+// nothing run; Keep leaves it as it is now and runs the step again on it.
+TEST_F(PhaseRunnerTest, AFileChangedAfterTheDriverDiedIsNotPutBackWithoutTheUsersWord) {
+  PhaseRequest r = request(RunOwner{OwnerKind::Review, "rv-e", 1, "fix"}, kWritesPlan);
+  const std::string run_id = killed_in_attempt_2(*store_, ws(), r);
+  write_file(ws() / "out.txt", "the user's edit\n");
+  fs::last_write_time(ws() / "out.txt", fs::file_time_type::clock::now() + std::chrono::seconds(30));
+  r.who = "review rv-e: the fix of round 1";
+  r.resume_command = "orch review --resume rv-e";
+  r.later_edits = LaterEdits::Refuse;
+  EngineOptions options;
+  options.workspace = ws();
+  PhaseRunner runner(*store_, options);
+  auto refused = runner.run(r);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::InvalidInput);
+  EXPECT_NE(refused.error().message.find("this file changed: out.txt"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("`orch review --resume rv-e --keep-edits`"), std::string::npos);
+  EXPECT_EQ(read_file(ws() / "out.txt"), "the user's edit\n") << "nothing was put back";
+  EXPECT_EQ(store_->attempts(run_id, "a")->back().status, AttemptStatus::Running) << "nothing was closed";
+
+  r.later_edits = LaterEdits::Keep;
+  write_file(ws() / "fail-a", "");  // the step fails again, so out.txt is put back to what was kept
+  std::vector<std::string> notes;
+  r.on_note = [&](const std::string& line) { notes.push_back(line); };
+  auto kept = runner.run(r);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(kept->status, RunStatus::Failed);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("kept as they are now (--keep-edits): out.txt"), std::string::npos) << notes[0];
+  EXPECT_EQ(read_file(ws() / "out.txt"), "the user's edit\n")
+      << "kept, and the failed attempt rolled back to it, not to the old snapshot";
 }
 
 TEST_F(PhaseRunnerTest, APhaseNeedsAnOwner) {
