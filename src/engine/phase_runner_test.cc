@@ -8,7 +8,7 @@
 #include "orch/clock.h"
 #include "orch/plan_loader.h"
 #include "orch/validate.h"
-#include "testing/memory_store.h"
+#include "testing/in_memory_store.h"
 #include "testing/testing.h"
 
 namespace orch {
@@ -197,7 +197,7 @@ TEST_F(PhaseRunnerTest, AnEndedRunTheOwnerWantsAgainIsResumed) {
 // The engine and the phase runner need only the Store contract: the same phase
 // on the in-memory store, with no database file anywhere.
 TEST_F(PhaseRunnerTest, APhaseRunsOnAStoreWithNoDatabaseFile) {
-  testing::MemoryStore memory(dir_ / "memory-store");
+  testing::InMemoryStore memory(dir_ / "memory-store");
   EngineOptions options;
   options.workspace = ws();
   PhaseRunner runner(memory, options);

@@ -1,5 +1,5 @@
 // The Store contract (orch/store.h), checked on every implementation: the
-// SQLite ledger and the in-memory store of the tests (testing/memory_store.h).
+// SQLite ledger and the in-memory store of the tests (testing/in_memory_store.h).
 // A new backend (PostgreSQL) is one more entry in kBackends and must pass all.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "orch/store.h"
-#include "testing/memory_store.h"
+#include "testing/in_memory_store.h"
 #include "testing/testing.h"
 
 namespace orch {
@@ -24,7 +24,7 @@ const Backend kBackends[] = {
     {"sqlite", [](const std::filesystem::path& dir) { return open_sqlite_store(dir / "orch.db"); }},
     {"memory",
      [](const std::filesystem::path& dir) -> Expected<std::unique_ptr<Store>> {
-       return std::unique_ptr<Store>(std::make_unique<testing::MemoryStore>(dir));
+       return std::unique_ptr<Store>(std::make_unique<testing::InMemoryStore>(dir));
      }},
 };
 

@@ -1,4 +1,4 @@
-#include "testing/memory_store.h"
+#include "testing/in_memory_store.h"
 
 #include <fmt/format.h>
 
@@ -6,101 +6,102 @@
 
 namespace orch::testing {
 
-Expected<void> MemoryStore::begin() {
-  if (before_) return fail(ErrorCode::Store, "memory store: a transaction is already open");
+Expected<void> InMemoryStore::begin() {
+  if (before_) return fail(ErrorCode::Store, "in-memory store: a transaction is already open");
   before_ = tables_;
   return {};
 }
 
-Expected<void> MemoryStore::commit() {
-  if (!before_) return fail(ErrorCode::Store, "memory store: commit with no transaction open");
+Expected<void> InMemoryStore::commit() {
+  if (!before_) return fail(ErrorCode::Store, "in-memory store: commit with no transaction open");
   before_.reset();
   ++commits_;
   return {};
 }
 
-Expected<void> MemoryStore::rollback() {
-  if (!before_) return fail(ErrorCode::Store, "memory store: rollback with no transaction open");
+Expected<void> InMemoryStore::rollback() {
+  if (!before_) return fail(ErrorCode::Store, "in-memory store: rollback with no transaction open");
   tables_ = std::move(*before_);
   before_.reset();
   return {};
 }
 
-RunRecord* MemoryStore::run_row(const std::string& run_id) {
+RunRecord* InMemoryStore::run_row(const std::string& run_id) {
   for (RunRecord& r : tables_.runs)
     if (r.id == run_id) return &r;
   return nullptr;
 }
 
-int MemoryStore::step_idx(const std::string& run_id, const std::string& step_id) const {
+int InMemoryStore::step_idx(const std::string& run_id, const std::string& step_id) const {
   auto it = tables_.steps.find({run_id, step_id});
   return it == tables_.steps.end() ? -1 : it->second.idx;
 }
 
-Expected<void> MemoryStore::insert_run(const RunRecord& run) {
-  if (run_row(run.id)) return fail(ErrorCode::Store, fmt::format("memory store: run '{}' exists", run.id));
+Expected<void> InMemoryStore::insert_run(const RunRecord& run) {
+  if (run_row(run.id)) return fail(ErrorCode::Store, fmt::format("in-memory store: run '{}' exists", run.id));
   tables_.runs.push_back(run);
   return {};
 }
 
-Expected<void> MemoryStore::update_run(const RunRecord& run) {
+Expected<void> InMemoryStore::update_run(const RunRecord& run) {
   RunRecord* row = run_row(run.id);
-  if (!row) return fail(ErrorCode::Store, fmt::format("memory store: no run '{}'", run.id));
+  if (!row) return fail(ErrorCode::Store, fmt::format("in-memory store: no run '{}'", run.id));
   if (!(row->owner == run.owner))
-    return fail(ErrorCode::Store, fmt::format("memory store: run '{}': a run's owner never changes", run.id));
+    return fail(ErrorCode::Store,
+                fmt::format("in-memory store: run '{}': a run's owner never changes", run.id));
   *row = run;
   return {};
 }
 
-Expected<void> MemoryStore::insert_plan_version(const PlanVersion& plan) {
+Expected<void> InMemoryStore::insert_plan_version(const PlanVersion& plan) {
   if (!tables_.plans.emplace(std::pair{plan.run_id, plan.version}, plan).second)
     return fail(ErrorCode::Store,
-                fmt::format("memory store: run '{}' has a plan version {}", plan.run_id, plan.version));
+                fmt::format("in-memory store: run '{}' has a plan version {}", plan.run_id, plan.version));
   return {};
 }
 
-Expected<void> MemoryStore::upsert_step(const StepRecord& step) {
+Expected<void> InMemoryStore::upsert_step(const StepRecord& step) {
   tables_.steps[{step.run_id, step.step_id}] = step;
   return {};
 }
 
-Expected<void> MemoryStore::insert_attempt(const AttemptRecord& attempt) {
+Expected<void> InMemoryStore::insert_attempt(const AttemptRecord& attempt) {
   if (!tables_.attempts.emplace(std::tuple{attempt.run_id, attempt.step_id, attempt.number}, attempt).second)
-    return fail(ErrorCode::Store,
-                fmt::format("memory store: attempt {} of step '{}' exists", attempt.number, attempt.step_id));
+    return fail(ErrorCode::Store, fmt::format("in-memory store: attempt {} of step '{}' exists",
+                                              attempt.number, attempt.step_id));
   return {};
 }
 
-Expected<void> MemoryStore::finish_attempt(const AttemptRecord& attempt) {
+Expected<void> InMemoryStore::finish_attempt(const AttemptRecord& attempt) {
   if (attempt.status == AttemptStatus::Running)
-    return fail(ErrorCode::Internal, "memory store: 'running' is not a final status");
+    return fail(ErrorCode::Internal, "in-memory store: 'running' is not a final status");
   auto it = tables_.attempts.find({attempt.run_id, attempt.step_id, attempt.number});
   if (it == tables_.attempts.end() || it->second.status != AttemptStatus::Running)
-    return fail(ErrorCode::Store, fmt::format("memory store: no running attempt {} of step '{}' (finished "
+    return fail(ErrorCode::Store, fmt::format("in-memory store: no running attempt {} of step '{}' (finished "
                                               "attempts never change)",
                                               attempt.number, attempt.step_id));
   it->second = attempt;
   return {};
 }
 
-Expected<std::int64_t> MemoryStore::append_event(const EventRecord& event) {
+Expected<std::int64_t> InMemoryStore::append_event(const EventRecord& event) {
   EventRecord e = event;
   e.seq = tables_.next_seq++;
   tables_.events.push_back(std::move(e));
   return tables_.events.back().seq;
 }
 
-Expected<void> MemoryStore::request_cancel(const std::string& run_id) {
+Expected<void> InMemoryStore::request_cancel(const std::string& run_id) {
   if (RunRecord* row = run_row(run_id)) row->cancel_requested = true;
   return {};
 }
 
-Expected<std::optional<RunRecord>> MemoryStore::find_run(const std::string& run_id) {
+Expected<std::optional<RunRecord>> InMemoryStore::find_run(const std::string& run_id) {
   const RunRecord* row = run_row(run_id);
   return row ? std::optional<RunRecord>(*row) : std::nullopt;
 }
 
-Expected<std::vector<RunRecord>> MemoryStore::list_runs() {
+Expected<std::vector<RunRecord>> InMemoryStore::list_runs() {
   // Newest first; among runs created in the same millisecond, the later insert first.
   std::vector<RunRecord> out(tables_.runs.rbegin(), tables_.runs.rend());
   std::stable_sort(out.begin(), out.end(),
@@ -108,14 +109,14 @@ Expected<std::vector<RunRecord>> MemoryStore::list_runs() {
   return out;
 }
 
-Expected<std::vector<RunRecord>> MemoryStore::owned_runs(OwnerKind kind, const std::string& owner_id) {
+Expected<std::vector<RunRecord>> InMemoryStore::owned_runs(OwnerKind kind, const std::string& owner_id) {
   std::vector<RunRecord> out;
   for (RunRecord& r : ORCH_TRY(list_runs()))
     if (r.owner.kind == kind && r.owner.id == owner_id) out.push_back(std::move(r));
   return out;
 }
 
-Expected<PlanVersion> MemoryStore::latest_plan(const std::string& run_id) {
+Expected<PlanVersion> InMemoryStore::latest_plan(const std::string& run_id) {
   const PlanVersion* latest = nullptr;
   for (const auto& [key, plan] : tables_.plans)
     if (key.first == run_id) latest = &plan;  // versions ascend within a run
@@ -123,7 +124,7 @@ Expected<PlanVersion> MemoryStore::latest_plan(const std::string& run_id) {
   return *latest;
 }
 
-Expected<std::vector<StepRecord>> MemoryStore::steps(const std::string& run_id) {
+Expected<std::vector<StepRecord>> InMemoryStore::steps(const std::string& run_id) {
   std::vector<StepRecord> out;
   for (const auto& [key, step] : tables_.steps)
     if (key.first == run_id) out.push_back(step);
@@ -132,8 +133,8 @@ Expected<std::vector<StepRecord>> MemoryStore::steps(const std::string& run_id) 
   return out;
 }
 
-Expected<std::vector<AttemptRecord>> MemoryStore::attempts(const std::string& run_id,
-                                                           const std::string& step_id) {
+Expected<std::vector<AttemptRecord>> InMemoryStore::attempts(const std::string& run_id,
+                                                             const std::string& step_id) {
   std::vector<AttemptRecord> out;
   for (const auto& [key, a] : tables_.attempts)
     if (std::get<0>(key) == run_id && (step_id.empty() || std::get<1>(key) == step_id)) out.push_back(a);
@@ -144,8 +145,8 @@ Expected<std::vector<AttemptRecord>> MemoryStore::attempts(const std::string& ru
   return out;
 }
 
-Expected<std::vector<EventRecord>> MemoryStore::events(const std::string& run_id, std::int64_t after_seq,
-                                                       int limit) {
+Expected<std::vector<EventRecord>> InMemoryStore::events(const std::string& run_id, std::int64_t after_seq,
+                                                         int limit) {
   std::vector<EventRecord> out;
   for (const EventRecord& e : tables_.events) {
     if (limit >= 0 && static_cast<int>(out.size()) >= limit) break;
@@ -154,20 +155,20 @@ Expected<std::vector<EventRecord>> MemoryStore::events(const std::string& run_id
   return out;
 }
 
-Expected<std::vector<EventRecord>> MemoryStore::events_of_kind(const std::string& run_id,
-                                                               const std::string& kind) {
+Expected<std::vector<EventRecord>> InMemoryStore::events_of_kind(const std::string& run_id,
+                                                                 const std::string& kind) {
   std::vector<EventRecord> out;
   for (const EventRecord& e : tables_.events)
     if (e.run_id == run_id && e.kind == kind) out.push_back(e);
   return out;
 }
 
-Expected<bool> MemoryStore::cancel_requested(const std::string& run_id) {
+Expected<bool> InMemoryStore::cancel_requested(const std::string& run_id) {
   const RunRecord* row = run_row(run_id);
   return row && row->cancel_requested;
 }
 
-Expected<AttemptTotals> MemoryStore::attempt_totals(const std::string& run_id) {
+Expected<AttemptTotals> InMemoryStore::attempt_totals(const std::string& run_id) {
   AttemptTotals t;
   for (const auto& [key, a] : tables_.attempts) {
     if (std::get<0>(key) != run_id) continue;

@@ -1,4 +1,4 @@
-// testing/memory_store.h — a Store that keeps its ledger in memory, for tests.
+// testing/in_memory_store.h — a Store that keeps its ledger in memory, for tests.
 //
 // It keeps the contract of orch/store.h as the SQLite store does (the store
 // conformance suite, src/ledger/store_conformance_test.cc, runs on both):
@@ -22,10 +22,10 @@
 
 namespace orch::testing {
 
-class MemoryStore final : public Store {
+class InMemoryStore final : public Store {
  public:
   // `folder`: where the engine keeps logs, snapshots and locks.
-  explicit MemoryStore(std::filesystem::path folder) : folder_(std::move(folder)) {}
+  explicit InMemoryStore(std::filesystem::path folder) : folder_(std::move(folder)) {}
 
   const std::filesystem::path& folder() const override { return folder_; }
 
