@@ -10,7 +10,7 @@
 // "review ID round N PHASE"), so their attempts, tokens and events are in the
 // run tables like any other step's.
 //
-// One process drives a review at a time (the runtime holds a RunLock on it);
+// One process drives a review at a time (the runtime holds the store's lock on "review-ID": Store::lock);
 // each write is a single statement, so a row is never half-written.
 // One ReviewStore is one connection, used from one thread at a time.
 #pragma once

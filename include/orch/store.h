@@ -16,13 +16,15 @@
 //   * A run's owner (RunOwner) is written with the run and never changes;
 //     owned_runs() finds an owner's runs without reading the others.
 // folder() is a folder on the machine that drives the runs, beside the ledger:
-// attempt logs, snapshots, run locks and the spawn journal live there.
+// attempt logs, snapshots and the spawn journal live there (and the run locks,
+// for a store that keeps them in files: lock()).
 // A Store object is used from one thread at a time. orch/ledger.h gives the
 // Store with the TraceStore and ReviewStore of the same ledger.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -183,6 +185,14 @@ struct EventRecord {
   std::string data_json;  // "{}" or a JSON object with details
 };
 
+// A lock of the store on a name: a run's id, or an owner's ("review-ID"). At most
+// one holder at a time, across processes; a holder that dies (even by kill -9)
+// releases it at once. Released when the object is destroyed.
+class StoreLock {
+ public:
+  virtual ~StoreLock() = default;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -194,6 +204,18 @@ class Store {
   // The error for a run id this store has no run of: "no run 'ID' in LOCATION",
   // the id's control characters escaped (it came from a command line).
   Error no_run(const std::string& run_id) const;
+
+  // Takes the lock of `name` without waiting. When a live process holds it:
+  // ErrorCode::Busy, the message naming that process — `when_busy(holder)`
+  // writes it when given (holder: its pid, or "unknown"; for a name that is not
+  // a run's), else it says the run is being driven and how to stop it. The
+  // default is a file lock under folder() (util/file_lock.h), right for a store
+  // whose drivers share this machine; a store shared between machines overrides
+  // both.
+  virtual Expected<std::unique_ptr<StoreLock>> lock(
+      const std::string& name, const std::function<std::string(const std::string& holder)>& when_busy = {});
+  // Whether a live process holds the lock of `name` now (a run being driven).
+  virtual bool locked(const std::string& name);
 
   virtual Expected<void> begin() = 0;
   virtual Expected<void> commit() = 0;

@@ -10,7 +10,6 @@
 #include "cli/common.h"
 #include "cli/number_option.h"
 #include "cli/output_style.h"
-#include "engine/run_lock.h"
 #include "orch/clock.h"
 #include "orch/report.h"
 #include "util/json_text.h"
@@ -138,7 +137,7 @@ Command add_runs(CLI::App& app) {
     for (std::size_t i = 0; i < runs->size(); ++i) {
       RunRecord& r = (*runs)[i];
       if (r.status != RunStatus::Running) continue;
-      active[i] = RunLock::is_held((*store)->runs().folder(), r.id);
+      active[i] = (*store)->runs().locked(r.id);
       if (!active[i]) {
         auto again = (*store)->runs().find_run(r.id);
         if (!again) return report_error(again.error());

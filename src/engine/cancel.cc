@@ -6,7 +6,6 @@
 
 #include "engine/budget.h"
 #include "engine/orphans.h"
-#include "engine/run_lock.h"
 #include "orch/clock.h"
 #include "orch/engine.h"
 #include "orch/report.h"
@@ -30,7 +29,7 @@ bool is_final(RunStatus status) {
 }
 
 // Marks a run that no process drives as cancelled, under its lock.
-Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, RunLock /*held*/) {
+Expected<RunStatus> cancel_idle_run(Store& store, RunRecord run, std::unique_ptr<StoreLock> /*held*/) {
   ORCH_TRY(kill_orphans(&store, run.id));
   ORCH_TRY(store.begin());
   ORCH_TRY(event(store, run.id, "cancel_requested", "", 0, {{"by_pid", getpid()}}));
@@ -94,7 +93,7 @@ Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chr
   if (run.status != RunStatus::Running && run.status != RunStatus::Interrupted &&
       run.status != RunStatus::AwaitingApproval)
     return fail(ErrorCode::InvalidInput, fmt::format("run {} already ended: {}", run_id, run_status_name(run.status)));
-  auto lock = RunLock::acquire(store.folder(), run_id);
+  auto lock = store.lock(run_id);
   if (lock) {
     // Read again under the lock: the process that drove the run may have
     // finished it between the read above and the lock, and let the lock go only
@@ -124,7 +123,7 @@ Expected<RunStatus> cancel_run(Store& store, const std::string& run_id, std::chr
     // (its resume failed), the request is carried out here.
     if (now_run && is_final(now_run->status)) return now_run->status;
     if (now_run) {  // no process holds the lock any more, and the run has not ended: do it here
-      if (auto idle = RunLock::acquire(store.folder(), run_id)) {
+      if (auto idle = store.lock(run_id)) {
         auto again = ORCH_TRY(store.find_run(run_id));
         if (!again) return std::unexpected(store.no_run(run_id));
         if (is_final(again->status)) return again->status;

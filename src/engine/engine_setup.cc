@@ -115,7 +115,7 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   run_.owner_pid = static_cast<int>(getpid());
   run_.status = RunStatus::Running;
   run_.owner = options_.owner;
-  lock_.emplace(ORCH_TRY(RunLock::acquire(store_.folder(), run_.id)));
+  lock_ = ORCH_TRY(store_.lock(run_.id));
 
   ORCH_TRY(load_plan_state(std::move(plan)));
   ORCH_TRY(prepare_run_folder());

@@ -16,7 +16,6 @@
 #include <utility>
 
 #include "engine/orphans.h"
-#include "engine/run_lock.h"
 #include "engine/snapshot.h"
 #include "orch/clock.h"
 #include "orch/plan_loader.h"
@@ -1276,7 +1275,7 @@ steps:
 
 TEST_F(EngineTest, ASecondDriverOfTheSameRunIsRefused) {
   auto out = run("steps:\n  - {id: a, run: [\"false\"]}\n");
-  auto lock = RunLock::acquire(store_->folder(), out.run_id);
+  auto lock = store_->lock(out.run_id);
   ASSERT_TRUE(lock);
   Engine engine(*store_, EngineOptions{});
   auto again = engine.resume(out.run_id, std::nullopt);
@@ -1293,7 +1292,7 @@ TEST_F(EngineTest, ACancelWaitsForTheDriverThatHoldsTheLockNotTheRowItHasYetToWr
   RunRecord row = **store_->find_run(out.run_id);
   row.status = RunStatus::Interrupted;  // as a run stopped by Ctrl-C is, before its resume writes
   ASSERT_TRUE(store_->update_run(row));
-  auto lock = RunLock::acquire(store_->folder(), out.run_id);  // the resume, setting up
+  auto lock = store_->lock(out.run_id);  // the resume, setting up
   ASSERT_TRUE(lock);
   const auto began = std::chrono::steady_clock::now();
   auto answer = cancel_run(*store_, out.run_id, std::chrono::milliseconds(300));
@@ -1791,7 +1790,7 @@ TEST_F(EngineTest, ACancelWhoseDriverLetsGoWithoutDrivingCancelsTheRunItself) {
   RunRecord row = **store_->find_run(out.run_id);
   row.status = RunStatus::Interrupted;
   ASSERT_TRUE(store_->update_run(row));
-  std::optional<RunLock> lock(*RunLock::acquire(store_->folder(), out.run_id));
+  std::unique_ptr<StoreLock> lock = std::move(*store_->lock(out.run_id));
   std::thread release([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     lock.reset();  // the resume gave up
@@ -1985,7 +1984,7 @@ TEST_F(RecoverTest, SettlesWhatADeadDriverLeftAndASecondCallFindsNothing) {
   // The run is left for a resume to drive: its status is not changed, and its lock is let go.
   const RunRecord after_first = store_->find_run(id)->value();
   EXPECT_EQ(after_first.status, RunStatus::Running);
-  EXPECT_FALSE(RunLock::is_held(store_->folder(), id));
+  EXPECT_FALSE(store_->locked(id));
   const std::size_t events = store_->events(id)->size();
 
   auto second = engine.recover(id);
@@ -2053,12 +2052,12 @@ TEST_F(RecoverTest, ARunWhoseWorkspaceIsGoneIsRefusedWithNothingChanged) {
   EXPECT_NE(refused.error().message.find("is not a folder any more"), std::string::npos)
       << refused.error().message;
   EXPECT_EQ(attempts(id, "a")[1].status, AttemptStatus::Running);
-  EXPECT_FALSE(RunLock::is_held(store_->folder(), id));
+  EXPECT_FALSE(store_->locked(id));
 }
 
 TEST_F(RecoverTest, ARunDrivenByALiveProcessIsNotTouched) {
   const std::string id = run_killed_in_attempt_2();
-  auto held = RunLock::acquire(store_->folder(), id);
+  auto held = store_->lock(id);
   ASSERT_TRUE(held) << held.error().message;
   Engine engine(*store_, EngineOptions{});
   auto refused = engine.recover(id);

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "engine/orphans.h"
-#include "engine/run_lock.h"
 #include "engine/snapshot.h"
 #include "orch/report.h"
 #include "util/iso_time.h"
@@ -34,7 +33,7 @@ Expected<void> settle_later_edits(Store& store, const RunRecord& run, LaterEdits
                                   const LaterEditsContext& context) {
   if (policy == LaterEdits::Discard) return {};
   // Driven by a live process: the engine's resume refuses it and says by whom.
-  if (RunLock::is_held(store.folder(), run.id)) return {};
+  if (store.locked(run.id)) return {};
   std::vector<AttemptRecord> killed;
   for (AttemptRecord& a : ORCH_TRY(store.attempts(run.id)))
     if (a.status == AttemptStatus::Running && !a.snapshot_dir.empty() &&

@@ -47,12 +47,12 @@ Expected<Scheduler::RunTaken> Scheduler::take_run(const std::string& run_id) {
   // On the clock `orch cancel` stamps its requests with (the system's, whatever
   // clock the engine runs on): a request stamped from now on came after the lock.
   taken.locking_ms = Clock::system().wall_ms();
-  auto lock = RunLock::acquire(store_.folder(), run_id);
+  auto lock = store_.lock(run_id);
   if (!lock && lock.error().code == ErrorCode::Busy && !recorded_driver_alive(*found)) {
     // No live process drives the run, yet the lock is held: by `orch cancel`,
     // for the moment it takes to record the cancel of an idle run (or by
     // another resume just starting). A cancel is named as one, not as a driver.
-    for (int i = 0; i < 40 && RunLock::is_held(store_.folder(), run_id); ++i)
+    for (int i = 0; i < 40 && store_.locked(run_id); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     auto now = store_.find_run(run_id);
     if (now && *now && (*now)->status == RunStatus::Cancelled &&
@@ -61,10 +61,10 @@ Expected<Scheduler::RunTaken> Scheduler::take_run(const std::string& run_id) {
       return taken;  // without the lock (taken.locked false): the caller says so
     }
     // Let go meanwhile without a cancel (a resume that failed to start): try again.
-    if (!RunLock::is_held(store_.folder(), run_id)) lock = RunLock::acquire(store_.folder(), run_id);
+    if (!store_.locked(run_id)) lock = store_.lock(run_id);
   }
   if (!lock) return std::unexpected(lock.error());
-  lock_.emplace(std::move(*lock));
+  lock_ = std::move(*lock);
   taken.locked = true;
   // Read again under the lock: a process that drove the run until a moment ago
   // wrote its final row before it let the lock go, and the row read before

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <map>
 
-#include "engine/run_lock.h"
 #include "orch/clock.h"
 #include "util/iso_time.h"
 #include "util/strings.h"
@@ -105,7 +104,7 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   // before the row is read: a driver writes its final status and only then lets
   // the lock go, so a row read afterwards that still says running was orphaned.
   // (Read the other way round, a run that ends in between would look orphaned.)
-  const bool held = RunLock::is_held(store.folder(), run_id);
+  const bool held = store.locked(run_id);
   auto found = ORCH_TRY(store.find_run(run_id));
   if (!found) return std::unexpected(store.no_run(run_id));
   const bool active = found->status == RunStatus::Running && held;

@@ -32,7 +32,6 @@
 #include "engine/retry_policy.h"
 #include "engine/risk_gate.h"
 #include "engine/run_finish.h"
-#include "engine/run_lock.h"
 #include "engine/signals.h"
 #include "engine/step_state.h"
 #include "engine/turn_writer.h"
@@ -177,7 +176,7 @@ class Scheduler {
   TurnWriter writer_;
   RiskGate gate_;  // the risk guard's approvals and questions
   CheckRunner checks_;
-  std::optional<RunLock> lock_;
+  std::unique_ptr<StoreLock> lock_;  // the run's lock, while this driver holds it
   std::unique_ptr<SignalWatch> signals_;
   // Attempts started since the last commit whose process group is yet to be
   // recorded (an attempt_spawned event in the next turn's transaction).

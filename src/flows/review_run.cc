@@ -4,7 +4,6 @@
 
 #include <cctype>
 
-#include "engine/run_lock.h"
 #include "flows/review_driver.h"
 #include "flows/review_plans.h"
 #include "flows/stage_plan.h"
@@ -31,7 +30,7 @@ Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, Driv
   const bool resuming = mode != DriveMode::Launch;
   // The lock is the review's, not a run's: `orch cancel` does not know it, but an
   // interrupted review goes on with --resume.
-  auto lock = RunLock::acquire(env.store->folder(), "review-" + id, [&](const std::string& pid) {
+  auto lock = env.store->lock("review-" + id, [&](const std::string& pid) {
     return pid == "unknown"
                ? fmt::format(
                      "review {} is already being driven by another orch process; wait for it to "

@@ -6,7 +6,6 @@
 #include <cctype>
 #include <map>
 
-#include "engine/run_lock.h"
 #include "flows/task_engines.h"
 #include "orch/plan_loader.h"
 #include "util/atomic_file.h"
@@ -513,7 +512,7 @@ Expected<std::vector<std::string>> gc_tasks(TaskEnv& env, std::chrono::milliseco
     if (row.status != TraceStatus::Open || now - row.updated_at <= older_than.count()) continue;
     // A trace whose run a live process drives (`task run`, `orch resume`) is not
     // abandoned, however long its step takes: only a dead session's is.
-    if (!row.run_id.empty() && RunLock::is_held(env.store->folder(), row.run_id)) continue;
+    if (!row.run_id.empty() && env.store->locked(row.run_id)) continue;
     const std::string note = fmt::format("abandoned by gc: untouched since {} (more than {} s)",
                                          iso8601_utc(row.updated_at), older_than.count() / 1000);
     // Re-checked under the lock: a trace logged meanwhile is not stale any more.

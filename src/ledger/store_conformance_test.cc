@@ -3,6 +3,7 @@
 // A new backend (PostgreSQL) is one more entry in kBackends and must pass all.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <functional>
 #include <memory>
@@ -284,6 +285,25 @@ TEST_P(StoreContract, CancelIsAFlagAnyWriterMaySet) {
   ASSERT_TRUE(store_->request_cancel("r"));
   EXPECT_TRUE(*store_->cancel_requested("r"));
   EXPECT_TRUE((*store_->find_run("r"))->cancel_requested);
+}
+
+TEST_P(StoreContract, ALockHasOneHolderAtATimeAndIsFreeOnceReleased) {
+  EXPECT_FALSE(store_->locked("r"));
+  auto held = store_->lock("r");
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_TRUE(store_->locked("r"));
+  auto second = store_->lock("r");
+  ASSERT_FALSE(second) << "one holder at a time";
+  EXPECT_EQ(second.error().code, ErrorCode::Busy);
+  EXPECT_NE(second.error().message.find("run r is already being driven"), std::string::npos)
+      << second.error().message;
+  auto named = store_->lock("r", [](const std::string& holder) { return "review busy, held by " + holder; });
+  ASSERT_FALSE(named);
+  EXPECT_EQ(named.error().message, "review busy, held by " + std::to_string(getpid()));
+  EXPECT_FALSE(store_->locked("other")) << "a lock is on its name only";
+  held->reset();
+  EXPECT_FALSE(store_->locked("r"));
+  EXPECT_TRUE(store_->lock("r")) << "free once released";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreContract, ::testing::ValuesIn(kBackends),

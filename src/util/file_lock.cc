@@ -1,4 +1,4 @@
-#include "engine/run_lock.h"
+#include "util/file_lock.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -18,10 +18,6 @@ namespace orch {
 namespace fs = std::filesystem;
 
 namespace {
-fs::path lock_path(const fs::path& store_folder, const std::string& run_id) {
-  return store_folder / "locks" / (run_id + ".lock");
-}
-
 std::string read_pid(int fd) {
   char buf[32] = {};
   ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
@@ -50,23 +46,18 @@ std::string read_owner(int fd) {
 }
 }  // namespace
 
-Expected<RunLock> RunLock::acquire(const fs::path& store_folder, const std::string& run_id,
-                                   const std::function<std::string(const std::string& pid)>& when_busy) {
+Expected<FileLock> FileLock::acquire(
+    const fs::path& path, const std::function<std::string(const std::string& holder)>& busy_message) {
   std::error_code ec;
-  fs::create_directories(store_folder / "locks", ec);
-  fs::path path = lock_path(store_folder, run_id);
+  fs::create_directories(path.parent_path(), ec);
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(ErrorCode::Io, fmt::format("{}: cannot open lock file: {}", path.string(), strerror(errno)));
+  if (fd < 0)
+    return fail(ErrorCode::Io, fmt::format("{}: cannot open lock file: {}", path.string(), strerror(errno)));
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
-    std::string owner = read_owner(fd);
+    std::string holder = read_owner(fd);
     close(fd);
-    if (err == EWOULDBLOCK && when_busy) return fail(ErrorCode::Busy, when_busy(owner));
-    if (err == EWOULDBLOCK)
-      return fail(ErrorCode::Busy,
-                  fmt::format("run {} is already being driven by another orch process (pid {}); "
-                              "wait for it to finish or `orch cancel {}`",
-                              run_id, owner, run_id));
+    if (err == EWOULDBLOCK) return fail(ErrorCode::Busy, busy_message(holder));
     return fail(ErrorCode::Io, fmt::format("{}: cannot lock: {}", path.string(), strerror(err)));
   }
   // Written over the previous holder's pid, then cut to length, so that the file
@@ -75,11 +66,10 @@ Expected<RunLock> RunLock::acquire(const fs::path& store_folder, const std::stri
   if (pwrite(fd, pid.data(), pid.size(), 0) < 0 || ftruncate(fd, static_cast<off_t>(pid.size())) != 0) {
     // Nothing to do: a message will say "pid unknown".
   }
-  return RunLock(fd);
+  return FileLock(fd);
 }
 
-bool RunLock::is_held(const fs::path& store_folder, const std::string& run_id) {
-  fs::path path = lock_path(store_folder, run_id);
+bool FileLock::is_held(const fs::path& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
@@ -87,9 +77,11 @@ bool RunLock::is_held(const fs::path& store_folder, const std::string& run_id) {
   return held;
 }
 
-RunLock::RunLock(RunLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) {
+  other.fd_ = -1;
+}
 
-RunLock& RunLock::operator=(RunLock&& other) noexcept {
+FileLock& FileLock::operator=(FileLock&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) close(fd_);
     fd_ = other.fd_;
@@ -98,7 +90,7 @@ RunLock& RunLock::operator=(RunLock&& other) noexcept {
   return *this;
 }
 
-RunLock::~RunLock() {
+FileLock::~FileLock() {
   if (fd_ >= 0) close(fd_);
 }
 
