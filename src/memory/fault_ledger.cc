@@ -5,11 +5,11 @@
 #include <cctype>
 #include <set>
 
-#include "ledger/sqlite_statement.h"
-#include "util/iso_time.h"
 #include "memory/memory_db.h"
 #include "orch/clock.h"
+#include "sqlite/sqlite_statement.h"
 #include "util/atomic_file.h"
+#include "util/iso_time.h"
 
 namespace orch::memory {
 

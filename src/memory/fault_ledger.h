@@ -20,10 +20,10 @@
 #include <string_view>
 #include <vector>
 
-#include "ledger/sqlite_db.h"
 #include "memory/lessons.h"
 #include "memory/memory_paths.h"
 #include "orch/error.h"
+#include "sqlite/sqlite_db.h"
 
 namespace orch::memory {
 

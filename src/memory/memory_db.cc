@@ -60,7 +60,7 @@
 #include <array>
 #include <fstream>
 
-#include "ledger/connection_settings.h"
+#include "sqlite/connection_settings.h"
 
 namespace orch::memory {
 
@@ -179,7 +179,7 @@ Expected<SqliteDb> open_memory_db(const fs::path& db_path) {
     return fail(ErrorCode::Io, fmt::format("{}: cannot create the folder: {}", db_path.parent_path().string(),
                                            ec.message()));
   ORCH_TRY(check_header(db_path));
-  auto db = ORCH_TRY(SqliteDb::open(db_path));
+  auto db = ORCH_TRY(SqliteDb::open(db_path, "orch's memory"));
   set_busy_timeout(db);
   // Recognised before anything is written (WAL mode is written into the file).
   const int version = ORCH_TRY(read_version(db));

@@ -6,7 +6,7 @@
 // marks the file as orch's memory so that a foreign database is never written to.
 //
 // Opening creates the folder and the file when missing, switches to WAL with the
-// ledger's connection settings (ledger/connection_settings.h: busy timeout, so
+// ledger's connection settings (sqlite/connection_settings.h: busy timeout, so
 // several orch processes may share the file) and applies missing migrations in
 // one BEGIN IMMEDIATE transaction. A file that is not SQLite, a foreign SQLite
 // database, or one from a newer orch is an ErrorCode::Store error naming the file,
@@ -21,9 +21,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "ledger/sqlite_db.h"
 #include "memory/memory_paths.h"
 #include "orch/error.h"
+#include "sqlite/sqlite_db.h"
 
 namespace orch::memory {
 

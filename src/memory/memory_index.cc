@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "ledger/sqlite_statement.h"
 #include "memory/memory_db.h"
 #include "memory/similarity.h"
+#include "sqlite/sqlite_statement.h"
 
 namespace orch::memory {
 

@@ -26,10 +26,10 @@
 #include <string_view>
 #include <vector>
 
-#include "ledger/sqlite_db.h"
 #include "memory/memory_paths.h"
 #include "memory/term_analyzer.h"
 #include "orch/error.h"
+#include "sqlite/sqlite_db.h"
 
 namespace orch::memory {
 

@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "ledger/sqlite_statement.h"
 #include "memory/index_sources.h"
 #include "memory/memory_db.h"
 #include "memory/memory_index.h"
+#include "sqlite/sqlite_statement.h"
 #include "util/json_text.h"
 
 namespace orch::memory {
