@@ -61,6 +61,7 @@
 #include <fstream>
 
 #include "sqlite/connection_settings.h"
+#include "sqlite/sqlite_statement.h"
 
 namespace orch::memory {
 
@@ -187,6 +188,14 @@ Expected<SqliteDb> open_memory_db(const fs::path& db_path) {
   // The common case (an up-to-date file) takes no write lock.
   if (version != memory_schema_version()) ORCH_TRY(migrate(db));
   return db;
+}
+
+Expected<std::string> read_meta(SqliteDb& db, std::string_view key) {
+  auto query = ORCH_TRY(Statement::prepare(db, "SELECT value FROM meta WHERE key = ?1"));
+  ResetOnExit reset(query);
+  query.bind_text(1, key);
+  if (!ORCH_TRY(query.step([&] { return fmt::format("reading '{}' from meta", key); }))) return std::string();
+  return query.column_text(0);
 }
 
 Expected<SqliteDb> open_memory_db(const MemoryPaths& paths) {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -36,6 +37,9 @@ int memory_schema_version();
 Expected<SqliteDb> open_memory_db(const std::filesystem::path& db_path);
 // The workspace's memory.db; the workspace folder itself must exist (NotFound otherwise).
 Expected<SqliteDb> open_memory_db(const MemoryPaths& paths);
+
+// The value of `key` in the meta table ("" when it has none).
+Expected<std::string> read_meta(SqliteDb& db, std::string_view key);
 
 // Runs `body` (returning Expected<T>) inside BEGIN IMMEDIATE ... COMMIT; rolls back
 // when it fails. `what` names the work in error messages.
