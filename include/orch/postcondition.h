@@ -12,8 +12,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "orch/executor.h"
+#include "orch/attempt_outcome.h"
 #include "orch/plan.h"
 
 namespace orch {

@@ -262,20 +262,32 @@ void run_learning_loop(TaskEnv& env, Trace& trace) {
     r.erase("stage");
     trace.learning_results[name] = std::move(r);
   };
+  // The workspace's memory, opened by the first step that needs it and shared
+  // by the rest: the lessons and the fault ledger (MemoryStore), and the index.
+  std::unique_ptr<memory::MemoryIndex> index;
+  auto open_memory = [&]() -> Expected<memory::MemoryIndex*> {
+    if (!index) index = ORCH_TRY(memory::MemoryIndex::open(paths));
+    return index.get();
+  };
   step("harvest", [&]() -> Expected<json> {
     if (!lesson) return std::unexpected(lesson.error());
-    auto note = ORCH_TRY(memory::harvest_lesson(paths, *lesson));
+    ORCH_TRY(memory::check_lesson(*lesson));  // before the database is made
+    memory::LessonStore& lessons = ORCH_TRY(open_memory())->store().lessons();
+    auto note = ORCH_TRY(memory::harvest_lesson(lessons, paths, *lesson));
     return json{{"summary", memory::workspace_relative(paths, note)},
                 {"note", memory::workspace_relative(paths, note)}};
   });
   step("faults", [&]() -> Expected<json> {
     if (!lesson) return std::unexpected(lesson.error());
-    ORCH_TRY(memory::update_fault_ledger(paths, *lesson));
+    ORCH_TRY(memory::check_lesson(*lesson));
+    memory::FaultLedger& faults = ORCH_TRY(open_memory())->store().faults();
+    ORCH_TRY(memory::update_fault_ledger(faults, paths, *lesson));
     return json{{"summary", fmt::format("{} failure{} recorded", lesson->verify_failures.size(),
                                         lesson->verify_failures.size() == 1 ? "" : "s")}};
   });
   step("reindex", [&]() -> Expected<json> {
-    auto stats = ORCH_TRY(memory::reindex_memory(paths));
+    memory::MemoryIndex* memory_index = ORCH_TRY(open_memory());
+    auto stats = ORCH_TRY(memory_index->reindex());
     return json{
         {"summary", fmt::format("{} notes, {} lessons, {} traces", stats.notes, stats.lessons, stats.traces)},
         {"skipped", stats.skipped}};

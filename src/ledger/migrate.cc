@@ -13,8 +13,8 @@
 #include <system_error>
 
 #include "ledger/schema.h"
-#include "ledger/sqlite_statement.h"
 #include "orch/store.h"
+#include "sqlite/sqlite_statement.h"
 
 namespace orch {
 
@@ -140,7 +140,7 @@ Expected<void> sync_path(const std::filesystem::path& path, bool folder) {
 // anyone's until the rename, so it needs no journal on disk and no fsync of its
 // own (create_ledger_file syncs it once, whole).
 Expected<void> build_ledger(const std::filesystem::path& temp, std::int64_t now_ms) {
-  auto db = ORCH_TRY(SqliteDb::open(temp));
+  auto db = ORCH_TRY(SqliteDb::open(temp, kLedgerFileKind));
   ORCH_TRY(db.exec("PRAGMA journal_mode = MEMORY", "building a new ledger"));
   ORCH_TRY(db.exec("PRAGMA synchronous = OFF", "building a new ledger"));
   ORCH_TRY(migrate_to_current(db, now_ms));

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "ledger/sqlite_db.h"
 #include "orch/error.h"
+#include "sqlite/sqlite_db.h"
 
 namespace orch {
 

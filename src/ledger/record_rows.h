@@ -7,10 +7,10 @@
 // matching UPDATE share one bind function.
 #pragma once
 
-#include "ledger/sqlite_statement.h"
 #include "orch/review_store.h"
 #include "orch/store.h"
 #include "orch/trace_store.h"
+#include "sqlite/sqlite_statement.h"
 
 namespace orch::rows {
 

@@ -32,4 +32,8 @@ std::span<const Migration> schema_migrations();
 // happens to have a `runs` or `schema_version` table is never mistaken for one.
 inline constexpr std::int32_t kOrchApplicationId = 0x6F726368;
 
+// What a ledger file is, for the error about a file that is no SQLite database
+// at all (SqliteDb::open): "<path>: not a SQLite database, so not an orch ledger".
+inline constexpr const char* kLedgerFileKind = "an orch ledger";
+
 }  // namespace orch

@@ -11,10 +11,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "ledger/connection_settings.h"
 #include "ledger/ledger_test_support.h"
 #include "ledger/record_rows.h"
 #include "ledger/sqlite_store.h"
+#include "sqlite/connection_settings.h"
 #include "testing/testing.h"
 
 namespace orch {
@@ -313,14 +313,6 @@ TEST(ConnectionSettings, ClosingLeavesASmallWalOrABusyOneAlone) {
   }
   EXPECT_GT(std::filesystem::file_size(wal), kWalShrinkBytes);
   ASSERT_TRUE(reader->connection().exec("COMMIT", "test"));
-}
-
-TEST(ConnectionSettings, SyncModeParsing) {
-  EXPECT_EQ(*sync_mode_from_env(nullptr), SyncMode::Normal);
-  EXPECT_EQ(*sync_mode_from_env(""), SyncMode::Normal);
-  EXPECT_EQ(*sync_mode_from_env("normal"), SyncMode::Normal);
-  EXPECT_EQ(*sync_mode_from_env("Full"), SyncMode::Full);
-  EXPECT_FALSE(sync_mode_from_env("off"));
 }
 
 }  // namespace

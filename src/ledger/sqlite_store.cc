@@ -6,12 +6,12 @@
 #include <cstdlib>
 #include <system_error>
 
-#include "ledger/connection_settings.h"
 #include "ledger/migrate.h"
 #include "ledger/record_rows.h"
 #include "ledger/schema.h"
 #include "orch/ledger.h"
 #include "orch/workspace.h"
+#include "sqlite/connection_settings.h"
 
 namespace orch {
 
@@ -107,7 +107,7 @@ Expected<std::unique_ptr<SqliteStore>> SqliteStore::open(const fs::path& db_path
   // without replacing.
   if (fs::symlink_status(path, ec).type() == fs::file_type::not_found)
     ORCH_TRY(create_ledger_file(path, now_ms()));
-  auto db = ORCH_TRY(SqliteDb::open(path));
+  auto db = ORCH_TRY(SqliteDb::open(path, kLedgerFileKind));
   set_busy_timeout(db);
   ORCH_TRY(leave_files_on_close(db));
   // Decide what the file is before changing anything in it (even the journal mode).

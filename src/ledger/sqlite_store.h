@@ -28,12 +28,12 @@
 #include <filesystem>
 #include <memory>
 
-#include "ledger/sqlite_db.h"
-#include "ledger/sqlite_statement.h"
 #include "ledger/wal_checkpointer.h"
 #include "orch/review_store.h"
 #include "orch/store.h"
 #include "orch/trace_store.h"
+#include "sqlite/sqlite_db.h"
+#include "sqlite/sqlite_statement.h"
 
 namespace orch {
 

@@ -7,6 +7,8 @@
 #include <system_error>
 #include <utility>
 
+#include "ledger/schema.h"
+
 namespace orch {
 
 namespace {
@@ -15,7 +17,7 @@ namespace {
 // the checkpoint's syncs), and like every orch connection it neither deletes the
 // WAL nor checkpoints when it closes.
 Expected<SqliteDb> open_checkpoint_connection(const std::filesystem::path& path, SyncMode sync) {
-  auto db = ORCH_TRY(SqliteDb::open(path));
+  auto db = ORCH_TRY(SqliteDb::open(path, kLedgerFileKind));
   ORCH_TRY(db.exec(sync == SyncMode::Full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
                    "setting synchronous for the checkpointer"));
   int persist = 1;

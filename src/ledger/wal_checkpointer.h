@@ -30,8 +30,8 @@
 #include <mutex>
 #include <thread>
 
-#include "ledger/connection_settings.h"
-#include "ledger/sqlite_db.h"
+#include "sqlite/connection_settings.h"
+#include "sqlite/sqlite_db.h"
 
 namespace orch {
 

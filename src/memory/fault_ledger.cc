@@ -5,11 +5,10 @@
 #include <cctype>
 #include <set>
 
-#include "ledger/sqlite_statement.h"
-#include "util/iso_time.h"
-#include "memory/memory_db.h"
+#include "memory/memory_store.h"
 #include "orch/clock.h"
 #include "util/atomic_file.h"
+#include "util/iso_time.h"
 
 namespace orch::memory {
 
@@ -37,14 +36,10 @@ std::string day_and_minute(std::int64_t ms) {
   return iso.substr(0, 10) + " " + iso.substr(11, 5) + " UTC";
 }
 
-struct Sighting {
-  std::string pattern;
-  std::string description;
-};
+}  // namespace
 
-// The patterns a lesson contributes, each once.
-std::vector<Sighting> sightings_of(const LessonInput& lesson) {
-  std::vector<Sighting> out;
+std::vector<FaultSighting> fault_sightings(const LessonInput& lesson) {
+  std::vector<FaultSighting> out;
   std::set<std::string> seen;
   for (const auto& failure : lesson.verify_failures) {
     std::string pattern = fault_pattern(failure);
@@ -58,8 +53,6 @@ std::vector<Sighting> sightings_of(const LessonInput& lesson) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string fault_pattern(std::string_view failure) {
   std::string out;
@@ -85,61 +78,20 @@ std::string fault_pattern(std::string_view failure) {
   return out;
 }
 
-Expected<bool> record_faults(SqliteDb& db, const LessonInput& lesson) {
+Expected<bool> record_faults(FaultLedger& ledger, const LessonInput& lesson) {
   ORCH_TRY(check_lesson(lesson));
-  const std::vector<Sighting> sightings = sightings_of(lesson);
-  if (sightings.empty()) return false;
-  const std::int64_t seen_at = lesson.closed_at_ms != 0 ? lesson.closed_at_ms : Clock::system().wall_ms();
-  return in_write_transaction(db, "updating the fault ledger", [&]() -> Expected<bool> {
-    auto sight = ORCH_TRY(Statement::prepare(
-        db, "INSERT OR IGNORE INTO fault_sightings (pattern, trace_id, seen_at) VALUES (?1, ?2, ?3)"));
-    auto count = ORCH_TRY(Statement::prepare(db, R"sql(
-      INSERT INTO faults (pattern, description, count, first_seen, last_seen, last_trace_id, example)
-      VALUES (?1, ?2, 1, ?3, ?3, ?4, ?5)
-      ON CONFLICT (pattern) DO UPDATE SET
-        count = count + 1,
-        first_seen = min(first_seen, excluded.first_seen),
-        last_trace_id = CASE WHEN excluded.last_seen >= last_seen THEN excluded.last_trace_id ELSE last_trace_id END,
-        example = CASE WHEN excluded.last_seen >= last_seen THEN excluded.example ELSE example END,
-        last_seen = max(last_seen, excluded.last_seen))sql"));
-    bool changed = false;
-    for (const auto& s : sightings) {
-      auto describe = [&] {
-        return fmt::format("recording fault '{}' of trace '{}'", s.pattern, lesson.trace_id);
-      };
-      sight.bind_text(1, s.pattern);
-      sight.bind_text(2, lesson.trace_id);
-      sight.bind_int(3, seen_at);
-      ORCH_TRY(sight.run(describe));
-      if (db.changes() == 0) continue;  // this trace was already counted for this pattern
-      count.bind_text(1, s.pattern);
-      count.bind_text(2, s.description);
-      count.bind_int(3, seen_at);
-      count.bind_text(4, lesson.trace_id);
-      count.bind_text(5, lesson.request);
-      ORCH_TRY(count.run(describe));
-      changed = true;
-    }
-    return changed;
-  });
-}
-
-Expected<std::vector<Fault>> read_faults(SqliteDb& db) {
-  auto query = ORCH_TRY(Statement::prepare(db, R"sql(
-    SELECT pattern, description, count, first_seen, last_seen, last_trace_id, example
-    FROM faults ORDER BY count DESC, last_seen DESC, pattern)sql"));
-  ResetOnExit reset(query);
-  std::vector<Fault> out;
-  while (ORCH_TRY(query.step([] { return "reading the fault ledger"; }))) {
-    out.push_back(Fault{query.column_text(0), query.column_text(1), query.column_int(2), query.column_int(3),
-                        query.column_int(4), query.column_text(5), query.column_text(6)});
-  }
-  return out;
+  FaultReport report;
+  report.sightings = fault_sightings(lesson);
+  if (report.sightings.empty()) return false;
+  report.trace_id = lesson.trace_id;
+  report.request = lesson.request;
+  report.seen_at_ms = lesson.closed_at_ms != 0 ? lesson.closed_at_ms : Clock::system().wall_ms();
+  return ledger.record(report);
 }
 
 Expected<std::vector<Fault>> list_faults(const MemoryPaths& paths) {
-  auto db = ORCH_TRY(open_memory_db(paths));
-  return read_faults(db);
+  auto store = ORCH_TRY(open_memory_store(paths));
+  return store->faults().read_faults();
 }
 
 std::string fault_ledger_markdown(const std::vector<Fault>& faults) {
@@ -159,19 +111,33 @@ std::string fault_ledger_markdown(const std::vector<Fault>& faults) {
   return out;
 }
 
-Expected<void> export_fault_ledger(SqliteDb& db, const MemoryPaths& paths) {
-  const auto faults = ORCH_TRY(read_faults(db));
+Expected<void> export_fault_ledger(FaultLedger& ledger, const MemoryPaths& paths) {
+  const auto faults = ORCH_TRY(ledger.read_faults());
   return write_file_atomically(paths.fault_ledger, fault_ledger_markdown(faults));
 }
 
+namespace {
+
+bool clean_pass(const LessonInput& lesson) {
+  return lesson.result == "pass" && lesson.verify_failures.empty();
+}
+
+}  // namespace
+
 Expected<void> update_fault_ledger(const MemoryPaths& paths, const LessonInput& lesson) {
   ORCH_TRY(check_lesson(lesson));
-  if (lesson.result == "pass" && lesson.verify_failures.empty())
-    return {};  // a clean pass: nothing to learn here
-  auto db = ORCH_TRY(open_memory_db(paths));
-  const bool changed = ORCH_TRY(record_faults(db, lesson));
+  if (clean_pass(lesson)) return {};  // nothing to learn here: not even the database is made
+  auto store = ORCH_TRY(open_memory_store(paths));
+  return update_fault_ledger(store->faults(), paths, lesson);
+}
+
+Expected<void> update_fault_ledger(FaultLedger& ledger, const MemoryPaths& paths, const LessonInput& lesson) {
+  ORCH_TRY(check_lesson(lesson));
+  if (clean_pass(lesson)) return {};
+  const bool changed = ORCH_TRY(record_faults(ledger, lesson));
   std::error_code ec;
-  if (changed || !std::filesystem::exists(paths.fault_ledger, ec)) ORCH_TRY(export_fault_ledger(db, paths));
+  if (changed || !std::filesystem::exists(paths.fault_ledger, ec))
+    ORCH_TRY(export_fault_ledger(ledger, paths));
   return {};
 }
 

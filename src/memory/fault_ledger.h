@@ -9,10 +9,12 @@
 // pattern, so updating twice for one trace counts it once. A clean pass (result
 // pass, no failed item) changes nothing.
 //
-// After every change .orch/memory/FAULT_LEDGER.md is regenerated from the table
-// (atomically): a table for people, most frequent pattern first.
+// The counting is a FaultLedger's (memory_store.h); what a trace contributes
+// (fault_sightings) and FAULT_LEDGER.md are decided here, whatever holds the
+// counts. After every change .orch/memory/FAULT_LEDGER.md is regenerated from
+// the ledger (atomically): a table for people, most frequent pattern first.
 //
-// Not thread-safe on one SqliteDb; several processes may update one memory.db.
+// Not thread-safe on one FaultLedger; several processes may update one workspace's.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +22,13 @@
 #include <string_view>
 #include <vector>
 
-#include "ledger/sqlite_db.h"
 #include "memory/lessons.h"
 #include "memory/memory_paths.h"
 #include "orch/error.h"
 
 namespace orch::memory {
+
+class FaultLedger;  // memory_store.h
 
 struct Fault {
   std::string pattern;
@@ -43,16 +46,31 @@ struct Fault {
 // "Tests pass (3 failed)" -> "tests pass # failed". "" when nothing is left.
 std::string fault_pattern(std::string_view failure);
 
-Expected<void> update_fault_ledger(const MemoryPaths& paths, const LessonInput& lesson);
-// The table part alone, on an open memory.db: true when a row changed.
-Expected<bool> record_faults(SqliteDb& db, const LessonInput& lesson);
+// A pattern a closed trace failed on.
+struct FaultSighting {
+  std::string pattern;
+  std::string description;  // the failure's text
+};
 
-// Every pattern, most frequent first (ties: the latest first).
-Expected<std::vector<Fault>> read_faults(SqliteDb& db);
+// The patterns a closed trace contributes, each once: its failed VERIFY items,
+// or for a trace that did not pass and has none, "result:<result> intent:<intent>".
+// Empty for a clean pass.
+std::vector<FaultSighting> fault_sightings(const LessonInput& lesson);
+
+// Records the lesson's sightings, then regenerates FAULT_LEDGER.md when a count
+// changed or the file is missing. A clean pass (result pass, no failed item)
+// changes nothing: the first, which opens the workspace's store, does not even
+// open it then.
+Expected<void> update_fault_ledger(const MemoryPaths& paths, const LessonInput& lesson);
+Expected<void> update_fault_ledger(FaultLedger& ledger, const MemoryPaths& paths, const LessonInput& lesson);
+// The counting alone, without FAULT_LEDGER.md: true when a count changed.
+Expected<bool> record_faults(FaultLedger& ledger, const LessonInput& lesson);
+
+// Every pattern of the workspace's fault ledger, most frequent first.
 Expected<std::vector<Fault>> list_faults(const MemoryPaths& paths);
 
 std::string fault_ledger_markdown(const std::vector<Fault>& faults);
-// Regenerates FAULT_LEDGER.md from the table.
-Expected<void> export_fault_ledger(SqliteDb& db, const MemoryPaths& paths);
+// Regenerates FAULT_LEDGER.md from the ledger.
+Expected<void> export_fault_ledger(FaultLedger& ledger, const MemoryPaths& paths);
 
 }  // namespace orch::memory

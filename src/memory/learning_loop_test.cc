@@ -79,9 +79,9 @@ TEST_F(LearningLoopTest, HarvestingATraceTwiceKeepsOneLesson) {
   EXPECT_NE(note.find("## What fixed it\n\ncleared the date cache on resume\n"), std::string::npos) << note;
   EXPECT_NE(note.find("(edited)"), std::string::npos);
 
-  auto db = open_memory_db(paths);
-  ASSERT_TRUE(db);
-  auto stored = read_lessons(*db);
+  auto store = open_memory_store(paths);
+  ASSERT_TRUE(store);
+  auto stored = (*store)->lessons().read_lessons();
   ASSERT_TRUE(stored);
   ASSERT_EQ(stored->size(), 1u);
   EXPECT_EQ((*stored)[0].lesson.verify_failures, (std::vector<std::string>{"root cause named"}));

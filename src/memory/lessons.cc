@@ -5,11 +5,10 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
-#include "ledger/sqlite_statement.h"
-#include "util/iso_time.h"
-#include "memory/memory_db.h"
+#include "memory/memory_store.h"
 #include "orch/clock.h"
 #include "util/atomic_file.h"
+#include "util/iso_time.h"
 #include "util/json_text.h"
 
 namespace orch::memory {
@@ -107,8 +106,8 @@ std::string lesson_markdown(const LessonInput& l) {
 
 Expected<fs::path> harvest_lesson(const MemoryPaths& paths, const LessonInput& lesson) {
   ORCH_TRY(check_lesson(lesson));  // before the database is made
-  auto db = ORCH_TRY(open_memory_db(paths));
-  return harvest_lesson(db, paths, lesson);
+  auto store = ORCH_TRY(open_memory_store(paths));
+  return harvest_lesson(store->lessons(), paths, lesson);
 }
 
 Expected<void> check_lesson(const LessonInput& lesson) {
@@ -120,7 +119,7 @@ Expected<void> check_lesson(const LessonInput& lesson) {
   return {};
 }
 
-Expected<fs::path> harvest_lesson(SqliteDb& db, const MemoryPaths& paths, const LessonInput& input) {
+Expected<fs::path> harvest_lesson(LessonStore& store, const MemoryPaths& paths, const LessonInput& input) {
   ORCH_TRY(check_lesson(input));
   const std::int64_t now = Clock::system().wall_ms();
   LessonInput lesson = input;
@@ -133,70 +132,8 @@ Expected<fs::path> harvest_lesson(SqliteDb& db, const MemoryPaths& paths, const 
                 fmt::format("{}: cannot create the folder: {}", paths.lessons.string(), ec.message()));
   const fs::path note = paths.lessons / (lesson.trace_id + ".md");
   ORCH_TRY(write_file_atomically(note, lesson_markdown(lesson)));
-
-  auto record = [&]() -> Expected<void> {
-    auto upsert = ORCH_TRY(Statement::prepare(db, R"sql(
-      INSERT INTO lessons (trace_id, request, intent, result, verify_failures, fix, summary, note_path,
-                           closed_at, created_at, updated_at)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
-      ON CONFLICT (trace_id) DO UPDATE SET
-        request = excluded.request, intent = excluded.intent, result = excluded.result,
-        verify_failures = excluded.verify_failures, fix = excluded.fix, summary = excluded.summary,
-        note_path = excluded.note_path, closed_at = excluded.closed_at, updated_at = excluded.updated_at)sql"));
-    const std::string failures = json_text(nlohmann::json(lesson.verify_failures));
-    const std::string note_path = workspace_relative(paths, note);
-    upsert.bind_text(1, lesson.trace_id);
-    upsert.bind_text(2, lesson.request);
-    upsert.bind_text(3, lesson.intent);
-    upsert.bind_text(4, lesson.result);
-    upsert.bind_text(5, failures);
-    upsert.bind_text(6, lesson.fix);
-    upsert.bind_text(7, lesson.summary);
-    upsert.bind_text(8, note_path);
-    upsert.bind_int(9, lesson.closed_at_ms);
-    upsert.bind_int(10, now);
-    ORCH_TRY(upsert.run([&] { return fmt::format("recording the lesson of trace '{}'", lesson.trace_id); }));
-    // The index's signature includes this counter, so the next reindex sees the change.
-    return db.exec(
-        "INSERT INTO meta (key, value) VALUES ('lessons_generation', '1') "
-        "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
-        "counting lesson writes");
-  };
-  ORCH_TRY(in_write_transaction(db, "recording a lesson", record));
+  ORCH_TRY(store.put_lesson(lesson, workspace_relative(paths, note), now));
   return note;
-}
-
-Expected<bool> has_lesson(SqliteDb& db, std::string_view trace_id) {
-  auto query = ORCH_TRY(Statement::prepare(db, "SELECT 1 FROM lessons WHERE trace_id = ?1"));
-  ResetOnExit reset(query);
-  query.bind_text(1, trace_id);
-  return query.step([&] { return fmt::format("looking up the lesson of trace '{}'", trace_id); });
-}
-
-Expected<std::vector<StoredLesson>> read_lessons(SqliteDb& db) {
-  auto query = ORCH_TRY(Statement::prepare(db, R"sql(
-    SELECT trace_id, request, intent, result, verify_failures, fix, summary, note_path, closed_at, created_at
-    FROM lessons ORDER BY created_at, trace_id)sql"));
-  ResetOnExit reset(query);
-  std::vector<StoredLesson> out;
-  while (ORCH_TRY(query.step([] { return "reading the lessons"; }))) {
-    StoredLesson s;
-    s.lesson.trace_id = query.column_text(0);
-    s.lesson.request = query.column_text(1);
-    s.lesson.intent = query.column_text(2);
-    s.lesson.result = query.column_text(3);
-    const auto failures = nlohmann::json::parse(query.column_text(4), nullptr, false);
-    if (failures.is_array())
-      for (const auto& f : failures)
-        if (f.is_string()) s.lesson.verify_failures.push_back(f.get<std::string>());
-    s.lesson.fix = query.column_text(5);
-    s.lesson.summary = query.column_text(6);
-    s.note_path = query.column_text(7);
-    s.lesson.closed_at_ms = query.column_int(8);
-    s.created_at_ms = query.column_int(9);
-    out.push_back(std::move(s));
-  }
-  return out;
 }
 
 }  // namespace orch::memory

@@ -12,9 +12,9 @@
 // A trace id becomes a file name, so it must be 1 to 200 bytes of letters, digits,
 // '-', '_' and '.', not starting with '.'; anything else is InvalidInput.
 //
-// Functions open memory.db themselves, or take an open one (for batches); the
-// workspace's memory may be used by several processes at once (SQLite locking).
-// Not thread-safe on one SqliteDb.
+// The row goes to a LessonStore (memory_store.h): the workspace's, opened by
+// the function itself, or one the caller has open (for batches). The workspace's
+// memory may be used by several processes at once. Not thread-safe on one store.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +23,12 @@
 #include <string_view>
 #include <vector>
 
-#include "ledger/sqlite_db.h"
 #include "memory/memory_paths.h"
 #include "orch/error.h"
 
 namespace orch::memory {
+
+class LessonStore;  // memory_store.h
 
 struct LessonInput {
   std::string trace_id;
@@ -64,13 +65,10 @@ std::string lesson_body(const LessonInput& lesson);
 // "fail" to every lesson. Lines a person added to a lesson file are kept.
 std::string lesson_index_body(std::string_view body);
 
-// Writes the note and the row (see above); returns the note's path.
+// Writes the note and the row (see above); returns the note's path. The first
+// opens the workspace's store (open_memory_store), after checking the lesson.
 Expected<std::filesystem::path> harvest_lesson(const MemoryPaths& paths, const LessonInput& lesson);
-Expected<std::filesystem::path> harvest_lesson(SqliteDb& db, const MemoryPaths& paths,
+Expected<std::filesystem::path> harvest_lesson(LessonStore& store, const MemoryPaths& paths,
                                                const LessonInput& lesson);
-
-Expected<bool> has_lesson(SqliteDb& db, std::string_view trace_id);
-// Every stored lesson, oldest first.
-Expected<std::vector<StoredLesson>> read_lessons(SqliteDb& db);
 
 }  // namespace orch::memory

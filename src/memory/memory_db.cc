@@ -60,7 +60,8 @@
 #include <array>
 #include <fstream>
 
-#include "ledger/connection_settings.h"
+#include "sqlite/connection_settings.h"
+#include "sqlite/sqlite_statement.h"
 
 namespace orch::memory {
 
@@ -179,7 +180,7 @@ Expected<SqliteDb> open_memory_db(const fs::path& db_path) {
     return fail(ErrorCode::Io, fmt::format("{}: cannot create the folder: {}", db_path.parent_path().string(),
                                            ec.message()));
   ORCH_TRY(check_header(db_path));
-  auto db = ORCH_TRY(SqliteDb::open(db_path));
+  auto db = ORCH_TRY(SqliteDb::open(db_path, "orch's memory"));
   set_busy_timeout(db);
   // Recognised before anything is written (WAL mode is written into the file).
   const int version = ORCH_TRY(read_version(db));
@@ -187,6 +188,14 @@ Expected<SqliteDb> open_memory_db(const fs::path& db_path) {
   // The common case (an up-to-date file) takes no write lock.
   if (version != memory_schema_version()) ORCH_TRY(migrate(db));
   return db;
+}
+
+Expected<std::string> read_meta(SqliteDb& db, std::string_view key) {
+  auto query = ORCH_TRY(Statement::prepare(db, "SELECT value FROM meta WHERE key = ?1"));
+  ResetOnExit reset(query);
+  query.bind_text(1, key);
+  if (!ORCH_TRY(query.step([&] { return fmt::format("reading '{}' from meta", key); }))) return std::string();
+  return query.column_text(0);
 }
 
 Expected<SqliteDb> open_memory_db(const MemoryPaths& paths) {

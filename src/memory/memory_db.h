@@ -6,7 +6,7 @@
 // marks the file as orch's memory so that a foreign database is never written to.
 //
 // Opening creates the folder and the file when missing, switches to WAL with the
-// ledger's connection settings (ledger/connection_settings.h: busy timeout, so
+// ledger's connection settings (sqlite/connection_settings.h: busy timeout, so
 // several orch processes may share the file) and applies missing migrations in
 // one BEGIN IMMEDIATE transaction. A file that is not SQLite, a foreign SQLite
 // database, or one from a newer orch is an ErrorCode::Store error naming the file,
@@ -17,13 +17,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
-#include "ledger/sqlite_db.h"
 #include "memory/memory_paths.h"
 #include "orch/error.h"
+#include "sqlite/sqlite_db.h"
 
 namespace orch::memory {
 
@@ -36,6 +37,9 @@ int memory_schema_version();
 Expected<SqliteDb> open_memory_db(const std::filesystem::path& db_path);
 // The workspace's memory.db; the workspace folder itself must exist (NotFound otherwise).
 Expected<SqliteDb> open_memory_db(const MemoryPaths& paths);
+
+// The value of `key` in the meta table ("" when it has none).
+Expected<std::string> read_meta(SqliteDb& db, std::string_view key);
 
 // Runs `body` (returning Expected<T>) inside BEGIN IMMEDIATE ... COMMIT; rolls back
 // when it fails. `what` names the work in error messages.

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "ledger/sqlite_statement.h"
-#include "memory/memory_db.h"
 #include "memory/similarity.h"
+#include "memory/sqlite_memory_store.h"
+#include "sqlite/sqlite_statement.h"
 
 namespace orch::memory {
 
@@ -34,11 +34,20 @@ std::int64_t estimate_tokens(std::string_view text) {
   return static_cast<std::int64_t>((text.size() + 3) / 4);
 }
 
+MemoryIndex::MemoryIndex(MemoryPaths paths, std::unique_ptr<SqliteMemoryStore> store)
+    : paths_(std::move(paths)), store_(std::move(store)) {}
+
+MemoryIndex::~MemoryIndex() = default;
+
 Expected<std::unique_ptr<MemoryIndex>> MemoryIndex::open(const MemoryPaths& paths) {
-  auto db = ORCH_TRY(open_memory_db(paths));
-  std::unique_ptr<MemoryIndex> index(new MemoryIndex(paths, std::move(db)));
-  index->terms_ = ORCH_TRY(TermAnalyzer::create(index->db_));
+  auto store = ORCH_TRY(SqliteMemoryStore::open(paths));
+  std::unique_ptr<MemoryIndex> index(new MemoryIndex(paths, std::move(store)));
+  index->terms_ = ORCH_TRY(TermAnalyzer::create(index->store_->db()));
   return index;
+}
+
+MemoryStore& MemoryIndex::store() {
+  return *store_;
 }
 
 Expected<MemoryIndex::ReindexStats> reindex_memory(const MemoryPaths& paths, bool force) {
@@ -52,7 +61,7 @@ Expected<std::vector<MemoryIndex::Row>> MemoryIndex::search(const std::string& e
   if (expression.empty() || options.limit < 1) return rows;
   std::string kinds;
   for (const auto& k : options.kinds) kinds += "," + k + ",";
-  auto query = ORCH_TRY(Statement::prepare(db_, kSearchSql));
+  auto query = ORCH_TRY(Statement::prepare(store_->db(), kSearchSql));
   ResetOnExit reset(query);
   query.bind_text(1, expression);
   query.bind_text(2, kinds);

@@ -1,8 +1,10 @@
 // memory/memory_index.h — full-text recall and similarity over a workspace's memory.
 //
 // The index is an FTS5 table in .orch/memory/memory.db (tokenize 'porter
-// unicode61') holding the knowledge notes, the lessons and the closed traces
-// (index_sources.h). reindex() rebuilds it from those sources in one transaction,
+// unicode61') holding the knowledge notes, the lessons (read through the
+// LessonStore, memory_store.h) and the closed traces (index_sources.h): a local
+// cache: nothing in it that those sources do not hold, so a lost or stale index
+// is only rebuilt. reindex() rebuilds it from them in one transaction,
 // and does nothing when their signature has not changed since the last build, so
 // it is cheap enough to call before every search and on every trace close.
 //
@@ -26,12 +28,14 @@
 #include <string_view>
 #include <vector>
 
-#include "ledger/sqlite_db.h"
 #include "memory/memory_paths.h"
+#include "memory/memory_store.h"
 #include "memory/term_analyzer.h"
 #include "orch/error.h"
 
 namespace orch::memory {
+
+class SqliteMemoryStore;  // sqlite_memory_store.h
 
 struct Hit {
   std::string kind;  // note | lesson | trace
@@ -70,16 +74,21 @@ class MemoryIndex {
 
   const MemoryPaths& paths() const { return paths_; }
   const TermAnalyzer& terms() const { return *terms_; }
-  SqliteDb& db() { return db_; }
+  // The lessons and the fault ledger on the same connection.
+  MemoryStore& store();
+
+  ~MemoryIndex();
+  MemoryIndex(const MemoryIndex&) = delete;
+  MemoryIndex& operator=(const MemoryIndex&) = delete;
 
  private:
-  MemoryIndex(MemoryPaths paths, SqliteDb db) : paths_(std::move(paths)), db_(std::move(db)) {}
+  MemoryIndex(MemoryPaths paths, std::unique_ptr<SqliteMemoryStore> store);
   struct Row;
   Expected<std::vector<Row>> search(const std::string& expression, const RecallOptions& options);
 
   MemoryPaths paths_;
-  SqliteDb db_;
-  std::unique_ptr<TermAnalyzer> terms_;  // borrows db_: declared after it, destroyed before it
+  std::unique_ptr<SqliteMemoryStore> store_;  // owns the connection; the index reads its lessons
+  std::unique_ptr<TermAnalyzer> terms_;       // borrows the connection: destroyed before store_
 };
 
 // Step 3 of the learning loop in one call: MemoryIndex::open(paths)->reindex().

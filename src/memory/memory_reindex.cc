@@ -4,10 +4,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "ledger/sqlite_statement.h"
 #include "memory/index_sources.h"
 #include "memory/memory_db.h"
 #include "memory/memory_index.h"
+#include "memory/sqlite_memory_store.h"
+#include "sqlite/sqlite_statement.h"
 #include "util/json_text.h"
 
 namespace orch::memory {
@@ -18,14 +19,6 @@ struct Build {
   std::vector<IndexDocument> documents;
   MemoryIndex::ReindexStats stats;
 };
-
-Expected<std::string> meta_value(SqliteDb& db, std::string_view key) {
-  auto query = ORCH_TRY(Statement::prepare(db, "SELECT value FROM meta WHERE key = ?1"));
-  ResetOnExit reset(query);
-  query.bind_text(1, key);
-  if (!ORCH_TRY(query.step([&] { return fmt::format("reading '{}' from meta", key); }))) return std::string();
-  return query.column_text(0);
-}
 
 Expected<void> set_meta(SqliteDb& db, std::string_view key, std::string_view value) {
   auto write = ORCH_TRY(Statement::prepare(db,
@@ -54,12 +47,12 @@ MemoryIndex::ReindexStats stats_from_json(const std::string& text) {
 }
 
 // Reads every source into documents; broken files become `skipped` lines.
-Expected<Build> read_sources(SqliteDb& db, const MemoryPaths& paths, const std::vector<SourceFile>& sources,
-                             std::vector<std::string> problems) {
+Expected<Build> read_sources(LessonStore& lessons, const MemoryPaths& paths,
+                             const std::vector<SourceFile>& sources, std::vector<std::string> problems) {
   Build build;
   build.stats.skipped = std::move(problems);
   std::set<std::string> lesson_ids;
-  for (const auto& stored : ORCH_TRY(read_lessons(db))) {
+  for (const auto& stored : ORCH_TRY(lessons.read_lessons())) {
     lesson_ids.insert(stored.lesson.trace_id);
     build.documents.push_back(lesson_document(stored));
     ++build.stats.lessons;
@@ -99,17 +92,19 @@ Expected<MemoryIndex::ReindexStats> MemoryIndex::reindex(bool force) {
   // it is read changes the signature again, so the next reindex rebuilds.
   std::vector<std::string> problems;
   const std::vector<SourceFile> sources = list_sources(paths_, problems);
-  const std::string signature = sources_signature(sources, ORCH_TRY(meta_value(db_, "lessons_generation")));
-  if (!force && signature == ORCH_TRY(meta_value(db_, "index_signature"))) {
-    ReindexStats stats = stats_from_json(ORCH_TRY(meta_value(db_, "index_stats")));
+  LessonStore& lessons = store_->lessons();
+  SqliteDb& db = store_->db();
+  const std::string signature = sources_signature(sources, ORCH_TRY(lessons.generation()));
+  if (!force && signature == ORCH_TRY(read_meta(db, "index_signature"))) {
+    ReindexStats stats = stats_from_json(ORCH_TRY(read_meta(db, "index_stats")));
     stats.rebuilt = false;
     return stats;
   }
-  Build build = ORCH_TRY(read_sources(db_, paths_, sources, std::move(problems)));
+  Build build = ORCH_TRY(read_sources(lessons, paths_, sources, std::move(problems)));
   build.stats.rebuilt = true;
   auto rebuild = [&]() -> Expected<void> {
-    ORCH_TRY(db_.exec("DELETE FROM documents", "emptying the memory index"));
-    auto insert = ORCH_TRY(Statement::prepare(db_,
+    ORCH_TRY(db.exec("DELETE FROM documents", "emptying the memory index"));
+    auto insert = ORCH_TRY(Statement::prepare(db,
                                               "INSERT INTO documents (kind, id, title, body, tags, path, "
                                               "subject) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
     for (const auto& d : build.documents) {
@@ -122,10 +117,10 @@ Expected<MemoryIndex::ReindexStats> MemoryIndex::reindex(bool force) {
       insert.bind_text(7, d.subject);
       ORCH_TRY(insert.run([&] { return fmt::format("indexing {} '{}'", d.kind, d.id); }));
     }
-    ORCH_TRY(set_meta(db_, "index_signature", signature));
-    return set_meta(db_, "index_stats", json_text(stats_json(build.stats)));
+    ORCH_TRY(set_meta(db, "index_signature", signature));
+    return set_meta(db, "index_stats", json_text(stats_json(build.stats)));
   };
-  ORCH_TRY(in_write_transaction(db_, "rebuilding the memory index", rebuild));
+  ORCH_TRY(in_write_transaction(db, "rebuilding the memory index", rebuild));
   return build.stats;
 }
 

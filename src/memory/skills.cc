@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "ledger/sqlite_statement.h"
 #include "memory/markdown_note.h"
 #include "memory/term_analyzer.h"
+#include "sqlite/sqlite_statement.h"
 #include "util/strings.h"
 
 namespace orch::memory {
@@ -50,7 +50,7 @@ Expected<std::vector<Skill>> discover_skills(const MemoryPaths& paths, std::stri
   std::vector<Skill> found;
   if (candidates.empty() || limit < 1) return found;
 
-  auto db = ORCH_TRY(SqliteDb::open(":memory:"));
+  auto db = ORCH_TRY(SqliteDb::open(":memory:", "a skills index"));
   ORCH_TRY(db.exec(
       "CREATE VIRTUAL TABLE skills USING fts5(name, description, tags, tokenize = 'porter unicode61')",
       "creating the skills table"));

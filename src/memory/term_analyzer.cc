@@ -37,6 +37,10 @@ std::string_view clip(std::string_view text) {
   return text.substr(0, kMaxAnalyzedBytes);
 }
 
+// The tokenizers are reached and driven through SQLite's C API, not the
+// sqlite/ wrappers: an FTS5 tokenizer is a C table of functions (fts5_api,
+// fts5_tokenizer) that the wrappers do not model, and `SELECT fts5(?1)` hands
+// the fts5_api back only through sqlite3_bind_pointer.
 fts5_api* fts5_of(SqliteDb& db) {
   fts5_api* api = nullptr;
   sqlite3_stmt* statement = nullptr;

@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ledger/sqlite_db.h"
 #include "orch/error.h"
+#include "sqlite/sqlite_db.h"
 
 namespace orch::memory {
 

@@ -5,7 +5,7 @@
 #include "memory/fault_ledger.h"
 #include "memory/index_sources.h"
 #include "memory/lessons.h"
-#include "memory/memory_db.h"
+#include "memory/memory_store.h"
 #include "memory/trace_facts.h"
 
 namespace orch::memory {
@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 
 Expected<HarvestAllStats> harvest_traces(const MemoryPaths& paths) {
   HarvestAllStats stats;
-  auto db = ORCH_TRY(open_memory_db(paths));
+  auto index = ORCH_TRY(MemoryIndex::open(paths));
+  MemoryStore& store = index->store();
   std::vector<std::string> problems;
   bool faults_changed = false;
   for (const auto& file : list_sources(paths, problems)) {
@@ -36,19 +37,19 @@ Expected<HarvestAllStats> harvest_traces(const MemoryPaths& paths) {
       stats.skipped.push_back(fmt::format("{}: {}", shown, valid.error().message));
       continue;
     }
-    if (ORCH_TRY(has_lesson(db, lesson.trace_id))) {
+    if (ORCH_TRY(store.lessons().has_lesson(lesson.trace_id))) {
       ++stats.already;
       continue;
     }
     if (lesson.closed_at_ms == 0) lesson.closed_at_ms = file.mtime_ns / 1000000;
-    ORCH_TRY(harvest_lesson(db, paths, lesson));
-    if (ORCH_TRY(record_faults(db, lesson))) faults_changed = true;
+    ORCH_TRY(harvest_lesson(store.lessons(), paths, lesson));
+    if (ORCH_TRY(record_faults(store.faults(), lesson))) faults_changed = true;
     ++stats.harvested;
   }
   stats.skipped.insert(stats.skipped.begin(), problems.begin(), problems.end());
   std::error_code ec;
-  if (faults_changed || !fs::exists(paths.fault_ledger, ec)) ORCH_TRY(export_fault_ledger(db, paths));
-  auto index = ORCH_TRY(MemoryIndex::open(paths));
+  if (faults_changed || !fs::exists(paths.fault_ledger, ec))
+    ORCH_TRY(export_fault_ledger(store.faults(), paths));
   stats.reindex = ORCH_TRY(index->reindex());
   return stats;
 }

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace orch::verify {
+namespace orch::detail {
 
 namespace {
 
@@ -80,4 +80,4 @@ std::string byte_count(std::size_t n) {
   return fmt::format("{:.1f} MiB ({} bytes)", static_cast<double>(n) / (1024.0 * 1024.0), n);
 }
 
-}  // namespace orch::verify
+}  // namespace orch::detail

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace orch::verify {
+namespace orch::detail {
 
 // Longest quoted value in a reason, in bytes (before "...").
 inline constexpr std::size_t kQuoteLimit = 80;
@@ -23,4 +23,4 @@ std::string in_quotes(std::string_view text);
 // "212 bytes", "1 byte", "10.0 MiB (10485760 bytes)".
 std::string byte_count(std::size_t n);
 
-}  // namespace orch::verify
+}  // namespace orch::detail

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace orch::verify {
+namespace orch::detail {
 namespace {
 
 TEST(CheckText, OneLineEscapesControlBytes) {
@@ -33,4 +33,4 @@ TEST(CheckText, InQuotesAndByteCount) {
 }
 
 }  // namespace
-}  // namespace orch::verify
+}  // namespace orch::detail

@@ -17,7 +17,7 @@
 #include "verify/check_text.h"
 #include "verify/postcondition_internal.h"
 
-namespace orch::verify {
+namespace orch::detail {
 
 namespace {
 
@@ -126,4 +126,4 @@ CheckResult check_file_contains(const Postcondition& post, const CheckContext& c
   return out;
 }
 
-}  // namespace orch::verify
+}  // namespace orch::detail

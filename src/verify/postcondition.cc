@@ -21,9 +21,9 @@ namespace orch {
 
 namespace {
 
-using verify::byte_count;
-using verify::one_line;
-using verify::in_quotes;
+using detail::byte_count;
+using detail::in_quotes;
+using detail::one_line;
 
 // Reasons are stored as one line of valid UTF-8; long ones (many schema
 // violations) are cut here.
@@ -74,7 +74,8 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 
 CheckResult check_result_nonempty(const AttemptOutcome& outcome) {
   const std::string& result = outcome.result;
-  if (result.empty()) return failed("result_nonempty: the result is empty" + verify::truncation_note(outcome));
+  if (result.empty())
+    return failed("result_nonempty: the result is empty" + detail::truncation_note(outcome));
   for (char c : result)
     if (!is_space(c)) return held("result_nonempty: " + byte_count(result.size()));
   return failed(fmt::format("result_nonempty: the result is only whitespace ({})", byte_count(result.size())));
@@ -86,7 +87,7 @@ CheckResult check_result_contains(const Postcondition& post, const AttemptOutcom
     return held(fmt::format("result_contains {}: found", expected));
   }
   return failed(fmt::format("result_contains {}: not found in the result ({}){}", expected,
-                            byte_count(outcome.result.size()), verify::truncation_note(outcome)));
+                            byte_count(outcome.result.size()), detail::truncation_note(outcome)));
 }
 
 // Compiling (and JIT-compiling) a pattern costs more than matching a short result,
@@ -111,15 +112,17 @@ CheckResult check_result_matches(const Postcondition& post, const AttemptOutcome
   std::string expected = in_quotes(post.pattern);
   if (*matched) return held(fmt::format("result_matches {}: matched", expected));
   return failed(fmt::format("result_matches {}: no match in the result ({}){}", expected,
-                            byte_count(outcome.result.size()), verify::truncation_note(outcome)));
+                            byte_count(outcome.result.size()), detail::truncation_note(outcome)));
 }
 
 CheckResult dispatch(const Postcondition& post, const CheckContext& ctx) {
   switch (post.kind) {
     case PostKind::None: return held("none: always holds");
     case PostKind::ShellZero: return failed("shell_zero must be run by the engine");
-    case PostKind::FileExists: return verify::check_file_exists(post, ctx);
-    case PostKind::FileContains: return verify::check_file_contains(post, ctx);
+    case PostKind::FileExists:
+      return detail::check_file_exists(post, ctx);
+    case PostKind::FileContains:
+      return detail::check_file_contains(post, ctx);
     default: break;
   }
   // The remaining kinds judge the attempt.
@@ -132,7 +135,8 @@ CheckResult dispatch(const Postcondition& post, const CheckContext& ctx) {
     case PostKind::ResultNonempty: return check_result_nonempty(outcome);
     case PostKind::ResultContains: return check_result_contains(post, outcome);
     case PostKind::ResultMatches: return check_result_matches(post, outcome);
-    case PostKind::ResultJson: return verify::check_result_json(post, ctx);
+    case PostKind::ResultJson:
+      return detail::check_result_json(post, ctx);
     default: break;
   }
   return failed(fmt::format("{}: not a postcondition evaluate_post() can check", post_kind_name(post.kind)));
@@ -151,13 +155,13 @@ bool is_plain(const std::string& reason) {
 
 }  // namespace
 
-namespace verify {
+namespace detail {
 
 std::string truncation_note(const AttemptOutcome& outcome) {
   return outcome.stdout_truncated ? " (stdout was cut at max_output)" : "";
 }
 
-}  // namespace verify
+}  // namespace detail
 
 CheckResult evaluate_post(const Postcondition& post, const CheckContext& ctx) {
   CheckResult result = dispatch(post, ctx);

@@ -5,7 +5,7 @@
 
 #include "orch/postcondition.h"
 
-namespace orch::verify {
+namespace orch::detail {
 
 // result_json: parses the result, validates it against `schema` and `schema_path`.
 CheckResult check_result_json(const Postcondition& post, const CheckContext& ctx);
@@ -17,4 +17,4 @@ CheckResult check_file_contains(const Postcondition& post, const CheckContext& c
 // " (stdout was cut at max_output)" when the result is incomplete, else "".
 std::string truncation_note(const AttemptOutcome& outcome);
 
-}  // namespace orch::verify
+}  // namespace orch::detail

@@ -13,7 +13,7 @@
 #include "verify/check_text.h"
 #include "verify/postcondition_internal.h"
 
-namespace orch::verify {
+namespace orch::detail {
 
 namespace {
 
@@ -144,4 +144,4 @@ CheckResult check_result_json(const Postcondition& post, const CheckContext& ctx
   return out;
 }
 
-}  // namespace orch::verify
+}  // namespace orch::detail

@@ -1,4 +1,4 @@
-#include "ledger/sqlite_db.h"
+#include "sqlite/sqlite_db.h"
 
 #include <fmt/format.h>
 
@@ -18,7 +18,7 @@ void configure_sqlite_once() {
 
 }  // namespace
 
-Expected<SqliteDb> SqliteDb::open(const std::filesystem::path& path) {
+Expected<SqliteDb> SqliteDb::open(const std::filesystem::path& path, std::string_view what_it_holds) {
   configure_sqlite_once();
   sqlite3* raw = nullptr;
   // NOMUTEX: a connection belongs to one Store, used from one thread at a time.
@@ -26,7 +26,8 @@ Expected<SqliteDb> SqliteDb::open(const std::filesystem::path& path) {
   // ...), the same ones sqlite3_extended_errcode() reports, which error() relies on.
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
-  SqliteDb db(raw, path);  // owns the handle even on failure (sqlite3_open_v2 may allocate one)
+  SqliteDb db(raw, path,
+              what_it_holds);  // owns the handle even on failure (sqlite3_open_v2 may allocate one)
   if (rc != SQLITE_OK) {
     if (raw == nullptr)
       return fail(ErrorCode::Store, fmt::format("{}: opening: {}", path.string(), sqlite3_errstr(rc)));
@@ -72,9 +73,8 @@ Expected<std::int64_t> SqliteDb::query_int(const char* sql, std::string_view wha
 
 Error SqliteDb::error(std::string_view what, int rc) const {
   if ((rc & 0xff) == SQLITE_NOTADB) {
-    return Error{
-        ErrorCode::Store,
-        fmt::format("{}: not a SQLite database, so not an orch ledger; refusing to use it", path_.string())};
+    return Error{ErrorCode::Store, fmt::format("{}: not a SQLite database, so not {}; refusing to use it",
+                                               path_.string(), what_it_holds_)};
   }
   // sqlite3_errmsg is the most specific text ("UNIQUE constraint failed: runs.id",
   // a trigger's RAISE message) but describes only the connection's latest failure.

@@ -1,4 +1,4 @@
-#include "ledger/connection_settings.h"
+#include "sqlite/connection_settings.h"
 
 #include <fmt/format.h>
 #include <strings.h>
@@ -89,7 +89,7 @@ Expected<void> apply_connection_settings(SqliteDb& db, SyncMode sync) {
   // WAL's life cycle: by default the last connection to close checkpoints the
   // WAL into the database and deletes it (two fsyncs), and the next opener
   // creates it again (two more). Keeping the WAL file and leaving checkpoints to
-  // the writers (wal_checkpointer.h) costs nothing in safety: the
+  // the writers (ledger/wal_checkpointer.h) costs nothing in safety: the
   // WAL is part of the database, and a reader opens it like any other.
   return leave_files_on_close(db);
 }

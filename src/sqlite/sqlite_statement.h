@@ -1,4 +1,4 @@
-// ledger/sqlite_statement.h — a prepared statement, prepared once and reused.
+// sqlite/sqlite_statement.h — a prepared statement, prepared once and reused.
 //
 // The engine writes a few rows per loop turn and thousands of turns per second,
 // so statements are prepared when the store opens (SQLITE_PREPARE_PERSISTENT) and
@@ -25,8 +25,8 @@
 #include <string_view>
 #include <utility>
 
-#include "ledger/sqlite_db.h"
 #include "orch/error.h"
+#include "sqlite/sqlite_db.h"
 
 namespace orch {
 

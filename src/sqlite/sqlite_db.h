@@ -1,10 +1,14 @@
-// ledger/sqlite_db.h — one owned SQLite connection, and the one place SQLite
+// sqlite/sqlite_db.h — one owned SQLite connection, and the one place SQLite
 // failures become orch Errors.
 //
-// Every error that leaves the ledger reads "<db path>: <what was being done>:
-// <sqlite message>" with ErrorCode::Store, so a user can tell which file and
-// which operation failed. A SqliteDb is used from one thread at a time (the
-// connection is opened with SQLITE_OPEN_NOMUTEX).
+// The sqlite layer is what the ledger and the memory share of SQLite: this
+// connection, prepared statements (sqlite_statement.h) and the connection
+// settings (connection_settings.h). It knows no orch table.
+//
+// Every error that leaves a SQLite file of orch's reads "<db path>: <what was
+// being done>: <sqlite message>" with ErrorCode::Store, so a user can tell which
+// file and which operation failed. A SqliteDb is used from one thread at a time
+// (the connection is opened with SQLITE_OPEN_NOMUTEX).
 #pragma once
 
 #include <sqlite3.h>
@@ -23,8 +27,9 @@ namespace orch {
 class SqliteDb {
  public:
   // Opens (creating if absent) the database file read-write. Opening does not
-  // read the file: a file that is not a database fails at the first statement.
-  static Expected<SqliteDb> open(const std::filesystem::path& path);
+  // read the file: a file that is not a database fails at the first statement,
+  // with a message saying it is not `what_it_holds` ("an orch ledger").
+  static Expected<SqliteDb> open(const std::filesystem::path& path, std::string_view what_it_holds);
 
   sqlite3* handle() const { return db_.get(); }
   const std::filesystem::path& path() const { return path_; }
@@ -50,12 +55,14 @@ class SqliteDb {
   struct Close {
     void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
   };
-  SqliteDb(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}
+  SqliteDb(sqlite3* db, std::filesystem::path path, std::string_view what_it_holds)
+      : db_(db), path_(std::move(path)), what_it_holds_(what_it_holds) {}
   template <class Read>
   Expected<void> query_one(const char* sql, std::string_view what, const Read& read);
 
   std::unique_ptr<sqlite3, Close> db_;
   std::filesystem::path path_;
+  std::string what_it_holds_;
 };
 
 }  // namespace orch

@@ -1,4 +1,7 @@
-// ledger/connection_settings.h — how every orch connection to a ledger is configured.
+// sqlite/connection_settings.h — how orch configures a connection to one of its SQLite files.
+//
+// The ledger (.orch/orch.db) and the memory (.orch/memory/memory.db) both open
+// their files this way; the reasons below are the ledger's, which needs them most.
 //
 //   journal_mode=WAL      readers (orch status, orch runs) never block the writer and
 //                         the writer never blocks them
@@ -11,7 +14,7 @@
 //   busy_timeout=10000    two orch processes writing different runs of one ledger
 //                         wait for each other's short transactions instead of failing
 //   persistent WAL, no    the WAL file is kept when the last connection closes and
-//   checkpoint on close   checkpoints are left to the writers (wal_checkpointer.h), so
+//   checkpoint on close   checkpoints are left to the writers (ledger/wal_checkpointer.h), so
 //                         a short-lived orch process pays no fsync to open or close
 //                         ... unless the WAL has grown past kWalShrinkBytes: then
 //                         the closing connection checkpoints it and truncates it
@@ -24,8 +27,8 @@
 #include <optional>
 #include <string_view>
 
-#include "ledger/sqlite_db.h"
 #include "orch/error.h"
+#include "sqlite/sqlite_db.h"
 
 namespace orch {
 

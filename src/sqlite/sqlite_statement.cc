@@ -1,4 +1,4 @@
-#include "ledger/sqlite_statement.h"
+#include "sqlite/sqlite_statement.h"
 
 #include <fmt/format.h>
 
