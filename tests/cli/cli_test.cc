@@ -150,9 +150,9 @@ TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
   TempDir d;
   auto r = run_orch({"--help"}, d.path());
   EXPECT_EQ(r.exit_code, 0);
-  const char* const commands[] = {"validate",     "run",        "resume",  "status", "runs", "logs",
-                                  "cancel",       "plan",       "approve", "chain",  "task", "route",
-                                  "budget-check", "similarity", "memory",  "review"};
+  const char* const commands[] = {"validate", "run",          "resume",     "status",  "runs",  "logs",
+                                  "events",   "cancel",       "plan",       "approve", "chain", "task",
+                                  "route",    "budget-check", "similarity", "memory",  "review"};
   for (const char* word : {"130", "budget exhausted", "awaiting approval"})
     EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
   for (const char* cmd : commands) {
@@ -169,6 +169,7 @@ TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
       {"status", "0    the run was shown, whatever its status"},
       {"runs", "0    the runs were listed"},
       {"logs", "1    the log the ledger recorded is gone or unreadable"},
+      {"events", "0    the events were printed (none is not an error)"},
       {"cancel", "1    its driver had not stopped after --wait seconds"},
       {"approve", "2    an unknown run or step, a step not awaiting approval"},
       {"resume", "one that\n       succeeded"}};
