@@ -16,10 +16,11 @@
 
 namespace orch {
 
-// Full: the whole report. Summary: without the "steps" list (the run, budget and
-// counts only; it does not read the attempts), for a closing line: not a
-// schema-complete report.
-enum class ReportDetail { Full, Summary };
+// Full: the whole report. WithResults: the whole report, each step with its
+// result too (`orch status --results`; results can be large, so only when
+// asked). Summary: without the "steps" list (the run, budget and counts only; it
+// does not read the attempts), for a closing line: not a schema-complete report.
+enum class ReportDetail { Full, WithResults, Summary };
 
 Expected<nlohmann::ordered_json> build_run_report(Store& store, const std::string& run_id,
                                                   ReportDetail detail = ReportDetail::Full);

@@ -136,7 +136,8 @@ nlohmann::ordered_json logs_json(const LogsArgs& args, const AttemptRecord& a, s
           {"truncated", args.err ? a.stderr_truncated : a.stdout_truncated},
           {"text", as_text},
           {"text_bytes", text.size()},
-          {"lossy", lossy}};
+          {"lossy", lossy},
+          {"output_tail", a.output_tail}};
 }
 }  // namespace
 
@@ -151,7 +152,7 @@ Command add_logs(CLI::App& app) {
   sub->add_flag(
       "--json", args->json,
       "print {run_id, step, attempt, attempts, status, stream, source, path, bytes, truncated, text, "
-      "text_bytes, lossy} (schemas/logs.schema.json)");
+      "text_bytes, lossy, output_tail} (schemas/logs.schema.json)");
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
   return [args]() -> int {
     auto store = open_ledger(args->store, true);

@@ -1,4 +1,4 @@
-// orch status [RUN_ID] [--json] [--watch]   and   orch runs [--json]
+// orch status [RUN_ID] [--json [--results]] [--watch]   and   orch runs [--json]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,6 +36,7 @@ struct StatusArgs {
   std::string run_id;
   std::string store = kDefaultStore;
   bool json = false;
+  bool results = false;
   bool watch = false;
   double interval = 1.0;
 };
@@ -67,7 +68,11 @@ Command add_status(CLI::App& app) {
   sub->add_option("RUN_ID", args->run_id, "the run to show (default: the newest)")
       ->check(not_empty(std::string(kRunIdWanted) + ", or none for the newest run"));
   sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
-  sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json)");
+  CLI::Option* json =
+      sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json)");
+  sub->add_flag("--results", args->results,
+                "with --json: each step's result too (what ${steps.ID.result} gives its dependents)")
+      ->needs(json);
   CLI::Option* watch =
       sub->add_flag("--watch", args->watch, "redraw until the run ends (with --json: one report per line)");
   sub->add_option("--interval", args->interval, "seconds between redraws with --watch (default 1)")
@@ -85,7 +90,8 @@ Command add_status(CLI::App& app) {
     if (args->watch) on_stop_signals(on_watch_signal);  // the wait checks the flag
     for (;;) {
       if (g_watch_stopped != 0) return kExitInterrupted;
-      auto report = build_run_report((*store)->runs(), id);
+      auto report = build_run_report((*store)->runs(), id,
+                                     args->results ? ReportDetail::WithResults : ReportDetail::Full);
       if (!report) return report_error(report.error());
       // A run marked running whose lock no process holds was orphaned by a crash.
       if (args->json) {

@@ -15,6 +15,7 @@ Command add_resume(CLI::App& app);
 Command add_status(CLI::App& app);
 Command add_runs(CLI::App& app);
 Command add_logs(CLI::App& app);
+Command add_events(CLI::App& app);
 Command add_cancel(CLI::App& app);
 Command add_plan(CLI::App& app);
 Command add_approve(CLI::App& app);

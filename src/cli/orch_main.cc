@@ -96,6 +96,12 @@ Exit codes:
   1    the log the ledger recorded is gone or unreadable, or the ledger cannot be read
   2    an unknown run, step or attempt, no store, or bad usage
 )"},
+      {"events", R"(
+Exit codes:
+  0    the events were printed (none is not an error)
+  1    the ledger cannot be read (not an orch ledger, damaged)
+  2    no store, an unknown run or step, or bad usage
+)"},
       {"cancel", R"(
 Exit codes:
   0    the run has ended: cancelled, or it finished first (its final status is printed)
@@ -324,6 +330,7 @@ int orch_main(int argc, char** argv) {
       {"status", cli::add_status},
       {"runs", cli::add_runs},
       {"logs", cli::add_logs},
+      {"events", cli::add_events},
       {"cancel", cli::add_cancel},
       {"plan", cli::add_plan},
       {"approve", cli::add_approve},

@@ -72,7 +72,8 @@ ojson attempt_json(const AttemptRecord& a, std::int64_t until) {
           {"stdout", stream_json(a.stdout_path, a.stdout_bytes, a.stdout_truncated,
                                  a.status != AttemptStatus::Running)},
           {"stderr", stream_json(a.stderr_path, a.stderr_bytes, a.stderr_truncated,
-                                 a.status != AttemptStatus::Running)}};
+                                 a.status != AttemptStatus::Running)},
+          {"snapshot", a.snapshot_dir}};
 }
 
 }  // namespace
@@ -111,7 +112,7 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   const std::int64_t now = Clock::system().wall_ms();
   ORCH_TRY(refresh_running_totals(store, *found, active, now));
   const RunRecord& run = *found;
-  const bool full = detail == ReportDetail::Full;
+  const bool full = detail != ReportDetail::Summary;
   // The summary needs only the counts: the steps (and their results) are not read.
   std::vector<StepRecord> steps;
   std::vector<AttemptRecord> attempts;
@@ -172,6 +173,7 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
     step["duration_ms"] = duration;
     step["fingerprint"] = s.fingerprint;
     step["result_bytes"] = s.result.size();
+    if (detail == ReportDetail::WithResults) step["result"] = s.result;
     step_list.push_back(std::move(step));
   }
   // A live run's time goes on between ledger writes (a step may run for minutes);

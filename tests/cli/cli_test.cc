@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,19 +14,32 @@
 #include <thread>
 
 #include "orch/report.h"
+#include "testing/ledger_view.h"
+#include "testing/sqlite_ledger.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
 
 namespace orch {
 namespace {
 
+using orch::testing::all_attempts;
+using orch::testing::attempts_of;
+using orch::testing::attempts_where;
 using orch::testing::CommandResult;
+using orch::testing::epoch_ms;
 using orch::testing::orch_binary;
 using orch::testing::read_file;
 using orch::testing::run_command;
+using orch::testing::run_events;
 using orch::testing::run_id_in;
+using orch::testing::run_list;
 using orch::testing::run_orch;
+using orch::testing::run_report;
+using orch::testing::runs_where;
 using orch::testing::source_dir;
+using orch::testing::sqlite_ledger_exec;
+using orch::testing::step_of;
+using orch::testing::steps_in;
 using orch::testing::TempDir;
 using orch::testing::write_file;
 namespace fs = std::filesystem;
@@ -39,33 +51,6 @@ std::vector<std::string> schema_violations(const std::string& text, const std::s
   auto doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded()) return {"not JSON: " + text.substr(0, 200)};
   return schema->validate(doc);
-}
-
-// Reads one integer from the ledger with the sqlite3 C API (as a user's sqlite3 would).
-long long query_int(const fs::path& db, const std::string& sql) {
-  sqlite3* h = nullptr;
-  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* st = nullptr;
-  long long v = -1;
-  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-    v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return v;
-}
-
-// Reads one text value from the ledger ("" when there is none).
-std::string query_text(const fs::path& db, const std::string& sql) {
-  sqlite3* h = nullptr;
-  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* st = nullptr;
-  std::string v;
-  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-      sqlite3_column_text(st, 0) != nullptr)
-    v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return v;
 }
 
 // The README's quick tour runs from the repository: its `orch run` lines must
@@ -150,9 +135,9 @@ TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
   TempDir d;
   auto r = run_orch({"--help"}, d.path());
   EXPECT_EQ(r.exit_code, 0);
-  const char* const commands[] = {"validate",     "run",        "resume",  "status", "runs", "logs",
-                                  "cancel",       "plan",       "approve", "chain",  "task", "route",
-                                  "budget-check", "similarity", "memory",  "review"};
+  const char* const commands[] = {"validate", "run",          "resume",     "status",  "runs",  "logs",
+                                  "events",   "cancel",       "plan",       "approve", "chain", "task",
+                                  "route",    "budget-check", "similarity", "memory",  "review"};
   for (const char* word : {"130", "budget exhausted", "awaiting approval"})
     EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
   for (const char* cmd : commands) {
@@ -169,6 +154,7 @@ TEST(Cli, HelpDocumentsEveryCommandAndTheExitCodes) {
       {"status", "0    the run was shown, whatever its status"},
       {"runs", "0    the runs were listed"},
       {"logs", "1    the log the ledger recorded is gone or unreadable"},
+      {"events", "0    the events were printed (none is not an error)"},
       {"cancel", "1    its driver had not stopped after --wait seconds"},
       {"approve", "2    an unknown run or step, a step not awaiting approval"},
       {"resume", "one that\n       succeeded"}};
@@ -333,15 +319,13 @@ TEST(Cli, ThePlanPathIsRecordedResolved) {
   write_file(d / "p.yaml", "steps:\n  - {id: a, run: [\"true\"]}\n");
   auto r = run_orch({"run", "sub/../p.yaml"}, d.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(query_text(d / ".orch" / "orch.db", "select plan_path from runs"),
-            fs::canonical(d / "p.yaml").string());
+  EXPECT_EQ(run_report(d.path(), run_id_in(r.err))["run"]["plan"], fs::canonical(d / "p.yaml").string());
   // A plan named through a symlink keeps the link's name: its folder, where its
   // relative paths are found, is the one the run used.
   fs::create_symlink(d / "p.yaml", d / "sub" / "link.yaml");
   auto linked = run_orch({"run", "sub/link.yaml"}, d.path());
   ASSERT_EQ(linked.exit_code, 0) << linked.err;
-  EXPECT_EQ(query_text(d / ".orch" / "orch.db",
-                       "select plan_path from runs where id = '" + run_id_in(linked.err) + "'"),
+  EXPECT_EQ(run_report(d.path(), run_id_in(linked.err))["run"]["plan"],
             (fs::canonical(d / "sub") / "link.yaml").string());
 }
 
@@ -376,10 +360,9 @@ TEST(Cli, APlanFromStandardInputRunsWithTheWorkspaceAsItsFolder) {
   // From d, where there is no s.json: the schema is found in the workspace.
   auto run = sh(R"(cat p.yaml | "$ORCH" run - --workspace ws)");
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
-  fs::path db = d / ".orch" / "orch.db";
-  EXPECT_EQ(query_int(db, "select count(*) from steps where step_id = 'a' and status = 'done'"), 1);
-  EXPECT_EQ(query_int(db, "select count(*) from runs where plan_path = ''"), 1);
   const std::string id = run_id_in(run.err);
+  EXPECT_EQ(step_of(run_report(d.path(), id), "a")["status"], "done");
+  EXPECT_EQ(runs_where(d.path(), "plan", ""), 1);
   // Shown as no file, not as a blank.
   auto status = sh("\"$ORCH\" status " + id);
   EXPECT_EQ(status.out.rfind("run " + id + "  plan - (not from a file)\n", 0), 0u) << status.out;
@@ -402,12 +385,15 @@ TEST(Cli, APlanFromStandardInputRunsWithTheWorkspaceAsItsFolder) {
       << "still reading the plan after SIGTERM";
   close(writer);
   EXPECT_EQ(wait_exit(reading), 128 + SIGTERM) << read_file(d / "reading.txt");
-  EXPECT_EQ(query_int(db, "select count(*) from plans"), 1);
-  EXPECT_EQ(query_int(db, "select count(*) from steps where step_id = 'b' and status = 'failed'"), 1);
+  auto untouched = run_report(d.path(), id);
+  EXPECT_EQ(untouched["run"]["plan_version"], 1) << "no plan version was stored";
+  EXPECT_EQ(step_of(untouched, "b")["status"], "failed");
   auto resumed = sh("\"$ORCH\" resume " + id + " --replan - < fixed.yaml");
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
-  EXPECT_EQ(query_int(db, "select count(*) from steps where status = 'done'"), 2);
-  EXPECT_EQ(query_int(db, "select count(*) from plans where version = 2 and path = ''"), 1);
+  auto replanned = run_report(d.path(), id);
+  EXPECT_EQ(steps_in(replanned, "done"), 2);
+  EXPECT_EQ(replanned["run"]["plan_version"], 2);
+  EXPECT_EQ(replanned["run"]["plan"], "") << "version 2 is stored without a path";
   auto empty = sh(R"("$ORCH" run - < /dev/null)");
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_NE(empty.err.find("<stdin>:1: plan has no steps"), std::string::npos) << empty.err;
@@ -495,6 +481,13 @@ bool alive(pid_t pid) {
   return orch::testing::process_alive(pid);
 }
 
+// The time a run was driven, as its report gives it (budget.spent.wall_ms): for a
+// live run, to now; for one no process drives, what its row holds. -1 without a report.
+std::int64_t driven_ms(const nlohmann::json& report) {
+  if (!report.is_object()) return -1;
+  return report["budget"]["spent"]["wall_ms"].get<std::int64_t>();
+}
+
 TEST(Cli, SigintInterruptsResumablyAndKill9IsResumed) {
   TempDir d;
   write_file(d / "p.yaml", R"(concurrency: 2
@@ -503,15 +496,14 @@ steps:
   - {id: slow1, deps: [quick], sh: 'echo $$ > slow1.pid; echo s >> slow1.log; sleep 30'}
   - {id: slow2, deps: [quick], sh: 'echo s >> slow2.log; sleep 30'}
 )");
-  fs::path db = d / ".orch" / "orch.db";
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out1.txt");
   ASSERT_TRUE(wait_for([&] { return fs::exists(d / "slow1.log") && fs::exists(d / "slow2.log"); }, 10000));
   kill(pid, SIGINT);
   EXPECT_EQ(wait_exit(pid), 130) << read_file(d / "out1.txt");
-  EXPECT_EQ(query_int(db, "select count(*) from attempts where status='interrupted'"), 2);
-  EXPECT_EQ(query_int(db, "select count(*) from attempts where ending='interrupted'"), 2)
-      << "stopped for a signal, not cancelled";
-  EXPECT_EQ(query_int(db, "select count(*) from runs where status='interrupted'"), 1);
+  auto stopped = run_report(d.path(), run_id_in(read_file(d / "out1.txt")));
+  EXPECT_EQ(attempts_where(stopped, "status", "interrupted"), 2);
+  EXPECT_EQ(attempts_where(stopped, "ending", "interrupted"), 2) << "stopped for a signal, not cancelled";
+  EXPECT_EQ(runs_where(d.path(), "status", "interrupted"), 1);
 
   // Now make the slow steps quick and resume; then kill -9 a second run mid-way.
   std::string out = read_file(d / "out1.txt");
@@ -550,12 +542,11 @@ steps:
     EXPECT_GE(s["duration_ms"].get<std::int64_t>(), 400) << s.dump();
     EXPECT_LE(s["duration_ms"].get<std::int64_t>(), doc["run"]["elapsed_ms"].get<std::int64_t>()) << s.dump();
   }
-  EXPECT_GE(
-      doc["run"]["elapsed_ms"].get<std::int64_t>(),
-      query_int(db,
-                "select max(a.started_at) - r.created_at from attempts a join runs r on r.id = a.run_id "
-                "where r.id = '" +
-                    id2 + "'"));
+  std::int64_t last_start = 0;
+  for (const auto& a : all_attempts(doc))
+    last_start = std::max(last_start, epoch_ms(a["started_at"].get<std::string>()));
+  EXPECT_GE(doc["run"]["elapsed_ms"].get<std::int64_t>(),
+            last_start - epoch_ms(doc["run"]["created_at"].get<std::string>()));
   auto listed = run_orch({"runs"}, d.path());
   EXPECT_NE(listed.out.find(id2 + "   running (no process)"), std::string::npos) << listed.out;
   auto listed_json = nlohmann::json::parse(run_orch({"runs", "--json"}, d.path()).out);
@@ -584,12 +575,14 @@ steps:
 
 // Resumes the run whose id is in d/out.txt with d/p2.yaml, and expects the one
 // process `orphan` its killed driver left behind to be killed by the resume.
-void expect_resume_kills(const TempDir& d, const fs::path& db, pid_t orphan, const std::string& what) {
-  auto r = run_orch({"resume", run_id_in(read_file(d / "out.txt")), "--replan", "p2.yaml"}, d.path());
+void expect_resume_kills(const TempDir& d, pid_t orphan, const std::string& what) {
+  const std::string id = run_id_in(read_file(d / "out.txt"));
+  auto r = run_orch({"resume", id, "--replan", "p2.yaml"}, d.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(wait_for([&] { return !alive(orphan); }, 2000)) << what << " " << orphan << " survived resume";
-  EXPECT_EQ(
-      query_int(db, "select json_extract(data, '$.orphans_killed') from events where kind='run_resumed'"), 1);
+  auto resumed = run_events(d.path(), id, "run_resumed");
+  ASSERT_FALSE(resumed.empty());
+  EXPECT_EQ(resumed[0]["data"]["orphans_killed"], 1) << resumed.dump();
   if (alive(orphan)) kill(orphan, SIGKILL);
 }
 
@@ -601,12 +594,10 @@ TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironment) {
   write_file(d / "p.yaml", R"(steps:
   - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo $$ > hermetic.pid; exec sleep 30']}
 )");
-  fs::path db = d / ".orch" / "orch.db";
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_TRUE(wait_for([&] { return read_file(d / "hermetic.pid").size() > 1; }, 10000));
   // Recorded with the next turn's writes: within a quarter of a second.
-  ASSERT_TRUE(wait_for(
-      [&] { return query_int(db, "select count(*) from events where kind='attempt_spawned'") == 1; }, 5000));
+  ASSERT_TRUE(wait_for([&] { return run_events(d.path(), "", "attempt_spawned").size() == 1; }, 5000));
   kill(pid, SIGKILL);
   wait_exit(pid);
   pid_t orphan = std::stoi(read_file(d / "hermetic.pid"));
@@ -614,7 +605,7 @@ TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironment) {
   write_file(d / "p2.yaml", R"(steps:
   - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo again']}
 )");
-  expect_resume_kills(d, db, orphan, "the step process");
+  expect_resume_kills(d, orphan, "the step process");
 }
 
 // The same step killing orch itself as it starts (20 ms in, for orch to have
@@ -626,13 +617,12 @@ TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironmentBeforeItsGroup
   write_file(d / "p.yaml", R"(steps:
   - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo $$ > hermetic.pid; sleep 0.02; kill -9 $PPID; exec sleep 30']}
 )");
-  fs::path db = d / ".orch" / "orch.db";
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   wait_exit(pid);
   ASSERT_TRUE(wait_for([&] { return read_file(d / "hermetic.pid").size() > 1; }, 10000));
   pid_t orphan = std::stoi(read_file(d / "hermetic.pid"));
   ASSERT_TRUE(alive(orphan));
-  EXPECT_EQ(query_int(db, "select count(*) from events where kind='attempt_spawned'"), 0)
+  EXPECT_EQ(run_events(d.path(), run_id_in(read_file(d / "out.txt")), "attempt_spawned").size(), 0u)
       << "orch lived to commit the group: this test no longer tests the journal";
   const fs::path journal = d / ".orch" / "runs" / run_id_in(read_file(d / "out.txt")) / "spawned";
   // (env execs the shell: the process that wrote its pid leads the group.)
@@ -641,7 +631,7 @@ TEST(Cli, AResumeKillsTheLeftoversOfAStepThatClearedItsEnvironmentBeforeItsGroup
   write_file(d / "p2.yaml", R"(steps:
   - {id: hermetic, run: [env, -i, /bin/sh, -c, 'echo again']}
 )");
-  expect_resume_kills(d, db, orphan, "the step process");
+  expect_resume_kills(d, orphan, "the step process");
   // The dead driver's lines went with its attempts; the resume's own may stay.
   EXPECT_EQ(read_file(journal).find("\"pgid\":" + std::to_string(orphan) + ","), std::string::npos)
       << read_file(journal);
@@ -657,14 +647,14 @@ TEST(Cli, AResumeKillsACheckLeftRunningThatClearedItsEnvironment) {
     post:
       - {shell_zero: "exec env -i /bin/sh -c 'echo $$ > check.pid; exec sleep 30'"}
 )");
-  fs::path db = d / ".orch" / "orch.db";
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_TRUE(wait_for([&] { return read_file(d / "check.pid").size() > 1; }, 10000));
   ASSERT_TRUE(wait_for(
       [&] {
-        return query_int(db,
-                         "select count(*) from events where kind='attempt_spawned' and "
-                         "json_extract(data, '$.process') = 'check'") == 1;
+        const auto spawned = run_events(d.path(), "", "attempt_spawned");
+        return std::count_if(spawned.begin(), spawned.end(), [](const nlohmann::json& e) {
+                 return e["data"].value("process", "") == "check";
+               }) == 1;
       },
       5000));
   kill(pid, SIGKILL);
@@ -677,7 +667,7 @@ TEST(Cli, AResumeKillsACheckLeftRunningThatClearedItsEnvironment) {
     post:
       - {shell_zero: "true"}
 )");
-  expect_resume_kills(d, db, orphan, "the check process");
+  expect_resume_kills(d, orphan, "the check process");
 }
 
 // What a killed driver's attempt left is dealt with before the stored plan is
@@ -693,25 +683,24 @@ TEST(Cli, AResumePutsBackWhatAKilledAttemptLeftBeforeItChecksThePlan) {
              "steps:\n  - id: w\n    writes: [d]\n    sh: 'if [ -f again ]; then exit 0; fi; "
              "rm -rf d; ln -s " +
                  outside.path().string() + " d; echo $$ > w.pid; exec sleep 30'\n");
-  fs::path db = d / ".orch" / "orch.db";
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_TRUE(wait_for([&] { return read_file(d / "w.pid").size() > 1; }, 10000));
-  ASSERT_TRUE(wait_for(
-      [&] { return query_int(db, "select count(*) from events where kind='attempt_spawned'") == 1; }, 5000));
+  ASSERT_TRUE(wait_for([&] { return run_events(d.path(), "", "attempt_spawned").size() == 1; }, 5000));
   kill(pid, SIGKILL);
   wait_exit(pid);
   const pid_t left = std::stoi(read_file(d / "w.pid"));
   ASSERT_TRUE(alive(left));
   ASSERT_TRUE(fs::is_symlink(d / "d"));
   write_file(d / "again", "");
-  auto r = run_orch({"resume", run_id_in(read_file(d / "out.txt"))}, d.path());
+  const std::string id = run_id_in(read_file(d / "out.txt"));
+  auto r = run_orch({"resume", id}, d.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(fs::is_symlink(d / "d"));
   EXPECT_EQ(read_file(d / "d" / "keep.txt"), "kept\n");
   EXPECT_TRUE(wait_for([&] { return !alive(left); }, 3000)) << "the killed driver's step process lives on";
-  EXPECT_EQ(
-      query_text(db, "select json_extract(data, '$.writes') from events where kind='attempt_interrupted'"),
-      "restored");
+  auto interrupted = run_events(d.path(), id, "attempt_interrupted");
+  ASSERT_FALSE(interrupted.empty());
+  EXPECT_EQ(interrupted[0]["data"]["writes"], "restored") << interrupted.dump();
   if (alive(left)) kill(left, SIGKILL);
 }
 
@@ -719,16 +708,19 @@ TEST(Cli, AResumePutsBackWhatAKilledAttemptLeftBeforeItChecksThePlan) {
 // sleeps, and kills orch with -9 once the attempt's snapshot is in the ledger.
 // Returns the snapshot folder ("" when that did not happen).
 std::string kill_driver_while_w_runs(const TempDir& d) {
-  fs::path db = d / ".orch" / "orch.db";
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
-  const bool started =
-      wait_for([&] { return read_file(d / "w.pid").size() > 1; }, 10000) &&
-      wait_for([&] { return query_int(db, "select count(*) from attempts where snapshot_dir != ''") == 1; },
-               5000);
+  const auto snapshots = [&] {
+    const auto attempts = all_attempts(run_report(d.path()));
+    return std::count_if(attempts.begin(), attempts.end(),
+                         [](const nlohmann::json& a) { return a["snapshot"] != ""; });
+  };
+  const bool started = wait_for([&] { return read_file(d / "w.pid").size() > 1; }, 10000) &&
+                       wait_for([&] { return snapshots() == 1; }, 5000);
   kill(pid, SIGKILL);
   wait_exit(pid);
   if (!started) return "";
-  return query_text(db, "select snapshot_dir from attempts where step_id = 'w'");
+  const auto attempts = attempts_of(run_report(d.path()), "w");
+  return attempts.empty() ? "" : attempts[0]["snapshot"].get<std::string>();
 }
 
 // A killed driver's attempt whose `writes:` cannot be put back (its snapshot is
@@ -744,7 +736,6 @@ TEST(Cli, AKilledAttemptWhoseWritesCannotBePutBackFailsItsStepOnResume) {
     sh: 'if [ -f again ]; then echo redone > f.txt; exit 0; fi; echo changed > f.txt; echo $$ > w.pid; exec sleep 30'
   - {id: after, deps: [w], sh: 'echo ran > after.txt'}
 )");
-  fs::path db = d / ".orch" / "orch.db";
   const std::string snapshot = kill_driver_while_w_runs(d);
   ASSERT_FALSE(snapshot.empty());
   ASSERT_TRUE(fs::exists(fs::path(snapshot) / "manifest.json")) << snapshot;
@@ -752,19 +743,20 @@ TEST(Cli, AKilledAttemptWhoseWritesCannotBePutBackFailsItsStepOnResume) {
   const std::string id = run_id_in(read_file(d / "out.txt"));
   auto r = run_orch({"resume", id}, d.path());
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  const std::string reason = query_text(db, "select reason from steps where step_id = 'w'");
-  EXPECT_HAS(reason,
+  const auto report = run_report(d.path(), id);
+  auto w = step_of(report, "w");
+  ASSERT_TRUE(w.is_object()) << report.dump();
+  EXPECT_HAS(w["reason"].get<std::string>(),
              "(not retried: its writes could not be put back: their snapshot, " + snapshot + ", is gone)");
-  EXPECT_EQ(query_text(db, "select status from steps where step_id = 'w'"), "failed");
-  EXPECT_EQ(query_int(db, "select count(*) from attempts where step_id = 'w'"), 1)
-      << "re-run on its leftovers";
-  EXPECT_EQ(query_text(db, "select status from steps where step_id = 'after'"), "skipped");
+  EXPECT_EQ(w["status"], "failed");
+  EXPECT_EQ(w["attempts"].size(), 1u) << "re-run on its leftovers";
+  EXPECT_EQ(step_of(report, "after")["status"], "skipped");
   EXPECT_FALSE(fs::exists(d / "after.txt"));
   EXPECT_EQ(read_file(d / "f.txt"), "changed\n");
-  EXPECT_EQ(query_int(db, "select count(*) from events where kind='restore_failed'"), 1);
-  EXPECT_EQ(
-      query_text(db, "select json_extract(data, '$.writes') from events where kind='attempt_interrupted'"),
-      "not restored");
+  EXPECT_EQ(run_events(d.path(), id, "restore_failed").size(), 1u);
+  auto interrupted = run_events(d.path(), id, "attempt_interrupted");
+  ASSERT_FALSE(interrupted.empty());
+  EXPECT_EQ(interrupted[0]["data"]["writes"], "not restored") << interrupted.dump();
   EXPECT_HAS(r.out + r.err, "its writes could not be put back");
   write_file(d / "again", "");
   auto again = run_orch({"resume", id}, d.path());
@@ -781,13 +773,15 @@ TEST(Cli, CancellingADeadRunSaysWhichWritesCouldNotBePutBack) {
   write_file(d / "p.yaml", R"(steps:
   - {id: w, writes: [f.txt], sh: 'echo changed > f.txt; echo $$ > w.pid; exec sleep 30'}
 )");
-  fs::path db = d / ".orch" / "orch.db";
   const std::string snapshot = kill_driver_while_w_runs(d);
   ASSERT_FALSE(snapshot.empty());
   write_file(fs::path(snapshot) / "manifest.json", "{not json");
-  auto r = run_orch({"cancel", run_id_in(read_file(d / "out.txt"))}, d.path());
+  const std::string id = run_id_in(read_file(d / "out.txt"));
+  auto r = run_orch({"cancel", id}, d.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  const std::string reason = query_text(db, "select reason from steps where step_id = 'w'");
+  auto w = step_of(run_report(d.path(), id), "w");
+  ASSERT_TRUE(w.is_object()) << "the run has no step w";
+  const std::string reason = w["reason"];
   EXPECT_HAS(reason,
              "cancelled: its attempt was interrupted (the orch driving it had died; its writes could not "
              "be put back: ");
@@ -841,9 +835,8 @@ TEST(Cli, ASignalIgnoredWhenOrchStartedStaysIgnored) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(wait_exit(pid), 0) << read_file(d / "out.txt");
-  EXPECT_EQ(query_int(d / ".orch" / "orch.db", "select count(*) from runs where status = 'succeeded'"), 1);
-  EXPECT_EQ(query_int(d / ".orch" / "orch.db", "select count(*) from attempts where status = 'succeeded'"),
-            1);
+  EXPECT_EQ(runs_where(d.path(), "status", "succeeded"), 1);
+  EXPECT_EQ(attempts_where(run_report(d.path()), "status", "succeeded"), 1);
 }
 
 // `orch logs` finds the logs of a project moved with its store, and says so,
@@ -938,8 +931,7 @@ TEST(Cli, WatchEndsWhenTheRunEndsNotAtTheNextRedraw) {
   ASSERT_GT(pid, 0);
   // Watch once the run is in the ledger (its folder under .orch/runs is made
   // before the run's row is committed).
-  ASSERT_TRUE(
-      wait_for([&] { return query_int(d / ".orch" / "orch.db", "select count(*) from runs") == 1; }, 5000));
+  ASSERT_TRUE(wait_for([&] { return run_list(d.path()).size() == 1; }, 5000));
   const auto start = std::chrono::steady_clock::now();
   auto watch = run_orch({"status", "--watch", "--interval", "30"}, d.path());
   const auto took = std::chrono::steady_clock::now() - start;
@@ -956,8 +948,7 @@ TEST(Cli, AWatchEndsWhenItsReaderGoesAndOnSigterm) {
   write_file(d / "p.yaml", "steps:\n  - {id: t, sh: 'sleep 30'}\n");
   pid_t run = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_GT(run, 0);
-  ASSERT_TRUE(
-      wait_for([&] { return query_int(d / ".orch" / "orch.db", "select count(*) from runs") == 1; }, 5000));
+  ASSERT_TRUE(wait_for([&] { return run_list(d.path()).size() == 1; }, 5000));
   const auto start = std::chrono::steady_clock::now();
   auto piped = run_command({"/bin/bash", "-c",
                             "\"$0\" status --watch --interval 0.1 | head -c 1 >/dev/null; "
@@ -1038,17 +1029,24 @@ TEST(Cli, ALedgerThatCannotGrowEndsTheRunWithoutAHangOrALine) {
         d.path());
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_NE(r.err.find("orch.db: committing: "), std::string::npos) << r.err;
-    const fs::path db = d / ".orch" / "orch.db";
-    const long long done = query_int(db, "select count(*) from steps where status='done'");
+    // The commit that failed may have been the first, the run's own: then the
+    // ledger holds no run, and no step done.
+    auto listed = run_orch({"runs", "--json"}, d.path());
+    ASSERT_EQ(listed.exit_code, 0) << "the ledger the run left cannot be read: " << listed.err;
+    const auto runs = nlohmann::json::parse(listed.out);
+    ASSERT_LE(runs.size(), 1u) << listed.out;
+    const auto report =
+        runs.empty() ? nlohmann::json() : run_report(d.path(), runs[0]["id"].get<std::string>());
+    ASSERT_TRUE(runs.empty() || report.is_object()) << "orch status cannot read the run";
+    const int done = runs.empty() ? 0 : steps_in(report, "done");
     EXPECT_LT(done, 100);
-    long long printed = 0;
+    int printed = 0;
     std::istringstream lines(r.out);
     for (std::string line; std::getline(lines, line);) {
       if (!line.starts_with("done")) continue;
       ++printed;
       const std::string id = line.substr(10, line.find(' ', 10) - 10);
-      EXPECT_EQ(query_int(db, "select count(*) from steps where status='done' and step_id='" + id + "'"), 1)
-          << "printed as done, not done in the ledger: " << line;
+      EXPECT_EQ(step_of(report, id)["status"], "done") << "printed as done, not done in the ledger: " << line;
     }
     EXPECT_EQ(printed, done) << r.out;
   }
@@ -1066,7 +1064,7 @@ TEST(Cli, AHighConcurrencyIsNotFailedByALowSoftLimitOnOpenFiles) {
   auto r = run_command({"/bin/sh", "-c", "ulimit -Sn 48 && exec \"$0\" run p.yaml -j 40", orch_binary()},
                        d.path());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(query_int(d / ".orch" / "orch.db", "select count(*) from steps where status='done'"), 40);
+  EXPECT_EQ(steps_in(run_report(d.path()), "done"), 40);
 }
 
 // Under a hard limit too low for the -j asked for, the run goes as wide as the
@@ -1080,10 +1078,10 @@ TEST(Cli, AConcurrencyTheOpenFilesLimitCannotHoldIsCappedNotFailed) {
   auto r = run_command({"/bin/sh", "-c", "ulimit -n 100 && exec \"$0\" run p.yaml -j 60", orch_binary()},
                        d.path());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  const fs::path db = d / ".orch" / "orch.db";
-  EXPECT_EQ(query_int(db, "select count(*) from steps where status='done'"), 60);
-  EXPECT_EQ(query_int(db, "select json_extract(data, '$.used') from events where kind='concurrency_capped'"),
-            6);
+  EXPECT_EQ(steps_in(run_report(d.path()), "done"), 60);
+  auto capped = run_events(d.path(), "", "concurrency_capped");
+  ASSERT_FALSE(capped.empty());
+  EXPECT_EQ(capped[0]["data"]["used"], 6) << capped.dump();
 }
 
 TEST(Cli, AResumeWhoseWorkspaceIsGoneIsRefusedBeforeAnythingIsRecorded) {
@@ -1092,14 +1090,15 @@ TEST(Cli, AResumeWhoseWorkspaceIsGoneIsRefusedBeforeAnythingIsRecorded) {
   write_file(d / "p.yaml", "steps:\n  - {id: a, sh: 'exit 1', attempts: 1}\n");
   auto r = run_orch({"run", "p.yaml", "--workspace", "ws"}, d.path());
   ASSERT_EQ(r.exit_code, 1) << r.err;
-  fs::path db = d / ".orch" / "orch.db";
-  const auto events = query_int(db, "select count(*) from events");
+  const std::string id = run_id_in(r.err);
+  const auto events = run_events(d.path(), id);
+  ASSERT_FALSE(events.empty());
   fs::remove(d / "ws");
-  auto resumed = run_orch({"resume", run_id_in(r.err)}, d.path());
+  auto resumed = run_orch({"resume", id}, d.path());
   EXPECT_EQ(resumed.exit_code, 2);
   EXPECT_NE(resumed.err.find("is not a folder any more: restore it, then resume"), std::string::npos)
       << resumed.err;
-  EXPECT_EQ(query_int(db, "select count(*) from events"), events);
+  EXPECT_EQ(run_events(d.path(), id), events);
 }
 
 // The wall time a run was driven is in its row at most a second late, even while
@@ -1113,14 +1112,12 @@ TEST(Cli, AStoredPlanThatNoLongerValidatesSaysToResumeWithReplan) {
   auto r = run_orch({"run", "p.yaml"}, d.path());
   ASSERT_EQ(r.exit_code, 1) << r.err;
   const std::string id = run_id_in(r.err);
-  fs::path db = d / ".orch" / "orch.db";
-  sqlite3* h = nullptr;
-  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  // No orch stores a plan that does not validate: it is written into the SQLite
+  // file by hand, as an older orch would have left it (testing/sqlite_ledger.h).
   const std::string insert = "insert into plans values ('" + id +
                              "', 2, 'p.yaml', 'steps:\n  - {id: a, sh: x, env: {ORCH_P0: y}}\n', 0); "
                              "update runs set plan_version = 2";
-  EXPECT_EQ(sqlite3_exec(h, insert.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
-  sqlite3_close(h);
+  EXPECT_EQ(sqlite_ledger_exec(d / ".orch" / "orch.db", insert), "");
   auto resumed = run_orch({"resume", id}, d.path());
   EXPECT_EQ(resumed.exit_code, 2);
   EXPECT_NE(resumed.err.find("the plan stored with run " + id + " does not validate any more"),
@@ -1137,14 +1134,18 @@ TEST(Cli, TheWallTimeDrivenBeforeAKillIsKeptForTheBudget) {
 steps:
   - {id: long, sh: 'echo $$ > long.pid; sleep 30'}
 )");
-  fs::path db = d / ".orch" / "orch.db";
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_TRUE(wait_for([&] { return fs::exists(d / "long.pid"); }, 10000));
-  ASSERT_TRUE(wait_for([&] { return query_int(db, "select spent_wall_ms from runs") >= 1000; }, 5000))
-      << "spent_wall_ms " << query_int(db, "select spent_wall_ms from runs");
+  // Driven for 2.5 s (a live run's time runs to now in `orch status`) ...
+  ASSERT_TRUE(wait_for([&] { return driven_ms(run_report(d.path())) >= 2500; }, 10000))
+      << run_report(d.path()).dump();
   kill(pid, SIGKILL);
   wait_exit(pid);
-  EXPECT_GE(query_int(db, "select spent_wall_ms from runs"), 1000);
+  // ... of which the run's row, all that is left of it now, holds at least one
+  // second (what `orch status` says of a run no process drives).
+  auto left = run_report(d.path());
+  EXPECT_EQ(left["run"]["active"], false);
+  EXPECT_GE(driven_ms(left), 1000) << left.dump();
   kill(-std::stoi(read_file(d / "long.pid")), SIGKILL);  // the step's process group
 }
 
@@ -1157,11 +1158,12 @@ TEST(Cli, AnAttemptLeftByAKilledDriverKeepsTheTimeItWasWatched) {
   - id: long
     sh: 'if [ -f again ]; then exit 0; fi; echo out-so-far; echo err-so-far >&2; echo $$ > long.pid; exec sleep 30'
 )");
-  fs::path db = d / ".orch" / "orch.db";
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
   ASSERT_TRUE(wait_for([&] { return fs::exists(d / "long.pid"); }, 10000));
-  // The idle driver's heartbeat (the run row, every second) has gone by at least once.
-  ASSERT_TRUE(wait_for([&] { return query_int(db, "select spent_wall_ms from runs") >= 1500; }, 5000));
+  // Driven for 3 s: the idle driver's heartbeat (the run row, every second) has
+  // gone by at least once more than a second after the attempt started.
+  ASSERT_TRUE(wait_for([&] { return driven_ms(run_report(d.path())) >= 3000; }, 10000))
+      << run_report(d.path()).dump();
   const auto ms = [] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::system_clock::now().time_since_epoch())
@@ -1172,24 +1174,29 @@ TEST(Cli, AnAttemptLeftByAKilledDriverKeepsTheTimeItWasWatched) {
   wait_exit(pid);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // downtime: not the attempt's
   write_file(d / "again", "");
-  auto r = run_orch({"resume", run_id_in(read_file(d / "out.txt"))}, d.path());
+  const std::string id = run_id_in(read_file(d / "out.txt"));
+  auto r = run_orch({"resume", id}, d.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  const long long started = query_int(db, "select started_at from attempts where number = 1");
-  const long long watched = query_int(db, "select duration_ms from attempts where number = 1");
-  EXPECT_EQ(query_int(db, "select count(*) from attempts where number = 1 and status = 'interrupted'"), 1);
+  auto report = run_report(d.path(), id);
+  auto attempts = attempts_of(report, "long");
+  ASSERT_FALSE(attempts.empty()) << report.dump();
+  auto first = attempts[0];
+  ASSERT_EQ(first["number"], 1);
+  const std::int64_t started = epoch_ms(first["started_at"].get<std::string>());
+  const std::int64_t watched = first["duration_ms"];
+  EXPECT_EQ(first["status"], "interrupted");
   EXPECT_GE(watched, 1000);
   EXPECT_LE(watched, killed_at - started);
-  EXPECT_GE(query_int(db, "select finished_at from attempts where number = 1"), killed_at + 1500);
-  EXPECT_GE(query_int(db, "select wall_ms from steps"), watched);
-  EXPECT_GE(query_int(db, "select spent_wall_ms from runs"), watched);
-  EXPECT_LT(query_int(db, "select spent_wall_ms from runs"), watched + 1500);
+  EXPECT_GE(epoch_ms(first["finished_at"].get<std::string>()), killed_at + 1500);
+  EXPECT_GE(step_of(report, "long")["duration_ms"].get<std::int64_t>(), watched);
+  EXPECT_GE(driven_ms(report), watched);
+  EXPECT_LT(driven_ms(report), watched + 1500);
   // What it had printed is in its row too, not only in its files.
-  EXPECT_EQ(query_int(db, "select stdout_bytes from attempts where number = 1"), 11);
-  EXPECT_EQ(query_int(db, "select stderr_bytes from attempts where number = 1"), 11);
-  EXPECT_EQ(query_int(db,
-                      "select count(*) from attempts where number = 1 and output_tail = "
-                      "'out-so-far' || char(10) || 'err-so-far' || char(10)"),
-            1);
+  EXPECT_EQ(first["stdout"]["bytes"], 11);
+  EXPECT_EQ(first["stderr"]["bytes"], 11);
+  auto logs = nlohmann::json::parse(run_orch({"logs", id, "long", "--attempt", "1", "--json"}, d.path()).out,
+                                    nullptr, false);
+  EXPECT_EQ(logs["output_tail"], "out-so-far\nerr-so-far\n") << logs.dump();
 }
 
 TEST(Cli, TwoRunsShareAStoreAndOneRunCannotBeDrivenTwice) {
@@ -1209,7 +1216,7 @@ steps:
   EXPECT_EQ(runs.exit_code, 0) << runs.err;
   EXPECT_EQ(wait_exit(one), 0) << read_file(d / "one.txt");
   EXPECT_EQ(wait_exit(two), 0) << read_file(d / "two.txt");
-  EXPECT_EQ(query_int(d / ".orch" / "orch.db", "select count(*) from runs where status='succeeded'"), 2);
+  EXPECT_EQ(runs_where(d.path(), "status", "succeeded"), 2);
 
   write_file(d / "slow.yaml", "steps:\n  - {id: z, run: [sleep, \"3\"]}\n");
   pid_t three = spawn_orch({"run", "slow.yaml"}, d.path(), d / "three.txt");
@@ -1250,9 +1257,7 @@ TEST(Cli, AStepWaitingToRetrySaysWhyInStatus) {
   - {id: flaky, sh: 'if [ -f second ]; then exit 0; fi; touch second; echo not yet >&2; exit 3', attempts: 2, retry_delay: 30s}
 )");
   pid_t pid = spawn_orch({"run", "p.yaml"}, d.path(), d / "out.txt");
-  fs::path db = d / ".orch" / "orch.db";
-  ASSERT_TRUE(wait_for(
-      [&] { return query_int(db, "select count(*) from events where kind='retry_scheduled'") == 1; }, 10000));
+  ASSERT_TRUE(wait_for([&] { return run_events(d.path(), "", "retry_scheduled").size() == 1; }, 10000));
   auto st = nlohmann::json::parse(run_orch({"status", "--json"}, d.path()).out);
   EXPECT_EQ(st["steps"][0]["status"], "pending");
   EXPECT_EQ(st["steps"][0]["reason"],
@@ -1277,11 +1282,14 @@ TEST(Cli, CancellingAnInterruptedRunSaysWhichStepsHadRun) {
   const std::string id = run_id_in(read_file(d / "out.txt"));
   auto c = run_orch({"cancel", id}, d.path());
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
-  fs::path db = d / ".orch" / "orch.db";
-  EXPECT_EQ(query_text(db, "select status || ': ' || reason from steps where step_id = 'long'"),
-            "cancelled: cancelled: run cancelled after attempt 1");
-  EXPECT_EQ(query_text(db, "select status || ': ' || reason from steps where step_id = 'later'"),
-            "skipped: not started: run cancelled");
+  auto report = run_report(d.path(), id);
+  const auto status_and_reason = [&](const std::string& step) {
+    auto s = step_of(report, step);
+    return s.is_object() ? s["status"].get<std::string>() + ": " + s["reason"].get<std::string>()
+                         : "(no step)";
+  };
+  EXPECT_EQ(status_and_reason("long"), "cancelled: cancelled: run cancelled after attempt 1");
+  EXPECT_EQ(status_and_reason("later"), "skipped: not started: run cancelled");
 }
 
 TEST(Cli, CancelARunWhoseDriverWasKilled) {
@@ -1358,10 +1366,9 @@ TEST(Cli, AResumeThatMeetsACancelInProgressSaysTheRunWasCancelled) {
     return false;
   };
   ASSERT_TRUE(wait_for(resume_opened_the_lock, 10000)) << read_file(d / "resume.txt");
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((d / ".orch" / "orch.db").c_str(), &db), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(db, "update runs set status = 'cancelled'", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  // The cancel's write, at this exact moment: no command makes it then, so it is
+  // made in the SQLite file by hand (testing/sqlite_ledger.h).
+  EXPECT_EQ(sqlite_ledger_exec(d / ".orch" / "orch.db", "update runs set status = 'cancelled'"), "");
   close(fd);
   EXPECT_EQ(wait_exit(resume), 2);
   const std::string said = read_file(d / "resume.txt");

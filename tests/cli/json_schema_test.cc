@@ -126,6 +126,24 @@ void check_runs_and_the_ledger() {
   EXPECT_EQ(approved["resume"], "orch resume " + id);
   const json resumed = checked("resume", {"resume", id, "--json"}, d.path(), 0, "run-report.schema.json");
   EXPECT_EQ(resumed["run"]["status"], "succeeded");
+  // With each step's result (only when asked: results can be large).
+  const json results =
+      checked("status", {"status", id, "--json", "--results"}, d.path(), 0, "run-report.schema.json");
+  for (const auto& s : results["steps"]) EXPECT_TRUE(s.contains("result")) << s.dump();
+  for (const auto& s : resumed["steps"]) EXPECT_FALSE(s.contains("result")) << s.dump();
+
+  const json events = checked("events", {"events", id, "--json"}, d.path(), 0, "events.schema.json");
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front()["kind"], "run_started");
+  EXPECT_EQ(events.back()["kind"], "run_finished");
+  const json greeted = checked("events", {"events", id, "--kind", "step_done", "--step", "greet", "--json"},
+                               d.path(), 0, "events.schema.json");
+  ASSERT_EQ(greeted.size(), 1u) << greeted.dump();
+  EXPECT_EQ(greeted[0]["step"], "greet");
+  EXPECT_EQ(greeted[0]["attempt"], 1);
+  const json none = checked("events", {"events", id, "--after", events.back()["seq"].dump(), "--json"},
+                            d.path(), 0, "events.schema.json");
+  EXPECT_TRUE(none.empty()) << none.dump();
   // Watched, a run that has ended: one report, on one line.
   checked("status", {"status", id, "--watch", "--json"}, d.path(), 0, "run-report.schema.json");
 

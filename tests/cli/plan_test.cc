@@ -3,15 +3,16 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <sqlite3.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "testing/fake_llm.h"
+#include "testing/ledger_view.h"
 #include "testing/testing.h"
 
 namespace orch {
@@ -36,19 +37,11 @@ void write_models(const TempDir& d, const std::string& url) {
                          url, kKeyVar));
 }
 
-// A step's result, read from the ledger with the sqlite3 C API.
-std::string step_result(const fs::path& db, const std::string& step) {
-  sqlite3* h = nullptr;
-  sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* st = nullptr;
-  std::string v = "(no row)";
-  if (sqlite3_prepare_v2(h, "SELECT result FROM steps WHERE step_id = ?", -1, &st, nullptr) == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, step.c_str(), -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) == SQLITE_ROW) v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return v;
+// A step's result in the newest run of the ledger in `dir`, as `orch status
+// --json --results` gives it; "(no step)" when it has none.
+std::string step_result(const fs::path& dir, const std::string& step) {
+  auto found = orch::testing::step_of(orch::testing::run_report(dir, "", {"--results"}), step);
+  return found.is_object() ? found["result"].get<std::string>() : "(no step)";
 }
 
 TEST(PlanCli, ASingleStepRequestPrintsAValidPlanAndCallsNoModel) {
@@ -226,9 +219,8 @@ TEST(PlanCli, AnInterruptDuringAPlanningCallStopsIt) {
   ::setenv(kKeyVar, "sk-never-used-123456", 1);
   pid_t pid = spawn_orch({"plan", "1. list files\n2. count them", "--models", "models.yaml"}, d.path(),
                          d / "out.txt");
-  const fs::path db = d / ".orch" / "orch.db";
-  ASSERT_TRUE(
-      wait_for([&] { return fs::exists(db) && query_int(db, "select count(*) from attempts") == 1; }, 10000));
+  ASSERT_TRUE(wait_for(
+      [&] { return orch::testing::all_attempts(orch::testing::run_report(d.path())).size() == 1; }, 10000));
   ::kill(pid, SIGINT);
   EXPECT_EQ(wait_exit(pid), 130);
   ::unsetenv(kKeyVar);
@@ -236,7 +228,7 @@ TEST(PlanCli, AnInterruptDuringAPlanningCallStopsIt) {
   const std::string out = read_file(d / "out.txt");
   EXPECT_HAS(out, "interrupted: the planning call (run ");
   EXPECT_EQ(out.find("fallback"), std::string::npos) << out;
-  EXPECT_EQ(query_int(db, "select count(*) from runs where status = 'interrupted'"), 1) << out;
+  EXPECT_EQ(orch::testing::runs_where(d.path(), "status", "interrupted"), 1) << out;
 }
 
 // The shipped fix-failing-tests template runs the suite the request names, before
@@ -263,7 +255,7 @@ TEST(PlanCli, TheFixFailingTestsTemplateHoldsTheFixToTheSuite) {
   EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
   EXPECT_NE(r.err.find("template fix-failing-tests"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::exists(wrong / "other.txt")) << "the patch was applied";
-  const std::string before = step_result(wrong / ".orch" / "orch.db", "run_tests");
+  const std::string before = step_result(wrong.path(), "run_tests");
   EXPECT_NE(before.find("fixed.txt is missing"), std::string::npos) << before;
   EXPECT_NE(before.find("[exit status: 2]"), std::string::npos) << before;
   json report = json::parse(r.out);
@@ -290,7 +282,7 @@ TEST(PlanCli, RunRequestPlansThenRuns) {
   ASSERT_EQ(report["steps"].size(), 1u);
   // The result is the request as written: "${USER}" arrived as text (escaped in
   // the plan as "$${USER}"), not as a placeholder.
-  EXPECT_EQ(step_result(d / ".orch" / "orch.db", "request"), request);
+  EXPECT_EQ(step_result(d.path(), "request"), request);
 
   auto neither = run_orch({"run"}, d.path());
   EXPECT_EQ(neither.exit_code, 2);
@@ -325,11 +317,17 @@ TEST(LlmCli, LlmCallsAreCappedByTheirOwnDescriptorsNotAProcesss) {
       {"/bin/sh", "-c", "ulimit -n 100 && exec \"$0\" run p.yaml -j 10 --models models.yaml", orch_binary()},
       d.path(), {{kKeyVar, server.api_key()}});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const fs::path db = d / ".orch" / "orch.db";
-  EXPECT_EQ(query_int(db, "select count(*) from events where kind = 'concurrency_capped'"), 0);
-  EXPECT_LT(query_int(db, "select max(started_at) from attempts"),
-            query_int(db, "select min(finished_at) from attempts"))
-      << "all ten calls were in flight at once";
+  const std::string calls = orch::testing::run_id_in(r.err);
+  EXPECT_EQ(orch::testing::run_events(d.path(), calls, "concurrency_capped").size(), 0u);
+  std::int64_t last_start = 0;
+  std::int64_t first_end = std::numeric_limits<std::int64_t>::max();
+  const auto attempts = orch::testing::all_attempts(orch::testing::run_report(d.path(), calls));
+  ASSERT_GE(attempts.size(), 10u);
+  for (const auto& a : attempts) {
+    last_start = std::max(last_start, orch::testing::epoch_ms(a["started_at"].get<std::string>()));
+    first_end = std::min(first_end, orch::testing::epoch_ms(a["finished_at"].get<std::string>()));
+  }
+  EXPECT_LT(last_start, first_end) << "all ten calls were in flight at once";
 
   // Shell steps under the same limit are capped at 6, and the run says so.
   std::string shell = "steps:\n";
@@ -338,8 +336,10 @@ TEST(LlmCli, LlmCallsAreCappedByTheirOwnDescriptorsNotAProcesss) {
   auto s = run_command({"/bin/sh", "-c", "ulimit -n 100 && exec \"$0\" run s.yaml -j 10", orch_binary()},
                        d.path());
   ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
-  EXPECT_EQ(
-      query_int(db, "select json_extract(data, '$.used') from events where kind = 'concurrency_capped'"), 6);
+  const auto capped =
+      orch::testing::run_events(d.path(), orch::testing::run_id_in(s.err), "concurrency_capped");
+  ASSERT_FALSE(capped.empty());
+  EXPECT_EQ(capped[0]["data"]["used"], 6) << capped.dump();
 }
 
 TEST(LlmCli, ACompletionIsInTheLedgerAndLogsPrintsIt) {

@@ -120,8 +120,9 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
   };
   const std::vector<Case> cases = {
       {{},
-       "orch: a command is required: validate, run, resume, status, runs, logs, cancel, plan, approve, "
-       "chain, task, route, budget-check, similarity, memory, review, completion\nRun `orch --help` for usage.\n"},
+       "orch: a command is required: validate, run, resume, status, runs, logs, events, cancel, plan, "
+       "approve, chain, task, route, budget-check, similarity, memory, review, completion\nRun `orch --help` "
+       "for usage.\n"},
       {{"task"},
        "orch: a subcommand is required: plan, log, close, show, list, gc, run\n"
        "Run `orch task --help` for usage.\n"},
@@ -139,15 +140,15 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
       {{"stauts"},
        "orch: unknown command 'stauts' (did you mean 'status'?); commands: validate, run, resume, status, "
        "runs, "
-       "logs, cancel, plan, approve, chain, task, route, budget-check, similarity, memory, review, completion\n"
-       "Run `orch --help` for usage.\n"},
+       "logs, events, cancel, plan, approve, chain, task, route, budget-check, similarity, memory, review, "
+       "completion\nRun `orch --help` for usage.\n"},
       {{"task", "rnu"},
        "orch: unknown subcommand 'rnu' (did you mean 'run'?); subcommands: plan, log, close, show, list, gc, "
        "run\nRun `orch task --help` for usage.\n"},
       {{"--bogus"},
        "orch: unknown option '--bogus' before the command (options go after it: orch COMMAND --help); "
-       "commands: validate, run, resume, status, runs, logs, cancel, plan, approve, chain, task, route, "
-       "budget-check, similarity, memory, review, completion\nRun `orch --help` for usage.\n"},
+       "commands: validate, run, resume, status, runs, logs, events, cancel, plan, approve, chain, task, "
+       "route, budget-check, similarity, memory, review, completion\nRun `orch --help` for usage.\n"},
       {{"--store", "x", "runs"},
        "orch: unexpected arguments before the command (options go after it): --store x\n"
        "Run `orch runs --help` for usage.\n"},
