@@ -4,13 +4,14 @@
 // A plain value: every executor fills the same fields, so the engine, the
 // postconditions and the ledger read any attempt alike. Its own header so that
 // what checks an outcome needs nothing of what runs one (executor.h's event
-// loop, specs and registry). attempt_ending_name is in executor.h.
+// loop, specs and registry); what the ledger keeps of one too (store.h).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace orch {
 
@@ -27,7 +28,17 @@ enum class AttemptEnding {
   // attempt can pass until a person fixes the configuration, so the engine does
   // not retry it; the message names the cause (the variable, or the status and URL).
   SetupFailed,
+  // Its orch stopped before it ended (a signal to orch, or orch killed: the
+  // attempt is closed by the resume that finds it). Set by the engine, never by
+  // an executor; not counted against the attempts cap.
+  Interrupted,
 };
+
+// The ending's name as the ledger and the reports write it: "exited",
+// "signaled", "timed_out", "stalled", "cancelled", "spawn_failed", "error",
+// "setup_failed", "interrupted".
+const char* attempt_ending_name(AttemptEnding ending);
+std::optional<AttemptEnding> parse_attempt_ending(std::string_view name);
 
 struct AttemptOutcome {
   AttemptEnding ending = AttemptEnding::Error;

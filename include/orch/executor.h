@@ -63,7 +63,6 @@ struct AttemptSpec {
 };
 
 // The name stored in the ledger (AttemptRecord::ending): exited, signaled, timed_out, ...
-const char* attempt_ending_name(AttemptEnding ending);
 
 // A started attempt. Destroying it without cancel() while running kills it.
 class RunningAttempt {

@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "orch/attempt_outcome.h"
 #include "orch/error.h"
 
 namespace orch {
@@ -137,7 +138,7 @@ struct AttemptRecord {
   int number = 1;
   AttemptStatus status = AttemptStatus::Running;
   bool counted = true;  // false for interrupted attempts (not charged to the cap)
-  std::string ending;   // attempt_ending_name(): exited, signaled, timed_out, ...
+  AttemptEnding ending = AttemptEnding::Error;  // how the process ended (running: not yet known)
   int exit_code = -1;
   int signal = 0;
   std::string reason;       // the failed check or error, "" when it succeeded

@@ -397,7 +397,7 @@ steps:
     auto a = attempts(out.run_id, id);
     ASSERT_EQ(a.size(), 1u);
     EXPECT_EQ(a[0].status, AttemptStatus::TimedOut);
-    EXPECT_EQ(a[0].ending, "timed_out");
+    EXPECT_EQ(a[0].ending, AttemptEnding::TimedOut);
     EXPECT_TRUE(a[0].counted);
     EXPECT_EQ(a[0].reason, "budget exhausted: wall: 300 ms used of 300 ms");
     EXPECT_EQ(step(out.run_id, id).status, StepStatus::Failed);
@@ -528,7 +528,7 @@ steps:
     auto attempts = store_->attempts(out.run_id, "s");
     ASSERT_TRUE(attempts);
     ASSERT_EQ(attempts->size(), 1u) << owned << ": retried";
-    EXPECT_EQ((*attempts)[0].ending, "setup_failed");
+    EXPECT_EQ((*attempts)[0].ending, AttemptEnding::SetupFailed);
   }
 }
 
@@ -1394,7 +1394,7 @@ TEST_F(EngineTest, ACancelReadInTheTurnThatRecordsAnAttemptKeepsItsProcessFromSt
   auto a = attempts(out.run_id, "a");
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].status, AttemptStatus::Cancelled);
-  EXPECT_EQ(a[0].ending, "cancelled");
+  EXPECT_EQ(a[0].ending, AttemptEnding::Cancelled);
   EXPECT_EQ(step(out.run_id, "a").status, StepStatus::Cancelled);
 }
 

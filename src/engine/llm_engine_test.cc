@@ -302,7 +302,7 @@ TEST_F(LlmEngineTest, AMissingKeyOrUnauthorizedKeyFailsWithoutRetrying) {
             "provider 'oa' takes its key from $ORCH_TEST_LLM_API_KEY, which is not set");
   auto missing = *store_->attempts(out.run_id, "a");
   ASSERT_EQ(missing.size(), 1u) << "a set-up failure is not retried";
-  EXPECT_EQ(missing[0].ending, "setup_failed");
+  EXPECT_EQ(missing[0].ending, AttemptEnding::SetupFailed);
   setenv(kKeyVar, "sk-wrong-key-999999", 1);
   auto denied = run("steps:\n  - {id: a, executor: llm, attempts: 3, inputs: {prompt: hi}}\n");
   EXPECT_EQ(denied.status, RunStatus::Failed);
@@ -313,7 +313,7 @@ TEST_F(LlmEngineTest, AMissingKeyOrUnauthorizedKeyFailsWithoutRetrying) {
       << step(denied.run_id, "a").reason;
   auto refused = *store_->attempts(denied.run_id, "a");
   ASSERT_EQ(refused.size(), 1u) << "a 401 is a set-up failure: not retried";
-  EXPECT_EQ(refused[0].ending, "setup_failed");
+  EXPECT_EQ(refused[0].ending, AttemptEnding::SetupFailed);
   setenv(kKeyVar, server_->api_key().c_str(), 1);
   auto forbidden =
       run("steps:\n  - {id: a, executor: llm, attempts: 3, inputs: {prompt: \"[[status: 403]]\"}}\n");

@@ -378,7 +378,7 @@ Expected<ClosedAttempts> close_interrupted_attempts(Store& store, const std::str
     if (a.status != AttemptStatus::Running) continue;
     a.status = AttemptStatus::Interrupted;
     a.counted = false;
-    a.ending = "interrupted";
+    a.ending = AttemptEnding::Interrupted;
     a.reason = "interrupted: the orch process driving it stopped";
     a.finished_at = now_ms;
     a.duration_ms = std::max<std::int64_t>(0, std::min(last_alive_ms, now_ms) - a.started_at);

@@ -54,7 +54,7 @@ ojson attempt_json(const AttemptRecord& a, std::int64_t until) {
   return {{"number", a.number},
           {"status", attempt_status_name(a.status)},
           {"counted", a.counted},
-          {"ending", a.ending},
+          {"ending", a.status == AttemptStatus::Running ? "" : attempt_ending_name(a.ending)},
           {"exit_code", a.exit_code},
           {"signal", a.signal},
           {"reason", a.reason},

@@ -131,12 +131,14 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   const AttemptOutcome& o = s.flight().outcome ? *s.flight().outcome : empty;
   a.status = status;
   a.counted = status != AttemptStatus::Interrupted;
-  a.ending = attempt_ending_name(o.ending);
+  a.ending = o.ending;
   // Stopped by orch for a signal it got, not by a cancel: said as a resume after
   // kill -9 says it.
-  if (status == AttemptStatus::Interrupted && o.ending == AttemptEnding::Cancelled) a.ending = "interrupted";
+  if (status == AttemptStatus::Interrupted && o.ending == AttemptEnding::Cancelled)
+    a.ending = AttemptEnding::Interrupted;
   // Stopped when the plan's wall budget ran out: at its cap, as a timeout.
-  if (status == AttemptStatus::TimedOut && o.ending == AttemptEnding::Cancelled) a.ending = "timed_out";
+  if (status == AttemptStatus::TimedOut && o.ending == AttemptEnding::Cancelled)
+    a.ending = AttemptEnding::TimedOut;
   a.exit_code = o.exit_code;
   a.signal = o.signal;
   a.reason = reason;

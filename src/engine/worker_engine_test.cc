@@ -134,7 +134,7 @@ steps:
   auto attempts = *store_->attempts(out.run_id, "s");
   ASSERT_EQ(attempts.size(), 1u);
   EXPECT_EQ(attempts[0].status, AttemptStatus::Stalled);
-  EXPECT_EQ(attempts[0].ending, "stalled");
+  EXPECT_EQ(attempts[0].ending, AttemptEnding::Stalled);
   EXPECT_NE(
       attempts[0].reason.find("stalled: worker 'stall' wrote no output and changed no file in the workspace "
                               "for 500ms"),
@@ -191,11 +191,11 @@ steps:
   EXPECT_EQ(out.status, RunStatus::Failed);
   auto crash = *store_->attempts(out.run_id, "c");
   ASSERT_EQ(crash.size(), 1u);
-  EXPECT_EQ(crash[0].ending, "signaled");
+  EXPECT_EQ(crash[0].ending, AttemptEnding::Signaled);
   EXPECT_NE(crash[0].reason.find("SIGKILL"), std::string::npos) << crash[0].reason;
   auto bad = *store_->attempts(out.run_id, "b");
   ASSERT_EQ(bad.size(), 1u);
-  EXPECT_EQ(bad[0].ending, "error");
+  EXPECT_EQ(bad[0].ending, AttemptEnding::Error);
   EXPECT_NE(bad[0].reason.find("worker 'badjson': its output is not JSON"), std::string::npos)
       << bad[0].reason;
 }
@@ -244,7 +244,7 @@ steps:
   ASSERT_EQ(o.size(), 2u) << "a provider error is retried (the same failure twice does not stop it)";
   for (const auto& a : o) {
     EXPECT_EQ(a.status, AttemptStatus::Failed);
-    EXPECT_EQ(a.ending, "error");
+    EXPECT_EQ(a.ending, AttemptEnding::Error);
     EXPECT_NE(a.reason.find("API Error: 529 overloaded"), std::string::npos) << a.reason;
     EXPECT_EQ(a.tokens_in, 10);
   }
@@ -268,11 +268,11 @@ steps:
   EXPECT_EQ(out.status, RunStatus::Failed);
   auto k = attempts(out.run_id, "k");
   ASSERT_EQ(k.size(), 1u) << "refused credentials are not retried";
-  EXPECT_EQ(k[0].ending, "setup_failed");
+  EXPECT_EQ(k[0].ending, AttemptEnding::SetupFailed);
   EXPECT_NE(k[0].reason.find("Invalid API key"), std::string::npos) << k[0].reason;
   auto l = attempts(out.run_id, "l");
   ASSERT_EQ(l.size(), 2u) << "an ordinary failure: the same one twice stops the step";
-  EXPECT_EQ(l[1].ending, "error");
+  EXPECT_EQ(l[1].ending, AttemptEnding::Error);
   EXPECT_NE(step(out.run_id, "l").reason.find("same failure twice"), std::string::npos)
       << step(out.run_id, "l").reason;
 }
@@ -341,7 +341,7 @@ steps:
   EXPECT_EQ(out.status, RunStatus::Failed);
   auto a = attempts(out.run_id, "s");
   ASSERT_EQ(a.size(), 1u) << "a set-up failure is not retried";
-  EXPECT_EQ(a[0].ending, "setup_failed");
+  EXPECT_EQ(a[0].ending, AttemptEnding::SetupFailed);
   EXPECT_NE(a[0].reason.find("more than the 131071 Linux passes in one; give the worker the prompt as a file "
                              "({prompt_file} in argv) or on its standard input (stdin: prompt)"),
             std::string::npos)

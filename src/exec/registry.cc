@@ -7,28 +7,6 @@
 
 namespace orch {
 
-const char* attempt_ending_name(AttemptEnding ending) {
-  switch (ending) {
-    case AttemptEnding::Exited:
-      return "exited";
-    case AttemptEnding::Signaled:
-      return "signaled";
-    case AttemptEnding::TimedOut:
-      return "timed_out";
-    case AttemptEnding::Stalled:
-      return "stalled";
-    case AttemptEnding::Cancelled:
-      return "cancelled";
-    case AttemptEnding::SpawnFailed:
-      return "spawn_failed";
-    case AttemptEnding::Error:
-      return "error";
-    case AttemptEnding::SetupFailed:
-      return "setup_failed";
-  }
-  return "error";
-}
-
 void Executor::check_step(const Step&, Diagnostics&) const {}
 
 std::vector<Postcondition> Executor::default_post() const {

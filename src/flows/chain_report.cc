@@ -229,7 +229,7 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id,
           const AttemptRecord& a = *it->second;
           recoverable = a.status == AttemptStatus::TimedOut || a.status == AttemptStatus::Stalled ||
                         a.status == AttemptStatus::Interrupted || a.status == AttemptStatus::Cancelled ||
-                        a.ending == "signaled" || chain_detail::was_transient(store, run_id, a);
+                        a.ending == AttemptEnding::Signaled || chain_detail::was_transient(store, run_id, a);
         }
       }
       const int skipped = total - n;

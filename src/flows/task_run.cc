@@ -154,7 +154,7 @@ Expected<Plan> load_built_plan(TaskEnv& env, const std::string& text, const std:
 }
 
 bool is_setup_failure(const AttemptRecord& a) {
-  return a.ending == attempt_ending_name(AttemptEnding::SetupFailed);
+  return a.ending == AttemptEnding::SetupFailed;
 }
 
 // Why the run failed for its set-up rather than its work — the reason of a failed

@@ -85,7 +85,7 @@ inline AttemptRecord finished_attempt(const std::string& run_id, const std::stri
   AttemptRecord a = started_attempt(run_id, step_id, number);
   a.status = AttemptStatus::TimedOut;
   a.counted = false;
-  a.ending = "timed_out";
+  a.ending = AttemptEnding::TimedOut;
   a.exit_code = 137;
   a.signal = 9;
   a.reason = "timed out after 5s";

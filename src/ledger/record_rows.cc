@@ -220,7 +220,7 @@ void bind_attempt(Statement& s, const AttemptRecord& a) {
   s.bind_int(3, a.number);
   s.bind_text(4, attempt_status_name(a.status));
   s.bind_bool(5, a.counted);
-  s.bind_text(6, a.ending);
+  s.bind_text(6, a.status == AttemptStatus::Running ? "" : attempt_ending_name(a.ending));
   s.bind_int(7, a.exit_code);
   s.bind_int(8, a.signal);
   s.bind_text(9, a.reason);
@@ -253,7 +253,7 @@ AttemptRecord read_attempt(const Statement& s) {
   a.number = static_cast<int>(s.column_int(2));
   a.status = parse_attempt_status(s.column_text(3)).value_or(AttemptStatus::Failed);
   a.counted = s.column_bool(4);
-  a.ending = s.column_text(5);
+  a.ending = parse_attempt_ending(s.column_text(5)).value_or(AttemptEnding::Error);
   a.exit_code = static_cast<int>(s.column_int(6));
   a.signal = static_cast<int>(s.column_int(7));
   a.reason = s.column_text(8);

@@ -70,7 +70,9 @@
 //   run_id, step_id, number   primary key; number counts from 1 per step
 //   status           running | succeeded | failed | timed_out | cancelled | interrupted
 //   counted          0 for attempts not charged to the step's cap (interrupted)
-//   ending           how the process ended: exited, signaled, timed_out, ...
+//   ending           how the process ended: exited, signaled, timed_out, stalled,
+//                    cancelled, spawn_failed, error, setup_failed, interrupted
+//                    (orch/attempt_outcome.h); '' while it runs
 //   exit_code        -1 when it did not exit normally
 //   signal           the signal that ended it, 0 when none
 //   reason           the failed check or error; '' when it succeeded

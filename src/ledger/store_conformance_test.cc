@@ -197,6 +197,7 @@ TEST_P(StoreContract, AFinishedAttemptNeverChangesAndARetryIsANewRow) {
   AttemptRecord failed = attempt("r", "early", 1);
   failed.status = AttemptStatus::Failed;
   failed.reason = "exit 1";
+  failed.ending = AttemptEnding::Interrupted;
   failed.tokens_in = 10;
   failed.tokens_out = 5;
   failed.cost_usd = 0.5;
@@ -218,6 +219,7 @@ TEST_P(StoreContract, AFinishedAttemptNeverChangesAndARetryIsANewRow) {
   EXPECT_EQ((*all)[0].number, 1);
   EXPECT_EQ((*all)[0].status, AttemptStatus::Failed);
   EXPECT_EQ((*all)[0].reason, "exit 1");
+  EXPECT_EQ((*all)[0].ending, AttemptEnding::Interrupted);
   EXPECT_EQ((*all)[1].step_id, "early");
   EXPECT_EQ((*all)[1].number, 2);
   EXPECT_EQ((*all)[2].step_id, "late");

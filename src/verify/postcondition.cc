@@ -66,6 +66,8 @@ CheckResult check_exit_zero(const AttemptOutcome& outcome) {
     case AttemptEnding::SetupFailed:
       return failed("exit_zero: set-up failure: " +
                     (message.empty() ? std::string("unknown cause") : message));
+    case AttemptEnding::Interrupted:
+      return failed(message.empty() ? "exit_zero: interrupted" : "exit_zero: interrupted: " + message);
   }
   return failed("exit_zero: unknown attempt ending");
 }
