@@ -3,15 +3,16 @@
 // A review is one `orch review --config RUN.yaml` from its pre-flight to its end:
 // the resolved configuration, every round (the findings after reduce, judge and
 // the hallucination gate; the verdict; the fix and its outcome), the escalations,
-// the spend, the final verdict. The ledger keeps it in the table `reviews` (schema
-// v5, docs/store.md), one row per review updated in place: the whole review
-// document (schemas/review-report.schema.json) and its status. The reviewers,
-// judge, claim verifier and fixer are engine steps of ordinary runs (named
-// "review ID round N PHASE"), so their attempts, tokens and events are in the
-// run tables like any other step's.
+// the spend, the final verdict. The contract: one record per review, updated in
+// place as a whole (the review document, schemas/review-report.schema.json, and
+// its status), never half-written (the SQLite ledger's table `reviews`, schema
+// v5, docs/store.md). The reviewers, judge, claim verifier and fixer are engine
+// steps of ordinary runs, each owned by the review (RunOwner: review, ID, round,
+// phase), so their attempts, tokens and events are the runs' like any other
+// step's.
 //
-// One process drives a review at a time (the runtime holds the store's lock on "review-ID": Store::lock);
-// each write is a single statement, so a row is never half-written.
+// One process drives a review at a time (the runtime holds the store's lock on
+// "review-ID": Store::lock).
 // One ReviewStore is one connection, used from one thread at a time.
 #pragma once
 

@@ -2,16 +2,17 @@
 //
 // A trace is one request's way through the task runtime's state machine
 // (src/flows/task/): its classification, pipeline, every state it entered, the
-// verifier's verdicts, how it closed. The ledger keeps it in two tables (schema
-// v4, docs/store.md): `traces`, one row per trace updated in place (the current
-// state and the whole trace document), and `trace_events`, every transition and
-// outcome in order, APPEND-ONLY like the run events.
+// verifier's verdicts, how it closed. The contract: one record per trace,
+// updated in place (the current state and the whole trace document), and its
+// events, every transition and outcome in order, append-only like the run
+// events (the SQLite ledger's tables `traces` and `trace_events`, schema v4,
+// docs/store.md).
 //
 // The state machine's rules live in the runtime, not here: the store keeps what it
 // is given. A runtime that reads a trace, decides, and writes it back does so
-// between begin() and commit(), which take the ledger's write lock (BEGIN
-// IMMEDIATE), so two processes logging the same trace are serialised and neither
-// decides on a stale row.
+// between begin() and commit(): a transaction that serialises writers from the
+// start (SQLite: BEGIN IMMEDIATE), so two processes logging the same trace never
+// decide on a stale row.
 //
 // One TraceStore is one connection, used from one thread at a time.
 #pragma once
