@@ -194,6 +194,17 @@ class StoreLock {
   virtual ~StoreLock() = default;
 };
 
+// One of an attempt's two output streams.
+enum class AttemptStream { Stdout, Stderr };
+
+// Where the bytes of an attempt's stream were read from: its log file, its
+// ledger record (an llm call's output is kept there), or nowhere (it wrote nothing).
+enum class OutputSource { File, Ledger, None };
+struct OutputRead {
+  OutputSource source = OutputSource::None;
+  std::string file;  // the file read, for OutputSource::File
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -217,6 +228,13 @@ class Store {
       const std::string& name, const std::function<std::string(const std::string& holder)>& when_busy = {});
   // Whether a live process holds the lock of `name` now (a run being driven).
   virtual bool locked(const std::string& name);
+
+  // Hands `stream` of attempt `a` to `sink`, piece by piece, from wherever the
+  // store keeps it: the attempt's record, or its log file (the path the record
+  // names; for a project moved with its store, the same name under
+  // folder()/runs/RUN/). A store that keeps logs elsewhere overrides it.
+  virtual Expected<OutputRead> read_attempt_output(const AttemptRecord& a, AttemptStream stream,
+                                                   const std::function<void(std::string_view)>& sink) const;
 
   virtual Expected<void> begin() = 0;
   virtual Expected<void> commit() = 0;

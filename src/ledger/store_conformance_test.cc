@@ -308,6 +308,46 @@ TEST_P(StoreContract, ALockHasOneHolderAtATimeAndIsFreeOnceReleased) {
   EXPECT_TRUE(store_->lock("r")) << "free once released";
 }
 
+TEST_P(StoreContract, AnAttemptsOutputIsReadFromWhereverItIsKept) {
+  auto read = [&](const AttemptRecord& a, AttemptStream stream, std::string& text) {
+    text.clear();
+    return store_->read_attempt_output(a, stream, [&](std::string_view bytes) { text += bytes; });
+  };
+  std::string text;
+  AttemptRecord in_row = attempt("r", "llm", 1);
+  in_row.stdout_text = "an answer kept in the record";
+  in_row.stdout_bytes = 28;
+  auto row = read(in_row, AttemptStream::Stdout, text);
+  ASSERT_TRUE(row) << row.error().message;
+  EXPECT_EQ(row->source, OutputSource::Ledger);
+  EXPECT_EQ(text, "an answer kept in the record");
+
+  const auto file = store_->folder() / "runs" / "r" / "sh.1.stderr";
+  std::filesystem::create_directories(file.parent_path());
+  testing::write_file(file, "warning: x\n");
+  AttemptRecord in_file = attempt("r", "sh", 1);
+  in_file.stderr_path = "/a/project/that/moved/.orch/runs/r/sh.1.stderr";
+  in_file.stderr_bytes = 11;
+  in_file.status = AttemptStatus::Failed;
+  auto logged = read(in_file, AttemptStream::Stderr, text);
+  ASSERT_TRUE(logged) << logged.error().message;
+  EXPECT_EQ(logged->source, OutputSource::File) << "found under the store's own runs/RUN/ folder";
+  EXPECT_EQ(text, "warning: x\n");
+
+  AttemptRecord silent = attempt("r", "sh", 2);
+  silent.stdout_path = (store_->folder() / "runs" / "r" / "sh.2.stdout").string();
+  silent.status = AttemptStatus::Succeeded;
+  auto none = read(silent, AttemptStream::Stdout, text);
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(none->source, OutputSource::None) << "it wrote nothing, so no file was made";
+
+  AttemptRecord lost = silent;
+  lost.stdout_bytes = 5;
+  auto gone = read(lost, AttemptStream::Stdout, text);
+  ASSERT_FALSE(gone) << "bytes recorded but no file: an error, not silence";
+  EXPECT_NE(gone.error().message.find("5 bytes recorded"), std::string::npos) << gone.error().message;
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreContract, ::testing::ValuesIn(kBackends),
                          [](const ::testing::TestParamInfo<Backend>& param) { return param.param.name; });
 
