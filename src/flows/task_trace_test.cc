@@ -177,7 +177,7 @@ TEST(TaskTrace, AVerificationItemWithAnUnknownStatusIsRefused) {
   VerifyRecord r;
   r.items.push_back({"tests pass", "command", "true", CheckStatus::NotRun, "", 0});
   t.verifications.push_back(r);
-  json doc = to_json(t);
+  nlohmann::json doc = to_json(t);
   ASSERT_TRUE(trace_from_json(doc)) << "not_run is one";
   doc["verifications"][0]["items"][0]["status"] = "sort_of";
   auto bad = trace_from_json(doc);
