@@ -50,9 +50,9 @@ for section in "${sections[@]}"; do
   done
 done
 
-# The summary lines: what run.sh prints after its "summary" banner, per section.
+# The summary lines: what each run.sh run prints under its "summary" banner.
 summary() {
-  awk '/=+ summary/{on=1; next} /^machine:/{next} on && NF' "$1"
+  awk '/^=====/ {on = ($0 ~ / summary/); next} /^machine:/ {next} on && NF' "$1"
 }
 mapfile -t old_lines < <(summary "$out/bench-compare-old.txt")
 mapfile -t new_lines < <(summary "$out/bench-compare-new.txt")

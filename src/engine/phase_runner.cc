@@ -87,9 +87,9 @@ Expected<PhaseResult> PhaseRunner::run(const PhaseRequest& request) {
   Engine engine(store_, std::move(eo));
   if (request.on_start) request.on_start(result.start, current_run_id_);
   Expected<RunOutcome> outcome = std::unexpected(Error{ErrorCode::Internal, "not run"});
-  if (result.start == PhaseStart::ResumedUnderRaisedCap)
+  if (result.start == PhaseStart::ResumedUnderRaisedCap) {
     outcome = resume_under_cap(engine, *existing, left);
-  else if (existing) {
+  } else if (existing) {
     // What the dead driver left (its processes, its attempts left running, their
     // snapshots), settled by the engine before the phase goes on; said when
     // there was anything.
@@ -101,8 +101,9 @@ Expected<PhaseResult> PhaseRunner::run(const PhaseRequest& request) {
           request.who, existing->id, recovered.attempts_closed, recovered.attempts_closed == 1 ? "" : "s",
           recovered.processes_killed, recovered.processes_killed == 1 ? "" : "es"));
     outcome = engine.resume(existing->id, std::nullopt);
-  } else
+  } else {
     outcome = engine.run(std::move(built->plan), built->text);
+  }
   if (!outcome) return std::unexpected(outcome.error());
   result.run_id = outcome->run_id;
   result.status = outcome->status;
