@@ -247,6 +247,13 @@ class Store {
   // A step the ledger does not have yet (a new run's): as upsert_step, which a
   // store may make cheaper for rows it has.
   virtual Expected<void> insert_step(const StepRecord& step) { return upsert_step(step); }
+  // An attempt's output: its streams are written, while it runs, to the files
+  // its record names (stdout_path, stderr_path: on this machine, under
+  // folder()), or kept in the record itself (stdout_text). When the record
+  // becomes final (finish_attempt, or insert_attempt of a finished one) the files
+  // are complete and are the store's: a store that keeps outputs elsewhere (rows
+  // of a shared database) takes them there; a store whose outputs are those files
+  // (SQLite) leaves them. read_attempt_output gives them back either way.
   virtual Expected<void> insert_attempt(const AttemptRecord& attempt) = 0;
   // Moves a running attempt to its final status. Fails (Store) for a finished row.
   virtual Expected<void> finish_attempt(const AttemptRecord& attempt) = 0;

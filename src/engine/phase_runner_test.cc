@@ -216,6 +216,14 @@ TEST_F(PhaseRunnerTest, APhaseRunsOnAStoreWithNoDatabaseFile) {
   ASSERT_TRUE(again);
   EXPECT_EQ(again->start, PhaseStart::Ended);
   EXPECT_EQ(again->run_id, first->run_id);
+  // The outputs were the store's once each attempt was final: the log files may go.
+  fs::remove_all(dir_ / "memory-store" / "runs");
+  std::string said;
+  auto out = memory.read_attempt_output((*attempts)[0], AttemptStream::Stdout,
+                                        [&](std::string_view bytes) { said += bytes; });
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->source, OutputSource::Ledger);
+  EXPECT_EQ(said, "hi\n");
   for (const fs::path& root : {dir_ / "memory-store", ws()})
     for (const auto& entry : fs::recursive_directory_iterator(root))
       EXPECT_EQ(entry.path().string().find(".db"), std::string::npos) << entry.path();

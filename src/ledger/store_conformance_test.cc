@@ -348,6 +348,28 @@ TEST_P(StoreContract, AnAttemptsOutputIsReadFromWhereverItIsKept) {
   EXPECT_NE(gone.error().message.find("5 bytes recorded"), std::string::npos) << gone.error().message;
 }
 
+TEST_P(StoreContract, AFinishedAttemptsOutputIsTheStoresToGiveBack) {
+  const auto out = store_->folder() / "runs" / "r" / "a.1.stdout";
+  std::filesystem::create_directories(out.parent_path());
+  testing::write_file(out, "done\n");
+  AttemptRecord a = attempt("r", "a", 1);
+  a.stdout_path = out.string();
+  a.stdout_bytes = 5;
+  write([&] {
+    ASSERT_TRUE(store_->insert_run(run("r", 1)));
+    ASSERT_TRUE(store_->insert_step(step("r", "a", 0)));
+    ASSERT_TRUE(store_->insert_attempt(a));
+  });
+  a.status = AttemptStatus::Succeeded;
+  a.ending = AttemptEnding::Exited;
+  write([&] { ASSERT_TRUE(store_->finish_attempt(a)); });
+  std::string text;
+  auto read = store_->read_attempt_output(a, AttemptStream::Stdout, [&](std::string_view b) { text += b; });
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_NE(read->source, OutputSource::None);
+  EXPECT_EQ(text, "done\n");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreContract, ::testing::ValuesIn(kBackends),
                          [](const ::testing::TestParamInfo<Backend>& param) { return param.param.name; });
 

@@ -65,10 +65,31 @@ Expected<void> InMemoryStore::upsert_step(const StepRecord& step) {
   return {};
 }
 
+Expected<void> InMemoryStore::keep_outputs(const AttemptRecord& a) {
+  for (AttemptStream stream : {AttemptStream::Stdout, AttemptStream::Stderr}) {
+    const std::string& path = stream == AttemptStream::Stdout ? a.stdout_path : a.stderr_path;
+    if (path.empty() || !std::filesystem::exists(path)) continue;
+    std::string bytes;
+    ORCH_TRY(Store::read_attempt_output(a, stream, [&](std::string_view piece) { bytes += piece; }));
+    tables_.outputs[{a.run_id, a.step_id, a.number, static_cast<int>(stream)}] = std::move(bytes);
+  }
+  return {};
+}
+
+Expected<OutputRead> InMemoryStore::read_attempt_output(
+    const AttemptRecord& a, AttemptStream stream, const std::function<void(std::string_view)>& sink) const {
+  auto kept = tables_.outputs.find({a.run_id, a.step_id, a.number, static_cast<int>(stream)});
+  if (kept == tables_.outputs.end()) return Store::read_attempt_output(a, stream, sink);
+  sink(kept->second);
+  return OutputRead{OutputSource::Ledger, ""};
+}
+
 Expected<void> InMemoryStore::insert_attempt(const AttemptRecord& attempt) {
   if (!tables_.attempts.emplace(std::tuple{attempt.run_id, attempt.step_id, attempt.number}, attempt).second)
     return fail(ErrorCode::Store, fmt::format("in-memory store: attempt {} of step '{}' exists",
                                               attempt.number, attempt.step_id));
+  // A row that starts and ends in one turn is written once, final.
+  if (attempt.status != AttemptStatus::Running) return keep_outputs(attempt);
   return {};
 }
 
@@ -81,7 +102,7 @@ Expected<void> InMemoryStore::finish_attempt(const AttemptRecord& attempt) {
                                               "attempts never change)",
                                               attempt.number, attempt.step_id));
   it->second = attempt;
-  return {};
+  return keep_outputs(attempt);
 }
 
 Expected<std::int64_t> InMemoryStore::append_event(const EventRecord& event) {

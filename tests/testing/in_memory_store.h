@@ -55,6 +55,10 @@ class InMemoryStore final : public Store {
                                                     const std::string& kind) override;
   Expected<bool> cancel_requested(const std::string& run_id) override;
   Expected<AttemptTotals> attempt_totals(const std::string& run_id) override;
+  // Outputs are kept in memory once an attempt is final (as a database-backed
+  // store keeps them in rows), and read from there: its log files may go.
+  Expected<OutputRead> read_attempt_output(const AttemptRecord& a, AttemptStream stream,
+                                           const std::function<void(std::string_view)>& sink) const override;
 
   int transactions_committed() const { return commits_; }
 
@@ -67,9 +71,13 @@ class InMemoryStore final : public Store {
     std::map<std::tuple<std::string, std::string, int>, AttemptRecord> attempts;
     std::vector<EventRecord> events;
     std::int64_t next_seq = 1;  // a committed seq is never given again
+    // A final attempt's streams, by (run, step, number, stream).
+    std::map<std::tuple<std::string, std::string, int, int>, std::string> outputs;
   };
 
   RunRecord* run_row(const std::string& run_id);
+  // Takes a final attempt's log files into `outputs`.
+  Expected<void> keep_outputs(const AttemptRecord& a);
   int step_idx(const std::string& run_id, const std::string& step_id) const;
 
   std::filesystem::path folder_;
