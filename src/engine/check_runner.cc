@@ -87,7 +87,7 @@ CheckResult CheckRunner::shell_check_result(const Postcondition& p, const Attemp
   } else {
     const std::string how =
         o.ending == AttemptEnding::Exited ? fmt::format("exited with code {}", o.exit_code) : o.message;
-    const std::string out = scheduler_detail::tail_of(o.output_tail, 300);
+    const std::string out = detail::tail_of(o.output_tail, 300);
     r.reason = fmt::format("shell_zero '{}': {}{}", p.cmd, how, out.empty() ? "" : "; output: " + out);
   }
   return r;

@@ -87,7 +87,7 @@ Expected<void> Scheduler::index_plan_state() {
   return {};
 }
 
-std::string scheduler_detail::stored_plan_path(const fs::path& path) {
+std::string detail::stored_plan_path(const fs::path& path) {
   const fs::path absolute = fs::absolute(path);
   std::error_code ec;
   fs::path folder = fs::weakly_canonical(absolute.parent_path(), ec);
@@ -107,7 +107,7 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   run_.id = new_run_id(now_ms());
   writer_.set_run(run_.id);
   run_.name = plan.name;
-  run_.plan_path = plan.source_path.empty() ? "" : scheduler_detail::stored_plan_path(plan.source_path);
+  run_.plan_path = plan.source_path.empty() ? "" : detail::stored_plan_path(plan.source_path);
   run_.workspace = workspace.string();
   run_.concurrency = options_.concurrency.value_or(plan.concurrency.value_or(default_concurrency()));
   run_.keep_going = options_.keep_going || plan.on_failure == OnFailure::Continue;

@@ -11,7 +11,7 @@
 namespace orch {
 
 namespace fs = std::filesystem;
-using scheduler_detail::within;
+using detail::within;
 
 void ReadySet::rebuild(std::vector<StepState>& steps, const std::unordered_map<std::string, int>& index_of) {
   ready_.clear();

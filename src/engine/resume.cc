@@ -29,7 +29,7 @@
 namespace orch {
 
 namespace fs = std::filesystem;
-using scheduler_detail::stored_plan_path;
+using detail::stored_plan_path;
 
 namespace {
 

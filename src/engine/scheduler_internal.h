@@ -11,7 +11,7 @@
 #include <iterator>
 #include <string>
 
-namespace orch::scheduler_detail {
+namespace orch::detail {
 
 // The output tail an attempt's row keeps (and the next attempt is told).
 inline constexpr std::size_t kTailBytes = 2048;
@@ -38,4 +38,4 @@ inline std::string tail_of(const std::string& s, std::size_t n) {
   return s.size() <= n ? s : s.substr(s.size() - n);
 }
 
-}  // namespace orch::scheduler_detail
+}  // namespace orch::detail

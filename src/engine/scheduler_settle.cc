@@ -18,8 +18,8 @@
 namespace orch {
 
 namespace fs = std::filesystem;
-using scheduler_detail::kTailBytes;
-using scheduler_detail::tail_of;
+using detail::kTailBytes;
+using detail::tail_of;
 using std::chrono::milliseconds;
 
 void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {

@@ -21,7 +21,7 @@
 namespace orch {
 
 namespace fs = std::filesystem;
-using scheduler_detail::within;
+using detail::within;
 using std::chrono::milliseconds;
 
 Scheduler::Gate Scheduler::risk_gate(int i) {

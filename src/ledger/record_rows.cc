@@ -1,6 +1,6 @@
 #include "ledger/record_rows.h"
 
-namespace orch::rows {
+namespace orch::detail::rows {
 
 // Column lists, spliced into the statements at compile time. Their order is the
 // parameter order of the bind_* functions and the column order of the read_* ones.
@@ -426,4 +426,4 @@ ReviewRecord read_review(const Statement& s) {
 #undef ORCH_ATTEMPT_COLUMNS
 #undef ORCH_EVENT_COLUMNS
 
-}  // namespace orch::rows
+}  // namespace orch::detail::rows

@@ -12,7 +12,7 @@
 #include "orch/trace_store.h"
 #include "sqlite/sqlite_statement.h"
 
-namespace orch::rows {
+namespace orch::detail::rows {
 
 // runs: ?1..?24 in the order of RunRecord (the owner's four last). kUpdateRun sets every column but id (?1).
 extern const char kInsertRun[];
@@ -81,4 +81,4 @@ extern const char kListReviews[];  // newest first
 void bind_review(Statement& statement, const ReviewRecord& review);
 ReviewRecord read_review(const Statement& row);
 
-}  // namespace orch::rows
+}  // namespace orch::detail::rows

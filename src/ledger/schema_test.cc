@@ -158,19 +158,19 @@ TEST(Schema, NoWriteStatementBuildsATemporaryTable) {
   Ledger ledger;
   lt::RawDb raw(ledger.db);
   const std::pair<const char*, const char*> writes[] = {
-      {"kInsertRun", rows::kInsertRun},
-      {"kUpdateRun", rows::kUpdateRun},
-      {"kRequestCancel", rows::kRequestCancel},
-      {"kInsertPlan", rows::kInsertPlan},
-      {"kUpsertStep", rows::kUpsertStep},
-      {"kInsertAttempt", rows::kInsertAttempt},
-      {"kFinishAttempt", rows::kFinishAttempt},
-      {"kInsertEvent", rows::kInsertEvent},
-      {"kInsertTrace", rows::kInsertTrace},
-      {"kUpdateTrace", rows::kUpdateTrace},
-      {"kInsertTraceEvent", rows::kInsertTraceEvent},
-      {"kInsertReview", rows::kInsertReview},
-      {"kUpdateReview", rows::kUpdateReview},
+      {"kInsertRun", detail::rows::kInsertRun},
+      {"kUpdateRun", detail::rows::kUpdateRun},
+      {"kRequestCancel", detail::rows::kRequestCancel},
+      {"kInsertPlan", detail::rows::kInsertPlan},
+      {"kUpsertStep", detail::rows::kUpsertStep},
+      {"kInsertAttempt", detail::rows::kInsertAttempt},
+      {"kFinishAttempt", detail::rows::kFinishAttempt},
+      {"kInsertEvent", detail::rows::kInsertEvent},
+      {"kInsertTrace", detail::rows::kInsertTrace},
+      {"kUpdateTrace", detail::rows::kUpdateTrace},
+      {"kInsertTraceEvent", detail::rows::kInsertTraceEvent},
+      {"kInsertReview", detail::rows::kInsertReview},
+      {"kUpdateReview", detail::rows::kUpdateReview},
   };
   for (const auto& [name, sql] : writes) EXPECT_EQ(raw.count_opcode(sql, "OpenEphemeral"), 0) << name;
   // The probe itself sees one: a list in a statement builds its table.

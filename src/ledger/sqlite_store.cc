@@ -16,6 +16,7 @@
 namespace orch {
 
 namespace fs = std::filesystem;
+namespace rows = detail::rows;
 
 namespace {
 
