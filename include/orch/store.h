@@ -165,6 +165,9 @@ struct AttemptRecord {
   std::int64_t finished_at = 0;  // 0 while running
   std::int64_t duration_ms = 0;
   std::string snapshot_dir;  // where `writes:` files were saved before it started ("" if none)
+  // (v12) The machine that ran it (its host name): its log files while it runs
+  // and its snapshot are on that machine. "" for attempts recorded before v12.
+  std::string host;
 };
 
 // What a run's attempts spent, summed from the append-only attempts table (the

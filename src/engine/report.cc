@@ -73,7 +73,8 @@ ojson attempt_json(const AttemptRecord& a, std::int64_t until) {
                                  a.status != AttemptStatus::Running)},
           {"stderr", stream_json(a.stderr_path, a.stderr_bytes, a.stderr_truncated,
                                  a.status != AttemptStatus::Running)},
-          {"snapshot", a.snapshot_dir}};
+          {"snapshot", a.snapshot_dir},
+          {"host", a.host}};
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // the loop.
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -19,6 +20,21 @@
 #include "util/strings.h"
 
 namespace orch {
+
+namespace {
+
+// The host name of this machine, read once: where an attempt's log files and
+// snapshot are (AttemptRecord::host).
+const std::string& this_machine() {
+  static const std::string name = [] {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof buf - 1) != 0) return std::string();
+    return std::string(buf);
+  }();
+  return name;
+}
+
+}  // namespace
 
 namespace fs = std::filesystem;
 using detail::within;
@@ -183,6 +199,7 @@ bool Scheduler::prepare_attempt(int i) {
   }
   a.stdout_path = spec.stdout_path.string();
   a.stderr_path = spec.stderr_path.string();
+  a.host = this_machine();
 
   if (!step.writes.empty() && s.flight().pending_render_error.empty()) {
     std::vector<fs::path> paths;

@@ -630,5 +630,44 @@ TEST(LedgerFile, AVersion10LedgerGivesItsTaskAndReviewRunsTheirOwners) {
   EXPECT_EQ(raw.exec("UPDATE runs SET status = 'failed' WHERE id = 'run-c'"), "") << "the rest may";
 }
 
+// v12 added the machine that ran an attempt: a v11 ledger's attempts say none,
+// and new ones keep theirs.
+TEST(LedgerFile, AVersion11LedgerReadsItsAttemptsWithNoHostAndTakesOne) {
+  testing::TempDir dir;
+  const auto path = dir / "orch.db";
+  {
+    lt::RawDb raw(path);
+    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 11));
+    ASSERT_EQ(
+        raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
+                 " (5, 5, 'v5'), (6, 6, 'v6'), (7, 7, 'v7'), (8, 8, 'v8'), (9, 9, 'v9'), (10, 10, 'v10'),"
+                 " (11, 11, 'v11');"
+                 "INSERT INTO runs VALUES ('old-run', 'n', 'failed', '', '/p.yaml', '/w', 1, 2, 0, 0,"
+                 " 1, 2, 3, 10, 0.5, 1, 100, 0, 0, '{}', '', '', 0, '');"
+                 "INSERT INTO steps VALUES ('old-run', 'a', 0, '', 'shell', 'failed', 'r', '', '', 1, 1,"
+                 " 7, 3, 0, 5, 1, 2);"
+                 "INSERT INTO attempts VALUES ('old-run', 'a', 1, 'failed', 1, 'exited', 1, 0, 'r', '[]', '',"
+                 " '/s/a.1.stdout', '/s/a.1.stderr', 3, 0, 0, 0, 'out', 7, 3, 0, 1, 2, 1, '', '', '', 0, 0)"),
+        "");
+  }
+  {
+    auto store = open_sqlite_store(path);
+    ASSERT_TRUE(store) << store.error().message;
+    auto old = (*store)->attempts("old-run", "a");
+    ASSERT_TRUE(old && old->size() == 1u);
+    EXPECT_EQ((*old)[0].host, "");
+    EXPECT_EQ((*old)[0].ending, AttemptEnding::Exited);
+    AttemptRecord a = second_attempt();
+    a.host = "worker-2";
+    ASSERT_NO_FATAL_FAILURE(record_attempt(**store, a));
+    auto both = (*store)->attempts("old-run", "a");
+    ASSERT_TRUE(both && both->size() == 2u);
+    EXPECT_EQ((*both)[1].host, "worker-2");
+  }
+  lt::RawDb raw(path);
+  EXPECT_EQ(raw.query("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.query("SELECT max(version) FROM schema_version"), std::to_string(store_schema_version()));
+}
+
 }  // namespace
 }  // namespace orch

@@ -42,7 +42,7 @@ extern const char kFindStep[];          // ?1 = run_id, ?2 = step_id
 void bind_step(Statement& statement, const StepRecord& step);
 StepRecord read_step(const Statement& row);
 
-// attempts: ?1..?25 in the order of AttemptRecord. kFinishAttempt updates every
+// attempts: ?1..?30 in the order of AttemptRecord. kFinishAttempt updates every
 // column but the key (?1..?3), only while the row is still running.
 extern const char kInsertAttempt[];
 extern const char kFinishAttempt[];

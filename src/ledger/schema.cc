@@ -85,6 +85,8 @@
 //   tokens_in, tokens_out, cost_usd
 //   started_at, finished_at (0 while running), duration_ms
 //   snapshot_dir     where the step's `writes:` files were saved first; '' if none
+//   host             (v12) the machine that ran it (its host name): its log files
+//                    and snapshot are there; '' for attempts recorded before v12
 //   cache_read_tokens, cache_write_tokens   (v10) of tokens_in, those the provider
 //                    read from and wrote to its prompt cache (0 when it says nothing
 //                    of a cache); tokens_in counts them already
@@ -534,7 +536,14 @@ BEGIN
 END;
 )sql";
 
-constexpr std::array<Migration, 11> kMigrations{{
+// v12: the machine that ran an attempt, so that a ledger shared by several
+// machines says where an attempt's log files and snapshot are. Earlier attempts
+// ran on the machine of the ledger's folder: '' says nothing more.
+constexpr const char* kSchemaV12 = R"sql(
+ALTER TABLE attempts ADD COLUMN host TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr std::array<Migration, 12> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
@@ -549,6 +558,7 @@ constexpr std::array<Migration, 11> kMigrations{{
      kVerifyV9},
     {10, "attempts.cache_read_tokens, cache_write_tokens: the prompt cache's share of tokens_in", kSchemaV10},
     {11, "runs.owner_kind, owner_id, owner_round, owner_phase: the runtime a run belongs to", kSchemaV11},
+    {12, "attempts.host: the machine that ran the attempt", kSchemaV12},
 }};
 
 }  // namespace

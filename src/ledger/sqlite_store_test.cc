@@ -383,7 +383,7 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 11);
+  EXPECT_EQ(store_schema_version(), 12);
   EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
 }
 
