@@ -20,10 +20,11 @@
 #include <expected>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "orch/engine.h"
@@ -33,6 +34,13 @@
 #include "orch/store.h"
 
 namespace orch::flows {
+
+// A chain report's status (the skill output contract's word for the chain):
+// success, running, awaiting_approval, interrupted, cancelled, partial (some
+// steps done, then a failure), error, dry_run.
+enum class ChainStatus { Success, Running, AwaitingApproval, Interrupted, Cancelled, Partial, Error, DryRun };
+const char* chain_status_name(ChainStatus status);
+std::optional<ChainStatus> parse_chain_status(std::string_view name);
 
 constexpr int kDefaultChainMaxSteps = 5;
 // The marker key of a chain's plan (plans ignore `x-` keys): {"version": 1, "max_steps": N}.

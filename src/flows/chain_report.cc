@@ -105,7 +105,7 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id,
   const auto& run = run_report["run"];
   const std::string run_status = run["status"];
   const RunStatus status = parse_run_status(run_status).value_or(RunStatus::Failed);
-  ojson r = chain_detail::report_skeleton("success", max_steps);
+  ojson r = chain_detail::report_skeleton(chain_status_name(ChainStatus::Success), max_steps);
   r["run_id"] = run_id;
   r["timestamp"] = run["created_at"];
   r["duration_ms"] = run["elapsed_ms"];
@@ -175,11 +175,11 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id,
   };
   switch (status) {
     case RunStatus::Succeeded:
-      r["status"] = "success";
+      r["status"] = chain_status_name(ChainStatus::Success);
       r["output"]["summary"] = fmt::format("chain of {} step{} succeeded", total, total == 1 ? "" : "s");
       break;
     case RunStatus::Running:
-      r["status"] = "running";
+      r["status"] = chain_status_name(ChainStatus::Running);
       r["output"]["summary"] = fmt::format("chain running: {} of {} steps done", done, total);
       break;
     case RunStatus::AwaitingApproval: {
@@ -190,7 +190,7 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id,
           break;
         }
       const int k = stop ? stop->idx + 1 : 0;
-      r["status"] = "awaiting_approval";
+      r["status"] = chain_status_name(ChainStatus::AwaitingApproval);
       r["output"]["summary"] = fmt::format("chain paused at step {}/{}: awaiting approval", k, total);
       r["error"] = route::skill_output_error(fmt::format("CHAIN_PAUSED_STEP_{}", k),
                                              stop ? fmt::format("step {}/{} '{}' ({}): {}", k, total,
@@ -202,7 +202,7 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id,
     case RunStatus::Interrupted:
     case RunStatus::Cancelled: {
       const bool interrupted = status == RunStatus::Interrupted;
-      r["status"] = interrupted ? "interrupted" : "cancelled";
+      r["status"] = chain_status_name(interrupted ? ChainStatus::Interrupted : ChainStatus::Cancelled);
       r["output"]["summary"] =
           fmt::format("chain {} at {}", interrupted ? "interrupted" : "cancelled", stop_desc);
       std::string why = run["reason"].get<std::string>();
@@ -212,7 +212,7 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id,
       break;
     }
     case RunStatus::BudgetExhausted:
-      r["status"] = done > 0 ? "partial" : "error";
+      r["status"] = chain_status_name(done > 0 ? ChainStatus::Partial : ChainStatus::Error);
       r["output"]["summary"] = fmt::format("chain stopped at {}: budget exhausted", stop_desc);
       set_error(fmt::format("CHAIN_BUDGET_EXHAUSTED_STEP_{}", n),
                 fmt::format("{}: {}", stop_desc,
@@ -233,7 +233,7 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id,
         }
       }
       const int skipped = total - n;
-      r["status"] = done > 0 ? "partial" : "error";
+      r["status"] = chain_status_name(done > 0 ? ChainStatus::Partial : ChainStatus::Error);
       r["output"]["summary"] = fmt::format("chain aborted at {}; {} later step{} skipped", stop_desc, skipped,
                                            skipped == 1 ? "" : "s");
       set_error(
@@ -248,7 +248,7 @@ Expected<ojson> build_chain_report(Store& store, const std::string& run_id,
 
 ojson chain_dry_run_report(const Chain& chain, const ExecutorRegistry& executors,
                            const DryRunOptions& options) {
-  ojson r = chain_detail::report_skeleton("dry_run", chain.max_steps);
+  ojson r = chain_detail::report_skeleton(chain_status_name(ChainStatus::DryRun), chain.max_steps);
   const std::filesystem::path workspace = std::filesystem::absolute(options.workspace);
   ojson list = ojson::array();
   int refused = 0, waiting = 0;
@@ -336,7 +336,7 @@ std::string format_chain_report(const ojson& report) {
   }
   id_w = std::min<std::size_t>(id_w, 32);
   ex_w = std::min<std::size_t>(ex_w, 32);
-  const bool dry = status == "dry_run";
+  const bool dry = parse_chain_status(status) == ChainStatus::DryRun;
   if (!list.empty()) {
     if (dry)
       out += fmt::format("  {:>2}  {:<{}}  {:<{}}  {:<8}  {}\n", "#", "STEP", id_w, "EXECUTOR", ex_w, "RISK",
@@ -382,11 +382,46 @@ std::string format_chain_report(const ojson& report) {
   return out;
 }
 
+namespace {
+constexpr std::pair<ChainStatus, const char*> kChainStatusNames[] = {
+    {ChainStatus::Success, "success"},
+    {ChainStatus::Running, "running"},
+    {ChainStatus::AwaitingApproval, "awaiting_approval"},
+    {ChainStatus::Interrupted, "interrupted"},
+    {ChainStatus::Cancelled, "cancelled"},
+    {ChainStatus::Partial, "partial"},
+    {ChainStatus::Error, "error"},
+    {ChainStatus::DryRun, "dry_run"},
+};
+}  // namespace
+
+const char* chain_status_name(ChainStatus status) {
+  for (const auto& [s, name] : kChainStatusNames)
+    if (s == status) return name;
+  return "error";
+}
+
+std::optional<ChainStatus> parse_chain_status(std::string_view name) {
+  for (const auto& [s, n] : kChainStatusNames)
+    if (name == n) return s;
+  return std::nullopt;
+}
+
 int chain_exit_code(const ojson& report) {
-  const std::string status = report["status"];
-  if (status == "success" || status == "dry_run") return kExitSucceeded;
-  if (status == "awaiting_approval") return kExitEscalated;
-  if (status == "interrupted" || status == "cancelled") return kExitInterrupted;
+  switch (parse_chain_status(report["status"].get<std::string>()).value_or(ChainStatus::Error)) {
+    case ChainStatus::Success:
+    case ChainStatus::DryRun:
+      return kExitSucceeded;
+    case ChainStatus::AwaitingApproval:
+      return kExitEscalated;
+    case ChainStatus::Interrupted:
+    case ChainStatus::Cancelled:
+      return kExitInterrupted;
+    case ChainStatus::Running:
+    case ChainStatus::Partial:
+    case ChainStatus::Error:
+      break;
+  }
   if (report["error"].is_object()) {
     const std::string code = report["error"]["code"];
     if (code == "chain_limit_exceeded" || code == "invalid_chain") return kExitInvalid;

@@ -91,10 +91,7 @@ Expected<void> Driver::save() {
         history = std::move(it->second["history"]);
       else
         order.push_back(f.id);
-      const char* status = f.judge_hallucinated                   ? "judge_hallucinated"
-                           : f.unverified                         ? "unverified"
-                           : f.verdict == FindingVerdict::Refuted ? "refuted"
-                                                                  : "counted";
+      const char* status = finding_standing_name(standing_of(f));
       history.push_back({{"round", r + 1}, {"severity", severity_name(f.severity)}, {"status", status}});
       json latest = finding_json(f);
       latest["history"] = std::move(history);

@@ -55,6 +55,34 @@ std::size_t code_points(std::string_view text) {
 
 namespace rfd = review_finding_detail;
 
+FindingStanding standing_of(const Finding& f) {
+  return f.judge_hallucinated                   ? FindingStanding::JudgeHallucinated
+         : f.unverified                         ? FindingStanding::Unverified
+         : f.verdict == FindingVerdict::Refuted ? FindingStanding::Refuted
+                                                : FindingStanding::Counted;
+}
+
+const char* finding_standing_name(FindingStanding standing) {
+  switch (standing) {
+    case FindingStanding::Counted:
+      return "counted";
+    case FindingStanding::Unverified:
+      return "unverified";
+    case FindingStanding::Refuted:
+      return "refuted";
+    case FindingStanding::JudgeHallucinated:
+      return "judge_hallucinated";
+  }
+  return "counted";
+}
+
+std::optional<FindingStanding> parse_finding_standing(std::string_view name) {
+  for (FindingStanding s : {FindingStanding::Counted, FindingStanding::Unverified, FindingStanding::Refuted,
+                            FindingStanding::JudgeHallucinated})
+    if (name == finding_standing_name(s)) return s;
+  return std::nullopt;
+}
+
 const char* severity_name(Severity severity) {
   switch (severity) {
     case Severity::Critical:

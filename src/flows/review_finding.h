@@ -67,6 +67,14 @@ struct Finding {
   bool judge_hallucinated = false;
 };
 
+// How a finding stood in a round (the review document's history[].status):
+// counted, unverified (its quote is not in the file), refuted (by the claim
+// verifier), judge_hallucinated.
+enum class FindingStanding { Counted, Unverified, Refuted, JudgeHallucinated };
+FindingStanding standing_of(const Finding& finding);
+const char* finding_standing_name(FindingStanding standing);
+std::optional<FindingStanding> parse_finding_standing(std::string_view name);
+
 // The finding as a JSON object (the review document, schemas/review-report.schema.json:
 // every field, "lenses", "unverified", "judge_hallucinated"; absent optionals
 // are left out) and back. finding_from_json fails (InvalidInput) on a document

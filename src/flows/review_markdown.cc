@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "flows/review_finding.h"
 #include "flows/review_rounds.h"
 #include "flows/review_run.h"
 #include "util/json_text.h"
@@ -92,10 +93,11 @@ std::string review_markdown(const json& doc) {
   for (const auto& f : findings) {
     std::string tags;
     const json& h = f["history"];
-    const std::string last_status = h.empty() ? "" : h.back().value("status", std::string());
-    if (last_status == "judge_hallucinated") tags += " [JUDGE-HALLUCINATED]";
-    if (last_status == "unverified") tags += " [UNVERIFIED: quote not in the file]";
-    if (last_status == "refuted") tags += " [REFUTED]";
+    const auto standing =
+        h.empty() ? std::nullopt : parse_finding_standing(h.back().value("status", std::string()));
+    if (standing == FindingStanding::JudgeHallucinated) tags += " [JUDGE-HALLUCINATED]";
+    if (standing == FindingStanding::Unverified) tags += " [UNVERIFIED: quote not in the file]";
+    if (standing == FindingStanding::Refuted) tags += " [REFUTED]";
     std::string rounds;
     for (const auto& e : h)
       rounds += fmt::format("{}{}:{}", rounds.empty() ? "" : ", ", e.value("round", 0),
