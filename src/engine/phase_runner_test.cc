@@ -8,6 +8,7 @@
 #include "orch/clock.h"
 #include "orch/plan_loader.h"
 #include "orch/validate.h"
+#include "testing/engine_fixture.h"
 #include "testing/in_memory_store.h"
 #include "testing/testing.h"
 
@@ -16,20 +17,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using orch::testing::read_file;
-using orch::testing::TempDir;
 using orch::testing::write_file;
 
-class PhaseRunnerTest : public ::testing::Test {
+// A fresh ledger and workspace per test (testing/engine_fixture.h), and phases run on them.
+class PhaseRunnerTest : public orch::testing::EngineFixture {
  protected:
-  void SetUp() override {
-    fs::create_directories(ws());
-    auto s = open_sqlite_store(dir_ / "store" / "orch.db");
-    ASSERT_TRUE(s) << s.error().message;
-    store_ = std::move(*s);
-  }
-
-  fs::path ws() const { return dir_ / "ws"; }
-
   // A request for `key` whose plan is `plan_text` (JSON), counting the
   // plans it builds and keeping the token budget each was built with.
   PhaseRequest request(RunOwner key, std::string plan_text) {
@@ -49,7 +41,7 @@ class PhaseRunnerTest : public ::testing::Test {
     return r;
   }
 
-  PhaseResult run(const PhaseRequest& r) {
+  PhaseResult run_phase(const PhaseRequest& r) {
     EngineOptions options;
     options.workspace = ws();
     PhaseRunner runner(*store_, options);
@@ -64,8 +56,6 @@ class PhaseRunnerTest : public ::testing::Test {
     return a ? static_cast<int>(a->size()) : -1;
   }
 
-  TempDir dir_;
-  std::unique_ptr<Store> store_;
   int builds_ = 0;
   std::vector<std::int64_t> built_with_;
 };
@@ -74,24 +64,25 @@ const char* const kEchoPlan = R"({"name": "phase", "steps": [{"id": "a", "run": 
 
 TEST_F(PhaseRunnerTest, APhaseRunsOnceAndIsFoundAgainByItsKey) {
   const RunOwner key{OwnerKind::Review, "rv-1", 1, "judge"};
-  const PhaseResult first = run(request(key, kEchoPlan));
+  const PhaseResult first = run_phase(request(key, kEchoPlan));
   EXPECT_EQ(first.start, PhaseStart::Started);
   EXPECT_EQ(first.status, RunStatus::Succeeded);
   auto row = store_->find_run(first.run_id);
   ASSERT_TRUE(row && *row);
   EXPECT_EQ((*row)->owner, key) << "the run is owned by the phase's key";
 
-  const PhaseResult again = run(request(key, kEchoPlan));
+  const PhaseResult again = run_phase(request(key, kEchoPlan));
   EXPECT_EQ(again.start, PhaseStart::Ended) << "an ended phase is reported, not run again";
   EXPECT_EQ(again.run_id, first.run_id);
   EXPECT_EQ(again.status, RunStatus::Succeeded);
   EXPECT_EQ(builds_, 1);
+  EXPECT_EQ(built_with_, (std::vector<std::int64_t>{-1})) << "no cap: -1";
   EXPECT_EQ(attempts_of(first.run_id), 1);
 }
 
 TEST_F(PhaseRunnerTest, EachRoundAndPhaseHasItsOwnRunAndARunNamedLikeOneIsNobodys) {
   // A plan of `orch run` whose name reads like a review's phase owns nothing.
-  const PhaseResult user = run(request(RunOwner{OwnerKind::Task, "t", 0, ""}, kEchoPlan));
+  const PhaseResult user = run_phase(request(RunOwner{OwnerKind::Task, "t", 0, ""}, kEchoPlan));
   ASSERT_EQ(user.start, PhaseStart::Started);
   {
     LoadResult loaded =
@@ -102,9 +93,9 @@ TEST_F(PhaseRunnerTest, EachRoundAndPhaseHasItsOwnRunAndARunNamedLikeOneIsNobody
     Engine engine(*store_, options);
     ASSERT_TRUE(engine.run(loaded.plan, "{}"));
   }
-  const PhaseResult judge1 = run(request(RunOwner{OwnerKind::Review, "rv-1", 1, "judge"}, kEchoPlan));
-  const PhaseResult judge2 = run(request(RunOwner{OwnerKind::Review, "rv-1", 2, "judge"}, kEchoPlan));
-  const PhaseResult fix1 = run(request(RunOwner{OwnerKind::Review, "rv-1", 1, "fix"}, kEchoPlan));
+  const PhaseResult judge1 = run_phase(request(RunOwner{OwnerKind::Review, "rv-1", 1, "judge"}, kEchoPlan));
+  const PhaseResult judge2 = run_phase(request(RunOwner{OwnerKind::Review, "rv-1", 2, "judge"}, kEchoPlan));
+  const PhaseResult fix1 = run_phase(request(RunOwner{OwnerKind::Review, "rv-1", 1, "fix"}, kEchoPlan));
   for (const PhaseResult* r : {&judge1, &judge2, &fix1}) EXPECT_EQ(r->start, PhaseStart::Started);
   EXPECT_NE(judge1.run_id, judge2.run_id);
   EXPECT_NE(judge1.run_id, fix1.run_id);
@@ -120,7 +111,7 @@ TEST_F(PhaseRunnerTest, EachRoundAndPhaseHasItsOwnRunAndARunNamedLikeOneIsNobody
 TEST_F(PhaseRunnerTest, WithNothingLeftOfTheCapNothingStarts) {
   PhaseRequest r = request(RunOwner{OwnerKind::Review, "rv-2", 1, "reviewers"}, kEchoPlan);
   r.tokens_left = 0;
-  const PhaseResult out = run(r);
+  const PhaseResult out = run_phase(r);
   EXPECT_EQ(out.start, PhaseStart::NoBudget);
   EXPECT_EQ(out.status, RunStatus::BudgetExhausted);
   EXPECT_EQ(out.run_id, "");
@@ -143,8 +134,9 @@ TEST_F(PhaseRunnerTest, APhaseTheCapStoppedGoesOnUnderTheRaisedCap) {
   const RunOwner key{OwnerKind::Review, "rv-3", 1, "fix"};
   PhaseRequest r = request(key, plan);
   r.tokens_left = 50;
-  const PhaseResult stopped = run(r);
+  const PhaseResult stopped = run_phase(r);
   ASSERT_EQ(stopped.start, PhaseStart::Started);
+  EXPECT_EQ(built_with_, (std::vector<std::int64_t>{50})) << "the plan is built with what is left of the cap";
   ASSERT_EQ(stopped.status, RunStatus::BudgetExhausted) << stopped.reason;
   auto spent = owner_spent_tokens(*store_, OwnerKind::Review, "rv-3");
   ASSERT_TRUE(spent);
@@ -152,10 +144,10 @@ TEST_F(PhaseRunnerTest, APhaseTheCapStoppedGoesOnUnderTheRaisedCap) {
 
   // The same cap: nothing is left, the stopped run is reported as it ended.
   r.tokens_left = 50 - *spent;
-  EXPECT_EQ(run(r).start, PhaseStart::Ended);
+  EXPECT_EQ(run_phase(r).start, PhaseStart::Ended);
 
   r.tokens_left = 200 - *spent;  // the cap raised to 200
-  const PhaseResult raised = run(r);
+  const PhaseResult raised = run_phase(r);
   EXPECT_EQ(raised.start, PhaseStart::ResumedUnderRaisedCap);
   EXPECT_EQ(raised.run_id, stopped.run_id);
   EXPECT_EQ(raised.status, RunStatus::Succeeded) << raised.reason;
@@ -175,9 +167,9 @@ TEST_F(PhaseRunnerTest, AnEndedRunTheOwnerWantsAgainIsResumed) {
                   flag);
   const RunOwner key{OwnerKind::Task, "t-9", 0, ""};
   PhaseRequest r = request(key, plan);
-  const PhaseResult failed = run(r);
+  const PhaseResult failed = run_phase(r);
   ASSERT_EQ(failed.status, RunStatus::Failed);
-  EXPECT_EQ(run(r).start, PhaseStart::Ended) << "without rerun_ended a failed run is reported";
+  EXPECT_EQ(run_phase(r).start, PhaseStart::Ended) << "without rerun_ended a failed run is reported";
 
   write_file(flag, "");
   int asked = 0;
@@ -186,7 +178,7 @@ TEST_F(PhaseRunnerTest, AnEndedRunTheOwnerWantsAgainIsResumed) {
     EXPECT_EQ(ended.id, failed.run_id);
     return true;
   };
-  const PhaseResult again = run(r);
+  const PhaseResult again = run_phase(r);
   EXPECT_EQ(asked, 1);
   EXPECT_EQ(again.start, PhaseStart::Resumed);
   EXPECT_EQ(again.run_id, failed.run_id);
@@ -283,7 +275,7 @@ TEST_F(PhaseRunnerTest, APhaseWhoseDriverDiedIsRecoveredThenResumed) {
   std::vector<std::string> notes;
   r.on_note = [&](const std::string& line) { notes.push_back(line); };
   r.who = "review rv-k: the fix of round 1";
-  const PhaseResult out = run(r);
+  const PhaseResult out = run_phase(r);
   EXPECT_EQ(out.start, PhaseStart::Resumed);
   EXPECT_EQ(out.run_id, run_id);
   EXPECT_EQ(out.status, RunStatus::Succeeded) << out.reason;

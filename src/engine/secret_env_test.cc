@@ -9,6 +9,7 @@
 #include "orch/engine.h"
 #include "orch/plan_loader.h"
 #include "testing/testing.h"
+#include "util/secrets.h"
 
 namespace orch {
 namespace {
