@@ -115,6 +115,17 @@ Exit codes:
   1    the ledger cannot be read or written
   2    an unknown run or step, a step not awaiting approval, or bad usage
 )"},
+      {"cycle", R"(
+Exit codes:
+  0    every item reached a final state (run, resume); printed (status, show, audit, list)
+  1    items are stuck, max_iterations was reached, a phase could not run, or an audit
+       that does not replay to the status file
+  2    a bad cycle.yaml or status file (FILE:LINE: field: message), an unknown or ended
+       cycle run, no store, or bad usage
+  3    the token budget stopped it (`orch cycle resume RUN --budget-tokens N`), or a
+       step awaits approval
+  130  interrupted: `orch cycle resume RUN` goes on
+)"},
   };
   return codes;
 }
@@ -341,6 +352,7 @@ int orch_main(int argc, char** argv) {
       {"similarity", cli::add_similarity},
       {"memory", cli::add_memory},
       {"review", cli::add_review},
+      {"cycle", cli::add_cycle},
       {"completion", cli::add_completion, true},
   };
   // Building every subcommand's options costs more than a millisecond, which short

@@ -67,6 +67,31 @@ WriterDecision decide_milestone(const CycleItem& item, const Milestone& mileston
   return d;
 }
 
+JobDecision decide_job(const std::vector<CycleItem>& items, const std::vector<Milestone>& milestones,
+                       const Lifecycle& lifecycle, const std::vector<std::optional<int>>& gate_exits) {
+  JobDecision job;
+  std::string forced, refused;
+  bool applied = false;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    WriterDecision d = decide_milestone(items[i], milestones[i], lifecycle, gate_exits[i]);
+    if (forced.empty() && (milestones[i].rollback_required || d.outcome == MilestoneOutcome::ScopeViolation))
+      forced = fmt::format("{}'s milestone ({}) required it", items[i].id, milestone_outcome_name(d.outcome));
+    if (d.to) applied = true;
+    if (refused.empty() && d.restore_baseline)
+      refused = fmt::format("{} was refused ({})", items[i].id, milestone_outcome_name(d.outcome));
+    job.tasks.push_back(std::move(d));
+  }
+  job.restore_baseline = !forced.empty() || (!applied && !refused.empty());
+  for (WriterDecision& d : job.tasks) {
+    d.restore_baseline = job.restore_baseline;
+    if (!job.restore_baseline || !d.to) continue;
+    d.outcome = MilestoneOutcome::RejectedByScheduler;
+    d.why = fmt::format("the file was put back to its baseline: {}; '{}' is not kept", forced, *d.to);
+    d.to.reset();
+  }
+  return job;
+}
+
 json audit_entry_json(const AuditEntry& e) {
   return {{"cycle", e.cycle},
           {"job", e.job},

@@ -46,6 +46,22 @@ struct WriterDecision {
 WriterDecision decide_milestone(const CycleItem& item, const Milestone& milestone, const Lifecycle& lifecycle,
                                 std::optional<int> gate_exit);
 
+// What the writer does with one job's file and each of its tasks. The file is
+// one unit, checked whole by the gate: it is put back to its baseline when a
+// milestone demands it (rollback_required, a scope violation), or when no task
+// of the job is applied and one of them is refused. A task whose move was
+// legal and held, in a file put back, is refused too (its evidence is gone).
+// When one task is applied and another refused, the file is kept as the gate
+// checked it and the refused item keeps its state.
+struct JobDecision {
+  bool restore_baseline = false;
+  std::vector<WriterDecision> tasks;  // in the order of `items`
+};
+// `items`: each task's item as it was when the cycle began; `gate_exits`: the
+// writer's gate on the file as it is, per task (nullopt: not run).
+JobDecision decide_job(const std::vector<CycleItem>& items, const std::vector<Milestone>& milestones,
+                       const Lifecycle& lifecycle, const std::vector<std::optional<int>>& gate_exits);
+
 // One applied change of state (audit/transitions.jsonl, one JSON object a line).
 struct AuditEntry {
   int cycle = 0;
