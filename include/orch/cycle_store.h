@@ -6,8 +6,8 @@
 // writer's decisions (the document, schemas/cycle-report.schema.json), its
 // status and the number of cycles finished. One record per cycle run, updated in
 // place as a whole, never half-written (the SQLite ledger's table `cycles`,
-// docs/store.md). Its plan, work, review and verify phases are engine runs owned
-// by it (RunOwner: cycle, ID, N, PHASE).
+// schema v13, docs/store.md). Its plan, work, review and verify phases are engine
+// runs owned by it (RunOwner: cycle, ID, N, PHASE).
 //
 // A transition is one change of an item's state the writer applied: the
 // ledger's audit (table `cycle_transitions`), exported to

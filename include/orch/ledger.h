@@ -1,16 +1,18 @@
-// orch/ledger.h — one durable ledger, and the three interfaces it serves.
+// orch/ledger.h — one durable ledger, and the four interfaces it serves.
 //
 // A ledger holds the engine's runs (orch/store.h), the traces of `orch task`
-// (orch/trace_store.h) and the reviews of `orch review` (orch/review_store.h),
-// in one database: a transaction begun through one of them is the transaction
-// of all three. A Ledger is what a backend opens; it hands out the three as
-// references, so each part of orch takes the one it needs, without a cast. They
-// live as long as the Ledger, and are used from one thread at a time.
+// (orch/trace_store.h), the reviews of `orch review` (orch/review_store.h) and
+// the cycle runs of `orch cycle` (orch/cycle_store.h), in one database: a
+// transaction begun through one of them is the transaction of all four. A Ledger
+// is what a backend opens; it hands out the four as references, so each part of
+// orch takes the one it needs, without a cast. They live as long as the Ledger,
+// and are used from one thread at a time.
 #pragma once
 
 #include <filesystem>
 #include <memory>
 
+#include "orch/cycle_store.h"
 #include "orch/error.h"
 #include "orch/review_store.h"
 #include "orch/store.h"
@@ -24,6 +26,7 @@ class Ledger {
   virtual Store& runs() = 0;
   virtual TraceStore& traces() = 0;
   virtual ReviewStore& reviews() = 0;
+  virtual CycleStore& cycles() = 0;
 };
 
 // The SQLite ledger at `db_path`, opened (or created, and migrated) as

@@ -1,15 +1,17 @@
-// ledger/ledger_test_support.h — records and a raw SQLite connection for the ledger's tests.
+// ledger/ledger_test_support.h — records, a raw SQLite connection and old ledgers for the ledger's tests.
 //
 // Sample records fill every field with a distinct, non-default value so a round
 // trip through the store proves each column is written and read back.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <filesystem>
 #include <string>
 
+#include "ledger/schema.h"
 #include "orch/store.h"
 
 namespace orch::ledger_test {
@@ -250,5 +252,22 @@ class RawDb {
  private:
   sqlite3* db_ = nullptr;
 };
+
+// Makes `raw` an orch ledger of schema `version` (the first `version` migrations,
+// with no schema_version rows: the caller inserts those and its old rows).
+inline void make_old_ledger(RawDb& raw, int version) {
+  ASSERT_EQ(raw.exec("PRAGMA journal_mode = WAL"), "");
+  ASSERT_EQ(raw.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId)), "");
+  for (int v = 0; v < version; ++v) {
+    const Migration& m = schema_migrations()[static_cast<std::size_t>(v)];
+    ASSERT_EQ(raw.exec(m.sql), "");
+    // As migrate.cc does: a rewritten CREATE text is re-read only once the schema
+    // cookie moves (a later ALTER would otherwise edit the stale text).
+    if (m.edits_schema_text) {
+      const int cookie = std::stoi(raw.query("PRAGMA schema_version"));
+      ASSERT_EQ(raw.exec(fmt::format("PRAGMA schema_version = {}", cookie + 1)), "");
+    }
+  }
+}
 
 }  // namespace orch::ledger_test

@@ -29,23 +29,6 @@ void expect_refused(const std::filesystem::path& path, const std::string& fragme
   EXPECT_NE(store.error().message.find(fragment), std::string::npos) << store.error().message;
 }
 
-// Makes `raw` an orch ledger of schema `version` (the first `version` migrations,
-// with no schema_version rows: the caller inserts those and its old rows).
-void make_old_ledger(lt::RawDb& raw, int version) {
-  ASSERT_EQ(raw.exec("PRAGMA journal_mode = WAL"), "");
-  ASSERT_EQ(raw.exec(fmt::format("PRAGMA application_id = {}", kOrchApplicationId)), "");
-  for (int v = 0; v < version; ++v) {
-    const Migration& m = schema_migrations()[static_cast<std::size_t>(v)];
-    ASSERT_EQ(raw.exec(m.sql), "");
-    // As migrate.cc does: a rewritten CREATE text is re-read only once the schema
-    // cookie moves (a later ALTER would otherwise edit the stale text).
-    if (m.edits_schema_text) {
-      const int cookie = std::stoi(raw.query("PRAGMA schema_version"));
-      ASSERT_EQ(raw.exec(fmt::format("PRAGMA schema_version = {}", cookie + 1)), "");
-    }
-  }
-}
-
 // Attempt 2 of step 'a' of the old ledgers' run 'old-run', succeeded; the test
 // sets what it checks.
 AttemptRecord second_attempt() {
@@ -241,7 +224,7 @@ TEST(LedgerFile, AVersion1LedgerIsMigratedAndKeepsItsRuns) {
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 1));
+    ASSERT_NO_FATAL_FAILURE(lt::make_old_ledger(raw, 1));
     ASSERT_EQ(
         raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1');"
                  "INSERT INTO runs VALUES ('old-run', 'n', 'succeeded', '', '/p.yaml', '/w', 1, 2, 0, 0,"
@@ -269,7 +252,7 @@ TEST(LedgerFile, AVersion2LedgerAcceptsTheVersion3StatusesAndStillRefusesOthers)
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 2));
+    ASSERT_NO_FATAL_FAILURE(lt::make_old_ledger(raw, 2));
     ASSERT_EQ(raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2');"
                        "INSERT INTO runs VALUES ('old-run', 'n', 'failed', '', '/p.yaml', '/w', 1, 2, 0, 0,"
                        " 1, 2, 3, 10, 0.5, 1, 100, 0, 0, '{}')"),
@@ -326,7 +309,7 @@ TEST(LedgerFile, AVersion5LedgerKeepsItsAttemptsAndTakesOutputsInTheRow) {
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 5));
+    ASSERT_NO_FATAL_FAILURE(lt::make_old_ledger(raw, 5));
     ASSERT_EQ(
         raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
                  " (5, 5, 'v5');"
@@ -373,7 +356,7 @@ TEST(LedgerFile, AVersion6LedgerKeepsItsRowsAndConstraintsWithoutTemporaryTables
       " 0, 0, 0, 0, 0, 0) ON CONFLICT (run_id, step_id) DO UPDATE SET status = 'done'";
   {
     lt::RawDb raw(path);
-    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 6));
+    ASSERT_NO_FATAL_FAILURE(lt::make_old_ledger(raw, 6));
     ASSERT_EQ(
         raw.exec(
             "INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
@@ -424,7 +407,7 @@ TEST(LedgerFile, AVersion6LedgerWithUnexpectedTableTextIsRefusedAndLeftAtVersion
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 6));
+    ASSERT_NO_FATAL_FAILURE(lt::make_old_ledger(raw, 6));
     ASSERT_EQ(
         raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
                  " (5, 5, 'v5'), (6, 6, 'v6');"
@@ -448,7 +431,7 @@ TEST(LedgerFile, AVersion7LedgerKeepsItsEventsAndTheirOrder) {
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 7));
+    ASSERT_NO_FATAL_FAILURE(lt::make_old_ledger(raw, 7));
     ASSERT_EQ(
         raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
                  " (5, 5, 'v5'), (6, 6, 'v6'), (7, 7, 'v7');"
@@ -492,7 +475,7 @@ TEST(LedgerFile, AVersion8LedgerKeepsItsReviewsAndAcceptsAbandoned) {
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 8));
+    ASSERT_NO_FATAL_FAILURE(lt::make_old_ledger(raw, 8));
     ASSERT_EQ(
         raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
                  " (5, 5, 'v5'), (6, 6, 'v6'), (7, 7, 'v7'), (8, 8, 'v8');"
@@ -526,7 +509,7 @@ TEST(LedgerFile, AVersion9LedgerReadsItsAttemptsWithNoCacheTokensAndTakesThem) {
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 9));
+    ASSERT_NO_FATAL_FAILURE(lt::make_old_ledger(raw, 9));
     ASSERT_EQ(
         raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
                  " (5, 5, 'v5'), (6, 6, 'v6'), (7, 7, 'v7'), (8, 8, 'v8'), (9, 9, 'v9');"
@@ -572,7 +555,7 @@ TEST(LedgerFile, AVersion10LedgerGivesItsTaskAndReviewRunsTheirOwners) {
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 10));
+    ASSERT_NO_FATAL_FAILURE(lt::make_old_ledger(raw, 10));
     std::string sql =
         "INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
         " (5, 5, 'v5'), (6, 6, 'v6'), (7, 7, 'v7'), (8, 8, 'v8'), (9, 9, 'v9'), (10, 10, 'v10');"
@@ -637,7 +620,7 @@ TEST(LedgerFile, AVersion11LedgerReadsItsAttemptsWithNoHostAndTakesOne) {
   const auto path = dir / "orch.db";
   {
     lt::RawDb raw(path);
-    ASSERT_NO_FATAL_FAILURE(make_old_ledger(raw, 11));
+    ASSERT_NO_FATAL_FAILURE(lt::make_old_ledger(raw, 11));
     ASSERT_EQ(
         raw.exec("INSERT INTO schema_version VALUES (1, 1, 'v1'), (2, 2, 'v2'), (3, 3, 'v3'), (4, 4, 'v4'),"
                  " (5, 5, 'v5'), (6, 6, 'v6'), (7, 7, 'v7'), (8, 8, 'v8'), (9, 9, 'v9'), (10, 10, 'v10'),"

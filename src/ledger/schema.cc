@@ -138,8 +138,40 @@
 //                    escalations, tokens, score
 //   created_at, updated_at
 //
+// cycles           (v13) one row per cycle run of `orch cycle` (updated in place)
+//   id               the cycle run's id (e.g. 20261207-160000-proofs), primary key
+//   name             the cycle.yaml's name
+//   workspace        the workspace directory (absolute)
+//   config_file      the cycle.yaml it started with (absolute)
+//   status           running | converged | max_iterations | budget | failed
+//   cycles           cycles finished (their writer done)
+//   doc_json         the cycle run's document (schemas/cycle-report.schema.json):
+//                    the config, every cycle's objectives, jobs, milestones and
+//                    the writer's decisions
+//   created_at, updated_at
+//
+// cycle_transitions (v13) every change of an item's state a cycle run's writer
+//                  applied, in order: the audit, exported to
+//                  .orch/cycles/RUN/audit/transitions.jsonl. APPEND-ONLY, at most
+//                  one per (run, cycle, item)
+//   seq              strictly increasing, never reused (never deleted, as events)
+//   run              the cycle run (foreign key to cycles)
+//   cycle            the cycle it was applied in: 1, 2, ...
+//   job              the slug of the job that worked on the item
+//   item             the item's id in the status file
+//   from_state, to_state   the item's state before and after
+//   gate             the gate command, as run
+//   gate_exit        its exit code
+//   hash_before      the content hash of the item's file before the job
+//   hash_after       and as the gate checked it
+//   time_ms          when the writer applied it
+//   Triggers refuse any UPDATE or DELETE; an INSERT of a second row for the same
+//   (run, cycle, item) writes nothing, whatever its conflict clause (INSERT OR
+//   REPLACE included), so a writer resumed after kill -9 never applies one twice.
+//
 // Foreign keys (PRAGMA foreign_keys=ON in every orch connection) tie plans, steps,
-// attempts and events to their run and attempts to their step. They are DEFERRABLE
+// attempts and events to their run, attempts to their step, trace events to their
+// trace and cycle transitions to their cycle run. They are DEFERRABLE
 // INITIALLY DEFERRED: checked at COMMIT, so the engine may write the rows of one
 // loop turn in any order.
 
@@ -543,7 +575,66 @@ constexpr const char* kSchemaV12 = R"sql(
 ALTER TABLE attempts ADD COLUMN host TEXT NOT NULL DEFAULT '';
 )sql";
 
-constexpr std::array<Migration, 12> kMigrations{{
+// v13: the cycle runtime's cycle runs and the transitions their writer applied
+// (`orch cycle`, orch/cycle_store.h). The status CHECK is an OR chain (v7).
+// `seq` is a plain INTEGER PRIMARY KEY, as events.seq since v8: no row is ever
+// deleted, so the largest plus one is never reused. The store inserts a
+// transition with ON CONFLICT DO NOTHING; the trigger
+// cycle_transitions_recorded_once makes a hand-written INSERT OR REPLACE (which
+// would delete the first row without firing a DELETE trigger) write nothing too.
+constexpr const char* kSchemaV13 = R"sql(
+CREATE TABLE cycles (
+  id          TEXT PRIMARY KEY NOT NULL,
+  name        TEXT NOT NULL,
+  workspace   TEXT NOT NULL,
+  config_file TEXT NOT NULL,
+  status      TEXT NOT NULL CHECK (status = 'running' OR status = 'converged' OR status = 'max_iterations' OR
+                                   status = 'budget' OR status = 'failed'),
+  cycles      INTEGER NOT NULL CHECK (cycles >= 0),
+  doc_json    TEXT NOT NULL CHECK (json_valid(doc_json)),
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL
+);
+CREATE INDEX cycles_by_created ON cycles (created_at);
+
+CREATE TABLE cycle_transitions (
+  seq         INTEGER PRIMARY KEY,
+  run         TEXT NOT NULL REFERENCES cycles (id) DEFERRABLE INITIALLY DEFERRED,
+  cycle       INTEGER NOT NULL CHECK (cycle >= 1),
+  job         TEXT NOT NULL,
+  item        TEXT NOT NULL,
+  from_state  TEXT NOT NULL,
+  to_state    TEXT NOT NULL,
+  gate        TEXT NOT NULL,
+  gate_exit   INTEGER NOT NULL,
+  hash_before TEXT NOT NULL,
+  hash_after  TEXT NOT NULL,
+  time_ms     INTEGER NOT NULL,
+  UNIQUE (run, cycle, item)
+);
+
+CREATE TRIGGER cycle_transitions_never_change BEFORE UPDATE ON cycle_transitions
+BEGIN
+  SELECT RAISE(ABORT, 'cycle transitions are append-only: a transition never changes');
+END;
+CREATE TRIGGER cycle_transitions_never_deleted BEFORE DELETE ON cycle_transitions
+BEGIN
+  SELECT RAISE(ABORT, 'cycle transitions are append-only: transitions are never deleted');
+END;
+CREATE TRIGGER cycle_transitions_never_replaced BEFORE INSERT ON cycle_transitions
+WHEN EXISTS (SELECT 1 FROM cycle_transitions WHERE seq = NEW.seq)
+BEGIN
+  SELECT RAISE(ABORT, 'cycle transitions are append-only: this seq already exists');
+END;
+CREATE TRIGGER cycle_transitions_recorded_once BEFORE INSERT ON cycle_transitions
+WHEN EXISTS (SELECT 1 FROM cycle_transitions
+             WHERE run = NEW.run AND cycle = NEW.cycle AND item = NEW.item)
+BEGIN
+  SELECT RAISE(IGNORE);
+END;
+)sql";
+
+constexpr std::array<Migration, 13> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", kSchemaV1},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
@@ -559,6 +650,7 @@ constexpr std::array<Migration, 12> kMigrations{{
     {10, "attempts.cache_read_tokens, cache_write_tokens: the prompt cache's share of tokens_in", kSchemaV10},
     {11, "runs.owner_kind, owner_id, owner_round, owner_phase: the runtime a run belongs to", kSchemaV11},
     {12, "attempts.host: the machine that ran the attempt", kSchemaV12},
+    {13, "cycles and cycle_transitions: the cycle runtime (orch cycle)", kSchemaV13},
 }};
 
 }  // namespace

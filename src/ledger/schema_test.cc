@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "ledger/cycle_rows.h"
 #include "ledger/ledger_test_support.h"
 #include "ledger/record_rows.h"
 #include "ledger/sqlite_store.h"
@@ -148,6 +149,12 @@ TEST(Schema, StatusColumnsAcceptEveryListedName) {
     EXPECT_EQ(raw.exec(fmt::format("UPDATE reviews SET verdict = '{}'", s)), "") << s;
   EXPECT_NE(raw.exec("UPDATE reviews SET status = 'done'"), "");
   EXPECT_NE(raw.exec("UPDATE reviews SET verdict = 'pass'"), "");
+  EXPECT_EQ(raw.exec("INSERT INTO cycles VALUES ('c', 'n', '/w', '/w/cycle.yaml', 'running', 0, '{}', 1, 1)"),
+            "");
+  for (const char* s : {"running", "converged", "max_iterations", "budget", "failed"})
+    EXPECT_EQ(raw.exec(fmt::format("UPDATE cycles SET status = '{}'", s)), "") << s;
+  EXPECT_NE(raw.exec("UPDATE cycles SET status = 'done'"), "");
+  EXPECT_NE(raw.exec("UPDATE cycles SET status = 'max iterations'"), "");
 }
 
 // A CHECK `x IN (...)` of more than two values makes SQLite build a temporary
@@ -171,6 +178,9 @@ TEST(Schema, NoWriteStatementBuildsATemporaryTable) {
       {"kInsertTraceEvent", detail::rows::kInsertTraceEvent},
       {"kInsertReview", detail::rows::kInsertReview},
       {"kUpdateReview", detail::rows::kUpdateReview},
+      {"kInsertCycle", detail::rows::kInsertCycle},
+      {"kUpdateCycle", detail::rows::kUpdateCycle},
+      {"kInsertTransition", detail::rows::kInsertTransition},
   };
   for (const auto& [name, sql] : writes) EXPECT_EQ(raw.count_opcode(sql, "OpenEphemeral"), 0) << name;
   // The probe itself sees one: a list in a statement builds its table.

@@ -9,6 +9,7 @@
 #include "ledger/migrate.h"
 #include "ledger/record_rows.h"
 #include "ledger/schema.h"
+#include "ledger/statement_rows.h"
 #include "orch/ledger.h"
 #include "orch/workspace.h"
 #include "sqlite/connection_settings.h"
@@ -17,6 +18,8 @@ namespace orch {
 
 namespace fs = std::filesystem;
 namespace rows = detail::rows;
+using detail::collect;
+using detail::first_row;
 
 namespace {
 
@@ -24,32 +27,6 @@ std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// Steps `statement` to the end, reading each row with `read`; resets it whatever happens.
-// `expected`: how many rows there will be, if known (saves re-allocating a
-// 100,000-row vector as it grows).
-template <class Read, class Describe>
-auto collect(Statement& statement, const Read& read, const Describe& describe, std::size_t expected = 0)
-    -> Expected<std::vector<decltype(read(statement))>> {
-  ResetOnExit reset(statement);
-  std::vector<decltype(read(statement))> rows;
-  rows.reserve(expected);
-  for (;;) {
-    const bool row = ORCH_TRY(statement.step(describe));
-    if (!row) return rows;
-    rows.push_back(read(statement));
-  }
-}
-
-// Steps once: the first row read with `read`, or nullopt. Resets the statement.
-template <class Read, class Describe>
-auto first_row(Statement& statement, const Read& read, const Describe& describe)
-    -> Expected<std::optional<decltype(read(statement))>> {
-  ResetOnExit reset(statement);
-  const bool row = ORCH_TRY(statement.step(describe));
-  if (!row) return std::nullopt;
-  return read(statement);
 }
 
 }  // namespace
@@ -65,13 +42,14 @@ Expected<std::unique_ptr<Store>> open_sqlite_store(const fs::path& db_path) {
 
 namespace {
 
-// The one SQLite connection behind all three interfaces.
+// The one SQLite connection behind all four interfaces.
 class SqliteLedger final : public Ledger {
  public:
   explicit SqliteLedger(std::unique_ptr<SqliteStore> store) : store_(std::move(store)) {}
   Store& runs() override { return *store_; }
   TraceStore& traces() override { return *store_; }
   ReviewStore& reviews() override { return *store_; }
+  CycleStore& cycles() override { return *store_; }
 
  private:
   std::unique_ptr<SqliteStore> store_;

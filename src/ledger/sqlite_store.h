@@ -23,12 +23,17 @@
 //   * update_run() and request_cancel() of an unknown run fail with NotFound, as do
 //     latest_plan() and cancel_requested(); find_run() returns nullopt instead.
 //   * append_event() stores an empty data_json as "{}"; data must be JSON.
+//   * insert_cycle(), update_cycle() store an empty doc_json as "{}".
+//   * insert_transition() of an unknown cycle run fails with NotFound at once,
+//     inside a transaction too, and writes nothing (the foreign key alone would
+//     only fail the COMMIT, the whole transaction with it).
 #pragma once
 
 #include <filesystem>
 #include <memory>
 
 #include "ledger/wal_checkpointer.h"
+#include "orch/cycle_store.h"
 #include "orch/review_store.h"
 #include "orch/store.h"
 #include "orch/trace_store.h"
@@ -37,10 +42,11 @@
 
 namespace orch {
 
-// Also the TraceStore of `orch task` (orch/trace_store.h) and the ReviewStore of
-// `orch review` (orch/review_store.h): one connection serves all three, and
-// begin()/commit()/rollback() are shared.
-class SqliteStore final : public Store, public TraceStore, public ReviewStore {
+// Also the TraceStore of `orch task` (orch/trace_store.h), the ReviewStore of
+// `orch review` (orch/review_store.h) and the CycleStore of `orch cycle`
+// (orch/cycle_store.h; its part in sqlite_cycles.cc): one connection serves all
+// four, and begin()/commit()/rollback() are shared.
+class SqliteStore final : public Store, public TraceStore, public ReviewStore, public CycleStore {
  public:
   // Opens or creates the ledger (see open_sqlite_store in orch/store.h).
   static Expected<std::unique_ptr<SqliteStore>> open(const std::filesystem::path& db_path);
@@ -92,6 +98,14 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
   Expected<std::optional<ReviewRecord>> find_review(const std::string& id) override;
   Expected<std::vector<ReviewRecord>> list_reviews() override;
 
+  // CycleStore (sqlite_cycles.cc)
+  Expected<void> insert_cycle(const CycleRecord& cycle) override;
+  Expected<void> update_cycle(const CycleRecord& cycle) override;
+  Expected<std::optional<CycleRecord>> find_cycle(const std::string& id) override;
+  Expected<std::vector<CycleRecord>> list_cycles() override;
+  Expected<bool> insert_transition(const CycleTransition& transition) override;
+  Expected<std::vector<CycleTransition>> transitions(const std::string& run) override;
+
   // The connection itself, for diagnostics and tests (PRAGMA values, raw queries).
   SqliteDb& connection() { return db_; }
 
@@ -118,6 +132,8 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore {
     Statement insert_event, events_of_run, events_of_kind;
     Statement insert_trace, update_trace, find_trace, list_traces, insert_trace_event, trace_events;
     Statement insert_review, update_review, find_review, list_reviews;
+    Statement insert_cycle, update_cycle, find_cycle, list_cycles, cycle_exists, insert_transition,
+        transitions_of_run;
   };
 
   SqliteStore(SqliteDb db, std::filesystem::path folder) : db_(std::move(db)), folder_(std::move(folder)) {}

@@ -383,7 +383,7 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 12);
+  EXPECT_EQ(store_schema_version(), 13);
   EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
 }
 
@@ -409,15 +409,16 @@ TraceRecord sample_trace(const std::string& id, std::int64_t created_at) {
   return t;
 }
 
-// One ledger, three views of it, without a cast: a transaction begun through
-// the runs is the traces' and the reviews' too.
-TEST(SqliteLedger, ItsThreeInterfacesShareOneTransaction) {
+// One ledger, four views of it, without a cast: a transaction begun through
+// the runs is the traces', the reviews' and the cycle runs' too.
+TEST(SqliteLedger, ItsFourInterfacesShareOneTransaction) {
   testing::TempDir dir;
   auto ledger = open_sqlite_ledger(dir / "orch.db");
   ASSERT_TRUE(ledger) << ledger.error().message;
   Store& runs = (*ledger)->runs();
   TraceStore& traces = (*ledger)->traces();
   ReviewStore& reviews = (*ledger)->reviews();
+  CycleStore& cycles = (*ledger)->cycles();
   ASSERT_TRUE(runs.begin());
   ASSERT_TRUE(traces.insert_trace(sample_trace("t-rolled-back", 1000)));
   ReviewRecord r;
@@ -426,6 +427,9 @@ TEST(SqliteLedger, ItsThreeInterfacesShareOneTransaction) {
   r.workspace = "/w";
   r.doc_json = "{}";
   ASSERT_TRUE(reviews.insert_review(r));
+  CycleRecord c;
+  c.id = "cy";
+  ASSERT_TRUE(cycles.insert_cycle(c));
   ASSERT_TRUE(runs.rollback());
   auto trace = traces.find_trace("t-rolled-back");
   ASSERT_TRUE(trace);
@@ -433,6 +437,9 @@ TEST(SqliteLedger, ItsThreeInterfacesShareOneTransaction) {
   auto review = reviews.find_review("rv");
   ASSERT_TRUE(review);
   EXPECT_FALSE(review->has_value());
+  auto cycle = cycles.find_cycle("cy");
+  ASSERT_TRUE(cycle);
+  EXPECT_FALSE(cycle->has_value());
   ASSERT_TRUE(traces.begin());
   ASSERT_TRUE(traces.insert_trace(sample_trace("t-kept", 1000)));
   ASSERT_TRUE(runs.commit()) << "one transaction, whichever view ends it";

@@ -1,8 +1,9 @@
 #include <array>
 #include <utility>
 
-#include "orch/store.h"
+#include "orch/cycle_store.h"
 #include "orch/review_store.h"
+#include "orch/store.h"
 #include "orch/trace_store.h"
 
 namespace orch {
@@ -69,7 +70,21 @@ constexpr std::array<std::pair<ReviewStatus, const char*>, 6> kReview{{
     {ReviewStatus::SpendCap, "spend_cap"},
     {ReviewStatus::Abandoned, "abandoned"},
 }};
+constexpr std::array<std::pair<CycleStatus, const char*>, 5> kCycle{{
+    {CycleStatus::Running, "running"},
+    {CycleStatus::Converged, "converged"},
+    {CycleStatus::MaxIterations, "max_iterations"},
+    {CycleStatus::Budget, "budget"},
+    {CycleStatus::Failed, "failed"},
+}};
 }  // namespace
+
+const char* cycle_status_name(CycleStatus s) {
+  return name_of(kCycle, s);
+}
+std::optional<CycleStatus> parse_cycle_status(std::string_view n) {
+  return parse_of(kCycle, n);
+}
 
 const char* review_status_name(ReviewStatus s) {
   return name_of(kReview, s);
