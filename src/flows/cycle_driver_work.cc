@@ -81,7 +81,13 @@ Expected<void> CycleDriver::prepare(int n, const std::vector<CycleJob>& jobs) {
     std::error_code ec;
     fs::remove_all(scope, ec);
     fs::remove_all(fs::path(scope.string() + ".tmp"), ec);
-    ORCH_TRY(take_scope_snapshot(c_.workspace, c_.scope_ignore, scope));
+    // The ledger's folder, when it lies in the workspace elsewhere than .orch/,
+    // is orch's, not a job's: never snapshotted, never a stray write.
+    std::vector<std::string> ignore = c_.scope_ignore;
+    const fs::path store = fs::weakly_canonical(env_.store->folder(), ec);
+    const fs::path rel = store.lexically_relative(fs::weakly_canonical(c_.workspace, ec));
+    if (!rel.empty() && *rel.begin() != ".." && rel != ".") ignore.push_back(rel.generic_string() + "/**");
+    ORCH_TRY(take_scope_snapshot(c_.workspace, ignore, scope));
   }
   return {};
 }

@@ -87,7 +87,8 @@ TEST(CycleCli, ExampleAdvancesRollsBackRevertsStrayWritesAndMarksStuck) {
 
   // The files of a cycle: objectives, milestones, each job's baseline,
   // transcripts and result.
-  const fs::path c1 = ws / ".orch" / "cycles" / run / "cycle_1";
+  // The ledger is the current folder's (.orch/orch.db); the cycle's files beside it.
+  const fs::path c1 = d / ".orch" / "cycles" / run / "cycle_1";
   EXPECT_TRUE(fs::exists(c1 / "objectives.json"));
   EXPECT_TRUE(fs::exists(c1 / "milestones.jsonl"));
   EXPECT_EQ(read_file(c1 / "jobs" / "src-clamp.c" / "baseline"), clamp_before);
@@ -96,7 +97,7 @@ TEST(CycleCli, ExampleAdvancesRollsBackRevertsStrayWritesAndMarksStuck) {
   const json result = parse(read_file(c1 / "jobs" / "src-text.c" / "result.json"));
   EXPECT_EQ(result["scope_violation"], json::array({"scratch.txt"}));
 
-  auto status = run_orch({"cycle", "status", "--json", "--store", "example/.orch/orch.db"}, d.path());
+  auto status = run_orch({"cycle", "status", "--json"}, d.path());
   ASSERT_EQ(status.exit_code, 0) << status.err;
   const json st = parse(status.out);
   EXPECT_EQ(st["stuck"], json::array({"is_prime"}));
@@ -105,7 +106,7 @@ TEST(CycleCli, ExampleAdvancesRollsBackRevertsStrayWritesAndMarksStuck) {
     EXPECT_EQ(states.at(id), "documented") << id;
   EXPECT_EQ(states.at("is_prime"), "stub");
 
-  auto audit = run_orch({"cycle", "audit", run, "--json", "--store", "example/.orch/orch.db"}, d.path());
+  auto audit = run_orch({"cycle", "audit", run, "--json"}, d.path());
   ASSERT_EQ(audit.exit_code, 0) << audit.out << audit.err;
   const json a = parse(audit.out);
   EXPECT_TRUE(a["replay"]["matches"].get<bool>()) << a["replay"];
@@ -116,13 +117,13 @@ TEST(CycleCli, ExampleAdvancesRollsBackRevertsStrayWritesAndMarksStuck) {
   EXPECT_EQ(per_item["lcm"], 2);
   EXPECT_EQ(per_item["is_prime"], 0);
   // The export holds the same entries, one a line.
-  std::istringstream lines(read_file(ws / ".orch" / "cycles" / run / "audit" / "transitions.jsonl"));
+  std::istringstream lines(read_file(d / ".orch" / "cycles" / run / "audit" / "transitions.jsonl"));
   int n = 0;
   for (std::string line; std::getline(lines, line);) ++n;
   EXPECT_EQ(n, static_cast<int>(a["transitions"].size()));
 
   // A run that ended cannot be resumed.
-  auto again = run_orch({"cycle", "resume", run, "--store", "example/.orch/orch.db"}, d.path());
+  auto again = run_orch({"cycle", "resume", run}, d.path());
   EXPECT_EQ(again.exit_code, 2) << again.err;
 }
 

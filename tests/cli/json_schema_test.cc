@@ -28,6 +28,7 @@ using orch::testing::CommandResult;
 using orch::testing::run_orch;
 using orch::testing::source_dir;
 using orch::testing::TempDir;
+using orch::testing::read_file;
 using orch::testing::write_file;
 
 // The commands run with --json so far ("task plan", "review --list", ...), for
@@ -330,6 +331,46 @@ void check_review() {
           "review-report.schema.json");
 }
 
+// orch cycle on a one-item project: the dry run, the run, status, show (the run
+// and one cycle), audit and list.
+void check_cycle() {
+  TempDir d;
+  write_file(d / "status.yaml", "- {id: a, file: a.txt, state: todo}\n");
+  write_file(d / "a.txt", "start\n");
+  write_file(d / "cycle.yaml", R"(status: {file: status.yaml}
+lifecycle:
+  states: [todo, done]
+  stages:
+    finish:
+      move: todo -> done
+      worker: {command: 'echo a-done >> "$ORCH_CYCLE_FILE"'}
+      gate: grep -qx a-done {file}
+)");
+  checked("cycle list", {"cycle", "list", "--json"}, d.path(), 0, "cycle-list.schema.json");  // no ledger
+  checked("cycle run", {"cycle", "run", "cycle.yaml", "--dry-run", "--json"}, d.path(), 0,
+          "cycle-dry-run.schema.json");
+  const json doc =
+      checked("cycle run", {"cycle", "run", "cycle.yaml", "--json"}, d.path(), 0, "cycle-report.schema.json");
+  const std::string run = doc.value("id", "");
+  checked("cycle status", {"cycle", "status", "--json"}, d.path(), 0, "cycle-status.schema.json");
+  checked("cycle show", {"cycle", "show", run, "--json"}, d.path(), 0, "cycle-report.schema.json");
+  checked("cycle show", {"cycle", "show", run, "1", "--json"}, d.path(), 0, "cycle-report.schema.json");
+  checked("cycle audit", {"cycle", "audit", run, "--json"}, d.path(), 0, "cycle-audit.schema.json");
+  checked("cycle list", {"cycle", "list", "--json"}, d.path(), 0, "cycle-list.schema.json");
+  // A run its budget stopped (the worker reports 10 tokens, the cap is 5), resumed under a higher one.
+  write_file(d / "b" / "status.yaml", "- {id: a, file: a.txt, state: todo}\n");
+  write_file(d / "b" / "a.txt", "start\n");
+  std::string capped = read_file(d / "cycle.yaml");
+  capped.replace(capped.find("'echo a-done"), 1,
+                 "'echo \"{\\\"tokens_in\\\": 10}\" > \"$ORCH_USAGE_FILE\"; ");
+  write_file(d / "b" / "cycle.yaml", capped + "budget: {tokens: 5}\n");
+  const json stopped = checked("cycle run", {"cycle", "run", "cycle.yaml", "--json"}, d / "b", 3,
+                               "cycle-report.schema.json");
+  EXPECT_EQ(stopped.value("status", ""), "budget");
+  checked("cycle resume", {"cycle", "resume", stopped.value("id", ""), "--budget-tokens", "100", "--json"},
+          d / "b", 0, "cycle-report.schema.json");
+}
+
 // The commands and subcommands `orch --help` lists, and for each whether its
 // --help offers --json: every one that does must have been checked above.
 void check_coverage() {
@@ -382,6 +423,7 @@ TEST(CliJsonSchema, EveryCommandsJsonFollowsItsSchema) {
   check_plan_chain_route_and_budget();
   check_task_and_memory();
   check_review();
+  check_cycle();
   check_coverage();
 }
 
