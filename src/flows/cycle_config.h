@@ -15,7 +15,8 @@
 //         gate: lake env lean {file}
 //       prove:
 //         move: aligned -> proved
-//         worker: {command: ./prove.sh {file} {ids}}
+//         worker:
+//           command: ./prove.sh {file} {ids}   # block style: in {...} a '{' opens a mapping
 //         gate: lake env lean {file}
 //   plan: {model: planner}             # optional: writes cycle_plan.md
 //   review: gate-only                  # or a role returning milestones
@@ -24,6 +25,8 @@
 //   past_attempts: 1
 //   budget: {tokens: 2000000}
 //   scope: {ignore: [".lake/**", "build/**"]}
+//   workers: .orch/workers.yaml        # relative to the workspace (default: that one, when present)
+//   models: .orch/models.yaml
 //
 // A role (a stage's worker, the plan, the review) is one of: `command:` a shell
 // command (run with /bin/sh -c in the workspace; `{file}`, `{ids}`, `{stage}`
@@ -31,14 +34,21 @@
 // as quoted variables), `worker: NAME` an agent CLI of the workers file, or
 // `model: NAME` a model of the models file. A model cannot edit a file, so a
 // stage's worker is a command or a worker. `prompt:` or `prompt_file:` is the
-// brief of a worker or model (a default brief when absent). A gate is a shell
+// brief of a worker or model (a default brief when absent); `attempts:` (1..10;
+// 1, and 2 for the review, whose malformed answer gets one repair) and
+// `timeout:` (a duration as plans write one) bound its step. A gate is a shell
 // command with `{file}` and `{id}` (one item's id: the gate runs per item).
 //
 // load_cycle_config reads the file with every problem at once, each
 // "FILE:LINE: FIELD: message" (unknown keys, wrong types, missing fields, a
 // lifecycle that does not hold together, a stage with no worker or gate, a
 // model as a stage's worker), then checks it against the schema as a net.
-// Pure over the file system (reads only).
+// The reader leaves one rule to the schema: a state is one word (a move could
+// not name "in review"). Prompt files are read at load; the workspace, the status
+// file and the workers and models files given must exist. Worker and model
+// names are not looked up here (the runtime's pre-flight does, with the
+// catalogs). Pure over the file system (reads only). cycle_config.cc reads;
+// cycle_config_json.cc keeps.
 #pragma once
 
 #include <cstdint>
@@ -66,7 +76,7 @@ struct CycleRole {
   std::string prompt;    // the brief (prompt_file read at load); "" = the default brief
   int attempts = 1;      // attempts of the role's step (the engine retries with the reason)
   std::optional<std::int64_t> timeout_ms;  // per attempt
-  int line = 0;                            // in cycle.yaml
+  int line = 0;                            // of its key in cycle.yaml
 };
 
 struct CycleStageConfig {
@@ -83,7 +93,9 @@ struct CycleConfig {
   std::filesystem::path status_file;  // absolute
   StatusFields fields;
   Lifecycle lifecycle;
-  std::vector<CycleStageConfig> stages;  // one per lifecycle stage, in the lifecycle's order
+  // One per lifecycle stage, in the lifecycle's order (Lifecycle::stages(): by
+  // name, as it reads its stages from a JSON object).
+  std::vector<CycleStageConfig> stages;
   std::optional<CycleRole> plan;         // unset: no plan phase
   std::optional<CycleRole> review;       // unset: gate-only
   int max_iterations = 10;
@@ -91,8 +103,8 @@ struct CycleConfig {
   int past_attempts = 1;
   std::optional<std::int64_t> budget_tokens;  // the cap on every phase's tokens together; unset: none
   std::vector<std::string> scope_ignore;      // glob patterns, workspace-relative
-  std::string workers_file;                   // "" = WORKSPACE/.orch/workers.yaml when present; absolute
-  std::string models_file;                    // likewise .orch/models.yaml
+  std::string workers_file;  // `workers:`, absolute; "" = WORKSPACE/.orch/workers.yaml when present
+  std::string models_file;   // `models:`; likewise .orch/models.yaml
 
   const CycleStageConfig* stage(const std::string& name) const;
 };

@@ -1,7 +1,9 @@
 # The data files orch_flows carries inside the binary, so `orch plan` works from
 # any folder: the shipped plan templates (templates/plans/*.yaml) and the plan
 # JSON Schema (schemas/plan.schema.json); for `orch review`, the finding schema
-# (schemas/finding.schema.json) and the quality rubric (data/review/rubric.yaml).
+# (schemas/finding.schema.json) and the quality rubric (data/review/rubric.yaml);
+# for `orch cycle`, the cycle.yaml schema and the commented cycle.yaml that
+# `orch cycle init` writes (data/cycle/cycle.yaml).
 # Regenerated when any of them changes
 # (they are configure dependencies). Included from the top CMakeLists.txt.
 file(GLOB orch_shipped_templates CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/templates/plans/*.yaml)
@@ -26,5 +28,9 @@ orch_embed_literal(literal ${CMAKE_SOURCE_DIR}/schemas/review-config.schema.json
 string(APPEND orch_embedded "\nstd::string_view review_config_schema_text() {\n  return ${literal};\n}\n")
 orch_embed_literal(literal ${CMAKE_SOURCE_DIR}/schemas/review-report.schema.json)
 string(APPEND orch_embedded "\nstd::string_view review_report_schema_text() {\n  return ${literal};\n}\n")
+orch_embed_literal(literal ${CMAKE_SOURCE_DIR}/schemas/cycle.schema.json)
+string(APPEND orch_embedded "\nstd::string_view cycle_config_schema_text() {\n  return ${literal};\n}\n")
+orch_embed_literal(literal ${CMAKE_SOURCE_DIR}/data/cycle/cycle.yaml)
+string(APPEND orch_embedded "\nstd::string_view cycle_init_yaml_text() {\n  return ${literal};\n}\n")
 string(APPEND orch_embedded "\n}  // namespace orch::flows\n")
 orch_write_generated(orch_flows ${CMAKE_BINARY_DIR}/generated/flows/embedded_files.cc "${orch_embedded}")

@@ -14,7 +14,6 @@
 #include "util/json_schema.h"
 #include "util/read_file.h"
 #include "util/strings.h"
-#include "util/yaml_json.h"
 
 namespace orch::flows {
 
@@ -53,31 +52,6 @@ std::optional<RoleConfig> read_role(TableReader& r, const DocNode& map, const st
     return std::nullopt;
   }
   return RoleConfig{worker ? "worker:" + *worker : "llm:" + *model, node->line};
-}
-
-// "/lenses/0/name" -> the node's line in the document (the deepest found).
-int line_of_pointer(const DocNode& root, const std::string& pointer) {
-  const DocNode* node = &root;
-  int line = root.line;
-  std::size_t start = 1;
-  while (start <= pointer.size() && node) {
-    std::size_t end = pointer.find('/', start);
-    if (end == std::string::npos) end = pointer.size();
-    const std::string token = pointer.substr(start, end - start);
-    start = end + 1;
-    const DocNode* next = nullptr;
-    if (node->is_map()) {
-      next = TableReader::find(*node, token);
-    } else if (node->is_sequence() && !token.empty() &&
-               std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      const std::size_t i = std::stoul(token);
-      if (i < node->items.size()) next = &node->items[i];
-    }
-    if (!next) break;
-    node = next;
-    if (node->line > 0) line = node->line;
-  }
-  return line;
 }
 
 const Expected<JsonSchema>& config_schema() {
@@ -277,11 +251,7 @@ Expected<ReviewConfig> parse_review_config(const std::string& text, const std::s
     if (r.ok()) {
       const auto& schema = rcd::config_schema();
       if (!schema) return fail(ErrorCode::Internal, schema.error().message);
-      for (const std::string& v : schema->validate(yaml_to_json(root))) {
-        const std::string pointer = v.substr(0, v.find(':'));
-        r.problem(rcd::line_of_pointer(root, pointer), pointer.empty() ? "(file)" : pointer,
-                  "schemas/review-config.schema.json: " + v.substr(std::min(v.size(), pointer.size() + 2)));
-      }
+      r.check_schema(root, *schema, "schemas/review-config.schema.json");
     }
   }
   if (!r.ok()) return fail(ErrorCode::InvalidInput, join(r.problems(), "\n"));

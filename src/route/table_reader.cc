@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "util/json_schema.h"
 #include "util/strings.h"
 #include "util/yaml_json.h"
 #include "util/yaml_reader.h"
@@ -41,6 +42,18 @@ bool whole_words(const std::string& text, bool single) {
   std::vector<std::string> words = words_of(text);
   if (words.empty() || (single && words.size() != 1)) return false;
   return join(words, " ") == text;
+}
+
+// `v` without the members whose value is null, at every depth: `key:` with
+// nothing after it is a key left out, for the getters and so for the schema.
+nlohmann::json without_empty_values(nlohmann::json v) {
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end();) it = it->is_null() ? v.erase(it) : std::next(it);
+    for (auto& member : v) member = without_empty_values(std::move(member));
+  } else if (v.is_array()) {
+    for (auto& item : v) item = without_empty_values(std::move(item));
+  }
+  return v;
 }
 
 }  // namespace
@@ -179,6 +192,38 @@ std::vector<std::string> TableReader::string_list(const DocNode& node, std::stri
   for (std::size_t i = 0; i < node.items.size(); ++i)
     if (auto s = string_value(node.items[i], field_name(field, i))) out.push_back(std::move(*s));
   return out;
+}
+
+void TableReader::check_schema(const DocNode& root, const JsonSchema& schema, std::string_view schema_name) {
+  for (const std::string& v : schema.validate(without_empty_values(yaml_to_json(root)))) {
+    const std::string pointer = v.substr(0, v.find(':'));
+    problem(line_of_pointer(root, pointer), pointer.empty() ? "(file)" : pointer,
+            fmt::format("{}: {}", schema_name, v.substr(std::min(v.size(), pointer.size() + 2))));
+  }
+}
+
+int TableReader::line_of_pointer(const DocNode& root, std::string_view pointer) {
+  const DocNode* node = &root;
+  int line = root.line;
+  std::size_t start = 1;
+  while (start <= pointer.size() && node) {
+    std::size_t end = pointer.find('/', start);
+    if (end == std::string_view::npos) end = pointer.size();
+    const std::string_view token = pointer.substr(start, end - start);
+    start = end + 1;
+    const DocNode* next = nullptr;
+    if (node->is_map()) {
+      next = find(*node, token);
+    } else if (node->is_sequence() && !token.empty() &&
+               std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      const std::size_t i = std::stoul(std::string(token));
+      if (i < node->items.size()) next = &node->items[i];
+    }
+    if (!next) break;
+    node = next;
+    if (node->line > 0) line = node->line;
+  }
+  return line;
 }
 
 std::optional<Keyword> TableReader::keyword(const DocNode& node, std::string_view field) {

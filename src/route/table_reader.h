@@ -23,6 +23,10 @@
 #include "route/words.h"
 #include "util/doc_node.h"
 
+namespace orch {
+class JsonSchema;
+}
+
 namespace orch::route {
 
 using detail::DocNode;
@@ -37,6 +41,9 @@ class TableReader {
   const std::string& file() const { return file_; }
   void problem(int line, std::string_view field, std::string_view message);
   bool ok() const { return problems_.empty(); }
+  // How many problems so far: a caller compares counts to tell whether a part
+  // of the file it just read had any.
+  std::size_t problem_count() const { return problems_.size(); }
   // The problems in line order, each "FILE:LINE: FIELD: message".
   std::vector<std::string> problems() const;
 
@@ -63,6 +70,16 @@ class TableReader {
   std::optional<std::string> string_value(const DocNode& node, std::string_view field);
   // A list of non-empty strings (a problem for each item that is not one).
   std::vector<std::string> string_list(const DocNode& node, std::string_view field);
+
+  // The schema as a net under the reader: a problem for each way `root` (as
+  // JSON, its empty values left out, as the getters above read them) does not
+  // satisfy `schema`, at the line of the node it names, prefixed with
+  // `schema_name` ("schemas/cycle.schema.json"). What the reader let through
+  // must still be what the file's published contract allows.
+  void check_schema(const DocNode& root, const JsonSchema& schema, std::string_view schema_name);
+  // The line of the node a JSON pointer ("/lenses/0/name") names in `root`: the
+  // deepest node of the pointer that exists.
+  static int line_of_pointer(const DocNode& root, std::string_view pointer);
 
   // A keyword entry (route/words.h; the forms in docs/routing.md), checked: every
   // word must be a whole word as words_of() cuts requests (a keyword "c++" or
