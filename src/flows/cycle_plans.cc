@@ -107,7 +107,15 @@ std::vector<CycleJob> cycle_jobs(const std::vector<FileJob>& jobs, const Lifecyc
     for (int k = 2; taken.contains(slug); ++k) slug = fmt::format("{}-{}", base, k);
     taken.insert(slug);
     job.slug = slug;
-    for (const CycleStage& stage : lifecycle.stages()) {
+    // Phases in the lifecycle's order: a stage out of an earlier state first.
+    std::vector<const CycleStage*> stages;
+    for (const CycleStage& stage : lifecycle.stages()) stages.push_back(&stage);
+    const auto& states = lifecycle.states();
+    auto rank = [&](const CycleStage* s) { return std::find(states.begin(), states.end(), s->from) - states.begin(); };
+    std::stable_sort(stages.begin(), stages.end(),
+                     [&](const CycleStage* a, const CycleStage* b) { return rank(a) < rank(b); });
+    for (const CycleStage* stage_ptr : stages) {
+      const CycleStage& stage = *stage_ptr;
       JobPhase phase;
       phase.stage = stage.name;
       for (std::size_t i = 0; i < job.tasks.size(); ++i)
