@@ -1,5 +1,6 @@
 // engine/snapshot_folders.h — going through the workspace folder by folder,
-// never by a path a process could have changed (snapshot_restore.cc).
+// never by a path a process could have changed (snapshot_restore.cc, and the
+// scope revert of `orch cycle`: flows/cycle_scope_revert.cc).
 //
 // A process left over from the attempt may still be changing the workspace
 // while the restore runs: a folder checked to be a folder could be a symlink to

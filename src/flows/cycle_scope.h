@@ -43,9 +43,15 @@ struct ScopeChange {
 };
 
 // Saves the workspace into `snapshot_dir` (which must not exist; its parent
-// must). `ignore`: glob patterns over workspace-relative paths (fnmatch,
-// FNM_PATHNAME; `**` matches across folders; a pattern ending in `/` or `/**`
-// ignores a folder and everything under it).
+// must), written as `<snapshot_dir>.tmp` and renamed when complete (a `.tmp`
+// left by a killed take is removed). `ignore`: glob patterns over
+// workspace-relative paths, read like .gitignore lines (fnmatch with
+// FNM_PATHNAME for each `/`-separated part; `**` matches any number of
+// folders; a pattern ending in `/` or `/**` ignores a folder and everything
+// under it; one with no other `/` matches the name at any depth: `*.o`). The
+// exact rules: IgnoreRules in cycle_scope_internal.h. Folders are not saved as
+// entries, only their files and symlinks; their names and modes are kept so a
+// revert can tell the folders a job made from those it found.
 Expected<void> take_scope_snapshot(const std::filesystem::path& workspace,
                                    const std::vector<std::string>& ignore,
                                    const std::filesystem::path& snapshot_dir);
@@ -53,12 +59,22 @@ Expected<void> take_scope_snapshot(const std::filesystem::path& workspace,
 // Whether `snapshot_dir` holds a complete snapshot.
 bool scope_snapshot_exists(const std::filesystem::path& snapshot_dir);
 
-// Every change since the snapshot, by path.
+// Every change since the snapshot, sorted by path, with the same ignore
+// patterns: a file or symlink created, modified (content, type or mode; a file
+// rewritten with the same bytes is not modified) or removed. Folders are not
+// listed: a new folder shows as the files created in it. mtime_ms of a removed
+// path is its folder's (the nearest one left above it when that went too).
+// NotFound when `snapshot_dir` holds no complete snapshot.
 Expected<std::vector<ScopeChange>> scope_changes(const std::filesystem::path& workspace,
                                                  const std::filesystem::path& snapshot_dir);
 
-// Puts `changes` back as the snapshot has them. Every change is tried; the
-// error (if any) names each that could not be put back.
+// Puts `changes` back as the snapshot has them, whatever their kind says: a
+// path the snapshot has gets its content (or target) and mode back, written
+// to a temporary file in its folder and renamed over it (folders missing on
+// the way are made again); one it does not have is removed, with the folders
+// above it that the snapshot does not have once they are empty. Every change
+// is tried; the error (if any) names each that could not be put back. A path
+// the snapshot ignores is never touched (an error).
 Expected<void> revert_scope_changes(const std::filesystem::path& workspace,
                                     const std::filesystem::path& snapshot_dir,
                                     const std::vector<ScopeChange>& changes);
