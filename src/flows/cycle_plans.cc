@@ -190,7 +190,11 @@ json tasks_file_json(const CyclePlanContext& c, const CycleJob& job, const JobPh
     const CycleTask& t = job.tasks[i];
     json past = json::array();
     for (const ItemOutcome& o : t.past_attempts)
-      past.push_back({{"cycle", o.cycle}, {"transition", o.transition}, {"why", o.why}, {"state", o.state}});
+      past.push_back({{"cycle", o.cycle},
+                      {"outcome", milestone_outcome_name(o.outcome)},
+                      {"transition", o.transition},
+                      {"why", o.why},
+                      {"state", o.state}});
     tasks.push_back(
         {{"id", t.id}, {"stage", t.stage}, {"file", t.file}, {"state", t.state}, {"past_attempts", past}});
   }

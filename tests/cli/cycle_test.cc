@@ -80,8 +80,11 @@ TEST(CycleCli, ExampleAdvancesRollsBackRevertsStrayWritesAndMarksStuck) {
   EXPECT_EQ(decision(doc, 1, "lcm")["to"], "implemented");
   EXPECT_EQ(decision(doc, 1, "gcd")["to"], "documented");  // phase 2 of src/arith.c
   const json& jobs = doc["cycles"][0]["jobs"];
-  for (const json& j : jobs)
-    if (j["file"] == "src/clamp.c") EXPECT_EQ(decision(doc, 1, "clamp")["file_hash"], j["hash_before"]);
+  for (const json& j : jobs) {
+    if (j["file"] == "src/clamp.c") {
+      EXPECT_EQ(decision(doc, 1, "clamp")["file_hash"], j["hash_before"]);
+    }
+  }
   EXPECT_NE(read_file(ws / "src" / "clamp.c"), clamp_before);  // advanced later
   EXPECT_EQ(read_file(ws / "src" / "primes.c"), primes_before);
 
@@ -146,7 +149,9 @@ lifecycle:
   stages:
     finish:
       move: todo -> done
-      worker: {{command: '{}'}}
+      worker:
+        command: |-
+          {}
       gate: grep -qx -e {{id}}-done {{file}}
 max_iterations: 3
 {}
@@ -168,8 +173,11 @@ TEST(CycleCli, TwoItemsInOneFileAreOneJob) {
   EXPECT_EQ(doc["cycles"][0]["jobs"][0]["ids"], json::array({"a", "b"}));
   EXPECT_EQ(doc["status"], "converged");
   EXPECT_EQ(doc["cycles"].size(), 1u);
-  EXPECT_NE(read_file(p.path() / "status.yaml").find("{id: a, file: one.txt, state: done}"), std::string::npos)
-      << read_file(p.path() / "status.yaml");
+  auto status = run_orch({"cycle", "status", "--json"}, p.path());
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const auto states = states_of(parse(status.out));
+  EXPECT_EQ(states.at("a"), "done");
+  EXPECT_EQ(states.at("b"), "done");
 }
 
 TEST(CycleCli, AReviewerClaimingAMoveTheGateRefusesIsOverruledAndTheFileRestored) {
@@ -206,8 +214,12 @@ TEST(CycleCli, AReviewThatNeverAnswersRejectsAndRollsBack) {
 }
 
 TEST(CycleCli, TwoStrikesMakeAnItemStuckAndPastAttemptsAreCarried) {
-  // The worker changes nothing and records what it was told.
-  Project p({{"a", "a.txt"}}, R"(cat "$ORCH_CYCLE_TASKS" >> tasks.log; echo '{"claims": [{"id": "a", "transition": "no-change"}]}')");
+  // The worker changes nothing and records what it was told, outside the
+  // workspace (a log in it would be a stray write).
+  TempDir outside;
+  Project p({{"a", "a.txt"}},
+            fmt::format(R"(cat "$ORCH_CYCLE_TASKS" >> {}; echo '{{"claims": [{{"id": "a", "transition": "no-change"}}]}}')",
+                        (outside / "tasks.log").string()));
   auto ran = run_orch({"cycle", "run", "cycle.yaml", "--json"}, p.path());
   ASSERT_EQ(ran.exit_code, 1) << ran.err;
   const json doc = parse(ran.out);
@@ -215,7 +227,8 @@ TEST(CycleCli, TwoStrikesMakeAnItemStuckAndPastAttemptsAreCarried) {
   EXPECT_NE(doc["stop_reason"].get<std::string>().find("stuck"), std::string::npos);
   // Cycle 2's worker was told cycle 1's outcome.
   EXPECT_EQ(doc["cycles"][1]["objectives"][0]["past_attempts"][0]["outcome"], "no-change");
-  EXPECT_NE(read_file(p.path() / "tasks.log").find("\"past_attempts\": [\n"), std::string::npos);
+  const std::string told = read_file(outside / "tasks.log");
+  EXPECT_NE(told.find("\"outcome\": \"no-change\""), std::string::npos) << told;
 }
 
 TEST(CycleCli, TheBudgetStopsTheRunAndAResumeWithMoreGoesOn) {

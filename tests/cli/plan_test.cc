@@ -20,9 +20,14 @@ namespace {
 
 using nlohmann::json;
 using orch::testing::FakeLlmServer;
+using orch::testing::orch_binary;
 using orch::testing::read_file;
+using orch::testing::run_command;
 using orch::testing::run_orch;
+using orch::testing::spawn_orch;
 using orch::testing::TempDir;
+using orch::testing::wait_exit;
+using orch::testing::wait_for;
 using orch::testing::write_file;
 namespace fs = std::filesystem;
 
