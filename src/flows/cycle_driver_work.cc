@@ -95,7 +95,9 @@ Expected<void> CycleDriver::prepare(int n, const std::vector<CycleJob>& jobs) {
 Expected<void> CycleDriver::read_plan(int n, const PhaseRun& p) {
   const StepRecord* s = p.step(kCyclePlanStep);
   if (s && s->status == StepStatus::Done) {
-    ORCH_TRY(write_file_atomically(paths_.cycle(n) / "cycle_plan.md", s->result));
+    std::string text = s->result;
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    ORCH_TRY(write_file_atomically(paths_.cycle(n) / "cycle_plan.md", text));
     return {};
   }
   note(fmt::format("cycle {}: the plan failed ({}); the workers go on without it", n,

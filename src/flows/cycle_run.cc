@@ -5,6 +5,10 @@
 #include "flows/cycle_doc.h"
 #include "flows/cycle_driver.h"
 #include "flows/cycle_status.h"
+#include "flows/stage_plan.h"
+#include "orch/executor.h"
+#include "orch/plan.h"
+#include "util/strings.h"
 #include "util/iso_time.h"
 #include "util/json_text.h"
 
@@ -28,6 +32,33 @@ std::string cycle_slug(const std::string& name) {
   return out.empty() ? "cycle" : out;
 }
 
+// The pre-flight: every role that is a worker or a model, in a probe plan
+// validated against the executors, so a worker that is not in the workers file,
+// an agent CLI that is not installed or a model whose key is not set fails
+// before anything runs, never as a phase that fails in every cycle.
+Expected<void> check_cycle_executors(const CycleEnv& env, const CycleConfig& c) {
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  auto probe = [&](const std::string& id, const CycleRole& role) {
+    if (role.kind == RoleKind::Command) return;
+    steps.push_back({{"id", id}, {"goal", "probe"}, {"executor", role.executor}, {"inputs", {{"prompt", "probe"}}}});
+  };
+  for (const CycleStageConfig& stage : c.stages) probe("stage-" + stage.name, stage.worker);
+  if (c.plan) probe("role-plan", *c.plan);
+  if (c.review) probe("role-review", *c.review);
+  if (steps.empty()) return {};
+  const nlohmann::ordered_json plan = {{"name", "cycle pre-flight"}, {"steps", steps}};
+  auto checked = load_built_plan(c.workspace, *env.executors, json_text(plan), c.file.string(), c.file.string());
+  if (!checked) return std::unexpected(checked.error());
+  std::vector<std::string> cannot_start;
+  for (const Step& step : checked->steps)
+    if (const Executor* executor = env.executors->find(step.executor))
+      if (auto why = executor->setup_problem(step)) cannot_start.push_back(fmt::format("{}: {}: {}", c.file.string(), step.id, *why));
+  if (!cannot_start.empty())
+    return fail(ErrorCode::InvalidInput, fmt::format("{} of the cycle's roles cannot start, so nothing was run:\n{}",
+                                                     cannot_start.size(), join(cannot_start, "\n")));
+  return {};
+}
+
 // Takes the cycle run's lock, reads its record as it is now, and drives it.
 Expected<CycleOutcome> drive_cycle_run(CycleEnv& env, const std::string& id, bool resuming,
                                        std::optional<std::int64_t> budget_tokens) {
@@ -48,6 +79,7 @@ Expected<CycleOutcome> drive_cycle_run(CycleEnv& env, const std::string& id, boo
   if (!doc.is_object() || !doc.contains("config"))
     return fail(ErrorCode::Store, fmt::format("cycle run '{}': its document in the ledger is damaged", id));
   CycleConfig config = ORCH_TRY(cycle_config_from_json(doc["config"]));
+  ORCH_TRY(check_cycle_executors(env, config));
   if (record.status == CycleStatus::Budget) {
     if (!budget_tokens || (config.budget_tokens && *budget_tokens <= *config.budget_tokens))
       return fail(ErrorCode::InvalidInput,
@@ -79,6 +111,7 @@ Expected<CycleOutcome> start_cycle_run(CycleEnv& env, const CycleConfig& config)
   // The status file is read once before anything is recorded: a bad one is the
   // user's to fix, with nothing left behind.
   ORCH_TRY(read_status_file(config.status_file, config.fields, config.lifecycle));
+  ORCH_TRY(check_cycle_executors(env, config));
   const std::int64_t now = env.now_ms();
   const std::string stamp = iso8601_utc(now, TimePrecision::Seconds);
   std::string digits;

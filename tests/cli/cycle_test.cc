@@ -254,6 +254,33 @@ TEST(CycleCli, TheBudgetStopsTheRunAndAResumeWithMoreGoesOn) {
   EXPECT_EQ(parse(audit.out)["transitions"].size(), 2u);
 }
 
+TEST(CycleCli, APlanIsWrittenAndHandedToTheWorkers) {
+  TempDir outside;
+  Project p({{"a", "a.txt"}},
+            fmt::format(R"(cat "$ORCH_CYCLE_PLAN" >> {}; echo a-done >> "$ORCH_CYCLE_FILE")",
+                        (outside / "plan.log").string()),
+            "plan: {command: 'echo \"a: append the line\"'}");
+  auto ran = run_orch({"cycle", "run", "cycle.yaml", "--json"}, p.path());
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  const json doc = parse(ran.out);
+  EXPECT_EQ(read_file(outside / "plan.log"), "a: append the line\n");
+  EXPECT_EQ(read_file(p.path() / ".orch" / "cycles" / doc["id"].get<std::string>() / "cycle_1" / "cycle_plan.md"),
+            "a: append the line\n");
+  EXPECT_TRUE(doc["cycles"][0]["runs"].contains("plan"));
+}
+
+TEST(CycleCli, AReviewerThatCannotStartStopsTheRunBeforeAnythingRuns) {
+  Project p({{"a", "a.txt"}}, kGoodWorker, "review: {worker: ghost}");
+  write_file(p.path() / ".orch" / "workers.yaml",
+             "workers:\n  ghost:\n    argv: [orch-test-no-such-agent-cli, \"{prompt}\"]\n    output: text\n");
+  auto ran = run_orch({"cycle", "run", "cycle.yaml"}, p.path());
+  EXPECT_EQ(ran.exit_code, 2) << ran.err;
+  EXPECT_NE(ran.err.find("cannot start"), std::string::npos) << ran.err;
+  EXPECT_NE(ran.err.find("role-review"), std::string::npos) << ran.err;
+  EXPECT_EQ(read_file(p.path() / "a.txt"), "start\n");
+  EXPECT_EQ(parse(run_orch({"cycle", "list", "--json"}, p.path()).out), json::array());
+}
+
 TEST(CycleCli, ABadCycleFileIsRefusedWithItsLineAndNothingRecorded) {
   TempDir d;
   write_file(d / "status.yaml", "- {id: a, file: a.txt, state: todo}\n");

@@ -121,7 +121,7 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
   const std::vector<Case> cases = {
       {{},
        "orch: a command is required: validate, run, resume, status, runs, logs, events, cancel, plan, "
-       "approve, chain, task, route, budget-check, similarity, memory, review, completion\nRun `orch --help` "
+       "approve, chain, task, route, budget-check, similarity, memory, review, cycle, completion\nRun `orch --help` "
        "for usage.\n"},
       {{"task"},
        "orch: a subcommand is required: plan, log, close, show, list, gc, run\n"
@@ -141,14 +141,14 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
        "orch: unknown command 'stauts' (did you mean 'status'?); commands: validate, run, resume, status, "
        "runs, "
        "logs, events, cancel, plan, approve, chain, task, route, budget-check, similarity, memory, review, "
-       "completion\nRun `orch --help` for usage.\n"},
+       "cycle, completion\nRun `orch --help` for usage.\n"},
       {{"task", "rnu"},
        "orch: unknown subcommand 'rnu' (did you mean 'run'?); subcommands: plan, log, close, show, list, gc, "
        "run\nRun `orch task --help` for usage.\n"},
       {{"--bogus"},
        "orch: unknown option '--bogus' before the command (options go after it: orch COMMAND --help); "
        "commands: validate, run, resume, status, runs, logs, events, cancel, plan, approve, chain, task, "
-       "route, budget-check, similarity, memory, review, completion\nRun `orch --help` for usage.\n"},
+       "route, budget-check, similarity, memory, review, cycle, completion\nRun `orch --help` for usage.\n"},
       {{"--store", "x", "runs"},
        "orch: unexpected arguments before the command (options go after it): --store x\n"
        "Run `orch runs --help` for usage.\n"},
