@@ -27,6 +27,9 @@
 #   5. `orch task log` (issue 4): 31 traces (smoke: 5) are planned, then one
 #      `orch task log TRACE --state EXECUTE` per trace is timed, interleaved with
 #      `python3 -c pass` as the baseline; the medians, in ms.
+#   6. `orch cycle` over 200 items (smoke: 24), one per file, a scripted worker
+#      that sleeps 50 ms, -j 8 (bench/cycle.sh): the wall time against the ideal
+#      ceil(items/8) x 50 ms.
 #
 # --only 2,5 runs those sections only. Each timing is the mean of --runs runs (default 3) measured with hyperfine when
 # it is installed (and --no-hyperfine is not given), else with bash's clock. --smoke runs everything small (200
@@ -61,9 +64,9 @@ while (($#)); do
 done
 
 if ((smoke)); then
-  n=200 chain=100 big=2000 kill_after=100 runs=${runs:-1} llm_steps=48 task_logs=5
+  n=200 chain=100 big=2000 kill_after=100 runs=${runs:-1} llm_steps=48 task_logs=5 cycle_items=24
 else
-  n=5000 chain=1000 big=100000 kill_after=1000 runs=${runs:-3} llm_steps=200 task_logs=31
+  n=5000 chain=1000 big=100000 kill_after=1000 runs=${runs:-3} llm_steps=200 task_logs=31 cycle_items=200
 fi
 llm_jobs=16 llm_delay_ms=20
 
@@ -488,6 +491,23 @@ TASKLOG
   fi
 else
   note "orch task log: skipped (no orch binary)"
+fi
+fi
+
+# --- 6. orch cycle --------------------------------------------------------------------
+if want 6; then
+banner "6. orch cycle: $cycle_items items, a 50 ms worker, -j 8, against ceil(items/8) x 50 ms"
+if ((have_orch)); then
+  mkdir -p "$work/cycle"
+  if out=$("$repo/bench/cycle.sh" "$orch" "$cycle_items" "$work/cycle"); then
+    read -r cycle_s cycle_ideal cycle_ratio <<<"$out"
+    note "$(printf '%-28s %9.3f s   ideal %.3f s   %sx (no target: the gate runs twice per item, in the work and the verify phase)' \
+      "orch cycle ($cycle_items items, -j 8)" "$cycle_s" "$cycle_ideal" "$cycle_ratio")"
+  else
+    note "orch cycle: FAILED"; failures=$((failures + 1))
+  fi
+else
+  note "orch cycle: skipped (no orch binary)"
 fi
 fi
 

@@ -195,6 +195,7 @@ Expected<std::optional<CycleOutcome>> CycleDriver::run_cycle(int n) {
   if (progress() == CycleProgress::Work) {
     const fs::path plan_file = paths_.cycle(n) / "cycle_plan.md";
     const std::string plan_path = fs::exists(plan_file) ? plan_file.string() : std::string();
+    ORCH_TRY(write_tasks_files(n, jobs));
     auto p = ORCH_TRY(phase(n, kWorkPhase, [&](const CyclePlanContext& c) {
       return work_phase_plan(c, jobs, plan_path);
     }));

@@ -82,6 +82,8 @@ class CycleDriver {
   // The steps of a cycle, each done once (CycleProgress).
   Expected<std::optional<CycleOutcome>> run_cycle(int n);
   Expected<void> prepare(int n, const std::vector<CycleJob>& jobs);
+  // What each worker reads its tasks from (ORCH_CYCLE_TASKS), before the work phase starts or resumes.
+  Expected<void> write_tasks_files(int n, const std::vector<CycleJob>& jobs);
   Expected<void> read_plan(int n, const PhaseRun& p);
   Expected<void> read_work(int n, const std::vector<CycleJob>& jobs, const PhaseRun& p);
   Expected<std::optional<CycleOutcome>> review(int n, const std::vector<CycleJob>& jobs);

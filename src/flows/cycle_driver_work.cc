@@ -53,7 +53,6 @@ ScopeChange scope_change_from_json(const json& j) {
 
 Expected<void> CycleDriver::prepare(int n, const std::vector<CycleJob>& jobs) {
   json& jobs_doc = cycle_doc(n)["jobs"];
-  const CyclePlanContext ctx = context(n, -1);
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     const CycleJob& job = jobs[j];
     const fs::path dir = paths_.job(n, job.slug);
@@ -72,9 +71,6 @@ Expected<void> CycleDriver::prepare(int n, const std::vector<CycleJob>& jobs) {
       }
     }
     jobs_doc[j]["hash_before"] = fs::exists(baseline) ? file_content_hash(baseline.string()) : std::string();
-    for (const JobPhase& phase : job.phases)
-      ORCH_TRY(write_file_atomically(tasks_file(ctx, job, phase.number),
-                                     json_text(tasks_file_json(ctx, job, phase), 2) + "\n"));
   }
   const fs::path scope = paths_.scope(n);
   if (!scope_snapshot_exists(scope)) {
@@ -89,6 +85,16 @@ Expected<void> CycleDriver::prepare(int n, const std::vector<CycleJob>& jobs) {
     if (!rel.empty() && *rel.begin() != ".." && rel != ".") ignore.push_back(rel.generic_string() + "/**");
     ORCH_TRY(take_scope_snapshot(c_.workspace, ignore, scope));
   }
+  return {};
+}
+
+Expected<void> CycleDriver::write_tasks_files(int n, const std::vector<CycleJob>& jobs) {
+  const CyclePlanContext ctx = context(n, -1);
+  for (const CycleJob& job : jobs)
+    for (const JobPhase& phase : job.phases)
+      ORCH_TRY(write_file_atomically(tasks_file(ctx, job, phase.number),
+                                     json_text(tasks_file_json(ctx, job, phase), 2) + "\n",
+                                     Durability::RenameOnly));  // made from the document at every start
   return {};
 }
 

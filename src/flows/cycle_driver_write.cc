@@ -202,6 +202,8 @@ Expected<void> CycleDriver::write(int n, const std::vector<CycleJob>& jobs) {
   json& cyc = cycle_doc(n);
   StatusFile status = ORCH_TRY(read_status_file(c_.status_file, c_.fields, c_.lifecycle));
   json decisions = json::array();
+  std::vector<CycleTransition> moves;
+  std::vector<std::pair<std::string, std::string>> changes;
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     const CycleJob& job = jobs[j];
     const std::vector<Milestone> ms = milestones_of_job(cyc, job);
@@ -240,13 +242,10 @@ Expected<void> CycleDriver::write(int n, const std::vector<CycleJob>& jobs) {
                               item == status.items.end() ? "gone" : item->state);
           d.to.reset();
         } else {
-          CycleTransition tr{record_.id, n, job.slug, t.id, t.state, *d.to,
-                             gate_as_run(c_.stage(t.stage)->gate, t.file, t.id), 0, hash_before, hash_after,
-                             env_.now_ms()};
-          // The ledger first: a writer killed before the status file is
-          // rewritten finds its transition there, and applies it once.
-          ORCH_TRY(env_.cycles->insert_transition(tr));
-          if (item->state != *d.to) ORCH_TRY(write_item_state(status, t.id, *d.to));
+          moves.push_back(CycleTransition{record_.id, n, job.slug, t.id, t.state, *d.to,
+                                          gate_as_run(c_.stage(t.stage)->gate, t.file, t.id), 0, hash_before,
+                                          hash_after, env_.now_ms()});
+          if (item->state != *d.to) changes.emplace_back(t.id, *d.to);
         }
       }
       RecordedDecision rd{t.id,  job.slug, d.outcome, ms[i].transition, d.to, d.why, jd.restore_baseline,
@@ -257,6 +256,19 @@ Expected<void> CycleDriver::write(int n, const std::vector<CycleJob>& jobs) {
       decisions.push_back(decision_json(rd));
     }
   }
+  // The ledger first, every move of the cycle in one transaction: a writer
+  // killed before the status file is rewritten finds them there (a move already
+  // recorded is not recorded again) and applies each once.
+  ORCH_TRY(env_.store->begin());
+  for (const CycleTransition& tr : moves) {
+    auto inserted = env_.cycles->insert_transition(tr);
+    if (!inserted) {
+      (void)env_.store->rollback();
+      return std::unexpected(inserted.error());
+    }
+  }
+  ORCH_TRY(env_.store->commit());
+  if (!changes.empty()) ORCH_TRY(write_item_states(status, changes));
   cyc["decisions"] = std::move(decisions);
   return export_audit();
 }

@@ -80,18 +80,26 @@ Expected<StatusFile> read_status_file(const std::filesystem::path& path, const S
 }
 
 Expected<void> write_item_state(StatusFile& status, const std::string& id, const std::string& state) {
-  for (std::size_t i = 0; i < status.items.size(); ++i) {
-    if (status.items[i].id != id) continue;
-    nlohmann::ordered_json next = status.doc;
+  return write_item_states(status, {{id, state}});
+}
+
+Expected<void> write_item_states(StatusFile& status,
+                                 const std::vector<std::pair<std::string, std::string>>& changes) {
+  nlohmann::ordered_json next = status.doc;
+  std::vector<std::size_t> at;
+  for (const auto& [id, state] : changes) {
+    std::size_t i = 0;
+    while (i < status.items.size() && status.items[i].id != id) ++i;
+    if (i == status.items.size())
+      return fail(ErrorCode::InvalidInput, fmt::format("{}: no item '{}'", status.path.string(), id));
     (status.items_at_top ? next : next["items"])[i][status.fields.state] = state;
-    const std::string text =
-        status.json ? json_text(next, 2) + "\n" : ORCH_TRY(yaml_text(next, YamlLayout::Block));
-    ORCH_TRY(write_file_atomically(status.path, text, Durability::Synced));
-    status.doc = std::move(next);
-    status.items[i].state = state;
-    return {};
+    at.push_back(i);
   }
-  return fail(ErrorCode::InvalidInput, fmt::format("{}: no item '{}'", status.path.string(), id));
+  const std::string text = status.json ? json_text(next, 2) + "\n" : ORCH_TRY(yaml_text(next, YamlLayout::Block));
+  ORCH_TRY(write_file_atomically(status.path, text, Durability::Synced));
+  status.doc = std::move(next);
+  for (std::size_t k = 0; k < at.size(); ++k) status.items[at[k]].state = changes[k].second;
+  return {};
 }
 
 }  // namespace orch::flows

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flows/cycle_lifecycle.h"
@@ -46,5 +47,9 @@ Expected<StatusFile> read_status_file(const std::filesystem::path& path, const S
 // Sets item `id`'s state in `status` (document and items) and writes the file
 // atomically. An unknown id is an error and nothing is written.
 Expected<void> write_item_state(StatusFile& status, const std::string& id, const std::string& state);
+// Several items' states (id, state) in one write: all of them or, on an unknown
+// id, none.
+Expected<void> write_item_states(StatusFile& status,
+                                 const std::vector<std::pair<std::string, std::string>>& changes);
 
 }  // namespace orch::flows

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# bench/cycle.sh — `orch cycle` over N items (default 200), one item per file, a
+# scripted worker that sleeps 50 ms and appends a line, -j 8, gate-only review
+# (the gate a grep, run once in the work phase and once more by the writer's
+# verify phase). Prints the wall seconds of `orch cycle run` (fresh ledger and
+# workspace, one cycle: every item finishes in it) against the ideal
+# ceil(N/8) x 50 ms — what the workers alone cost at 8 at a time — and the ratio.
+# Called by bench/run.sh (section 6); usable alone:
+#   bench/cycle.sh ORCH [ITEMS] [WORKDIR]
+set -euo pipefail
+orch=$1
+items=${2:-200}
+work=${3:-$(mktemp -d "${TMPDIR:-/tmp}/orch-bench-cycle.XXXXXX")}
+jobs=8
+sleep_ms=50
+
+ws=$work/cycle-ws
+rm -rf "$ws" "$work/.orch"
+mkdir -p "$ws/items"
+{
+  echo "items:"
+  for ((i = 0; i < items; i++)); do
+    echo "  - {id: it$i, file: items/it$i.txt, state: todo}"
+    echo start >"$ws/items/it$i.txt"
+  done
+} >"$ws/status.yaml"
+cat >"$ws/cycle.yaml" <<YAML
+name: bench
+status: {file: status.yaml}
+lifecycle:
+  states: [todo, done]
+  stages:
+    finish:
+      move: todo -> done
+      worker:
+        command: |-
+          sleep 0.$(printf '%03d' $sleep_ms); for id in \$ORCH_CYCLE_IDS; do echo "\$id-done" >> "\$ORCH_CYCLE_FILE"; done
+      gate: grep -qx -e {id}-done {file}
+max_parallel: $jobs
+max_iterations: 2
+YAML
+start=$(date +%s%N)
+(cd "$work" && "$orch" -q cycle run cycle-ws/cycle.yaml >"$work/cycle.out" 2>&1) || {
+  echo "bench/cycle.sh: orch cycle run failed:" >&2
+  tail -n 20 "$work/cycle.out" >&2
+  exit 1
+}
+end=$(date +%s%N)
+done_items=$(grep -c "state: done" "$ws/status.yaml" || true)
+if ((done_items != items)); then
+  echo "bench/cycle.sh: $done_items of $items items done" >&2
+  exit 1
+fi
+awk -v ns=$((end - start)) -v items="$items" -v jobs=$jobs -v ms=$sleep_ms 'BEGIN {
+  secs = ns / 1e9; ideal = int((items + jobs - 1) / jobs) * ms / 1000
+  printf "%.3f %.3f %.2f\n", secs, ideal, secs / ideal }'
