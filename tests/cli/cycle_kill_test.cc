@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -53,11 +54,14 @@ done
 echo "end $ORCH_CYCLE $ORCH_CYCLE_JOB $ORCH_CYCLE_PHASE" >> "$log"
 )",
                                              (root / "work.log").string()));
-  write_file(root / "review.py", R"(import json, os
+  write_file(root / "review.py", fmt::format(R"(import json, os, time
+open("{}", "a").write("review\n")
+time.sleep(0.1)
 ctx = json.load(open(os.environ["ORCH_CYCLE_REVIEW"]))
-print(json.dumps({"milestones": [{"id": t["id"], "transition": t.get("claim", {}).get("transition", "done"),
-                                  "accepted": True} for t in ctx["tasks"]]}))
-)");
+print(json.dumps({{"milestones": [{{"id": t["id"], "transition": t.get("claim", {{}}).get("transition", "done"),
+                                  "accepted": True}} for t in ctx["tasks"]]}}))
+)",
+                                             (root / "review.log").string()));
   write_file(ws / "cycle.yaml", fmt::format(R"(name: kill
 status: {{file: status.yaml}}
 lifecycle:
@@ -66,12 +70,13 @@ lifecycle:
     finish:
       move: todo -> done
       worker: {{command: 'sh {}'}}
-      gate: grep -qx -e {{id}}-done {{file}}
+      gate: grep -qx -e {{id}}-done {{file}}; ok=$?; echo g >> {}; exit $ok
 review: {{command: 'python3 {}'}}
 max_parallel: 2
 max_iterations: 4
 )",
-                                            (root / "worker.sh").string(), (root / "review.py").string()));
+                                            (root / "worker.sh").string(), (root / "gate.log").string(),
+                                            (root / "review.py").string()));
 }
 
 std::string newest_run(const fs::path& ws) {
@@ -82,18 +87,40 @@ std::string newest_run(const fs::path& ws) {
 
 TEST(CycleKill, TwentyRandomKillsThenResumeEndWhereAnUnkilledRunEnds) {
   std::mt19937 random(20261207);
+  std::map<std::string, int> landed;  // where the kills found the run, for the log
   for (int trial = 0; trial < 20; ++trial) {
     SCOPED_TRACE(fmt::format("trial {}", trial));
     TempDir d;
     make_project(d.path());
     const fs::path ws = d / "ws";
-    const int delay_ms = std::uniform_int_distribution<int>(0, 1500)(random);
+    // A quarter of the kills at any moment; a quarter just after the first
+    // worker started (phase 1 of the work); a quarter after the first review
+    // started; a quarter once cycle 1's verify phase has run its last gate (the
+    // end of verify, or the writer).
     const pid_t pid = spawn_orch({"cycle", "run", "cycle.yaml"}, ws, d / "first.out");
+    const int kind = trial % 4;
+    auto lines_in = [](const fs::path& f) {
+      if (!fs::exists(f)) return 0;
+      const std::string text = read_file(f);
+      return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+    };
+    if (kind == 1) orch::testing::wait_for([&] { return fs::exists(d / "work.log"); }, 20000);
+    if (kind == 2) orch::testing::wait_for([&] { return fs::exists(d / "review.log"); }, 20000);
+    // Five gates in the work phase, five in the verify phase.
+    if (kind == 3) orch::testing::wait_for([&] { return lines_in(d / "gate.log") >= 10; }, 20000);
+    const int delay_ms =
+        std::uniform_int_distribution<int>(0, kind == 0 ? 1500 : kind == 1 ? 60 : kind == 2 ? 400 : 20)(random);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     kill(pid, SIGKILL);
     const int first = wait_exit(pid);
 
     std::string run = newest_run(ws);
+    if (!run.empty()) {
+      const json doc = json::parse(run_orch({"cycle", "show", run, "--json"}, ws).out, nullptr, false);
+      if (doc.is_object() && !doc["cycles"].empty())
+        landed[fmt::format("cycle {} {}", doc["cycles"].back()["cycle"].get<int>(),
+                           doc["cycles"].back()["progress"].get<std::string>())]++;
+    }
     int code = first;
     for (int tries = 0; code != 0 && tries < 4; ++tries) {
       auto r = run.empty() ? run_orch({"cycle", "run", "cycle.yaml"}, ws, {}, 180)
@@ -135,6 +162,11 @@ TEST(CycleKill, TwentyRandomKillsThenResumeEndWhereAnUnkilledRunEnds) {
     for (const auto& [key, count] : ends) extra += count - 1;
     EXPECT_LE(extra, 2) << read_file(d / "work.log");
   }
+  std::string where;
+  for (const auto& [at, count] : landed) where += fmt::format(" {}: {};", at, count);
+  std::printf("kills landed in:%s\n", where.c_str());
+  // The kills reached the work and the later steps both, not one step only.
+  EXPECT_GE(landed.size(), 2u) << where;
 }
 
 }  // namespace
