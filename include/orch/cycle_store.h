@@ -46,8 +46,8 @@ struct CycleRecord {
   std::string workspace;    // absolute
   std::string config_file;  // cycle.yaml, absolute
   CycleStatus status = CycleStatus::Running;
-  int cycles = 0;           // cycles finished (their writer done)
-  std::string doc_json;     // the cycle run's document
+  int cycles = 0;        // cycles finished (their writer done)
+  std::string doc_json;  // the cycle run's document
   std::int64_t created_at = 0;
   std::int64_t updated_at = 0;
 };

@@ -88,8 +88,8 @@ int init(const CycleArgs& a) {
   const std::string path = a.file.empty() ? "cycle.yaml" : a.file;
   std::error_code ec;
   if (!a.force && fs::exists(fs::symlink_status(path, ec)))
-    return report_error(
-        Error{ErrorCode::InvalidInput, fmt::format("{} exists: not overwritten (--force to replace it)", path)});
+    return report_error(Error{ErrorCode::InvalidInput,
+                              fmt::format("{} exists: not overwritten (--force to replace it)", path)});
   if (auto written = write_file_atomically(path, flows::cycle_init_text()); !written)
     return report_error(written.error());
   std::fprintf(stderr, "orch cycle: wrote %s; edit it, then `orch cycle run %s --dry-run`\n", path.c_str(),
@@ -138,7 +138,8 @@ int resume(const CycleArgs& a) {
   opened->env.executors = *executors;
   catch_stop_signals();
   auto outcome = flows::resume_cycle_run(
-      opened->env, a.run_id, a.budget_tokens > 0 ? std::optional<std::int64_t>(a.budget_tokens) : std::nullopt);
+      opened->env, a.run_id,
+      a.budget_tokens > 0 ? std::optional<std::int64_t>(a.budget_tokens) : std::nullopt);
   run_has_ended();
   if (!outcome) return report_error(outcome.error());
   return print_outcome(*outcome, a.json);
@@ -148,11 +149,13 @@ int resume(const CycleArgs& a) {
 Expected<CycleRecord> find_record(CycleStore& cycles, const std::string& id) {
   if (id.empty()) {
     auto all = ORCH_TRY(cycles.list_cycles());
-    if (all.empty()) return fail(ErrorCode::NotFound, "no cycle run in the ledger (start one: `orch cycle run CYCLE.yaml`)");
+    if (all.empty())
+      return fail(ErrorCode::NotFound, "no cycle run in the ledger (start one: `orch cycle run CYCLE.yaml`)");
     return all.front();
   }
   auto found = ORCH_TRY(cycles.find_cycle(id));
-  if (!found) return fail(ErrorCode::NotFound, fmt::format("no cycle run '{}' in the ledger (`orch cycle list`)", id));
+  if (!found)
+    return fail(ErrorCode::NotFound, fmt::format("no cycle run '{}' in the ledger (`orch cycle list`)", id));
   return *found;
 }
 
@@ -233,18 +236,25 @@ Command add_cycle(CLI::App& app) {
       ->transform(whole_number(1, flows::kCycleMaxIterations));
   run_cmd->add_option("-j,--jobs", args->jobs, "jobs at once (default: the file's max_parallel, 8)")
       ->transform(whole_number(1, flows::kCycleMaxParallel));
-  run_cmd->add_option("--budget-tokens", args->budget_tokens, "a token cap over every phase (default: the file's)")
+  run_cmd
+      ->add_option("--budget-tokens", args->budget_tokens,
+                   "a token cap over every phase (default: the file's)")
       ->transform(whole_number(1, std::numeric_limits<std::int64_t>::max()));
   run_cmd->add_flag("--dry-run", args->dry_run,
                     "print cycle 1's objectives and jobs; run nothing, record nothing, spend nothing");
-  run_cmd->add_option("--workers", args->workers, "workers file (default: the file's, or WORKSPACE/.orch/workers.yaml)");
-  run_cmd->add_option("--models", args->models, "models file (default: the file's, or WORKSPACE/.orch/models.yaml)");
+  run_cmd->add_option("--workers", args->workers,
+                      "workers file (default: the file's, or WORKSPACE/.orch/workers.yaml)");
+  run_cmd->add_option("--models", args->models,
+                      "models file (default: the file's, or WORKSPACE/.orch/models.yaml)");
   add_store_flags(run_cmd, *args);
   run_cmd->callback([mode] { *mode = "run"; });
 
-  auto* resume_cmd = sub->add_subcommand("resume", "go on with cycle run RUN (after kill -9, Ctrl-C, an approval, the budget)");
+  auto* resume_cmd = sub->add_subcommand(
+      "resume", "go on with cycle run RUN (after kill -9, Ctrl-C, an approval, the budget)");
   resume_cmd->add_option("run", args->run_id, "the cycle run's id (`orch cycle list`)")->required();
-  resume_cmd->add_option("--budget-tokens", args->budget_tokens, "a higher token cap (for a run its budget stopped)")
+  resume_cmd
+      ->add_option("--budget-tokens", args->budget_tokens,
+                   "a higher token cap (for a run its budget stopped)")
       ->transform(whole_number(1, std::numeric_limits<std::int64_t>::max()));
   resume_cmd->add_option("--workers", args->workers, "workers file (default: the run's)");
   resume_cmd->add_option("--models", args->models, "models file (default: the run's)");
@@ -258,11 +268,13 @@ Command add_cycle(CLI::App& app) {
 
   auto* show_cmd = sub->add_subcommand("show", "a cycle run, or one of its cycles");
   show_cmd->add_option("run", args->run_id, "the cycle run")->required();
-  show_cmd->add_option("cycle", args->cycle, "one cycle (1, 2, ...)")->transform(whole_number(1, flows::kCycleMaxIterations));
+  show_cmd->add_option("cycle", args->cycle, "one cycle (1, 2, ...)")
+      ->transform(whole_number(1, flows::kCycleMaxIterations));
   add_store_flags(show_cmd, *args);
   show_cmd->callback([mode] { *mode = "show"; });
 
-  auto* audit_cmd = sub->add_subcommand("audit", "the transitions a cycle run applied, replayed over its first status file");
+  auto* audit_cmd = sub->add_subcommand(
+      "audit", "the transitions a cycle run applied, replayed over its first status file");
   audit_cmd->add_option("run", args->run_id, "the cycle run")->required();
   add_store_flags(audit_cmd, *args);
   audit_cmd->callback([mode] { *mode = "audit"; });

@@ -47,8 +47,8 @@ std::string cycle_summary_text(const json& doc) {
   for (const json& c : doc.value("cycles", json::array())) {
     out += fmt::format("cycle {} ({})\n", c.value("cycle", 0), c.value("progress", ""));
     for (const json& d : c.value("decisions", json::array())) {
-      const std::string what = d.contains("to") ? fmt::format("-> {}", d["to"].get<std::string>())
-                                                : d.value("outcome", "");
+      const std::string what =
+          d.contains("to") ? fmt::format("-> {}", d["to"].get<std::string>()) : d.value("outcome", "");
       out += fmt::format("  {:<24} {:<28} {}{}\n", d.value("id", ""), what, d.value("why", "").substr(0, 100),
                          d.value("restored", false) ? " [file put back]" : "");
     }
@@ -80,7 +80,8 @@ json dry_run_json(const flows::CycleConfig& config, const flows::CycleDryRun& dr
 std::string dry_run_text(const flows::CycleConfig& config, const flows::CycleDryRun& dry) {
   std::string out = fmt::format("cycle 1 of {} (dry run: nothing runs, nothing is recorded)\n", config.name);
   out += fmt::format("{} objective{}:\n", dry.objectives.size(), dry.objectives.size() == 1 ? "" : "s");
-  for (const auto& t : dry.objectives) out += fmt::format("  {:<24} {:<14} {} ({})\n", t.id, t.state, t.stage, t.file);
+  for (const auto& t : dry.objectives)
+    out += fmt::format("  {:<24} {:<14} {} ({})\n", t.id, t.state, t.stage, t.file);
   out += fmt::format("{} job{}:\n", dry.jobs.size(), dry.jobs.size() == 1 ? "" : "s");
   for (const auto& j : dry.jobs) {
     out += fmt::format("  {}\n", j.file);
@@ -96,7 +97,8 @@ std::string dry_run_text(const flows::CycleConfig& config, const flows::CycleDry
 
 Expected<json> cycle_status_json(const CycleRecord& record) {
   const json doc = parse_doc(record);
-  const flows::CycleConfig config = ORCH_TRY(flows::cycle_config_from_json(doc.value("config", json::object())));
+  const flows::CycleConfig config =
+      ORCH_TRY(flows::cycle_config_from_json(doc.value("config", json::object())));
   json items = json::array(), by_state = json::object(), stuck = json::array();
   for (const std::string& s : config.lifecycle.states()) by_state[s] = json::array();
   auto status = flows::read_status_file(config.status_file, config.fields, config.lifecycle);
@@ -111,10 +113,15 @@ Expected<json> cycle_status_json(const CycleRecord& record) {
     const bool is_stuck =
         !final_state &&
         flows::is_stuck(item, *past, flows::file_content_hash((config.workspace / item.file).string()));
-    json entry = {{"id", item.id}, {"file", item.file}, {"state", item.state}, {"final", final_state}, {"stuck", is_stuck}};
-    if (!past->empty()) entry["last"] = {{"cycle", past->back().cycle},
-                                         {"outcome", flows::milestone_outcome_name(past->back().outcome)},
-                                         {"why", past->back().why}};
+    json entry = {{"id", item.id},
+                  {"file", item.file},
+                  {"state", item.state},
+                  {"final", final_state},
+                  {"stuck", is_stuck}};
+    if (!past->empty())
+      entry["last"] = {{"cycle", past->back().cycle},
+                       {"outcome", flows::milestone_outcome_name(past->back().outcome)},
+                       {"why", past->back().why}};
     items.push_back(std::move(entry));
     by_state[item.state].push_back(item.id);
     if (is_stuck) stuck.push_back(item.id);
@@ -133,8 +140,8 @@ Expected<json> cycle_status_json(const CycleRecord& record) {
 
 std::string cycle_status_text(const json& s) {
   std::string out = fmt::format("cycle run {} ({}): {}, {} cycle{} done\n", s["run"].get<std::string>(),
-                                s["name"].get<std::string>(), s["status"].get<std::string>(), s["cycles"].get<int>(),
-                                s["cycles"].get<int>() == 1 ? "" : "s");
+                                s["name"].get<std::string>(), s["status"].get<std::string>(),
+                                s["cycles"].get<int>(), s["cycles"].get<int>() == 1 ? "" : "s");
   out += fmt::format("items ({}):\n", s["status_file"].get<std::string>());
   for (const auto& [state, ids] : s["by_state"].items()) {
     std::string list;
@@ -150,11 +157,12 @@ std::string cycle_status_text(const json& s) {
   }
   for (const json& c : s["per_cycle"]) {
     std::string counts;
-    for (const auto& [word, n] : c["outcomes"].items()) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<int>(), word);
-    out += fmt::format("cycle {} ({}): {} task{} in {} job{}{}{}\n", c["cycle"].get<int>(), c["progress"].get<std::string>(),
-                       c["tasks"].get<std::size_t>(), c["tasks"].get<std::size_t>() == 1 ? "" : "s",
-                       c["jobs"].get<std::size_t>(), c["jobs"].get<std::size_t>() == 1 ? "" : "s",
-                       counts.empty() ? "" : ": ", counts);
+    for (const auto& [word, n] : c["outcomes"].items())
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<int>(), word);
+    out += fmt::format("cycle {} ({}): {} task{} in {} job{}{}{}\n", c["cycle"].get<int>(),
+                       c["progress"].get<std::string>(), c["tasks"].get<std::size_t>(),
+                       c["tasks"].get<std::size_t>() == 1 ? "" : "s", c["jobs"].get<std::size_t>(),
+                       c["jobs"].get<std::size_t>() == 1 ? "" : "s", counts.empty() ? "" : ": ", counts);
   }
   if (!s.value("stop_reason", "").empty()) out += "stopped: " + s["stop_reason"].get<std::string>() + "\n";
   return out;
@@ -165,9 +173,8 @@ Expected<json> cycle_show_json(const CycleRecord& record, int cycle) {
   if (cycle <= 0) return doc;
   const json& cycles = doc.value("cycles", json::array());
   if (cycle > static_cast<int>(cycles.size()))
-    return fail(ErrorCode::NotFound,
-                fmt::format("cycle run '{}' has {} cycle{}: no cycle {}", record.id, cycles.size(),
-                            cycles.size() == 1 ? "" : "s", cycle));
+    return fail(ErrorCode::NotFound, fmt::format("cycle run '{}' has {} cycle{}: no cycle {}", record.id,
+                                                 cycles.size(), cycles.size() == 1 ? "" : "s", cycle));
   json out = doc;
   out["cycles"] = json::array({cycles[static_cast<std::size_t>(cycle - 1)]});
   out["shown_cycle"] = cycle;
@@ -181,36 +188,40 @@ std::string cycle_show_text(const json& doc) {
                                 shown.value("progress", ""));
   out += "objectives:\n";
   for (const json& t : shown.value("objectives", json::array()))
-    out += fmt::format("  {:<24} {:<14} {} ({})\n", t.value("id", ""), t.value("state", ""), t.value("stage", ""),
-                       t.value("file", ""));
+    out += fmt::format("  {:<24} {:<14} {} ({})\n", t.value("id", ""), t.value("state", ""),
+                       t.value("stage", ""), t.value("file", ""));
   for (const json& c : shown.value("scope", json::array()))
-    out += fmt::format("stray write: {} {} (blamed: {}; put back)\n", c.value("path", ""), c.value("kind", ""),
-                       c.value("jobs", json::array()).dump());
+    out += fmt::format("stray write: {} {} (blamed: {}; put back)\n", c.value("path", ""),
+                       c.value("kind", ""), c.value("jobs", json::array()).dump());
   out += "milestones:\n";
   for (const json& m : shown.value("milestones", json::array()))
     out += fmt::format("  {:<24} {:<28} accepted={} {}\n", m.value("id", ""), m.value("transition", ""),
                        m.value("accepted", false), m.value("evidence", "").substr(0, 100));
   out += "decisions:\n";
   for (const json& d : shown.value("decisions", json::array()))
-    out += fmt::format("  {:<24} {:<28} {}{}\n", d.value("id", ""),
-                       d.contains("to") ? "-> " + d["to"].get<std::string>() : d.value("outcome", ""),
-                       d.value("why", "").substr(0, 100), d.value("restored", false) ? " [file put back]" : "");
+    out +=
+        fmt::format("  {:<24} {:<28} {}{}\n", d.value("id", ""),
+                    d.contains("to") ? "-> " + d["to"].get<std::string>() : d.value("outcome", ""),
+                    d.value("why", "").substr(0, 100), d.value("restored", false) ? " [file put back]" : "");
   return out;
 }
 
 Expected<json> cycle_audit_json(const CycleRecord& record, CycleStore& cycles) {
   const json doc = parse_doc(record);
-  const flows::CycleConfig config = ORCH_TRY(flows::cycle_config_from_json(doc.value("config", json::object())));
+  const flows::CycleConfig config =
+      ORCH_TRY(flows::cycle_config_from_json(doc.value("config", json::object())));
   const auto transitions = ORCH_TRY(cycles.transitions(record.id));
   json entries = json::array();
   std::vector<flows::AuditEntry> audit;
   for (const CycleTransition& t : transitions) {
-    flows::AuditEntry e{t.cycle, t.job, t.item, t.from, t.to, t.gate, t.gate_exit, t.hash_before, t.hash_after, t.time_ms};
+    flows::AuditEntry e{t.cycle, t.job,       t.item,        t.from,       t.to,
+                        t.gate,  t.gate_exit, t.hash_before, t.hash_after, t.time_ms};
     entries.push_back(flows::audit_entry_json(e));
     audit.push_back(std::move(e));
   }
   json replay = {{"matches", false}, {"differences", json::array()}};
-  auto replayed = flows::replay_audit(flows::cycle_items_from_json(doc.value("initial_items", json::array())), audit);
+  auto replayed =
+      flows::replay_audit(flows::cycle_items_from_json(doc.value("initial_items", json::array())), audit);
   auto now = flows::read_status_file(config.status_file, config.fields, config.lifecycle);
   if (!replayed) {
     replay["differences"].push_back(replayed.error().message);
@@ -229,7 +240,10 @@ Expected<json> cycle_audit_json(const CycleRecord& record, CycleStore& cycles) {
     }
     replay["matches"] = replay["differences"].empty();
   }
-  return json{{"run", record.id}, {"status_file", config.status_file.string()}, {"transitions", entries}, {"replay", replay}};
+  return json{{"run", record.id},
+              {"status_file", config.status_file.string()},
+              {"transitions", entries},
+              {"replay", replay}};
 }
 
 std::string cycle_audit_text(const json& a) {
@@ -237,12 +251,12 @@ std::string cycle_audit_text(const json& a) {
   for (const json& e : a["transitions"])
     out += fmt::format("cycle {:<3} {:<24} {} -> {}  gate `{}` exit {}  {} -> {}\n", e["cycle"].get<int>(),
                        e["id"].get<std::string>(), e["from"].get<std::string>(), e["to"].get<std::string>(),
-                       e["gate"].get<std::string>(), e["gate_exit"].get<int>(), e["hash_before"].get<std::string>(),
-                       e["hash_after"].get<std::string>());
+                       e["gate"].get<std::string>(), e["gate_exit"].get<int>(),
+                       e["hash_before"].get<std::string>(), e["hash_after"].get<std::string>());
   out += fmt::format("{} transition{}; replayed over the first status file: {}\n", a["transitions"].size(),
                      a["transitions"].size() == 1 ? "" : "s",
                      a["replay"]["matches"].get<bool>() ? "matches " + a["status_file"].get<std::string>()
-                                                       : "DOES NOT match");
+                                                        : "DOES NOT match");
   for (const json& d : a["replay"]["differences"]) out += "  " + d.get<std::string>() + "\n";
   return out;
 }

@@ -64,10 +64,9 @@ Expected<CycleTask> cycle_task_from_json(const json& doc, const Lifecycle& lifec
     t.file = doc.at("file").get<std::string>();
     t.state = doc.at("state").get<std::string>();
     for (const json& o : doc.value("past_attempts", json::array()))
-      t.past_attempts.push_back(ItemOutcome{o.at("cycle").get<int>(),
-                                            outcome_of_word(o.at("outcome").get<std::string>(), lifecycle),
-                                            o.value("transition", ""), o.value("why", ""), o.value("state", ""),
-                                            o.value("file_hash", "")});
+      t.past_attempts.push_back(ItemOutcome{
+          o.at("cycle").get<int>(), outcome_of_word(o.at("outcome").get<std::string>(), lifecycle),
+          o.value("transition", ""), o.value("why", ""), o.value("state", ""), o.value("file_hash", "")});
   } catch (const json::exception& e) {
     return fail(ErrorCode::InvalidInput, fmt::format("a cycle's objective: {}", e.what()));
   }
@@ -151,7 +150,8 @@ std::vector<ItemHistory> cycle_history(const json& doc, const Lifecycle& lifecyc
       const RecordedDecision d = decision_from_json(dj, lifecycle);
       auto [it, fresh] = index.emplace(d.id, out.size());
       if (fresh) out.push_back(ItemHistory{d.id, {}});
-      out[it->second].outcomes.push_back(ItemOutcome{n, d.outcome, d.transition, d.why, d.state, d.file_hash});
+      out[it->second].outcomes.push_back(
+          ItemOutcome{n, d.outcome, d.transition, d.why, d.state, d.file_hash});
     }
   }
   return out;

@@ -33,10 +33,14 @@ std::vector<const AttemptRecord*> PhaseRun::attempts_of(const std::string& id) c
 
 const char* task_work_name(TaskWork w) {
   switch (w) {
-    case TaskWork::GateHeld: return "gate_held";
-    case TaskWork::GateFailed: return "gate_failed";
-    case TaskWork::WorkerFailed: return "worker_failed";
-    case TaskWork::Blocked: return "blocked";
+    case TaskWork::GateHeld:
+      return "gate_held";
+    case TaskWork::GateFailed:
+      return "gate_failed";
+    case TaskWork::WorkerFailed:
+      return "worker_failed";
+    case TaskWork::Blocked:
+      return "blocked";
   }
   return "blocked";
 }
@@ -91,8 +95,8 @@ void CycleDriver::set_progress(int n, CycleProgress p) {
   cycle_doc(n)["progress"] = cycle_progress_name(p);
 }
 
-Expected<std::optional<PhaseRun>> CycleDriver::phase(int n, const char* name,
-                                                     const std::function<ojson(const CyclePlanContext&)>& build) {
+Expected<std::optional<PhaseRun>> CycleDriver::phase(
+    int n, const char* name, const std::function<ojson(const CyclePlanContext&)>& build) {
   EngineOptions eo;
   eo.workspace = c_.workspace;
   eo.executors = env_.executors;
@@ -123,8 +127,7 @@ Expected<std::optional<PhaseRun>> CycleDriver::phase(int n, const char* name,
   p.run_id = ran.run_id;
   p.status = ran.status;
   p.reason = ran.reason;
-  if (ran.start == PhaseStart::NoBudget ||
-      (ran.status == RunStatus::BudgetExhausted)) {
+  if (ran.start == PhaseStart::NoBudget || (ran.status == RunStatus::BudgetExhausted)) {
     const std::string why =
         ran.start == PhaseStart::NoBudget ? "nothing is left of the token cap" : ran.reason;
     pause_ = ORCH_TRY(stop(CycleStatus::Budget,
@@ -169,7 +172,8 @@ Expected<bool> CycleDriver::begin_cycle(int n) {
     cycle["jobs"].push_back({{"slug", j.slug}, {"file", j.file}, {"ids", ids}, {"phases", j.phases.size()}});
   }
   cycle["runs"] = json::object();
-  ORCH_TRY(write_file_atomically(paths_.cycle(n) / "objectives.json", json_text(cycle["objectives"], 2) + "\n"));
+  ORCH_TRY(
+      write_file_atomically(paths_.cycle(n) / "objectives.json", json_text(cycle["objectives"], 2) + "\n"));
   doc_["cycles"].push_back(std::move(cycle));
   ORCH_TRY(save());
   note(fmt::format("cycle {}: {} item{} to advance, {} job{}", n, objectives.size(),
@@ -179,14 +183,17 @@ Expected<bool> CycleDriver::begin_cycle(int n) {
 
 Expected<std::optional<CycleOutcome>> CycleDriver::run_cycle(int n) {
   const std::vector<CycleJob> jobs = jobs_of(n);
-  auto progress = [&] { return parse_cycle_progress(cycle_doc(n).value("progress", "")).value_or(CycleProgress::Prepare); };
+  auto progress = [&] {
+    return parse_cycle_progress(cycle_doc(n).value("progress", "")).value_or(CycleProgress::Prepare);
+  };
   if (progress() == CycleProgress::Prepare) {
     ORCH_TRY(prepare(n, jobs));
     set_progress(n, c_.plan ? CycleProgress::Plan : CycleProgress::Work);
     ORCH_TRY(save());
   }
   if (progress() == CycleProgress::Plan) {
-    auto p = ORCH_TRY(phase(n, kPlanPhase, [&](const CyclePlanContext& c) { return plan_phase_plan(c, jobs); }));
+    auto p =
+        ORCH_TRY(phase(n, kPlanPhase, [&](const CyclePlanContext& c) { return plan_phase_plan(c, jobs); }));
     if (!p) return pause_;
     ORCH_TRY(read_plan(n, *p));
     set_progress(n, CycleProgress::Work);
@@ -196,9 +203,8 @@ Expected<std::optional<CycleOutcome>> CycleDriver::run_cycle(int n) {
     const fs::path plan_file = paths_.cycle(n) / "cycle_plan.md";
     const std::string plan_path = fs::exists(plan_file) ? plan_file.string() : std::string();
     ORCH_TRY(write_tasks_files(n, jobs));
-    auto p = ORCH_TRY(phase(n, kWorkPhase, [&](const CyclePlanContext& c) {
-      return work_phase_plan(c, jobs, plan_path);
-    }));
+    auto p = ORCH_TRY(
+        phase(n, kWorkPhase, [&](const CyclePlanContext& c) { return work_phase_plan(c, jobs, plan_path); }));
     if (!p) return pause_;
     ORCH_TRY(read_work(n, jobs, *p));
     set_progress(n, CycleProgress::Review);
@@ -228,7 +234,8 @@ Expected<CycleOutcome> CycleDriver::drive() {
   for (;;) {
     const json& cycles = doc_["cycles"];
     int n = static_cast<int>(cycles.size());
-    const bool open = n > 0 && cycles.back().value("progress", "") != cycle_progress_name(CycleProgress::Done);
+    const bool open =
+        n > 0 && cycles.back().value("progress", "") != cycle_progress_name(CycleProgress::Done);
     if (!open) {
       Expected<bool> started = false;
       if (n >= c_.max_iterations) {
@@ -240,7 +247,8 @@ Expected<CycleOutcome> CycleDriver::drive() {
       if (!started) return stop(CycleStatus::Failed, started.error().message, 1);
       if (*started && n >= c_.max_iterations)
         return stop(CycleStatus::MaxIterations,
-                    fmt::format("max_iterations ({}) reached with items left to advance", c_.max_iterations), 1);
+                    fmt::format("max_iterations ({}) reached with items left to advance", c_.max_iterations),
+                    1);
       ++n;
       if (!*started) {
         auto status = read_status_file(c_.status_file, c_.fields, c_.lifecycle);

@@ -72,8 +72,8 @@ class CycleDriver {
   CyclePlanContext context(int n, std::int64_t tokens_left) const;
   // Runs (or resumes, or reads) phase `name` of cycle n. nullopt: it paused or
   // was stopped by the budget (`pause_` holds the outcome to return).
-  Expected<std::optional<PhaseRun>> phase(int n, const char* name,
-                                          const std::function<nlohmann::ordered_json(const CyclePlanContext&)>& build);
+  Expected<std::optional<PhaseRun>> phase(
+      int n, const char* name, const std::function<nlohmann::ordered_json(const CyclePlanContext&)>& build);
 
   // What a cycle begun now would work on (the status file read now).
   Expected<std::vector<CycleTask>> objectives_now();

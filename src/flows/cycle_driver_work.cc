@@ -42,7 +42,7 @@ ScopeChange scope_change_from_json(const json& j) {
   ScopeChange c;
   c.path = j.value("path", "");
   const std::string kind = j.value("kind", "");
-  c.kind = kind == "created" ? ScopeChangeKind::Created
+  c.kind = kind == "created"   ? ScopeChangeKind::Created
            : kind == "removed" ? ScopeChangeKind::Removed
                                : ScopeChangeKind::Modified;
   c.mtime_ms = j.value("mtime_ms", std::int64_t{0});
@@ -136,8 +136,10 @@ Expected<void> CycleDriver::read_work(int n, const std::vector<CycleJob>& jobs, 
       if (own_files.contains(c.path)) continue;
       json blamed = json::array();
       for (const std::string& slug : jobs_for_change(c, windows)) blamed.push_back(slug);
-      scope.push_back(
-          {{"path", c.path}, {"kind", scope_change_kind_name(c.kind)}, {"mtime_ms", c.mtime_ms}, {"jobs", blamed}});
+      scope.push_back({{"path", c.path},
+                       {"kind", scope_change_kind_name(c.kind)},
+                       {"mtime_ms", c.mtime_ms},
+                       {"jobs", blamed}});
     }
     cyc["scope"] = std::move(scope);
     ORCH_TRY(save());
@@ -181,9 +183,10 @@ Expected<void> CycleDriver::read_work(int n, const std::vector<CycleJob>& jobs, 
       const json claims = worker_done ? claims_of(ws->result) : json::object();
       json phase_doc = {{"phase", phase.number},
                         {"stage", phase.stage},
-                        {"worker", {{"status", ws ? step_status_name(ws->status) : "missing"},
-                                    {"attempts", p.attempts_of(wid).size()},
-                                    {"reason", ws ? ws->reason : "not in the run"}}},
+                        {"worker",
+                         {{"status", ws ? step_status_name(ws->status) : "missing"},
+                          {"attempts", p.attempts_of(wid).size()},
+                          {"reason", ws ? ws->reason : "not in the run"}}},
                         {"tasks", json::array()}};
       bool phase_failed = !worker_done;
       for (std::size_t i : phase.tasks) {
@@ -191,10 +194,10 @@ Expected<void> CycleDriver::read_work(int n, const std::vector<CycleJob>& jobs, 
         const std::string gid = gate_step_id(job, phase.number, i);
         const StepRecord* gs = p.step(gid);
         const auto gate_attempts = p.attempts_of(gid);
-        TaskWork w = earlier_failed ? TaskWork::Blocked
-                     : !worker_done ? TaskWork::WorkerFailed
+        TaskWork w = earlier_failed                         ? TaskWork::Blocked
+                     : !worker_done                         ? TaskWork::WorkerFailed
                      : gs && gs->status == StepStatus::Done ? TaskWork::GateHeld
-                                                             : TaskWork::GateFailed;
+                                                            : TaskWork::GateFailed;
         if (w != TaskWork::GateHeld) phase_failed = true;
         json task = {{"id", t.id},
                      {"phase", phase.number},

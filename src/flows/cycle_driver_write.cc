@@ -83,7 +83,8 @@ Expected<std::optional<CycleOutcome>> CycleDriver::review(int n, const std::vect
     for (const CycleTask& t : job.tasks) {
       auto m = code_milestone(t, jw);
       if (!m && !c_.review)
-        m = gate_only_milestone(t, *c_.lifecycle.stage_for(t.state), jw, cyc["jobs"][j].value("hash_before", ""));
+        m = gate_only_milestone(t, *c_.lifecycle.stage_for(t.state), jw,
+                                cyc["jobs"][j].value("hash_before", ""));
       needs_review = needs_review || !m;
       ms[j].push_back(std::move(m));
     }
@@ -104,7 +105,8 @@ Expected<std::optional<CycleOutcome>> CycleDriver::review(int n, const std::vect
     reviewed.push_back(j);
   }
   if (!inputs.empty()) {
-    auto p = ORCH_TRY(phase(n, kReviewPhase, [&](const CyclePlanContext& c) { return review_phase_plan(c, inputs); }));
+    auto p = ORCH_TRY(
+        phase(n, kReviewPhase, [&](const CyclePlanContext& c) { return review_phase_plan(c, inputs); }));
     if (!p) return pause_;
     for (std::size_t j : reviewed) {
       const StepRecord* s = p->step(review_step_id(jobs[j]));
@@ -118,7 +120,8 @@ Expected<std::optional<CycleOutcome>> CycleDriver::review(int n, const std::vect
         if (answer.is_object())
           for (const json& given : answer.value("milestones", json::array()))
             if (given.value("id", "") == m.id) m = milestone_from_json(given);
-        if (answer.is_object() && m.transition == milestone_outcome_name(MilestoneOutcome::RejectedByReview) &&
+        if (answer.is_object() &&
+            m.transition == milestone_outcome_name(MilestoneOutcome::RejectedByReview) &&
             m.evidence.starts_with("the review failed"))
           m.evidence = "the review gave no milestone for it";
         ms[j][i] = std::move(m);
@@ -176,7 +179,8 @@ Expected<std::optional<CycleOutcome>> CycleDriver::verify(int n, const std::vect
   }
   json verify = json::object();
   if (!checks.empty()) {
-    auto p = ORCH_TRY(phase(n, kVerifyPhase, [&](const CyclePlanContext& c) { return verify_phase_plan(c, checks); }));
+    auto p = ORCH_TRY(
+        phase(n, kVerifyPhase, [&](const CyclePlanContext& c) { return verify_phase_plan(c, checks); }));
     if (!p) return pause_;
     for (const VerifyCheck& v : checks) {
       const CycleTask& t = v.job->tasks[v.task];
@@ -212,8 +216,9 @@ Expected<void> CycleDriver::write(int n, const std::vector<CycleJob>& jobs) {
     for (const CycleTask& t : job.tasks) {
       items.push_back(CycleItem{t.id, t.file, t.state});
       const json v = cyc["verify"].contains(job.slug) ? cyc["verify"][job.slug].value(t.id, json()) : json();
-      exits.push_back(v.is_object() && v["exit"].is_number_integer() ? std::optional<int>(v["exit"].get<int>())
-                                                                     : std::nullopt);
+      exits.push_back(v.is_object() && v["exit"].is_number_integer()
+                          ? std::optional<int>(v["exit"].get<int>())
+                          : std::nullopt);
     }
     JobDecision jd = decide_job(items, ms, c_.lifecycle, exits);
     const fs::path file = c_.workspace / job.file, dir = paths_.job(n, job.slug);
@@ -248,11 +253,13 @@ Expected<void> CycleDriver::write(int n, const std::vector<CycleJob>& jobs) {
           if (item->state != *d.to) changes.emplace_back(t.id, *d.to);
         }
       }
-      RecordedDecision rd{t.id,  job.slug, d.outcome, ms[i].transition, d.to, d.why, jd.restore_baseline,
-                          d.to ? *d.to : t.state, hash_after};
+      RecordedDecision rd{t.id,      job.slug, d.outcome,           ms[i].transition,
+                          d.to,      d.why,    jd.restore_baseline, d.to ? *d.to : t.state,
+                          hash_after};
       note(d.to ? fmt::format("cycle {}: {}: {} -> {}", n, t.id, t.state, *d.to)
                 : fmt::format("cycle {}: {}: {}{}{}", n, t.id, milestone_outcome_name(d.outcome),
-                              d.why.empty() ? "" : ": " + d.why, jd.restore_baseline ? " (file put back)" : ""));
+                              d.why.empty() ? "" : ": " + d.why,
+                              jd.restore_baseline ? " (file put back)" : ""));
       decisions.push_back(decision_json(rd));
     }
   }
@@ -276,7 +283,8 @@ Expected<void> CycleDriver::write(int n, const std::vector<CycleJob>& jobs) {
 Expected<void> CycleDriver::export_audit() {
   std::string lines;
   for (const CycleTransition& t : ORCH_TRY(env_.cycles->transitions(record_.id))) {
-    AuditEntry e{t.cycle, t.job, t.item, t.from, t.to, t.gate, t.gate_exit, t.hash_before, t.hash_after, t.time_ms};
+    AuditEntry e{t.cycle, t.job,       t.item,        t.from,       t.to,
+                 t.gate,  t.gate_exit, t.hash_before, t.hash_after, t.time_ms};
     lines += audit_entry_json(e).dump() + "\n";
   }
   return write_file_atomically(paths_.audit(), lines, Durability::RenameOnly);

@@ -111,7 +111,9 @@ std::vector<CycleJob> cycle_jobs(const std::vector<FileJob>& jobs, const Lifecyc
     std::vector<const CycleStage*> stages;
     for (const CycleStage& stage : lifecycle.stages()) stages.push_back(&stage);
     const auto& states = lifecycle.states();
-    auto rank = [&](const CycleStage* s) { return std::find(states.begin(), states.end(), s->from) - states.begin(); };
+    auto rank = [&](const CycleStage* s) {
+      return std::find(states.begin(), states.end(), s->from) - states.begin();
+    };
     std::stable_sort(stages.begin(), stages.end(),
                      [&](const CycleStage* a, const CycleStage* b) { return rank(a) < rank(b); });
     for (const CycleStage* stage_ptr : stages) {
@@ -178,8 +180,9 @@ ojson plan_phase_plan(const CyclePlanContext& c, const std::vector<CycleJob>& jo
   } else {
     std::string objectives_text = "(see " + input.string() + ")";
     if (auto text = read_text_or_empty(input); !text.empty()) objectives_text = text;
-    step["inputs"] = stage_inputs(role.executor, escape_placeholders(role.prompt.empty() ? kPlanBrief : role.prompt),
-                                  {{"objectives", escape_placeholders(objectives_text)}}, false);
+    step["inputs"] =
+        stage_inputs(role.executor, escape_placeholders(role.prompt.empty() ? kPlanBrief : role.prompt),
+                     {{"objectives", escape_placeholders(objectives_text)}}, false);
   }
   return plan_doc(c, "plan", 1, ojson::array({std::move(step)}));
 }
@@ -198,7 +201,7 @@ json tasks_file_json(const CyclePlanContext& c, const CycleJob& job, const JobPh
     tasks.push_back(
         {{"id", t.id}, {"stage", t.stage}, {"file", t.file}, {"state", t.state}, {"past_attempts", past}});
   }
-  return {{"run", c.run}, {"cycle", c.cycle}, {"job", job.slug},       {"phase", phase.number},
+  return {{"run", c.run},         {"cycle", c.cycle}, {"job", job.slug},          {"phase", phase.number},
           {"stage", phase.stage}, {"file", job.file}, {"tasks", std::move(tasks)}};
 }
 
@@ -206,7 +209,8 @@ fs::path tasks_file(const CyclePlanContext& c, const CycleJob& job, int phase) {
   return c.paths.job(c.cycle, job.slug) / fmt::format("tasks-{}.json", phase);
 }
 
-ojson work_phase_plan(const CyclePlanContext& c, const std::vector<CycleJob>& jobs, const std::string& plan_file) {
+ojson work_phase_plan(const CyclePlanContext& c, const std::vector<CycleJob>& jobs,
+                      const std::string& plan_file) {
   ojson steps = ojson::array();
   for (const CycleJob& job : jobs) {
     std::vector<std::string> previous_gates;
@@ -215,9 +219,10 @@ ojson work_phase_plan(const CyclePlanContext& c, const std::vector<CycleJob>& jo
       std::vector<std::string> ids;
       for (std::size_t i : phase.tasks) ids.push_back(job.tasks[i].id);
       const fs::path tasks_path = tasks_file(c, job, phase.number);
-      ojson worker = {{"id", worker_step_id(job, phase.number)},
-                      {"goal", fmt::format("Cycle {}: {} {} in {}.", c.cycle, phase.stage, join(ids, ", "), job.file)},
-                      {"writes", ojson::array({job.file})}};
+      ojson worker = {
+          {"id", worker_step_id(job, phase.number)},
+          {"goal", fmt::format("Cycle {}: {} {} in {}.", c.cycle, phase.stage, join(ids, ", "), job.file)},
+          {"writes", ojson::array({job.file})}};
       if (!previous_gates.empty()) worker["deps"] = previous_gates;
       set_role(worker, stage->worker);
       worker["env"] = escaped_env({{"ORCH_CYCLE_RUN", c.run},
@@ -230,9 +235,9 @@ ojson work_phase_plan(const CyclePlanContext& c, const std::vector<CycleJob>& jo
                                    {"ORCH_CYCLE_TASKS", tasks_path.string()},
                                    {"ORCH_CYCLE_PLAN", plan_file}});
       if (stage->worker.kind == RoleKind::Command) {
-        worker["sh"] = with_shell_vars(stage->worker.command, {{"file", "ORCH_CYCLE_FILE"},
-                                                               {"ids", "ORCH_CYCLE_IDS"},
-                                                               {"stage", "ORCH_CYCLE_STAGE"}});
+        worker["sh"] = with_shell_vars(
+            stage->worker.command,
+            {{"file", "ORCH_CYCLE_FILE"}, {"ids", "ORCH_CYCLE_IDS"}, {"stage", "ORCH_CYCLE_STAGE"}});
       } else {
         std::string brief = stage->worker.prompt.empty() ? kWorkerBrief : stage->worker.prompt;
         replace_all(brief, "{stage}", phase.stage);
@@ -250,11 +255,12 @@ ojson work_phase_plan(const CyclePlanContext& c, const std::vector<CycleJob>& jo
       std::vector<std::string> gates;
       for (std::size_t i : phase.tasks) {
         const std::string id = gate_step_id(job, phase.number, i);
-        steps.push_back({{"id", id},
-                         {"goal", fmt::format("The gate of {} on {}.", job.tasks[i].id, job.file)},
-                         {"deps", ojson::array({worker_step_id(job, phase.number)})},
-                         {"env", escaped_env({{"ORCH_CYCLE_FILE", job.file}, {"ORCH_CYCLE_ID", job.tasks[i].id}})},
-                         {"sh", with_shell_vars(stage->gate, {{"file", "ORCH_CYCLE_FILE"}, {"id", "ORCH_CYCLE_ID"}})}});
+        steps.push_back(
+            {{"id", id},
+             {"goal", fmt::format("The gate of {} on {}.", job.tasks[i].id, job.file)},
+             {"deps", ojson::array({worker_step_id(job, phase.number)})},
+             {"env", escaped_env({{"ORCH_CYCLE_FILE", job.file}, {"ORCH_CYCLE_ID", job.tasks[i].id}})},
+             {"sh", with_shell_vars(stage->gate, {{"file", "ORCH_CYCLE_FILE"}, {"id", "ORCH_CYCLE_ID"}})}});
         gates.push_back(id);
       }
       previous_gates = std::move(gates);
@@ -291,7 +297,8 @@ ojson review_phase_plan(const CyclePlanContext& c, const std::vector<ReviewInput
   for (const ReviewInput& in : inputs) {
     const CycleJob& job = *in.job;
     const fs::path context = c.paths.job(c.cycle, job.slug) / "review.json";
-    ojson step = {{"id", review_step_id(job)}, {"goal", fmt::format("Review cycle {}'s work on {}.", c.cycle, job.file)}};
+    ojson step = {{"id", review_step_id(job)},
+                  {"goal", fmt::format("Review cycle {}'s work on {}.", c.cycle, job.file)}};
     set_role(step, role);
     step["env"] = escaped_env({{"ORCH_CYCLE_RUN", c.run},
                                {"ORCH_CYCLE", std::to_string(c.cycle)},
@@ -324,10 +331,11 @@ ojson verify_phase_plan(const CyclePlanContext& c, const std::vector<VerifyCheck
   for (const VerifyCheck& v : checks) {
     const CycleTask& t = v.job->tasks[v.task];
     const CycleStageConfig* stage = c.config->stage(t.stage);
-    steps.push_back({{"id", verify_step_id(*v.job, v.task)},
-                     {"goal", fmt::format("The gate of {} on {} as it is now.", t.id, t.file)},
-                     {"env", escaped_env({{"ORCH_CYCLE_FILE", t.file}, {"ORCH_CYCLE_ID", t.id}})},
-                     {"sh", with_shell_vars(stage->gate, {{"file", "ORCH_CYCLE_FILE"}, {"id", "ORCH_CYCLE_ID"}})}});
+    steps.push_back(
+        {{"id", verify_step_id(*v.job, v.task)},
+         {"goal", fmt::format("The gate of {} on {} as it is now.", t.id, t.file)},
+         {"env", escaped_env({{"ORCH_CYCLE_FILE", t.file}, {"ORCH_CYCLE_ID", t.id}})},
+         {"sh", with_shell_vars(stage->gate, {{"file", "ORCH_CYCLE_FILE"}, {"id", "ORCH_CYCLE_ID"}})}});
   }
   return plan_doc(c, "verify", c.config->max_parallel, std::move(steps));
 }

@@ -8,9 +8,9 @@
 #include "flows/stage_plan.h"
 #include "orch/executor.h"
 #include "orch/plan.h"
-#include "util/strings.h"
 #include "util/iso_time.h"
 #include "util/json_text.h"
+#include "util/strings.h"
 
 namespace orch::flows {
 
@@ -40,22 +40,26 @@ Expected<void> check_cycle_executors(const CycleEnv& env, const CycleConfig& c) 
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   auto probe = [&](const std::string& id, const CycleRole& role) {
     if (role.kind == RoleKind::Command) return;
-    steps.push_back({{"id", id}, {"goal", "probe"}, {"executor", role.executor}, {"inputs", {{"prompt", "probe"}}}});
+    steps.push_back(
+        {{"id", id}, {"goal", "probe"}, {"executor", role.executor}, {"inputs", {{"prompt", "probe"}}}});
   };
   for (const CycleStageConfig& stage : c.stages) probe("stage-" + stage.name, stage.worker);
   if (c.plan) probe("role-plan", *c.plan);
   if (c.review) probe("role-review", *c.review);
   if (steps.empty()) return {};
   const nlohmann::ordered_json plan = {{"name", "cycle pre-flight"}, {"steps", steps}};
-  auto checked = load_built_plan(c.workspace, *env.executors, json_text(plan), c.file.string(), c.file.string());
+  auto checked =
+      load_built_plan(c.workspace, *env.executors, json_text(plan), c.file.string(), c.file.string());
   if (!checked) return std::unexpected(checked.error());
   std::vector<std::string> cannot_start;
   for (const Step& step : checked->steps)
     if (const Executor* executor = env.executors->find(step.executor))
-      if (auto why = executor->setup_problem(step)) cannot_start.push_back(fmt::format("{}: {}: {}", c.file.string(), step.id, *why));
+      if (auto why = executor->setup_problem(step))
+        cannot_start.push_back(fmt::format("{}: {}: {}", c.file.string(), step.id, *why));
   if (!cannot_start.empty())
-    return fail(ErrorCode::InvalidInput, fmt::format("{} of the cycle's roles cannot start, so nothing was run:\n{}",
-                                                     cannot_start.size(), join(cannot_start, "\n")));
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("{} of the cycle's roles cannot start, so nothing was run:\n{}",
+                            cannot_start.size(), join(cannot_start, "\n")));
   return {};
 }
 

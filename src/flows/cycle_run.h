@@ -46,8 +46,8 @@
 namespace orch::flows {
 
 struct CycleEnv {
-  Store* store = nullptr;         // the ledger: the phases' runs
-  CycleStore* cycles = nullptr;   // the same ledger's cycle runs
+  Store* store = nullptr;        // the ledger: the phases' runs
+  CycleStore* cycles = nullptr;  // the same ledger's cycle runs
   std::shared_ptr<ExecutorRegistry> executors;
   std::function<std::int64_t()> now_ms;
   bool handle_signals = false;

@@ -95,7 +95,8 @@ Expected<void> write_item_states(StatusFile& status,
     (status.items_at_top ? next : next["items"])[i][status.fields.state] = state;
     at.push_back(i);
   }
-  const std::string text = status.json ? json_text(next, 2) + "\n" : ORCH_TRY(yaml_text(next, YamlLayout::Block));
+  const std::string text =
+      status.json ? json_text(next, 2) + "\n" : ORCH_TRY(yaml_text(next, YamlLayout::Block));
   ORCH_TRY(write_file_atomically(status.path, text, Durability::Synced));
   status.doc = std::move(next);
   for (std::size_t k = 0; k < at.size(); ++k) status.items[at[k]].state = changes[k].second;

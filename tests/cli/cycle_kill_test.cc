@@ -108,8 +108,10 @@ TEST(CycleKill, TwentyRandomKillsThenResumeEndWhereAnUnkilledRunEnds) {
     if (kind == 2) orch::testing::wait_for([&] { return fs::exists(d / "review.log"); }, 20000);
     // Five gates in the work phase, five in the verify phase.
     if (kind == 3) orch::testing::wait_for([&] { return lines_in(d / "gate.log") >= 10; }, 20000);
-    const int delay_ms =
-        std::uniform_int_distribution<int>(0, kind == 0 ? 1500 : kind == 1 ? 60 : kind == 2 ? 400 : 20)(random);
+    const int delay_ms = std::uniform_int_distribution<int>(0, kind == 0   ? 1500
+                                                               : kind == 1 ? 60
+                                                               : kind == 2 ? 400
+                                                                           : 20)(random);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     kill(pid, SIGKILL);
     const int first = wait_exit(pid);

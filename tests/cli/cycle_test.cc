@@ -162,7 +162,8 @@ max_iterations: 3
 };
 
 // The worker appends "ID-done" for each of its ids.
-const char* const kGoodWorker = R"(for id in $ORCH_CYCLE_IDS; do echo "$id-done" >> "$ORCH_CYCLE_FILE"; done)";
+const char* const kGoodWorker =
+    R"(for id in $ORCH_CYCLE_IDS; do echo "$id-done" >> "$ORCH_CYCLE_FILE"; done)";
 
 TEST(CycleCli, TwoItemsInOneFileAreOneJob) {
   Project p({{"a", "one.txt"}, {"b", "one.txt"}, {"c", "two.txt"}}, kGoodWorker);
@@ -182,8 +183,9 @@ TEST(CycleCli, TwoItemsInOneFileAreOneJob) {
 
 TEST(CycleCli, AReviewerClaimingAMoveTheGateRefusesIsOverruledAndTheFileRestored) {
   // The worker writes the wrong line; the reviewer accepts "done" anyway.
-  Project p({{"a", "a.txt"}}, R"(echo wrong >> "$ORCH_CYCLE_FILE")",
-            R"(review: {command: 'echo "{\"milestones\": [{\"id\": \"a\", \"transition\": \"done\", \"accepted\": true, \"evidence\": \"looks fine\"}]}"'})");
+  Project p(
+      {{"a", "a.txt"}}, R"(echo wrong >> "$ORCH_CYCLE_FILE")",
+      R"(review: {command: 'echo "{\"milestones\": [{\"id\": \"a\", \"transition\": \"done\", \"accepted\": true, \"evidence\": \"looks fine\"}]}"'})");
   auto ran = run_orch({"cycle", "run", "cycle.yaml", "--json", "--max-iterations", "1"}, p.path());
   ASSERT_EQ(ran.exit_code, 1) << ran.err;
   const json doc = parse(ran.out);
@@ -195,8 +197,9 @@ TEST(CycleCli, AReviewerClaimingAMoveTheGateRefusesIsOverruledAndTheFileRestored
 
 TEST(CycleCli, AMalformedReviewGetsOneRepair) {
   // First attempt: not JSON. Second (the repair): a valid milestone.
-  Project p({{"a", "a.txt"}}, kGoodWorker,
-            R"(review: {command: 'if [ "$ORCH_ATTEMPT" = 1 ]; then echo "LGTM"; else echo "{\"milestones\": [{\"id\": \"a\", \"transition\": \"done\", \"accepted\": true}]}"; fi', attempts: 2})");
+  Project p(
+      {{"a", "a.txt"}}, kGoodWorker,
+      R"(review: {command: 'if [ "$ORCH_ATTEMPT" = 1 ]; then echo "LGTM"; else echo "{\"milestones\": [{\"id\": \"a\", \"transition\": \"done\", \"accepted\": true}]}"; fi', attempts: 2})");
   auto ran = run_orch({"cycle", "run", "cycle.yaml", "--json"}, p.path());
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   const json doc = parse(ran.out);
@@ -217,9 +220,11 @@ TEST(CycleCli, TwoStrikesMakeAnItemStuckAndPastAttemptsAreCarried) {
   // The worker changes nothing and records what it was told, outside the
   // workspace (a log in it would be a stray write).
   TempDir outside;
-  Project p({{"a", "a.txt"}},
-            fmt::format(R"(cat "$ORCH_CYCLE_TASKS" >> {}; echo '{{"claims": [{{"id": "a", "transition": "no-change"}}]}}')",
-                        (outside / "tasks.log").string()));
+  Project p(
+      {{"a", "a.txt"}},
+      fmt::format(
+          R"(cat "$ORCH_CYCLE_TASKS" >> {}; echo '{{"claims": [{{"id": "a", "transition": "no-change"}}]}}')",
+          (outside / "tasks.log").string()));
   auto ran = run_orch({"cycle", "run", "cycle.yaml", "--json"}, p.path());
   ASSERT_EQ(ran.exit_code, 1) << ran.err;
   const json doc = parse(ran.out);
@@ -235,9 +240,10 @@ TEST(CycleCli, TheBudgetStopsTheRunAndAResumeWithMoreGoesOn) {
   // Each worker call reports 100 tokens; the cap is 150: the first cycle's
   // work spends 100, the second cannot start (a review-less cycle has no other
   // phase that spends).
-  Project p({{"a", "a.txt"}, {"b", "b.txt"}},
-            R"(echo '{"tokens_in": 60, "tokens_out": 40}' > "$ORCH_USAGE_FILE"; for id in $ORCH_CYCLE_IDS; do echo "$id-done" >> "$ORCH_CYCLE_FILE"; done)",
-            "max_parallel: 1\nbudget: {tokens: 150}");
+  Project p(
+      {{"a", "a.txt"}, {"b", "b.txt"}},
+      R"(echo '{"tokens_in": 60, "tokens_out": 40}' > "$ORCH_USAGE_FILE"; for id in $ORCH_CYCLE_IDS; do echo "$id-done" >> "$ORCH_CYCLE_FILE"; done)",
+      "max_parallel: 1\nbudget: {tokens: 150}");
   auto ran = run_orch({"cycle", "run", "cycle.yaml", "--json"}, p.path());
   ASSERT_EQ(ran.exit_code, 3) << ran.out << ran.err;
   const json doc = parse(ran.out);
@@ -264,8 +270,9 @@ TEST(CycleCli, APlanIsWrittenAndHandedToTheWorkers) {
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   const json doc = parse(ran.out);
   EXPECT_EQ(read_file(outside / "plan.log"), "a: append the line\n");
-  EXPECT_EQ(read_file(p.path() / ".orch" / "cycles" / doc["id"].get<std::string>() / "cycle_1" / "cycle_plan.md"),
-            "a: append the line\n");
+  EXPECT_EQ(
+      read_file(p.path() / ".orch" / "cycles" / doc["id"].get<std::string>() / "cycle_1" / "cycle_plan.md"),
+      "a: append the line\n");
   EXPECT_TRUE(doc["cycles"][0]["runs"].contains("plan"));
 }
 

@@ -25,10 +25,10 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using orch::testing::CommandResult;
+using orch::testing::read_file;
 using orch::testing::run_orch;
 using orch::testing::source_dir;
 using orch::testing::TempDir;
-using orch::testing::read_file;
 using orch::testing::write_file;
 
 // The commands run with --json so far ("task plan", "review --list", ...), for
@@ -364,8 +364,8 @@ lifecycle:
   capped.replace(capped.find("'echo a-done"), 1,
                  "'echo \"{\\\"tokens_in\\\": 10}\" > \"$ORCH_USAGE_FILE\"; ");
   write_file(d / "b" / "cycle.yaml", capped + "budget: {tokens: 5}\n");
-  const json stopped = checked("cycle run", {"cycle", "run", "cycle.yaml", "--json"}, d / "b", 3,
-                               "cycle-report.schema.json");
+  const json stopped =
+      checked("cycle run", {"cycle", "run", "cycle.yaml", "--json"}, d / "b", 3, "cycle-report.schema.json");
   EXPECT_EQ(stopped.value("status", ""), "budget");
   checked("cycle resume", {"cycle", "resume", stopped.value("id", ""), "--budget-tokens", "100", "--json"},
           d / "b", 0, "cycle-report.schema.json");

@@ -121,7 +121,8 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
   const std::vector<Case> cases = {
       {{},
        "orch: a command is required: validate, run, resume, status, runs, logs, events, cancel, plan, "
-       "approve, chain, task, route, budget-check, similarity, memory, review, cycle, completion\nRun `orch --help` "
+       "approve, chain, task, route, budget-check, similarity, memory, review, cycle, completion\nRun `orch "
+       "--help` "
        "for usage.\n"},
       {{"task"},
        "orch: a subcommand is required: plan, log, close, show, list, gc, run\n"
