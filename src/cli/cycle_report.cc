@@ -210,15 +210,9 @@ Expected<json> cycle_audit_json(const CycleRecord& record, CycleStore& cycles) {
   const json doc = parse_doc(record);
   const flows::CycleConfig config =
       ORCH_TRY(flows::cycle_config_from_json(doc.value("config", json::object())));
-  const auto transitions = ORCH_TRY(cycles.transitions(record.id));
+  const std::vector<flows::AuditEntry> audit = ORCH_TRY(cycles.transitions(record.id));
   json entries = json::array();
-  std::vector<flows::AuditEntry> audit;
-  for (const CycleTransition& t : transitions) {
-    flows::AuditEntry e{t.cycle, t.job,       t.item,        t.from,       t.to,
-                        t.gate,  t.gate_exit, t.hash_before, t.hash_after, t.time_ms};
-    entries.push_back(flows::audit_entry_json(e));
-    audit.push_back(std::move(e));
-  }
+  for (const flows::AuditEntry& e : audit) entries.push_back(flows::audit_entry_json(e));
   json replay = {{"matches", false}, {"differences", json::array()}};
   auto replayed =
       flows::replay_audit(flows::cycle_items_from_json(doc.value("initial_items", json::array())), audit);

@@ -282,11 +282,8 @@ Expected<void> CycleDriver::write(int n, const std::vector<CycleJob>& jobs) {
 
 Expected<void> CycleDriver::export_audit() {
   std::string lines;
-  for (const CycleTransition& t : ORCH_TRY(env_.cycles->transitions(record_.id))) {
-    AuditEntry e{t.cycle, t.job,       t.item,        t.from,       t.to,
-                 t.gate,  t.gate_exit, t.hash_before, t.hash_after, t.time_ms};
+  for (const AuditEntry& e : ORCH_TRY(env_.cycles->transitions(record_.id)))
     lines += audit_entry_json(e).dump() + "\n";
-  }
   return write_file_atomically(paths_.audit(), lines, Durability::RenameOnly);
 }
 

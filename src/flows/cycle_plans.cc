@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "flows/cycle_doc.h"
 #include "flows/plan_template.h"
 #include "flows/stage_plan.h"
 #include "util/json_text.h"
@@ -189,18 +190,7 @@ ojson plan_phase_plan(const CyclePlanContext& c, const std::vector<CycleJob>& jo
 
 json tasks_file_json(const CyclePlanContext& c, const CycleJob& job, const JobPhase& phase) {
   json tasks = json::array();
-  for (std::size_t i : phase.tasks) {
-    const CycleTask& t = job.tasks[i];
-    json past = json::array();
-    for (const ItemOutcome& o : t.past_attempts)
-      past.push_back({{"cycle", o.cycle},
-                      {"outcome", milestone_outcome_name(o.outcome)},
-                      {"transition", o.transition},
-                      {"why", o.why},
-                      {"state", o.state}});
-    tasks.push_back(
-        {{"id", t.id}, {"stage", t.stage}, {"file", t.file}, {"state", t.state}, {"past_attempts", past}});
-  }
+  for (std::size_t i : phase.tasks) tasks.push_back(cycle_task_json(job.tasks[i]));
   return {{"run", c.run},         {"cycle", c.cycle}, {"job", job.slug},          {"phase", phase.number},
           {"stage", phase.stage}, {"file", job.file}, {"tasks", std::move(tasks)}};
 }

@@ -18,20 +18,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string cycle_slug(const std::string& name) {
-  std::string out;
-  for (char ch : name) {
-    const unsigned char u = static_cast<unsigned char>(ch);
-    if (std::isalnum(u))
-      out += static_cast<char>(std::tolower(u));
-    else if (!out.empty() && out.back() != '-')
-      out += '-';
-    if (out.size() >= 40) break;
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out.empty() ? "cycle" : out;
-}
-
 // The pre-flight: every role that is a worker or a model, in a probe plan
 // validated against the executors, so a worker that is not in the workers file,
 // an agent CLI that is not installed or a model whose key is not set fails
@@ -121,7 +107,8 @@ Expected<CycleOutcome> start_cycle_run(CycleEnv& env, const CycleConfig& config)
   std::string digits;
   for (char ch : stamp.substr(0, 19))
     if (std::isdigit(static_cast<unsigned char>(ch))) digits += ch;
-  const std::string base = digits.substr(0, 8) + "-" + digits.substr(8) + "-" + cycle_slug(config.name);
+  const std::string base =
+      digits.substr(0, 8) + "-" + digits.substr(8) + "-" + name_slug(config.name, "cycle");
   CycleRecord record;
   record.name = config.name;
   record.workspace = config.workspace.string();

@@ -95,7 +95,7 @@ JobDecision decide_job(const std::vector<CycleItem>& items, const std::vector<Mi
 json audit_entry_json(const AuditEntry& e) {
   return {{"cycle", e.cycle},
           {"job", e.job},
-          {"id", e.id},
+          {"id", e.item},
           {"from", e.from},
           {"to", e.to},
           {"gate", e.gate},
@@ -111,7 +111,7 @@ Expected<AuditEntry> audit_entry_from_json(const json& doc) {
   try {
     e.cycle = doc.at("cycle").get<int>();
     e.job = doc.at("job").get<std::string>();
-    e.id = doc.at("id").get<std::string>();
+    e.item = doc.at("id").get<std::string>();
     e.from = doc.at("from").get<std::string>();
     e.to = doc.at("to").get<std::string>();
     e.gate = doc.at("gate").get<std::string>();
@@ -130,14 +130,14 @@ Expected<std::vector<CycleItem>> replay_audit(std::vector<CycleItem> items,
   for (std::size_t i = 0; i < audit.size(); ++i) {
     const AuditEntry& e = audit[i];
     auto it =
-        std::find_if(items.begin(), items.end(), [&](const CycleItem& item) { return item.id == e.id; });
+        std::find_if(items.begin(), items.end(), [&](const CycleItem& item) { return item.id == e.item; });
     if (it == items.end())
       return fail(ErrorCode::InvalidInput,
-                  fmt::format("audit entry {}: no item '{}' in the status file", i + 1, e.id));
+                  fmt::format("audit entry {}: no item '{}' in the status file", i + 1, e.item));
     if (it->state != e.from)
       return fail(ErrorCode::InvalidInput,
                   fmt::format("audit entry {}: item '{}' moves from '{}', but it is '{}' at that point",
-                              i + 1, e.id, e.from, it->state));
+                              i + 1, e.item, e.from, it->state));
     it->state = e.to;
   }
   return items;

@@ -20,6 +20,7 @@
 
 #include "flows/cycle_lifecycle.h"
 #include "flows/cycle_objectives.h"
+#include "orch/cycle_store.h"
 
 namespace orch::flows {
 
@@ -62,19 +63,10 @@ struct JobDecision {
 JobDecision decide_job(const std::vector<CycleItem>& items, const std::vector<Milestone>& milestones,
                        const Lifecycle& lifecycle, const std::vector<std::optional<int>>& gate_exits);
 
-// One applied change of state (audit/transitions.jsonl, one JSON object a line).
-struct AuditEntry {
-  int cycle = 0;
-  std::string job;  // the job's slug
-  std::string id;
-  std::string from;
-  std::string to;
-  std::string gate;  // the gate command as run
-  int gate_exit = 0;
-  std::string hash_before;  // the file's content hash before the job
-  std::string hash_after;   // and as the gate checked it
-  std::int64_t time_ms = 0;
-};
+// One applied change of state: the ledger's record of it (orch/cycle_store.h),
+// exported to audit/transitions.jsonl one JSON object a line, without its run
+// (the folder names it) and its seq (the line's place).
+using AuditEntry = CycleTransition;
 
 nlohmann::json audit_entry_json(const AuditEntry& entry);
 Expected<AuditEntry> audit_entry_from_json(const nlohmann::json& doc);

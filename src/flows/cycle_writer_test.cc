@@ -74,7 +74,8 @@ TEST(CycleWriter, WhatTheReviewRefusesOrDidNotMoveIsRecordedAndTheFileRestoredWh
 }
 
 AuditEntry entry(const std::string& id, const std::string& from, const std::string& to, int cycle) {
-  return AuditEntry{cycle, "a-lean", id, from, to, "lake build A.lean", 0, "h0", "h1", 1000 + cycle};
+  return AuditEntry{"run-1", cycle, "a-lean", id,           from, to, "lake build A.lean",
+                    0,       "h0",  "h1",     1000 + cycle, 0};
 }
 
 TEST(CycleWriter, ReplayingTheAuditOverTheFirstStatusGivesTheCurrentOne) {

@@ -71,20 +71,6 @@ Expected<ReviewOutcome> drive_review(ReviewEnv& env, const std::string& id, Driv
   return driver.drive();
 }
 
-std::string slug_of(const std::string& name) {
-  std::string out;
-  for (char ch : name) {
-    const unsigned char u = static_cast<unsigned char>(ch);
-    if (std::isalnum(u))
-      out += static_cast<char>(std::tolower(u));
-    else if (!out.empty() && out.back() != '-')
-      out += '-';
-    if (out.size() >= 40) break;
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out.empty() ? "review" : out;
-}
-
 }  // namespace review_run_detail
 
 namespace rrd = review_run_detail;
@@ -168,7 +154,7 @@ Expected<ReviewOutcome> start_review(ReviewEnv& env, const ReviewConfig& config)
   std::string base;
   for (char ch : stamp.substr(0, 19))
     if (std::isdigit(static_cast<unsigned char>(ch))) base += ch;
-  base = base.substr(0, 8) + "-" + base.substr(8) + "-" + rrd::slug_of(config.name);
+  base = base.substr(0, 8) + "-" + base.substr(8) + "-" + name_slug(config.name, "review");
   std::string id = base;
   int n = 1;
   auto next_id = [&]() -> Expected<void> {

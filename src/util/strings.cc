@@ -194,4 +194,18 @@ std::string ascii_lower(std::string_view s) {
   return out;
 }
 
+std::string name_slug(std::string_view name, std::string_view fallback) {
+  std::string out;
+  for (char ch : name) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (std::isalnum(u))
+      out += static_cast<char>(std::tolower(u));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
+    if (out.size() >= 40) break;
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? std::string(fallback) : out;
+}
+
 }  // namespace orch

@@ -67,4 +67,9 @@ std::string dollars(double usd);
 // `s` with ASCII letters in lower case (other bytes as they are).
 std::string ascii_lower(std::string_view s);
 
+// A name as part of an id: letters and digits in lower case, every other run of
+// bytes one '-', none at either end, at most 40 bytes; `fallback` when nothing
+// is left ("My Review!" -> "my-review"). For the ids of reviews and cycle runs.
+std::string name_slug(std::string_view name, std::string_view fallback);
+
 }  // namespace orch

@@ -127,3 +127,17 @@ TEST(NulEscaped, WritesEachNulAsBackslashZero) {
 
 }  // namespace
 }  // namespace orch
+
+namespace orch {
+namespace {
+
+TEST(NameSlug, KeepsLettersAndDigitsAndFoldsTheRestIntoOneDash) {
+  EXPECT_EQ(name_slug("My Review!", "x"), "my-review");
+  EXPECT_EQ(name_slug("--a__b--", "x"), "a-b");
+  EXPECT_EQ(name_slug("", "cycle"), "cycle");
+  EXPECT_EQ(name_slug("***", "cycle"), "cycle");
+  EXPECT_EQ(name_slug(std::string(100, 'a'), "x"), std::string(40, 'a'));
+}
+
+}  // namespace
+}  // namespace orch
