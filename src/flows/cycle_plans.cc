@@ -31,7 +31,9 @@ std::string read_text_or_empty(const fs::path& path) {
 }
 
 // A file's name as a step id's part: [A-Za-z0-9_.-], starting with a letter or
-// digit, at most 80 characters.
+// digit, at most 80 characters, with no dot-separated part a placeholder would
+// stop at (plan validation refuses those ids): an empty one ("a..b", "notes.")
+// or "result" or "json" ("package.json") is joined to the part before with '-'.
 std::string slug_of(const std::string& file) {
   std::string s;
   for (char ch : file) {
@@ -41,7 +43,21 @@ std::string slug_of(const std::string& file) {
   while (!s.empty() && !std::isalnum(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
   if (s.size() > 80) s = s.substr(s.size() - 80);
   while (!s.empty() && !std::isalnum(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
-  return s.empty() ? std::string("job") : s;
+  if (s.empty()) return "job";
+  auto unnamable = [](std::string_view part) { return part.empty() || part == "result" || part == "json"; };
+  std::vector<std::string> parts;
+  for (std::size_t at = 0;;) {
+    const std::size_t dot = s.find('.', at);
+    std::string part = s.substr(at, dot == std::string::npos ? std::string::npos : dot - at);
+    if (!parts.empty() && (unnamable(part) || unnamable(parts.back())))
+      parts.back() += "-" + part;
+    else
+      parts.push_back(std::move(part));
+    if (dot == std::string::npos) break;
+    at = dot + 1;
+  }
+  if (unnamable(parts.back())) parts.back() += "-file";  // the whole name was "json" or "result"
+  return join(parts, ".");
 }
 
 // `command` with {name} replaced by "$VAR" (quoted), everything else literal.

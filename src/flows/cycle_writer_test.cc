@@ -73,6 +73,102 @@ TEST(CycleWriter, WhatTheReviewRefusesOrDidNotMoveIsRecordedAndTheFileRestoredWh
   EXPECT_TRUE(scope.restore_baseline);
 }
 
+// decide_job: the file is one unit; t1 and t2 are two items of A.lean.
+Milestone claim_for(const std::string& id, const std::string& transition) {
+  return Milestone{id, transition, true, false, id + "'s evidence", ""};
+}
+
+const std::vector<CycleItem> kTwoAligned = {{"t1", "A.lean", "aligned"}, {"t2", "A.lean", "aligned"}};
+
+TEST(CycleWriterJob, OneMoveAppliedBesideANoChangeKeepsTheFile) {
+  const auto job =
+      decide_job(kTwoAligned, {claim_for("t1", "proved"), claim_for("t2", "no-change")}, lifecycle(), {0, 0});
+  EXPECT_FALSE(job.restore_baseline);
+  ASSERT_EQ(job.tasks.size(), 2u);
+  EXPECT_EQ(job.tasks[0].outcome, MilestoneOutcome::Advanced);
+  EXPECT_EQ(job.tasks[0].to, "proved");
+  EXPECT_FALSE(job.tasks[0].restore_baseline);
+  EXPECT_EQ(job.tasks[1].outcome, MilestoneOutcome::NoChange);
+  EXPECT_EQ(job.tasks[1].to, std::nullopt);
+  EXPECT_FALSE(job.tasks[1].restore_baseline);
+}
+
+TEST(CycleWriterJob, OneMoveAppliedBesideARefusedOneKeepsTheFileAsTheGateCheckedIt) {
+  const auto job =
+      decide_job(kTwoAligned, {claim_for("t1", "proved"), claim_for("t2", "proved")}, lifecycle(), {0, 1});
+  EXPECT_FALSE(job.restore_baseline);
+  EXPECT_EQ(job.tasks[0].to, "proved");
+  EXPECT_EQ(job.tasks[1].outcome, MilestoneOutcome::RejectedByScheduler);
+  EXPECT_EQ(job.tasks[1].to, std::nullopt);
+}
+
+TEST(CycleWriterJob, ARollbackOfOneTaskPutsTheFileBackAndVoidsTheOthersMove) {
+  Milestone rollback = claim_for("t2", "no-change");
+  rollback.rollback_required = true;
+  const auto job = decide_job(kTwoAligned, {claim_for("t1", "proved"), rollback}, lifecycle(), {0, 0});
+  EXPECT_TRUE(job.restore_baseline);
+  ASSERT_EQ(job.tasks.size(), 2u);
+  EXPECT_EQ(job.tasks[0].outcome, MilestoneOutcome::RejectedByScheduler);
+  EXPECT_EQ(job.tasks[0].to, std::nullopt);
+  EXPECT_TRUE(job.tasks[0].restore_baseline);
+  EXPECT_NE(job.tasks[0].why.find("put back to its baseline: t2's milestone"), std::string::npos)
+      << job.tasks[0].why;
+  EXPECT_NE(job.tasks[0].why.find("'proved' is not kept"), std::string::npos) << job.tasks[0].why;
+  EXPECT_EQ(job.tasks[1].outcome, MilestoneOutcome::NoChange);
+  EXPECT_TRUE(job.tasks[1].restore_baseline);
+
+  // The same when the rollback comes with an accepted move the gate held.
+  Milestone accepted_rollback = claim_for("t1", "proved");
+  accepted_rollback.rollback_required = true;
+  const auto first =
+      decide_job(kTwoAligned, {accepted_rollback, claim_for("t2", "proved")}, lifecycle(), {0, 0});
+  EXPECT_TRUE(first.restore_baseline);
+  EXPECT_EQ(first.tasks[0].outcome, MilestoneOutcome::RejectedByReview);
+  EXPECT_EQ(first.tasks[1].outcome, MilestoneOutcome::RejectedByScheduler);
+  EXPECT_EQ(first.tasks[1].to, std::nullopt);
+  EXPECT_NE(first.tasks[1].why.find("t1's milestone (rejected-by-review) required it"), std::string::npos)
+      << first.tasks[1].why;
+}
+
+TEST(CycleWriterJob, AScopeViolationPutsTheFileBackAndAppliesNothing) {
+  const auto job = decide_job(kTwoAligned, {claim_for("t1", "proved"), claim_for("t2", "scope-violation")},
+                              lifecycle(), {0, std::nullopt});
+  EXPECT_TRUE(job.restore_baseline);
+  for (const WriterDecision& d : job.tasks) {
+    EXPECT_EQ(d.to, std::nullopt);
+    EXPECT_TRUE(d.restore_baseline);
+  }
+  EXPECT_EQ(job.tasks[0].outcome, MilestoneOutcome::RejectedByScheduler);
+  EXPECT_NE(job.tasks[0].why.find("t2's milestone (scope-violation)"), std::string::npos) << job.tasks[0].why;
+  EXPECT_EQ(job.tasks[1].outcome, MilestoneOutcome::ScopeViolation);
+}
+
+TEST(CycleWriterJob, NothingAppliedAndOneRefusedPutsTheFileBack) {
+  const auto job =
+      decide_job(kTwoAligned, {claim_for("t1", "no-change"), claim_for("t2", "proved")}, lifecycle(), {0, 2});
+  EXPECT_TRUE(job.restore_baseline);
+  EXPECT_EQ(job.tasks[0].outcome, MilestoneOutcome::NoChange);
+  EXPECT_TRUE(job.tasks[0].restore_baseline);
+  EXPECT_EQ(job.tasks[1].outcome, MilestoneOutcome::RejectedByScheduler);
+  EXPECT_NE(job.tasks[1].why.find("exit 2"), std::string::npos) << job.tasks[1].why;
+}
+
+TEST(CycleWriterJob, NothingMovedAndNothingRefusedKeepsTheFile) {
+  const auto job = decide_job(kTwoAligned, {claim_for("t1", "no-change"), claim_for("t2", "no-change")},
+                              lifecycle(), {std::nullopt, std::nullopt});
+  EXPECT_FALSE(job.restore_baseline);
+  for (const WriterDecision& d : job.tasks) {
+    EXPECT_EQ(d.outcome, MilestoneOutcome::NoChange);
+    EXPECT_FALSE(d.restore_baseline);
+    EXPECT_EQ(d.to, std::nullopt);
+  }
+  // A stuck word beside a no-change does not put it back either.
+  const auto stuck = decide_job(kTwoAligned, {claim_for("t1", "no-change"), claim_for("t2", "stuck")},
+                                lifecycle(), {std::nullopt, std::nullopt});
+  EXPECT_FALSE(stuck.restore_baseline);
+  EXPECT_EQ(stuck.tasks[1].outcome, MilestoneOutcome::Stuck);
+}
+
 AuditEntry entry(const std::string& id, const std::string& from, const std::string& to, int cycle) {
   return AuditEntry{"run-1", cycle, "a-lean", id,           from, to, "lake build A.lean",
                     0,       "h0",  "h1",     1000 + cycle, 0};

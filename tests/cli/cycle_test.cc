@@ -276,6 +276,72 @@ TEST(CycleCli, APlanIsWrittenAndHandedToTheWorkers) {
   EXPECT_TRUE(doc["cycles"][0]["runs"].contains("plan"));
 }
 
+TEST(CycleCli, AnAgentOfTheWorkersFileWorksAStage) {
+  // The agent: a script outside the workspace (anything it left in it would be
+  // a stray write) that keeps its prompt and environment beside it, appends
+  // "ID-done" for each of its ids and ends with the claims line.
+  TempDir outside;
+  const fs::path script = outside / "agent.sh";
+  write_file(script, fmt::format(R"(printf '%s' "$1" > {0}
+env | grep '^ORCH_CYCLE' > {1}
+claims=
+for id in $ORCH_CYCLE_IDS; do
+  echo "$id-done" >> "$ORCH_CYCLE_FILE"
+  claims="$claims${{claims:+, }}{{\"id\": \"$id\", \"transition\": \"done\", \"note\": \"appended $id\"}}"
+done
+echo "I appended the lines."
+echo "{{\"claims\": [$claims]}}"
+)",
+                                 (outside / "prompt.txt").string(), (outside / "env.txt").string()));
+  TempDir d;
+  write_file(d / "notes.txt", "start\n");
+  write_file(d / "status.yaml",
+             "- {id: a, file: notes.txt, state: todo}\n- {id: b, file: notes.txt, state: todo}\n");
+  write_file(d / ".orch" / "workers.yaml",
+             fmt::format("workers:\n  scripted:\n    argv: [sh, '{}', \"{{prompt}}\"]\n    output: text\n",
+                         script.string()));
+  write_file(d / "cycle.yaml", R"(name: agent
+status: {file: status.yaml}
+lifecycle:
+  states: [todo, done]
+  stages:
+    finish:
+      move: todo -> done
+      worker: {worker: scripted}
+      gate: grep -qx -e {id}-done {file}
+max_iterations: 2
+)");
+  auto ran = run_orch({"cycle", "run", "cycle.yaml", "--json"}, d.path());
+  ASSERT_EQ(ran.exit_code, 0) << ran.out << ran.err;
+  const json doc = parse(ran.out);
+  EXPECT_EQ(doc["status"], "converged");
+  EXPECT_EQ(decision(doc, 1, "a")["to"], "done");
+  EXPECT_EQ(decision(doc, 1, "b")["to"], "done");
+  EXPECT_EQ(read_file(d / "notes.txt"), "start\na-done\nb-done\n");
+  const auto states = states_of(parse(run_orch({"cycle", "status", "--json"}, d.path()).out));
+  EXPECT_EQ(states.at("a"), "done");
+  EXPECT_EQ(states.at("b"), "done");
+
+  // The claims were read from the agent's answer.
+  const json result = parse(read_file(d / ".orch" / "cycles" / doc["id"].get<std::string>() / "cycle_1" /
+                                      "jobs" / "notes.txt" / "result.json"));
+  EXPECT_EQ(result["phases"][0]["tasks"][0]["claim"]["note"], "appended a") << result;
+  EXPECT_EQ(result["phases"][0]["tasks"][1]["claim"]["note"], "appended b") << result;
+
+  // Its brief names the stage, the file, the gate it must pass and its items.
+  const std::string prompt = read_file(outside / "prompt.txt");
+  EXPECT_NE(prompt.find("'finish'"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("Change only notes.txt"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("`grep -qx -e a-done notes.txt`"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("\"id\": \"b\""), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("{\"claims\": [{\"id\": \"ID\""), std::string::npos) << prompt;
+  // And the step's environment reached it.
+  const std::string env = read_file(outside / "env.txt");
+  EXPECT_NE(env.find("ORCH_CYCLE_FILE=notes.txt\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("ORCH_CYCLE_IDS=a b\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("ORCH_CYCLE_STAGE=finish\n"), std::string::npos) << env;
+}
+
 TEST(CycleCli, AReviewerThatCannotStartStopsTheRunBeforeAnythingRuns) {
   Project p({{"a", "a.txt"}}, kGoodWorker, "review: {worker: ghost}");
   write_file(p.path() / ".orch" / "workers.yaml",
