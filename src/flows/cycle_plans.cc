@@ -92,7 +92,7 @@ void set_role(ojson& step, const CycleRole& role) {
 const char* const kWorkerBrief =
     "You work on one file of this repository, for the stage '{stage}' of the items listed below "
     "(their ids, states and what earlier cycles tried). Change only {file}: a change to any other "
-    "file is reverted and voids the job. When you are done, this check must pass on the file: "
+    "file is reverted and voids the job. When you are done, these checks must pass on the file: "
     "`{gate}`. End your reply with one line of JSON naming the state each item reached: "
     "{{\"claims\": [{{\"id\": \"ID\", \"transition\": \"STATE\", \"note\": \"...\"}}]}} "
     "(or \"no-change\" / \"stuck\" as the transition).";
@@ -175,9 +175,19 @@ fs::path CyclePaths::audit() const {
 }
 
 std::string gate_as_run(const std::string& gate, const std::string& file, const std::string& id) {
-  std::string out = gate;
-  replace_all(out, "{file}", file);
-  replace_all(out, "{id}", id);
+  // One pass, so that a file whose name holds "{id}" is not filled in twice.
+  std::string out;
+  for (std::size_t at = 0; at < gate.size();) {
+    if (gate.compare(at, 6, "{file}") == 0) {
+      out += file;
+      at += 6;
+    } else if (gate.compare(at, 4, "{id}") == 0) {
+      out += id;
+      at += 4;
+    } else {
+      out += gate[at++];
+    }
+  }
   return out;
 }
 
@@ -248,7 +258,11 @@ ojson work_phase_plan(const CyclePlanContext& c, const std::vector<CycleJob>& jo
         std::string brief = stage->worker.prompt.empty() ? kWorkerBrief : stage->worker.prompt;
         replace_all(brief, "{stage}", phase.stage);
         replace_all(brief, "{file}", job.file);
-        replace_all(brief, "{gate}", gate_as_run(stage->gate, job.file, ids.front()));
+        std::vector<std::string> gates;
+        for (const std::string& id : ids) gates.push_back(gate_as_run(stage->gate, job.file, id));
+        std::sort(gates.begin(), gates.end());
+        gates.erase(std::unique(gates.begin(), gates.end()), gates.end());
+        replace_all(brief, "{gate}", join(gates, "`, `"));
         replace_all(brief, "{{", "{");
         replace_all(brief, "}}", "}");
         std::vector<std::pair<std::string, std::string>> extra = {

@@ -254,6 +254,8 @@ TEST(CyclePlans, AGateAsRunHasItsPlaceholdersFilledAndOtherBracesLeft) {
             "grep -q x a.txt && test x != a.txt");
   EXPECT_EQ(gate_as_run("awk '{print $1}' {file} ${HOME}", "f", "i"), "awk '{print $1}' f ${HOME}");
   EXPECT_EQ(gate_as_run("make check", "f", "i"), "make check");
+  // A file whose name holds a placeholder is filled in once, as it is.
+  EXPECT_EQ(gate_as_run("check {file} {id}", "odd{id}.c", "x"), "check odd{id}.c x");
 }
 
 }  // namespace

@@ -333,6 +333,7 @@ max_iterations: 2
   EXPECT_NE(prompt.find("'finish'"), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("Change only notes.txt"), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("`grep -qx -e a-done notes.txt`"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("`grep -qx -e b-done notes.txt`"), std::string::npos) << "every item's gate: " << prompt;
   EXPECT_NE(prompt.find("\"id\": \"b\""), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("{\"claims\": [{\"id\": \"ID\""), std::string::npos) << prompt;
   // And the step's environment reached it.
