@@ -28,7 +28,6 @@ namespace orch::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 struct CycleArgs {
   std::string file;  // init: where; run: the cycle file
@@ -171,7 +170,7 @@ int report(const CycleArgs& a, const std::string& what) {
   if (what == "list") {
     auto all = cycles.list_cycles();
     if (!all) return report_error(all.error());
-    json out = json::array();
+    nlohmann::json out = nlohmann::json::array();
     for (const CycleRecord& r : *all) {
       if (a.json)
         out.push_back({{"id", r.id},
@@ -188,7 +187,7 @@ int report(const CycleArgs& a, const std::string& what) {
   }
   auto record = find_record(cycles, a.run_id);
   if (!record) return report_error(record.error());
-  Expected<json> doc = std::unexpected(Error{ErrorCode::Internal, ""});
+  Expected<nlohmann::json> doc = std::unexpected(Error{ErrorCode::Internal, ""});
   if (what == "status") doc = cycle_status_json(*record);
   if (what == "show") doc = cycle_show_json(*record, a.cycle);
   if (what == "audit") doc = cycle_audit_json(*record, cycles);

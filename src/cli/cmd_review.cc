@@ -56,8 +56,8 @@ std::optional<bool> ask_to_launch() {
   return got && (line[0] == 'y' || line[0] == 'Y');
 }
 
-int print_outcome(const flows::ReviewOutcome& out, bool json) {
-  if (json)
+int print_outcome(const flows::ReviewOutcome& out, bool as_json) {
+  if (as_json)
     std::printf("%s\n", json_text(out.doc, 2).c_str());
   else
     std::fputs(flows::review_markdown(out.doc).c_str(), stdout);

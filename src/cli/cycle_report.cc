@@ -10,30 +10,28 @@
 
 namespace orch::cli {
 
-using json = nlohmann::json;
-
 namespace {
 
-json parse_doc(const CycleRecord& record) {
-  json doc = json::parse(record.doc_json, nullptr, false);
-  return doc.is_object() ? doc : json::object();
+nlohmann::json parse_doc(const CycleRecord& record) {
+  nlohmann::json doc = nlohmann::json::parse(record.doc_json, nullptr, false);
+  return doc.is_object() ? doc : nlohmann::json::object();
 }
 
 // Each cycle's decisions counted by outcome word.
-json per_cycle(const json& doc) {
-  json out = json::array();
-  for (const json& c : doc.value("cycles", json::array())) {
-    json counts = json::object();
-    json advanced = json::array();
-    for (const json& d : c.value("decisions", json::array())) {
+nlohmann::json per_cycle(const nlohmann::json& doc) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const nlohmann::json& c : doc.value("cycles", nlohmann::json::array())) {
+    nlohmann::json counts = nlohmann::json::object();
+    nlohmann::json advanced = nlohmann::json::array();
+    for (const nlohmann::json& d : c.value("decisions", nlohmann::json::array())) {
       const std::string word = d.value("outcome", "");
       counts[word] = counts.value(word, 0) + 1;
       if (d.contains("to")) advanced.push_back({{"id", d["id"]}, {"to", d["to"]}});
     }
     out.push_back({{"cycle", c.value("cycle", 0)},
                    {"progress", c.value("progress", "")},
-                   {"tasks", c.value("objectives", json::array()).size()},
-                   {"jobs", c.value("jobs", json::array()).size()},
+                   {"tasks", c.value("objectives", nlohmann::json::array()).size()},
+                   {"jobs", c.value("jobs", nlohmann::json::array()).size()},
                    {"outcomes", counts},
                    {"advanced", advanced}});
   }
@@ -42,11 +40,11 @@ json per_cycle(const json& doc) {
 
 }  // namespace
 
-std::string cycle_summary_text(const json& doc) {
+std::string cycle_summary_text(const nlohmann::json& doc) {
   std::string out;
-  for (const json& c : doc.value("cycles", json::array())) {
+  for (const nlohmann::json& c : doc.value("cycles", nlohmann::json::array())) {
     out += fmt::format("cycle {} ({})\n", c.value("cycle", 0), c.value("progress", ""));
-    for (const json& d : c.value("decisions", json::array())) {
+    for (const nlohmann::json& d : c.value("decisions", nlohmann::json::array())) {
       const std::string what =
           d.contains("to") ? fmt::format("-> {}", d["to"].get<std::string>()) : d.value("outcome", "");
       out += fmt::format("  {:<24} {:<28} {}{}\n", d.value("id", ""), what, d.value("why", "").substr(0, 100),
@@ -58,13 +56,13 @@ std::string cycle_summary_text(const json& doc) {
   return out;
 }
 
-json dry_run_json(const flows::CycleConfig& config, const flows::CycleDryRun& dry) {
-  json objectives = json::array(), jobs = json::array();
+nlohmann::json dry_run_json(const flows::CycleConfig& config, const flows::CycleDryRun& dry) {
+  nlohmann::json objectives = nlohmann::json::array(), jobs = nlohmann::json::array();
   for (const auto& t : dry.objectives) objectives.push_back(flows::cycle_task_json(t));
   for (const auto& j : dry.jobs) {
-    json phases = json::array();
+    nlohmann::json phases = nlohmann::json::array();
     for (const auto& p : j.phases) {
-      json ids = json::array();
+      nlohmann::json ids = nlohmann::json::array();
       for (std::size_t i : p.tasks) ids.push_back(j.tasks[i].id);
       phases.push_back({{"phase", p.number}, {"stage", p.stage}, {"ids", ids}});
     }
@@ -95,12 +93,13 @@ std::string dry_run_text(const flows::CycleConfig& config, const flows::CycleDry
   return out;
 }
 
-Expected<json> cycle_status_json(const CycleRecord& record) {
-  const json doc = parse_doc(record);
+Expected<nlohmann::json> cycle_status_json(const CycleRecord& record) {
+  const nlohmann::json doc = parse_doc(record);
   const flows::CycleConfig config =
-      ORCH_TRY(flows::cycle_config_from_json(doc.value("config", json::object())));
-  json items = json::array(), by_state = json::object(), stuck = json::array();
-  for (const std::string& s : config.lifecycle.states()) by_state[s] = json::array();
+      ORCH_TRY(flows::cycle_config_from_json(doc.value("config", nlohmann::json::object())));
+  nlohmann::json items = nlohmann::json::array(), by_state = nlohmann::json::object(),
+                 stuck = nlohmann::json::array();
+  for (const std::string& s : config.lifecycle.states()) by_state[s] = nlohmann::json::array();
   auto status = flows::read_status_file(config.status_file, config.fields, config.lifecycle);
   if (!status) return std::unexpected(status.error());
   const auto history = flows::cycle_history(doc, config.lifecycle);
@@ -113,11 +112,11 @@ Expected<json> cycle_status_json(const CycleRecord& record) {
     const bool is_stuck =
         !final_state &&
         flows::is_stuck(item, *past, flows::file_content_hash((config.workspace / item.file).string()));
-    json entry = {{"id", item.id},
-                  {"file", item.file},
-                  {"state", item.state},
-                  {"final", final_state},
-                  {"stuck", is_stuck}};
+    nlohmann::json entry = {{"id", item.id},
+                            {"file", item.file},
+                            {"state", item.state},
+                            {"final", final_state},
+                            {"stuck", is_stuck}};
     if (!past->empty())
       entry["last"] = {{"cycle", past->back().cycle},
                        {"outcome", flows::milestone_outcome_name(past->back().outcome)},
@@ -126,36 +125,36 @@ Expected<json> cycle_status_json(const CycleRecord& record) {
     by_state[item.state].push_back(item.id);
     if (is_stuck) stuck.push_back(item.id);
   }
-  return json{{"run", record.id},
-              {"name", record.name},
-              {"status", cycle_status_name(record.status)},
-              {"cycles", record.cycles},
-              {"status_file", config.status_file.string()},
-              {"items", items},
-              {"by_state", by_state},
-              {"stuck", stuck},
-              {"per_cycle", per_cycle(doc)},
-              {"stop_reason", doc.value("stop_reason", "")}};
+  return nlohmann::json{{"run", record.id},
+                        {"name", record.name},
+                        {"status", cycle_status_name(record.status)},
+                        {"cycles", record.cycles},
+                        {"status_file", config.status_file.string()},
+                        {"items", items},
+                        {"by_state", by_state},
+                        {"stuck", stuck},
+                        {"per_cycle", per_cycle(doc)},
+                        {"stop_reason", doc.value("stop_reason", "")}};
 }
 
-std::string cycle_status_text(const json& s) {
+std::string cycle_status_text(const nlohmann::json& s) {
   std::string out = fmt::format("cycle run {} ({}): {}, {} cycle{} done\n", s["run"].get<std::string>(),
                                 s["name"].get<std::string>(), s["status"].get<std::string>(),
                                 s["cycles"].get<int>(), s["cycles"].get<int>() == 1 ? "" : "s");
   out += fmt::format("items ({}):\n", s["status_file"].get<std::string>());
   for (const auto& [state, ids] : s["by_state"].items()) {
     std::string list;
-    for (const json& id : ids) list += (list.empty() ? "" : ", ") + id.get<std::string>();
+    for (const nlohmann::json& id : ids) list += (list.empty() ? "" : ", ") + id.get<std::string>();
     out += fmt::format("  {:<16} {:>3}  {}\n", state, ids.size(), list);
   }
   if (!s["stuck"].empty()) {
     out += "stuck (not selected until their file or state changes):\n";
-    for (const json& item : s["items"])
+    for (const nlohmann::json& item : s["items"])
       if (item.value("stuck", false))
         out += fmt::format("  {:<24} {}: {}\n", item["id"].get<std::string>(),
                            item["last"].value("outcome", ""), item["last"].value("why", ""));
   }
-  for (const json& c : s["per_cycle"]) {
+  for (const nlohmann::json& c : s["per_cycle"]) {
     std::string counts;
     for (const auto& [word, n] : c["outcomes"].items())
       counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<int>(), word);
@@ -168,37 +167,37 @@ std::string cycle_status_text(const json& s) {
   return out;
 }
 
-Expected<json> cycle_show_json(const CycleRecord& record, int cycle) {
-  const json doc = parse_doc(record);
+Expected<nlohmann::json> cycle_show_json(const CycleRecord& record, int cycle) {
+  const nlohmann::json doc = parse_doc(record);
   if (cycle <= 0) return doc;
-  const json& cycles = doc.value("cycles", json::array());
+  const nlohmann::json& cycles = doc.value("cycles", nlohmann::json::array());
   if (cycle > static_cast<int>(cycles.size()))
     return fail(ErrorCode::NotFound, fmt::format("cycle run '{}' has {} cycle{}: no cycle {}", record.id,
                                                  cycles.size(), cycles.size() == 1 ? "" : "s", cycle));
-  json out = doc;
-  out["cycles"] = json::array({cycles[static_cast<std::size_t>(cycle - 1)]});
+  nlohmann::json out = doc;
+  out["cycles"] = nlohmann::json::array({cycles[static_cast<std::size_t>(cycle - 1)]});
   out["shown_cycle"] = cycle;
   return out;
 }
 
-std::string cycle_show_text(const json& doc) {
+std::string cycle_show_text(const nlohmann::json& doc) {
   if (!doc.contains("shown_cycle")) return cycle_summary_text(doc);
-  const json& shown = doc["cycles"][0];
+  const nlohmann::json& shown = doc["cycles"][0];
   std::string out = fmt::format("cycle run {}, cycle {} ({})\n", doc.value("id", ""), shown.value("cycle", 0),
                                 shown.value("progress", ""));
   out += "objectives:\n";
-  for (const json& t : shown.value("objectives", json::array()))
+  for (const nlohmann::json& t : shown.value("objectives", nlohmann::json::array()))
     out += fmt::format("  {:<24} {:<14} {} ({})\n", t.value("id", ""), t.value("state", ""),
                        t.value("stage", ""), t.value("file", ""));
-  for (const json& c : shown.value("scope", json::array()))
+  for (const nlohmann::json& c : shown.value("scope", nlohmann::json::array()))
     out += fmt::format("stray write: {} {} (blamed: {}; put back)\n", c.value("path", ""),
-                       c.value("kind", ""), c.value("jobs", json::array()).dump());
+                       c.value("kind", ""), c.value("jobs", nlohmann::json::array()).dump());
   out += "milestones:\n";
-  for (const json& m : shown.value("milestones", json::array()))
+  for (const nlohmann::json& m : shown.value("milestones", nlohmann::json::array()))
     out += fmt::format("  {:<24} {:<28} accepted={} {}\n", m.value("id", ""), m.value("transition", ""),
                        m.value("accepted", false), m.value("evidence", "").substr(0, 100));
   out += "decisions:\n";
-  for (const json& d : shown.value("decisions", json::array()))
+  for (const nlohmann::json& d : shown.value("decisions", nlohmann::json::array()))
     out +=
         fmt::format("  {:<24} {:<28} {}{}\n", d.value("id", ""),
                     d.contains("to") ? "-> " + d["to"].get<std::string>() : d.value("outcome", ""),
@@ -206,16 +205,16 @@ std::string cycle_show_text(const json& doc) {
   return out;
 }
 
-Expected<json> cycle_audit_json(const CycleRecord& record, CycleStore& cycles) {
-  const json doc = parse_doc(record);
+Expected<nlohmann::json> cycle_audit_json(const CycleRecord& record, CycleStore& cycles) {
+  const nlohmann::json doc = parse_doc(record);
   const flows::CycleConfig config =
-      ORCH_TRY(flows::cycle_config_from_json(doc.value("config", json::object())));
+      ORCH_TRY(flows::cycle_config_from_json(doc.value("config", nlohmann::json::object())));
   const std::vector<flows::AuditEntry> audit = ORCH_TRY(cycles.transitions(record.id));
-  json entries = json::array();
+  nlohmann::json entries = nlohmann::json::array();
   for (const flows::AuditEntry& e : audit) entries.push_back(flows::audit_entry_json(e));
-  json replay = {{"matches", false}, {"differences", json::array()}};
-  auto replayed =
-      flows::replay_audit(flows::cycle_items_from_json(doc.value("initial_items", json::array())), audit);
+  nlohmann::json replay = {{"matches", false}, {"differences", nlohmann::json::array()}};
+  auto replayed = flows::replay_audit(
+      flows::cycle_items_from_json(doc.value("initial_items", nlohmann::json::array())), audit);
   auto now = flows::read_status_file(config.status_file, config.fields, config.lifecycle);
   if (!replayed) {
     replay["differences"].push_back(replayed.error().message);
@@ -234,15 +233,15 @@ Expected<json> cycle_audit_json(const CycleRecord& record, CycleStore& cycles) {
     }
     replay["matches"] = replay["differences"].empty();
   }
-  return json{{"run", record.id},
-              {"status_file", config.status_file.string()},
-              {"transitions", entries},
-              {"replay", replay}};
+  return nlohmann::json{{"run", record.id},
+                        {"status_file", config.status_file.string()},
+                        {"transitions", entries},
+                        {"replay", replay}};
 }
 
-std::string cycle_audit_text(const json& a) {
+std::string cycle_audit_text(const nlohmann::json& a) {
   std::string out;
-  for (const json& e : a["transitions"])
+  for (const nlohmann::json& e : a["transitions"])
     out += fmt::format("cycle {:<3} {:<24} {} -> {}  gate `{}` exit {}  {} -> {}\n", e["cycle"].get<int>(),
                        e["id"].get<std::string>(), e["from"].get<std::string>(), e["to"].get<std::string>(),
                        e["gate"].get<std::string>(), e["gate_exit"].get<int>(),
@@ -251,7 +250,7 @@ std::string cycle_audit_text(const json& a) {
                      a["transitions"].size() == 1 ? "" : "s",
                      a["replay"]["matches"].get<bool>() ? "matches " + a["status_file"].get<std::string>()
                                                         : "DOES NOT match");
-  for (const json& d : a["replay"]["differences"]) out += "  " + d.get<std::string>() + "\n";
+  for (const nlohmann::json& d : a["replay"]["differences"]) out += "  " + d.get<std::string>() + "\n";
   return out;
 }
 
