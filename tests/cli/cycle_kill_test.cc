@@ -137,7 +137,8 @@ TEST(CycleKill, TwentyRandomKillsThenResumeEndWhereAnUnkilledRunEnds) {
 
     auto status = run_orch({"cycle", "status", run, "--json"}, ws);
     ASSERT_EQ(status.exit_code, 0) << status.err;
-    for (const json& item : json::parse(status.out)["items"]) EXPECT_EQ(item["state"], "done") << item;
+    const json st = json::parse(status.out);
+    for (const json& item : st["items"]) EXPECT_EQ(item["state"], "done") << item;
     auto audit = run_orch({"cycle", "audit", run, "--json"}, ws);
     ASSERT_EQ(audit.exit_code, 0) << audit.out << audit.err;
     const json a = json::parse(audit.out);
