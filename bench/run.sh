@@ -500,9 +500,10 @@ banner "6. orch cycle: $cycle_items items, a 50 ms worker, -j 8, against ceil(it
 if ((have_orch)); then
   mkdir -p "$work/cycle"
   if out=$("$repo/bench/cycle.sh" "$orch" "$cycle_items" "$work/cycle"); then
-    read -r cycle_s cycle_ideal cycle_ratio <<<"$out"
+    read -r cycle_s cycle_ideal cycle_ratio plain_s plain_ratio <<<"$out"
     note "$(printf '%-28s %9.3f s   ideal %.3f s   %sx (no target: the gate runs twice per item, in the work and the verify phase)' \
       "orch cycle ($cycle_items items, -j 8)" "$cycle_s" "$cycle_ideal" "$cycle_ratio")"
+    note "$(printf '%-28s %9.3f s   the cycle is %sx the same processes as one plain orch run' "" "$plain_s" "$plain_ratio")"
   else
     note "orch cycle: FAILED"; failures=$((failures + 1))
   fi
