@@ -38,7 +38,6 @@ struct PhaseRun {
   std::string run_id;
   RunStatus status = RunStatus::Failed;
   std::string reason;
-  bool no_budget = false;  // nothing was left of the cap to start it
   std::vector<StepRecord> steps;
   std::vector<AttemptRecord> attempts;
 

@@ -187,10 +187,12 @@ Expected<void> CycleDriver::read_work(int n, const std::vector<CycleJob>& jobs, 
       const std::string wid = worker_step_id(job, phase.number);
       const StepRecord* ws = p.step(wid);
       // The transcript: every attempt's output, in order.
-      std::string transcript;
-      for (const AttemptRecord* a : p.attempts_of(wid))
-        (void)env_.store->read_attempt_output(*a, AttemptStream::Stdout,
-                                              [&](std::string_view piece) { transcript.append(piece); });
+      std::string transcript, unreadable;
+      for (const AttemptRecord* a : p.attempts_of(wid)) {
+        auto read = env_.store->read_attempt_output(
+            *a, AttemptStream::Stdout, [&](std::string_view piece) { transcript.append(piece); });
+        if (!read) unreadable = fmt::format("attempt {}: {}", a->number, read.error().message);
+      }
       ORCH_TRY(write_file_atomically(dir / fmt::format("phase-{}.jsonl", phase.number), transcript,
                                      Durability::RenameOnly));
       const bool worker_done = ws && ws->status == StepStatus::Done;
@@ -202,6 +204,8 @@ Expected<void> CycleDriver::read_work(int n, const std::vector<CycleJob>& jobs, 
                           {"attempts", p.attempts_of(wid).size()},
                           {"reason", ws ? ws->reason : "not in the run"}}},
                         {"tasks", json::array()}};
+      // Said, not hidden: a transcript the store could not give back.
+      if (!unreadable.empty()) phase_doc["transcript_unreadable"] = unreadable;
       bool phase_failed = !worker_done;
       for (std::size_t i : phase.tasks) {
         const CycleTask& t = job.tasks[i];

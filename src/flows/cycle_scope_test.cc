@@ -143,6 +143,28 @@ TEST(CycleScope, EveryKindOfChangeIsListedByPathAndRevertedByteForByte) {
   EXPECT_EQ(s.changes(), std::vector<std::string>{});
 }
 
+// A resume after kill -9 reverts the recorded changes again, some of them
+// already put back: that is no error, and changes nothing more.
+TEST(CycleScope, RevertingTheSameChangesTwiceIsANoOp) {
+  Scope s;
+  write_file(s.ws / "mod.txt", "old");
+  write_file(s.ws / "gone.txt", "gone");
+  s.take();
+  write_file(s.ws / "mod.txt", "new");
+  write_file(s.ws / "deep/new.txt", "new");
+  fs::remove(s.ws / "gone.txt");
+  auto changes = scope_changes(s.ws, s.snap);
+  ASSERT_TRUE(changes) << changes.error().message;
+  ASSERT_EQ(changes->size(), 3u);
+  auto first = revert_scope_changes(s.ws, s.snap, *changes);
+  ASSERT_TRUE(first) << first.error().message;
+  const std::vector<std::string> after = tree_of(s.ws);
+  auto second = revert_scope_changes(s.ws, s.snap, *changes);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(tree_of(s.ws), after);
+  EXPECT_EQ(s.changes(), std::vector<std::string>{});
+}
+
 TEST(CycleScope, ARemovedPathCarriesItsFolderMtimeOrTheNearestLeftAbove) {
   Scope s;
   write_file(s.ws / "sub/x", "x");
