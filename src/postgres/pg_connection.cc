@@ -59,8 +59,7 @@ int hex_digit(char c) {
 }  // namespace
 
 std::string PgResult::bytes(int row, int col) const {
-  // bytea_output = hex (the default since PostgreSQL 9.0, and set by
-  // PgConnection::open): "\x" then two digits a byte.
+  // bytea_output = hex (set by PgConnection::open): "\x" then two digits a byte.
   const char* v = PQgetvalue(result_.get(), row, col);
   const std::size_t n = static_cast<std::size_t>(PQgetlength(result_.get(), row, col));
   if (n < 2 || v[0] != '\\' || v[1] != 'x') return std::string(v, n);
@@ -89,11 +88,11 @@ std::int64_t PgResult::affected() const {
 // ---- the connection ---------------------------------------------------------------
 
 Expected<PgConnection> PgConnection::open(const std::string& conninfo) {
-  // expand_dbname: `dbname` may be a whole URL; the keywords after it add to it.
-  // bytea_output is pinned because PgResult::bytes reads hex; the time zone and
-  // the encoding because nothing orch stores depends on the server's defaults.
-  const char* keys[] = {"dbname", "options", "client_encoding", "application_name", nullptr};
-  const char* values[] = {conninfo.c_str(), "-c bytea_output=hex", "UTF8", "orch", nullptr};
+  // expand_dbname: `dbname` may be a whole URL; the keywords after it override
+  // its own (so no `options` here: the URL's carry the search_path). Text is
+  // UTF-8 whatever the client's locale says.
+  const char* keys[] = {"dbname", "client_encoding", "fallback_application_name", nullptr};
+  const char* values[] = {conninfo.c_str(), "UTF8", "orch", nullptr};
   PgConnection conn(PQconnectdbParams(keys, values, 1));
   if (!conn.conn_) return fail(ErrorCode::Store, "postgres: out of memory connecting");
   if (PQstatus(conn.conn_.get()) != CONNECTION_OK) {
@@ -101,6 +100,10 @@ Expected<PgConnection> PgConnection::open(const std::string& conninfo) {
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     return fail(ErrorCode::Store, fmt::format("postgres: cannot connect to {}: {}", conn.where(), message));
   }
+  // The server's notices (NOTICE, WARNING) are not orch's to print; its errors come as results.
+  PQsetNoticeProcessor(conn.conn_.get(), [](void*, const char*) {}, nullptr);
+  // PgResult::bytes reads BYTEA in hex, whatever the server's default.
+  ORCH_TRY(conn.exec("setting bytea_output", "SET bytea_output = hex"));
   return conn;
 }
 

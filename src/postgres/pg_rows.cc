@@ -41,6 +41,7 @@ const char kOwnedRuns[] = "SELECT " ORCH_PG_RUN_COLUMNS
                           "ORDER BY created_at DESC, row_seq DESC";
 const char kRequestCancel[] = "UPDATE runs SET cancel_requested = true WHERE id = $1";
 const char kCancelRequested[] = "SELECT cancel_requested FROM runs WHERE id = $1";
+const char kCancelRequestedForUpdate[] = "SELECT cancel_requested FROM runs WHERE id = $1 FOR UPDATE";
 const char kAttemptTotals[] =
     "SELECT coalesce(sum(tokens_in + tokens_out), 0), coalesce(sum(cost_usd), 0.0), "
     "count(*) FILTER (WHERE counted), coalesce(max(greatest(started_at, finished_at)), 0) "

@@ -229,8 +229,14 @@ Expected<std::vector<EventRecord>> PgStore::events_of_kind(const std::string& ru
 }
 
 Expected<bool> PgStore::cancel_requested(const std::string& run_id) {
+  // Inside a transaction the row stays locked until it ends, so a request_cancel
+  // waits for the commit instead of landing between this read and the driver's
+  // update_run, which writes the flag back (SQLite gets the same from BEGIN
+  // IMMEDIATE's write lock). Outside one, a plain read never waits for a driver.
   auto flag = ORCH_TRY(conn_->exec(fmt::format("reading the cancel flag of run '{}'", run_id),
-                                   rows::kCancelRequested, PgParams().text(run_id)));
+                                   conn_->in_transaction() ? rows::kCancelRequestedForUpdate
+                                                           : rows::kCancelRequested,
+                                   PgParams().text(run_id)));
   if (flag.rows() == 0) return std::unexpected(not_found(fmt::format("run '{}' not found", run_id)));
   return flag.boolean(0, 0);
 }

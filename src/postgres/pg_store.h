@@ -13,6 +13,9 @@
 //   * A statement that fails inside begin()..commit() aborts the transaction
 //     (PostgreSQL's rule; SQLite undoes only the statement): commit() then
 //     fails and rolls it back.
+//   * cancel_requested() inside a transaction locks the run's row (FOR UPDATE)
+//     until it ends: as with SQLite's BEGIN IMMEDIATE, no request_cancel() lands
+//     between that read and the update_run() of the same turn, so none is lost.
 //   * folder() is a local folder given at open, for the attempt logs while they
 //     are written, snapshots and the spawn journal.
 // One PgStore is one connection (plus one per held lock), used from one thread

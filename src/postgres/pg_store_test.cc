@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -131,6 +132,32 @@ TEST_F(PgStoreTest, TwoStoresSeeEachOthersCommittedWritesOnly) {
   ASSERT_TRUE(b->request_cancel("r"));
   EXPECT_TRUE(*a->cancel_requested("r"));
   EXPECT_EQ(a->events("r")->size(), 2u);
+}
+
+TEST_F(PgStoreTest, ACancelRequestedDuringADriversTurnIsNeverLost) {
+  auto driver = open();
+  auto canceller = open();
+  ASSERT_TRUE(driver && canceller);
+  ASSERT_TRUE(driver->insert_run(run("r")));
+  ASSERT_TRUE(driver->begin());
+  EXPECT_FALSE(*driver->cancel_requested("r"));
+  std::string cancel_error = "not yet";
+  std::thread cancel([&] {
+    auto done = canceller->request_cancel("r");
+    cancel_error = done ? "" : done.error().message;
+  });
+  // The request waits on the row the driver read; give it time to get there.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  RunRecord turn = run("r");
+  turn.spent_tokens = 5;  // the driver writes its copy of the row, flag unset
+  ASSERT_TRUE(driver->update_run(turn));
+  ASSERT_TRUE(driver->commit());
+  cancel.join();
+  EXPECT_EQ(cancel_error, "");
+  auto after = driver->find_run("r");
+  ASSERT_TRUE(after && *after);
+  EXPECT_TRUE((*after)->cancel_requested) << "the request landed after the turn, not under it";
+  EXPECT_EQ((*after)->spent_tokens, 5);
 }
 
 TEST_F(PgStoreTest, AFailedStatementFailsItsTransactionAndTheStoreGoesOn) {

@@ -34,6 +34,7 @@ namespace {
 // Runs `sql` on a new connection to `url`: "" when it worked, else the error.
 std::string run_sql(const std::string& url, const std::string& sql) {
   PGconn* conn = PQconnectdb(url.c_str());
+  PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);  // DROP ... CASCADE's list
   std::string error;
   if (PQstatus(conn) != CONNECTION_OK) {
     error = PQerrorMessage(conn);
