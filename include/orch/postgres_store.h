@@ -18,6 +18,7 @@ namespace orch {
 // creating the ledger's tables in an empty schema, refusing a ledger written by
 // a newer orch. `folder`: the local folder for attempt logs while they are
 // written, snapshots and the spawn journal (Store::folder()).
-Expected<std::unique_ptr<Store>> open_postgres_store(const std::string& url, const std::filesystem::path& folder);
+Expected<std::unique_ptr<Store>> open_postgres_store(const std::string& url,
+                                                     const std::filesystem::path& folder);
 
 }  // namespace orch

@@ -25,14 +25,17 @@ struct Backend {
   const char* name;
   // A fresh, empty store. `database` keeps what it lives in (a PostgreSQL
   // schema) until after the store is closed.
-  std::function<Expected<std::unique_ptr<Store>>(const std::filesystem::path& dir, std::shared_ptr<void>& database)>
+  std::function<Expected<std::unique_ptr<Store>>(const std::filesystem::path& dir,
+                                                 std::shared_ptr<void>& database)>
       open;
 };
 
 const Backend kBackends[] = {
-    {"sqlite", [](const std::filesystem::path& dir, std::shared_ptr<void>&) { return open_sqlite_store(dir / "orch.db"); }},
+    {"sqlite", [](const std::filesystem::path& dir,
+                  std::shared_ptr<void>&) { return open_sqlite_store(dir / "orch.db"); }},
     {"postgres",
-     [](const std::filesystem::path& dir, std::shared_ptr<void>& database) -> Expected<std::unique_ptr<Store>> {
+     [](const std::filesystem::path& dir,
+        std::shared_ptr<void>& database) -> Expected<std::unique_ptr<Store>> {
        std::shared_ptr<testing::PgTestSchema> schema = ORCH_TRY(testing::PgTestSchema::create());
        database = schema;
        return open_postgres_store(schema->url(), dir);

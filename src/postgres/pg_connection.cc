@@ -101,7 +101,8 @@ Expected<PgConnection> PgConnection::open(const std::string& conninfo) {
     return fail(ErrorCode::Store, fmt::format("postgres: cannot connect to {}: {}", conn.where(), message));
   }
   // The server's notices (NOTICE, WARNING) are not orch's to print; its errors come as results.
-  PQsetNoticeProcessor(conn.conn_.get(), [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn.conn_.get(), [](void*, const char*) {}, nullptr);
   // PgResult::bytes reads BYTEA in hex, whatever the server's default.
   ORCH_TRY(conn.exec("setting bytea_output", "SET bytea_output = hex"));
   return conn;

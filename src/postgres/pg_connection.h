@@ -24,7 +24,7 @@ namespace orch::detail {
 // The parameters $1, $2, ... of one statement, in order.
 class PgParams {
  public:
-  PgParams& text(std::string_view value);  // TEXT
+  PgParams& text(std::string_view value);   // TEXT
   PgParams& bytes(std::string_view value);  // BYTEA (any bytes)
   PgParams& integer(std::int64_t value);
   PgParams& real(double value);  // written so that it reads back exactly

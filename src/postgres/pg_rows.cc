@@ -49,7 +49,12 @@ const char kAttemptTotals[] =
 
 PgParams run_params(const RunRecord& r) {
   PgParams p;
-  p.text(r.id).text(r.name).text(run_status_name(r.status)).text(r.reason).text(r.plan_path).text(r.workspace);
+  p.text(r.id)
+      .text(r.name)
+      .text(run_status_name(r.status))
+      .text(r.reason)
+      .text(r.plan_path)
+      .text(r.workspace);
   p.integer(r.plan_version).integer(r.concurrency).boolean(r.keep_going).integer(r.exit_code);
   p.integer(r.created_at).integer(r.updated_at).integer(r.finished_at);
   p.integer(r.spent_tokens).real(r.spent_cost_usd).integer(r.spent_attempts).integer(r.spent_wall_ms);
@@ -125,7 +130,8 @@ const char kUpdateStep[] =
     "UPDATE steps SET idx = $3, goal = $4, executor = $5, status = $6, reason = $7, result = $8, "
     "fingerprint = $9, attempts_counted = $10, last_attempt = $11, tokens_in = $12, tokens_out = $13, "
     "cost_usd = $14, wall_ms = $15, started_at = $16, finished_at = $17 WHERE run_id = $1 AND step_id = $2";
-const char kStepsOfRun[] = "SELECT " ORCH_PG_STEP_COLUMNS " FROM steps WHERE run_id = $1 ORDER BY idx, step_id";
+const char kStepsOfRun[] =
+    "SELECT " ORCH_PG_STEP_COLUMNS " FROM steps WHERE run_id = $1 ORDER BY idx, step_id";
 const char kStepStatusCounts[] = "SELECT status, count(*) FROM steps WHERE run_id = $1 GROUP BY status";
 const char kFindStep[] = "SELECT " ORCH_PG_STEP_COLUMNS " FROM steps WHERE run_id = $1 AND step_id = $2";
 
@@ -238,8 +244,8 @@ const char kInsertEvent[] =
     "INSERT INTO events (run_id, ts, kind, step_id, attempt, data) VALUES ($1, $2, $3, $4, $5, $6) "
     "RETURNING seq";
 // LIMIT NULL is no limit.
-const char kEventsOfRun[] = "SELECT " ORCH_PG_EVENT_COLUMNS
-                            " FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";
+const char kEventsOfRun[] =
+    "SELECT " ORCH_PG_EVENT_COLUMNS " FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";
 const char kEventsOfKind[] =
     "SELECT " ORCH_PG_EVENT_COLUMNS " FROM events WHERE run_id = $1 AND kind = $2 ORDER BY seq";
 
@@ -264,7 +270,8 @@ EventRecord read_event(const PgResult& s, int i) {
 // ---- attempt output ---------------------------------------------------------------
 
 const char kInsertOutputChunk[] =
-    "INSERT INTO attempt_output (run_id, step_id, number, stream, seq, bytes) VALUES ($1, $2, $3, $4, $5, $6)";
+    "INSERT INTO attempt_output (run_id, step_id, number, stream, seq, bytes) VALUES ($1, $2, $3, $4, $5, "
+    "$6)";
 const char kOutputChunks[] =
     "SELECT bytes FROM attempt_output WHERE run_id = $1 AND step_id = $2 AND number = $3 AND stream = $4 "
     "ORDER BY seq";

@@ -22,7 +22,7 @@ extern const char kRequestCancel[];    // $1 = id
 extern const char kCancelRequested[];  // $1 = id
 // The same, locking the run's row until the transaction ends (PgStore::cancel_requested).
 extern const char kCancelRequestedForUpdate[];
-extern const char kAttemptTotals[];    // $1 = run id
+extern const char kAttemptTotals[];  // $1 = run id
 PgParams run_params(const RunRecord& run);
 RunRecord read_run(const PgResult& rows, int row);
 

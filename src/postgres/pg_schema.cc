@@ -309,12 +309,15 @@ Expected<void> ensure_pg_schema(PgConnection& conn, std::int64_t now_ms) {
       ORCH_TRY(conn.exec_script("creating the ledger's tables", kPgSchemaV13));
       ORCH_TRY(conn.exec("recording the schema version",
                          "INSERT INTO schema_version (version, applied_at, description) VALUES ($1, $2, $3)",
-                         PgParams().integer(kPgSchemaVersion).integer(now_ms).text(
-                             "the PostgreSQL ledger at v13: runs, plans, steps, attempts, events, "
-                             "attempt_output, lock_holders, traces, reviews, cycles")));
+                         PgParams()
+                             .integer(kPgSchemaVersion)
+                             .integer(now_ms)
+                             .text("the PostgreSQL ledger at v13: runs, plans, steps, attempts, events, "
+                                   "attempt_output, lock_holders, traces, reviews, cycles")));
       return {};
     }
-    auto version = ORCH_TRY(conn.exec("reading the schema version", "SELECT max(version) FROM schema_version"));
+    auto version =
+        ORCH_TRY(conn.exec("reading the schema version", "SELECT max(version) FROM schema_version"));
     const std::int64_t v = version.is_null(0, 0) ? 0 : version.integer(0, 0);
     if (v > kPgSchemaVersion) {
       return fail(ErrorCode::Store,

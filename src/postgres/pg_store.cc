@@ -50,7 +50,9 @@ Expected<std::unique_ptr<PgStore>> PgStore::open(const std::string& url, fs::pat
   if (folder.empty()) return fail(ErrorCode::Io, "the PostgreSQL store needs a local folder for its logs");
   std::error_code ec;
   fs::create_directories(folder, ec);
-  if (ec) return fail(ErrorCode::Io, fmt::format("{}: creating the store's folder: {}", folder.string(), ec.message()));
+  if (ec)
+    return fail(ErrorCode::Io,
+                fmt::format("{}: creating the store's folder: {}", folder.string(), ec.message()));
   auto conn = std::make_unique<detail::PgConnection>(ORCH_TRY(detail::PgConnection::open(url)));
   ORCH_TRY(detail::ensure_pg_schema(*conn, pg_now_ms()));
   auto schema = ORCH_TRY(conn->exec("finding the ledger's schema", "SELECT current_schema()"));
@@ -84,8 +86,8 @@ Expected<void> PgStore::insert_run(const RunRecord& run) {
 }
 
 Expected<void> PgStore::update_run(const RunRecord& run) {
-  auto updated =
-      ORCH_TRY(conn_->exec(fmt::format("updating run '{}'", run.id), rows::kUpdateRun, rows::run_params(run)));
+  auto updated = ORCH_TRY(
+      conn_->exec(fmt::format("updating run '{}'", run.id), rows::kUpdateRun, rows::run_params(run)));
   if (updated.affected() == 0)
     return std::unexpected(not_found(fmt::format("updating run '{}': no such run", run.id)));
   return {};
@@ -125,7 +127,8 @@ Expected<void> PgStore::finish_attempt(const AttemptRecord& attempt) {
   const std::string what = fmt::format("finishing attempt {} of step '{}' in run '{}'", attempt.number,
                                        attempt.step_id, attempt.run_id);
   if (attempt.status == AttemptStatus::Running)
-    return fail(ErrorCode::Internal, fmt::format("{}: {}: 'running' is not a final status", location_.string(), what));
+    return fail(ErrorCode::Internal,
+                fmt::format("{}: {}: 'running' is not a final status", location_.string(), what));
   auto updated = ORCH_TRY(conn_->exec(what, rows::kFinishAttempt, rows::attempt_params(attempt)));
   if (updated.affected() == 0) {
     return fail(ErrorCode::Store, fmt::format("{}: {}: no running attempt with that number (it is already "
@@ -164,8 +167,9 @@ Expected<std::vector<RunRecord>> PgStore::list_runs() {
 }
 
 Expected<std::vector<RunRecord>> PgStore::owned_runs(OwnerKind kind, const std::string& owner_id) {
-  auto owned = ORCH_TRY(conn_->exec(fmt::format("listing the runs of {} '{}'", owner_kind_name(kind), owner_id),
-                                    rows::kOwnedRuns, PgParams().text(owner_kind_name(kind)).text(owner_id)));
+  auto owned =
+      ORCH_TRY(conn_->exec(fmt::format("listing the runs of {} '{}'", owner_kind_name(kind), owner_id),
+                           rows::kOwnedRuns, PgParams().text(owner_kind_name(kind)).text(owner_id)));
   return all_rows(owned, rows::read_run);
 }
 
@@ -182,7 +186,8 @@ Expected<std::vector<StepRecord>> PgStore::steps(const std::string& run_id) {
   return all_rows(steps, rows::read_step);
 }
 
-Expected<std::optional<StepRecord>> PgStore::find_step(const std::string& run_id, const std::string& step_id) {
+Expected<std::optional<StepRecord>> PgStore::find_step(const std::string& run_id,
+                                                       const std::string& step_id) {
   auto found = ORCH_TRY(conn_->exec(fmt::format("reading step '{}' of run '{}'", step_id, run_id),
                                     rows::kFindStep, PgParams().text(run_id).text(step_id)));
   if (found.rows() == 0) return std::nullopt;
@@ -199,18 +204,21 @@ Expected<std::map<StepStatus, int>> PgStore::step_status_counts(const std::strin
   return counts;
 }
 
-Expected<std::vector<AttemptRecord>> PgStore::attempts(const std::string& run_id, const std::string& step_id) {
+Expected<std::vector<AttemptRecord>> PgStore::attempts(const std::string& run_id,
+                                                       const std::string& step_id) {
   if (step_id.empty()) {
     auto all = ORCH_TRY(conn_->exec(fmt::format("reading the attempts of run '{}'", run_id),
                                     rows::kAttemptsOfRun, PgParams().text(run_id)));
     return all_rows(all, rows::read_attempt);
   }
-  auto of_step = ORCH_TRY(conn_->exec(fmt::format("reading the attempts of step '{}' in run '{}'", step_id, run_id),
-                                      rows::kAttemptsOfStep, PgParams().text(run_id).text(step_id)));
+  auto of_step =
+      ORCH_TRY(conn_->exec(fmt::format("reading the attempts of step '{}' in run '{}'", step_id, run_id),
+                           rows::kAttemptsOfStep, PgParams().text(run_id).text(step_id)));
   return all_rows(of_step, rows::read_attempt);
 }
 
-Expected<std::vector<EventRecord>> PgStore::events(const std::string& run_id, std::int64_t after_seq, int limit) {
+Expected<std::vector<EventRecord>> PgStore::events(const std::string& run_id, std::int64_t after_seq,
+                                                   int limit) {
   PgParams params;
   params.text(run_id).integer(after_seq);
   if (limit < 0)
@@ -222,7 +230,8 @@ Expected<std::vector<EventRecord>> PgStore::events(const std::string& run_id, st
   return all_rows(events, rows::read_event);
 }
 
-Expected<std::vector<EventRecord>> PgStore::events_of_kind(const std::string& run_id, const std::string& kind) {
+Expected<std::vector<EventRecord>> PgStore::events_of_kind(const std::string& run_id,
+                                                           const std::string& kind) {
   auto events = ORCH_TRY(conn_->exec(fmt::format("reading the {} events of run '{}'", kind, run_id),
                                      rows::kEventsOfKind, PgParams().text(run_id).text(kind)));
   return all_rows(events, rows::read_event);
@@ -233,10 +242,10 @@ Expected<bool> PgStore::cancel_requested(const std::string& run_id) {
   // waits for the commit instead of landing between this read and the driver's
   // update_run, which writes the flag back (SQLite gets the same from BEGIN
   // IMMEDIATE's write lock). Outside one, a plain read never waits for a driver.
-  auto flag = ORCH_TRY(conn_->exec(fmt::format("reading the cancel flag of run '{}'", run_id),
-                                   conn_->in_transaction() ? rows::kCancelRequestedForUpdate
-                                                           : rows::kCancelRequested,
-                                   PgParams().text(run_id)));
+  auto flag =
+      ORCH_TRY(conn_->exec(fmt::format("reading the cancel flag of run '{}'", run_id),
+                           conn_->in_transaction() ? rows::kCancelRequestedForUpdate : rows::kCancelRequested,
+                           PgParams().text(run_id)));
   if (flag.rows() == 0) return std::unexpected(not_found(fmt::format("run '{}' not found", run_id)));
   return flag.boolean(0, 0);
 }

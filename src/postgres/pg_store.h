@@ -92,7 +92,7 @@ class PgStore final : public Store {
   // A pointer: read_attempt_output is const, and reading is a use of the connection.
   std::unique_ptr<detail::PgConnection> conn_;
   std::filesystem::path folder_;
-  std::string schema_;               // the schema holding the ledger: locks are per ledger
+  std::string schema_;              // the schema holding the ledger: locks are per ledger
   std::filesystem::path location_;  // "postgresql://HOST:PORT/DB (schema S)", for messages
 };
 

@@ -49,6 +49,10 @@ class PgStoreLock final : public StoreLock {
     // Still held while the row goes: no later holder's row is taken with it.
     (void)conn_.exec("forgetting a lock's holder", "DELETE FROM lock_holders WHERE name = $1 AND pid = $2",
                      PgParams().text(name_).integer(getpid()));
+    // Released before the connection closes: closing is asynchronous (the
+    // server ends the session after the client has gone), and the lock must be
+    // free when the destructor returns, as a file lock is.
+    (void)conn_.exec("releasing a lock", "SELECT pg_advisory_unlock_all()");
   }
 
  private:
@@ -62,8 +66,9 @@ Expected<std::unique_ptr<StoreLock>> PgStore::lock(
     const std::string& name, const std::function<std::string(const std::string& holder)>& when_busy) {
   PgConnection conn = ORCH_TRY(PgConnection::open(url_));
   const std::string key = lock_key_text(schema_, name);
-  auto got = ORCH_TRY(conn.exec(fmt::format("taking the lock of '{}'", name),
-                                "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", PgParams().text(key)));
+  auto got =
+      ORCH_TRY(conn.exec(fmt::format("taking the lock of '{}'", name),
+                         "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", PgParams().text(key)));
   if (got.boolean(0, 0)) {
     ORCH_TRY(conn.exec(fmt::format("recording the holder of the lock of '{}'", name),
                        "INSERT INTO lock_holders (name, pid, host, taken_at) VALUES ($1, $2, $3, $4) "

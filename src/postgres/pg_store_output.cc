@@ -44,8 +44,13 @@ Expected<void> PgStore::keep_outputs(const AttemptRecord& a) {
       ORCH_TRY(conn_->exec(
           fmt::format("keeping the {} of attempt {} of step '{}'", stream_name(stream), a.number, a.step_id),
           rows::kInsertOutputChunk,
-          PgParams().text(a.run_id).text(a.step_id).integer(a.number).text(stream_name(stream)).integer(seq++).bytes(
-              pending)));
+          PgParams()
+              .text(a.run_id)
+              .text(a.step_id)
+              .integer(a.number)
+              .text(stream_name(stream))
+              .integer(seq++)
+              .bytes(pending)));
       pending.clear();
       return {};
     };

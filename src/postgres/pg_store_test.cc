@@ -3,6 +3,8 @@
 // on one database, locks released by a killed holder, outputs kept in rows.
 // Each test runs in a fresh schema of the server ORCH_TEST_PG_URL_FILE names,
 // and fails without one.
+#include "postgres/pg_store.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -19,7 +21,6 @@
 #include "orch/postgres_store.h"
 #include "orch/store.h"
 #include "postgres/pg_schema.h"
-#include "postgres/pg_store.h"
 #include "testing/pg_test_schema.h"
 #include "testing/testing.h"
 
@@ -93,8 +94,8 @@ TEST_F(PgStoreTest, ALedgerFromANewerOrchIsRefused) {
             "");
   auto refused = open_postgres_store(schema_->url(), dir_.path());
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().message.find(fmt::format("schema version {}, newer than this orch",
-                                                     detail::kPgSchemaVersion + 1)),
+  EXPECT_NE(refused.error().message.find(
+                fmt::format("schema version {}, newer than this orch", detail::kPgSchemaVersion + 1)),
             std::string::npos)
       << refused.error().message;
 }
@@ -187,8 +188,9 @@ TEST_F(PgStoreTest, TheDatabaseItselfRefusesToRewriteHistory) {
   ASSERT_TRUE(store->insert_attempt(a));
   ASSERT_TRUE(store->append_event(EventRecord{0, "r", 1, "run_started", "", 0, "{}"}));
   ASSERT_TRUE(store->commit());
-  EXPECT_NE(schema_->exec("UPDATE attempts SET reason = 'rewritten'").find("a finished attempt never changes"),
-            std::string::npos);
+  EXPECT_NE(
+      schema_->exec("UPDATE attempts SET reason = 'rewritten'").find("a finished attempt never changes"),
+      std::string::npos);
   EXPECT_NE(schema_->exec("DELETE FROM attempts").find("never deleted"), std::string::npos);
   EXPECT_NE(schema_->exec("DELETE FROM events").find("never deleted"), std::string::npos);
   EXPECT_NE(schema_->exec("UPDATE runs SET owner_id = 'x'").find("owner never changes"), std::string::npos);

@@ -15,9 +15,10 @@ namespace orch::testing {
 Expected<std::string> pg_test_server_url() {
   const char* file = std::getenv("ORCH_TEST_PG_URL_FILE");
   if (!file || !*file) {
-    return fail(ErrorCode::InvalidInput,
-                "ORCH_TEST_PG_URL_FILE is not set: the PostgreSQL tests need a server (run them through ctest, "
-                "whose `postgres` fixture starts one, or set it to a file holding a postgresql:// URL)");
+    return fail(
+        ErrorCode::InvalidInput,
+        "ORCH_TEST_PG_URL_FILE is not set: the PostgreSQL tests need a server (run them through ctest, "
+        "whose `postgres` fixture starts one, or set it to a file holding a postgresql:// URL)");
   }
   std::ifstream in(file);
   std::stringstream text;
@@ -25,7 +26,8 @@ Expected<std::string> pg_test_server_url() {
   std::string url = text.str();
   while (!url.empty() && (url.back() == '\n' || url.back() == ' ' || url.back() == '\r')) url.pop_back();
   if (!in || url.empty())
-    return fail(ErrorCode::NotFound, fmt::format("ORCH_TEST_PG_URL_FILE={}: no URL in it (is the server up?)", file));
+    return fail(ErrorCode::NotFound,
+                fmt::format("ORCH_TEST_PG_URL_FILE={}: no URL in it (is the server up?)", file));
   return url;
 }
 
@@ -34,7 +36,8 @@ namespace {
 // Runs `sql` on a new connection to `url`: "" when it worked, else the error.
 std::string run_sql(const std::string& url, const std::string& sql) {
   PGconn* conn = PQconnectdb(url.c_str());
-  PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);  // DROP ... CASCADE's list
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);  // DROP ... CASCADE's list
   std::string error;
   if (PQstatus(conn) != CONNECTION_OK) {
     error = PQerrorMessage(conn);
@@ -52,7 +55,8 @@ std::string run_sql(const std::string& url, const std::string& sql) {
 
 PgTestSchema::PgTestSchema(std::string server_url, std::string name)
     : server_url_(std::move(server_url)), name_(std::move(name)) {
-  url_ = server_url_ + (server_url_.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" + name_;
+  url_ = server_url_ + (server_url_.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" +
+         name_;
 }
 
 Expected<std::unique_ptr<PgTestSchema>> PgTestSchema::create() {
