@@ -10,7 +10,7 @@ packages=(
   build-essential g++ cmake ninja-build pkg-config make
   # libraries
   libyaml-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
-  libpcre2-dev libvalijson-dev rapidjson-dev libcurl4-openssl-dev
+  libpcre2-dev libvalijson-dev rapidjson-dev libcurl4-openssl-dev libpq-dev
   # tests
   # (git: the shipped plan templates apply patches with `git apply`; man-db and zsh:
   # tests/install renders the man page and loads the zsh completion script)

@@ -1,6 +1,9 @@
 // The Store contract (orch/store.h), checked on every implementation: the
-// SQLite ledger and the in-memory store of the tests (testing/in_memory_store.h).
-// A new backend (PostgreSQL) is one more entry in kBackends and must pass all.
+// SQLite ledger, the PostgreSQL store (each test in a fresh schema of the
+// server ORCH_TEST_PG_URL_FILE names: testing/pg_test_schema.h; without one the
+// postgres tests fail) and the in-memory store of the tests
+// (testing/in_memory_store.h). A new backend is one more entry in kBackends and
+// must pass all.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,8 +12,10 @@
 #include <memory>
 #include <string>
 
+#include "orch/postgres_store.h"
 #include "orch/store.h"
 #include "testing/in_memory_store.h"
+#include "testing/pg_test_schema.h"
 #include "testing/testing.h"
 
 namespace orch {
@@ -18,13 +23,25 @@ namespace {
 
 struct Backend {
   const char* name;
-  std::function<Expected<std::unique_ptr<Store>>(const std::filesystem::path& dir)> open;
+  // A fresh, empty store. `database` keeps what it lives in (a PostgreSQL
+  // schema) until after the store is closed.
+  std::function<Expected<std::unique_ptr<Store>>(const std::filesystem::path& dir,
+                                                 std::shared_ptr<void>& database)>
+      open;
 };
 
 const Backend kBackends[] = {
-    {"sqlite", [](const std::filesystem::path& dir) { return open_sqlite_store(dir / "orch.db"); }},
+    {"sqlite", [](const std::filesystem::path& dir,
+                  std::shared_ptr<void>&) { return open_sqlite_store(dir / "orch.db"); }},
+    {"postgres",
+     [](const std::filesystem::path& dir,
+        std::shared_ptr<void>& database) -> Expected<std::unique_ptr<Store>> {
+       std::shared_ptr<testing::PgTestSchema> schema = ORCH_TRY(testing::PgTestSchema::create());
+       database = schema;
+       return open_postgres_store(schema->url(), dir);
+     }},
     {"memory",
-     [](const std::filesystem::path& dir) -> Expected<std::unique_ptr<Store>> {
+     [](const std::filesystem::path& dir, std::shared_ptr<void>&) -> Expected<std::unique_ptr<Store>> {
        return std::unique_ptr<Store>(std::make_unique<testing::InMemoryStore>(dir));
      }},
 };
@@ -32,7 +49,7 @@ const Backend kBackends[] = {
 class StoreContract : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    auto opened = GetParam().open(dir_.path());
+    auto opened = GetParam().open(dir_.path(), database_);
     ASSERT_TRUE(opened) << opened.error().message;
     store_ = std::move(*opened);
   }
@@ -78,6 +95,7 @@ class StoreContract : public ::testing::TestWithParam<Backend> {
   }
 
   testing::TempDir dir_;
+  std::shared_ptr<void> database_;  // destroyed after store_
   std::unique_ptr<Store> store_;
 };
 
