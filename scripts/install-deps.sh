@@ -10,7 +10,12 @@ packages=(
   build-essential g++ cmake ninja-build pkg-config make
   # libraries
   libyaml-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
-  libpcre2-dev libvalijson-dev rapidjson-dev libcurl4-openssl-dev libpq-dev
+  libpcre2-dev libvalijson-dev rapidjson-dev libcurl4-openssl-dev
+  # PostgreSQL: libpq (the PostgreSQL store's client library) and the server (15),
+  # which scripts/pg.sh starts, throwaway, for the tests (CTest fixture `postgres`).
+  # (Debian's package also makes a cluster `main` of its own on port 5432, started
+  # where services may start; the tests never use it.)
+  libpq-dev postgresql
   # tests
   # (git: the shipped plan templates apply patches with `git apply`; man-db and zsh:
   # tests/install renders the man page and loads the zsh completion script)

@@ -8,7 +8,10 @@
 #   asan-build   build-asan/  Debug, -DORCH_SANITIZE=ON (ASan + UBSan): orch, the
 #                             tests, the example and the benchmark programs
 #   asan-ctest   every test (unit, CLI on the real binary, pseudo-terminal, fake
-#                provider) in build-asan/, with leak detection, halting on UB
+#                provider, PostgreSQL) in build-asan/, with leak detection, halting
+#                on UB; the tests that need PostgreSQL get a real, throwaway server
+#                from the CTest fixture `postgres` (scripts/pg.sh start/stop
+#                build-asan/pg), stopped when they end: never skipped
 #   fuzz         fuzz/run.sh N (default 15 s per target), with clang 16
 #   crash        tests/crash/crash_test.sh on build-asan/orch
 #   release      build-release/  Release (-O3), what a packager builds: orch and
