@@ -79,6 +79,9 @@ ORCH_PG_BINDIR=$work/nowhere bash "$pg" start "$work/c" 2>"$work/missing.err" >/
 # ---- start over a running server: it is stopped first ------------------------------
 old_pid=$(postmaster_pid "$work/a")
 url2=$(bash "$pg" start "$work/a" 2>"$work/again.err")
+# pg_ctl stop returns once postmaster.pid is gone, a moment before the process
+# itself: give it up to 5 s to be gone.
+for _ in $(seq 50); do kill -0 "$old_pid" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$old_pid" 2>/dev/null; then fail "the earlier server ($old_pid) still runs"; else ok "start stopped the earlier server"; fi
 grep -q "still running" "$work/again.err" && ok "and said so" || fail "no word of the earlier server: $(cat "$work/again.err")"
 [[ $(query "$url2" "SELECT count(*) FROM pg_tables WHERE tablename = 'kept'") == 0 ]] &&
