@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "postgres/pq_api.h"
+
 namespace orch::detail {
 
 // ---- parameters -------------------------------------------------------------------
@@ -43,8 +45,8 @@ PgParams& PgParams::null() {
 // ---- results ----------------------------------------------------------------------
 
 std::string PgResult::text(int row, int col) const {
-  return std::string(PQgetvalue(result_.get(), row, col),
-                     static_cast<std::size_t>(PQgetlength(result_.get(), row, col)));
+  return std::string(pq().getvalue(result_.get(), row, col),
+                     static_cast<std::size_t>(pq().getlength(result_.get(), row, col)));
 }
 
 namespace {
@@ -60,8 +62,8 @@ int hex_digit(char c) {
 
 std::string PgResult::bytes(int row, int col) const {
   // bytea_output = hex (set by PgConnection::open): "\x" then two digits a byte.
-  const char* v = PQgetvalue(result_.get(), row, col);
-  const std::size_t n = static_cast<std::size_t>(PQgetlength(result_.get(), row, col));
+  const char* v = pq().getvalue(result_.get(), row, col);
+  const std::size_t n = static_cast<std::size_t>(pq().getlength(result_.get(), row, col));
   if (n < 2 || v[0] != '\\' || v[1] != 'x') return std::string(v, n);
   std::string out((n - 2) / 2, '\0');
   for (std::size_t i = 0; i < out.size(); ++i)
@@ -70,19 +72,31 @@ std::string PgResult::bytes(int row, int col) const {
 }
 
 std::int64_t PgResult::integer(int row, int col) const {
-  return std::strtoll(PQgetvalue(result_.get(), row, col), nullptr, 10);
+  return std::strtoll(pq().getvalue(result_.get(), row, col), nullptr, 10);
 }
 
 double PgResult::real(int row, int col) const {
-  return std::strtod(PQgetvalue(result_.get(), row, col), nullptr);
+  return std::strtod(pq().getvalue(result_.get(), row, col), nullptr);
 }
 
 bool PgResult::boolean(int row, int col) const {
-  return PQgetvalue(result_.get(), row, col)[0] == 't';
+  return pq().getvalue(result_.get(), row, col)[0] == 't';
 }
 
 std::int64_t PgResult::affected() const {
-  return std::strtoll(PQcmdTuples(result_.get()), nullptr, 10);
+  return std::strtoll(pq().cmd_tuples(result_.get()), nullptr, 10);
+}
+
+void PgResult::clear(PGresult* result) {
+  if (result) pq().clear(result);
+}
+
+int PgResult::rows() const {
+  return pq().ntuples(result_.get());
+}
+
+bool PgResult::is_null(int row, int col) const {
+  return pq().getisnull(result_.get(), row, col) != 0;
 }
 
 // ---- the connection ---------------------------------------------------------------
@@ -93,35 +107,44 @@ Expected<PgConnection> PgConnection::open(const std::string& conninfo) {
   // UTF-8 whatever the client's locale says.
   const char* keys[] = {"dbname", "client_encoding", "fallback_application_name", nullptr};
   const char* values[] = {conninfo.c_str(), "UTF8", "orch", nullptr};
-  PgConnection conn(PQconnectdbParams(keys, values, 1));
+  ORCH_TRY(load_pq());
+  PgConnection conn(pq().connectdb_params(keys, values, 1));
   if (!conn.conn_) return fail(ErrorCode::Store, "postgres: out of memory connecting");
-  if (PQstatus(conn.conn_.get()) != CONNECTION_OK) {
-    std::string message = PQerrorMessage(conn.conn_.get());
+  if (pq().status(conn.conn_.get()) != CONNECTION_OK) {
+    std::string message = pq().error_message(conn.conn_.get());
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     return fail(ErrorCode::Store, fmt::format("postgres: cannot connect to {}: {}", conn.where(), message));
   }
   // The server's notices (NOTICE, WARNING) are not orch's to print; its errors come as results.
-  PQsetNoticeProcessor(
+  pq().set_notice_processor(
       conn.conn_.get(), [](void*, const char*) {}, nullptr);
   // PgResult::bytes reads BYTEA in hex, whatever the server's default.
   ORCH_TRY(conn.exec("setting bytea_output", "SET bytea_output = hex"));
   return conn;
 }
 
+void PgConnection::finish(PGconn* conn) {
+  if (conn) pq().finish(conn);
+}
+
+int PgConnection::backend_pid() const {
+  return pq().backend_pid(conn_.get());
+}
+
 std::string PgConnection::where() const {
-  const char* host = PQhost(conn_.get());
-  const char* port = PQport(conn_.get());
-  const char* db = PQdb(conn_.get());
+  const char* host = pq().host(conn_.get());
+  const char* port = pq().port(conn_.get());
+  const char* db = pq().db(conn_.get());
   return fmt::format("postgresql://{}:{}/{}", host ? host : "", port ? port : "", db ? db : "");
 }
 
 Error PgConnection::error(std::string_view what, const PGresult* result) const {
   // The server's own message when it sent one; libpq's (a lost connection) otherwise.
-  const char* primary = result ? PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
-  std::string message = primary ? primary : PQerrorMessage(conn_.get());
+  const char* primary = result ? pq().result_error_field(result, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+  std::string message = primary ? primary : pq().error_message(conn_.get());
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
-  const char* detail = result ? PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL) : nullptr;
+  const char* state = result ? pq().result_error_field(result, PG_DIAG_SQLSTATE) : nullptr;
+  const char* detail = result ? pq().result_error_field(result, PG_DIAG_MESSAGE_DETAIL) : nullptr;
   std::string text = fmt::format("{}: {}: {}", where(), what, message);
   if (detail) text += fmt::format(" ({})", detail);
   if (state) text += fmt::format(" [SQLSTATE {}]", state);
@@ -135,24 +158,24 @@ Expected<PgResult> PgConnection::exec(std::string_view what, const char* sql, co
     values[i] = params.null_[i] ? nullptr : params.values_[i].c_str();
     lengths[i] = static_cast<int>(params.values_[i].size());
   }
-  PgResult result(PQexecParams(conn_.get(), sql, params.size(), nullptr, values.data(), lengths.data(),
-                               params.binary_.data(), 0));
-  const ExecStatusType status = PQresultStatus(result.get());
+  PgResult result(pq().exec_params(conn_.get(), sql, params.size(), nullptr, values.data(), lengths.data(),
+                                   params.binary_.data(), 0));
+  const ExecStatusType status = pq().result_status(result.get());
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
     return std::unexpected(error(what, result.get()));
   return result;
 }
 
 Expected<void> PgConnection::exec_script(std::string_view what, const char* sql) {
-  PgResult result(PQexec(conn_.get(), sql));
-  const ExecStatusType status = PQresultStatus(result.get());
+  PgResult result(pq().exec(conn_.get(), sql));
+  const ExecStatusType status = pq().result_status(result.get());
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
     return std::unexpected(error(what, result.get()));
   return {};
 }
 
 bool PgConnection::in_transaction() const {
-  return PQtransactionStatus(conn_.get()) != PQTRANS_IDLE;
+  return pq().transaction_status(conn_.get()) != PQTRANS_IDLE;
 }
 
 Expected<void> PgConnection::begin() {
@@ -161,7 +184,7 @@ Expected<void> PgConnection::begin() {
 }
 
 Expected<void> PgConnection::commit() {
-  if (PQtransactionStatus(conn_.get()) == PQTRANS_INERROR) {
+  if (pq().transaction_status(conn_.get()) == PQTRANS_INERROR) {
     (void)rollback();
     return fail(ErrorCode::Store, fmt::format("{}: committing: a statement of the transaction failed, so "
                                               "it was rolled back",

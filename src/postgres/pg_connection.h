@@ -6,7 +6,8 @@
 // PQexecParams: values travel as parameters, never spliced into the SQL text.
 // Strings are sent in binary format (their bytes with a length): a text-format
 // parameter is a C string, and would be cut silently at a NUL byte, which the
-// server refuses clearly instead. Results are read in text format.
+// server refuses clearly instead. Results are read in text format. libpq itself
+// is loaded on the first connection (postgres/pq_api.h), not linked.
 #pragma once
 
 #include <libpq-fe.h>
@@ -43,10 +44,10 @@ class PgParams {
 // The rows a statement returned (owns its PGresult).
 class PgResult {
  public:
-  explicit PgResult(PGresult* result) : result_(result, &PQclear) {}
+  explicit PgResult(PGresult* result) : result_(result, &clear) {}
   PGresult* get() const { return result_.get(); }
-  int rows() const { return PQntuples(result_.get()); }
-  bool is_null(int row, int col) const { return PQgetisnull(result_.get(), row, col) != 0; }
+  int rows() const;
+  bool is_null(int row, int col) const;
   std::string text(int row, int col) const;
   std::string bytes(int row, int col) const;  // a BYTEA column (hex output), decoded
   std::int64_t integer(int row, int col) const;
@@ -56,6 +57,7 @@ class PgResult {
   std::int64_t affected() const;
 
  private:
+  static void clear(PGresult* result);
   std::unique_ptr<PGresult, void (*)(PGresult*)> result_;
 };
 
@@ -78,12 +80,13 @@ class PgConnection {
   bool in_transaction() const;
 
   // The server process serving this connection (pg_backend_pid()).
-  int backend_pid() const { return PQbackendPID(conn_.get()); }
+  int backend_pid() const;
   // "HOST:PORT/DATABASE", for messages (no user, no password).
   std::string where() const;
 
  private:
-  explicit PgConnection(PGconn* conn) : conn_(conn, &PQfinish) {}
+  explicit PgConnection(PGconn* conn) : conn_(conn, &finish) {}
+  static void finish(PGconn* conn);
   Error error(std::string_view what, const PGresult* result) const;
   std::unique_ptr<PGconn, void (*)(PGconn*)> conn_;
 };
