@@ -26,8 +26,8 @@ std::string_view doc_or_empty_object(const std::string& doc) {
 
 // ---- traces (v4) ------------------------------------------------------------------
 
-const char kInsertTrace[] = "INSERT INTO traces (" ORCH_PG_TRACE_COLUMNS
-                            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+const char kInsertTrace[] =
+    "INSERT INTO traces (" ORCH_PG_TRACE_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const char kUpdateTrace[] =
     "UPDATE traces SET request = $2, project = $3, workspace = $4, state = $5, status = $6, doc = $7, "
     "run_id = $8, created_at = $9, updated_at = $10, closed_at = $11 WHERE id = $1";

@@ -42,10 +42,11 @@ Expected<bool> PgStore::insert_transition(const CycleTransition& transition) {
   // The run is looked up first: its foreign key is checked only at COMMIT, which
   // would fail the caller's whole transaction instead of this transition. Cycle
   // runs are never deleted, so one found here is still there at the COMMIT.
-  auto run = ORCH_TRY(conn_->exec(what, pg_cycle_rows::kCycleExists, detail::PgParams().text(transition.run)));
+  auto run =
+      ORCH_TRY(conn_->exec(what, pg_cycle_rows::kCycleExists, detail::PgParams().text(transition.run)));
   if (run.rows() == 0) return std::unexpected(not_found(fmt::format("{}: no such cycle run", what)));
-  auto inserted =
-      ORCH_TRY(conn_->exec(what, pg_cycle_rows::kInsertTransition, pg_cycle_rows::transition_params(transition)));
+  auto inserted = ORCH_TRY(
+      conn_->exec(what, pg_cycle_rows::kInsertTransition, pg_cycle_rows::transition_params(transition)));
   return inserted.affected() > 0;
 }
 

@@ -21,13 +21,14 @@ Expected<void> PgStore::insert_trace(const TraceRecord& trace) {
 Expected<void> PgStore::update_trace(const TraceRecord& trace) {
   auto updated = ORCH_TRY(conn_->exec(fmt::format("updating trace '{}'", trace.id), trace_rows::kUpdateTrace,
                                       trace_rows::trace_params(trace)));
-  if (updated.affected() == 0) return std::unexpected(not_found(fmt::format("trace '{}' not found", trace.id)));
+  if (updated.affected() == 0)
+    return std::unexpected(not_found(fmt::format("trace '{}' not found", trace.id)));
   return {};
 }
 
 Expected<std::optional<TraceRecord>> PgStore::find_trace(const std::string& id) {
-  auto found = ORCH_TRY(
-      conn_->exec(fmt::format("reading trace '{}'", id), trace_rows::kFindTrace, detail::PgParams().text(id)));
+  auto found = ORCH_TRY(conn_->exec(fmt::format("reading trace '{}'", id), trace_rows::kFindTrace,
+                                    detail::PgParams().text(id)));
   if (found.rows() == 0) return std::nullopt;
   return trace_rows::read_trace(found, 0);
 }
