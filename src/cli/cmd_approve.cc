@@ -26,7 +26,8 @@ Command add_approve(CLI::App& app) {
       "approve", "Approve a step the risk guard paused (awaiting_approval); `orch resume` then runs it.");
   sub->add_option("RUN_ID", args->run_id, "the paused run")->required()->check(not_empty(kRunIdWanted));
   sub->add_option("STEP", args->step, "the step to approve, by id")->required();
-  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  sub->add_option("--store", args->store, std::string(kStoreHelpPrefix) + " (default: .orch/orch.db)")
+      ->envname(kStoreEnv);
   sub->add_flag("--json", args->json,
                 "print {run_id, step, risk, command, resume} (schemas/approve.schema.json)");
   return [args]() -> int {
@@ -36,7 +37,7 @@ Command add_approve(CLI::App& app) {
     if (!recorded) return report_error(recorded.error());
     // A command that works as it is: a ledger other than the default is named.
     std::string resume = "orch resume " + shell_quote(args->run_id);
-    if (args->store != kDefaultStore) resume += " --store " + shell_quote(args->store);
+    if (args->store != kDefaultStore) resume += " --store " + shell_quote(shown_store(args->store));
     if (args->json) {
       // The command as it was recorded: JSON escapes what a terminal would act on.
       nlohmann::ordered_json doc = {{"run_id", args->run_id},

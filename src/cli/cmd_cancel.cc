@@ -36,7 +36,8 @@ Command add_cancel(CLI::App& app) {
   auto args = std::make_shared<CancelArgs>();
   CLI::App* sub = app.add_subcommand("cancel", "Stop a run: its running steps are killed, the rest skipped.");
   sub->add_option("RUN_ID", args->run_id, "the run to stop")->required()->check(not_empty(kRunIdWanted));
-  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  sub->add_option("--store", args->store, std::string(kStoreHelpPrefix) + " (default: .orch/orch.db)")
+      ->envname(kStoreEnv);
   sub->add_option("--wait", args->wait, "seconds to wait for the driving process to stop it (default 10)")
       ->transform(number_at_least(0));
   sub->add_flag("--json", args->json, "print {run_id, stopped, status, reason} (schemas/cancel.schema.json)");

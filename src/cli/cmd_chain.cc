@@ -192,8 +192,9 @@ Command add_chain(CLI::App& app) {
                 "show each step's executor, risk and exact command; run nothing, write nothing");
   sub->add_flag("--json", args->json,
                 "print the report (schemas/skill-output.schema.json) instead of the summary");
-  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)")
-      ->check(not_empty("the ledger's file (e.g. .orch/orch.db)"));
+  sub->add_option("--store", args->store, std::string(kStoreHelpPrefix) + " (default: .orch/orch.db)")
+      ->envname(kStoreEnv)
+      ->check(not_empty(kStoreNotEmpty));
   sub->add_option("--workspace", args->workspace, "folder steps run in (default: .)")
       ->check(not_empty("the folder steps run in"));
   add_executor_file_flags(*sub, args->models, args->registry, args->workers);

@@ -159,8 +159,7 @@ Expected<CycleRecord> find_record(CycleStore& cycles, const std::string& id) {
 }
 
 int report(const CycleArgs& a, const std::string& what) {
-  std::error_code ec;
-  if (what == "list" && !fs::exists(fs::symlink_status(a.store, ec))) {
+  if (what == "list" && !store_may_exist(a.store)) {
     std::printf(a.json ? "[]\n" : "");
     return kExitSucceeded;
   }
@@ -205,8 +204,9 @@ int report(const CycleArgs& a, const std::string& what) {
 }
 
 void add_store_flags(CLI::App* sub, CycleArgs& a) {
-  sub->add_option("--store", a.store, "ledger database (default: .orch/orch.db)")
-      ->check(not_empty("the ledger's file (e.g. .orch/orch.db)"));
+  sub->add_option("--store", a.store, std::string(kStoreHelpPrefix) + " (default: .orch/orch.db)")
+      ->envname(kStoreEnv)
+      ->check(not_empty(kStoreNotEmpty));
   sub->add_flag("--json", a.json, "print JSON (schemas/cycle-*.schema.json)");
 }
 

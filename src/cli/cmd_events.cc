@@ -65,7 +65,8 @@ Command add_events(CLI::App& app) {
       ->transform(whole_number(0, std::numeric_limits<std::int64_t>::max()));
   sub->add_flag("--json", args->json,
                 "print an array of {seq, time, kind, step, attempt, data} (schemas/events.schema.json)");
-  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  sub->add_option("--store", args->store, std::string(kStoreHelpPrefix) + " (default: .orch/orch.db)")
+      ->envname(kStoreEnv);
   return [args]() -> int {
     auto ledger = open_ledger(args->store, true);
     if (!ledger) return report_error(ledger.error());

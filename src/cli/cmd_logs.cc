@@ -81,7 +81,8 @@ Command add_logs(CLI::App& app) {
       "--json", args->json,
       "print {run_id, step, attempt, attempts, status, stream, source, path, bytes, truncated, text, "
       "text_bytes, lossy, output_tail} (schemas/logs.schema.json)");
-  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  sub->add_option("--store", args->store, std::string(kStoreHelpPrefix) + " (default: .orch/orch.db)")
+      ->envname(kStoreEnv);
   return [args]() -> int {
     auto store = open_ledger(args->store, true);
     if (!store) return report_error(store.error());

@@ -127,8 +127,11 @@ Command add_plan(CLI::App& app) {
   sub->add_option("--models", args->models, "models file (default: .orch/models.yaml if present)");
   sub->add_option("--registry", args->registry, "tool registry (default: .orch/registry.yml if present)")
       ->check(not_empty("the tool registry file"));
-  sub->add_option("--store", args->store, "ledger where planning calls are recorded (default: .orch/orch.db)")
-      ->check(not_empty("the ledger's file (e.g. .orch/orch.db)"));
+  sub->add_option(
+         "--store", args->store,
+         std::string(kStoreHelpPrefix) + ", where planning calls are recorded (default: .orch/orch.db)")
+      ->envname(kStoreEnv)
+      ->check(not_empty(kStoreNotEmpty));
   sub->add_option("--workspace", args->workspace, "folder the plan's paths resolve in (default: .)")
       ->check(not_empty("the folder the plan's paths resolve in"));
   sub->add_flag("--json", args->json, "print {path, template, why, trigger, planning_runs, model_problems, steps, plan}");

@@ -93,7 +93,7 @@ int run(const ReviewArgs& a) {
   env.ask_approval = terminal_approval_prompt();
   std::unique_ptr<Ledger> ledger;
   auto open = [&](bool must_exist) -> Expected<void> {
-    ledger = ORCH_TRY(open_ledger(store_path, must_exist));
+    ledger = ORCH_TRY(open_ledger(store_path, must_exist, workspace));
     env.store = &ledger->runs();
     env.reviews = &ledger->reviews();
     return {};
@@ -101,7 +101,7 @@ int run(const ReviewArgs& a) {
 
   if (a.list || !a.show.empty()) {
     // Listing a ledger that does not exist lists nothing; it does not make one.
-    if (a.list && !fs::exists(fs::symlink_status(store_path, ec))) {
+    if (a.list && !store_may_exist(store_path)) {
       if (a.json) std::printf("[]\n");
       return kExitSucceeded;
     }
@@ -193,7 +193,7 @@ int run(const ReviewArgs& a) {
   std::fflush(stdout);
   // A review of these artifacts that has not ended: the user may mean to go on
   // with it rather than start another (the ledger is read, not made).
-  if (fs::exists(fs::symlink_status(store_path, ec))) {
+  if (store_may_exist(store_path)) {
     if (auto opened = open(true); !opened) return report_error(opened.error());
     auto unfinished = flows::unfinished_reviews_of(env, config->artifacts);
     if (!unfinished) return report_error(unfinished.error());
@@ -256,8 +256,10 @@ Command add_review(CLI::App& app) {
   sub->add_option("--spend-cap", args->spend_cap,
                   "with --resume: a new spend cap in tokens (to go past the old one)")
       ->transform(whole_number(1, std::numeric_limits<std::int64_t>::max()));
-  sub->add_option("--store", args->store, "ledger database (default: WORKSPACE/.orch/orch.db)")
-      ->check(not_empty("the ledger's file (e.g. .orch/orch.db)"));
+  sub->add_option("--store", args->store,
+                  std::string(kStoreHelpPrefix) + " (default: WORKSPACE/.orch/orch.db)")
+      ->envname(kStoreEnv)
+      ->check(not_empty(kStoreNotEmpty));
   sub->add_option("--workspace", args->workspace,
                   "the folder the artifacts are in (default: .; --resume: the review's own)")
       ->check(not_empty("the project folder"))

@@ -109,8 +109,9 @@ Command add_run(CLI::App& app) {
       ->transform(whole_number(1));
   sub->add_flag("--keep-going", args->keep_going,
                 "on a failed step, go on with independent branches (on_failure: continue)");
-  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)")
-      ->check(not_empty("the ledger's file (e.g. .orch/orch.db)"));
+  sub->add_option("--store", args->store, std::string(kStoreHelpPrefix) + " (default: .orch/orch.db)")
+      ->envname(kStoreEnv)
+      ->check(not_empty(kStoreNotEmpty));
   sub->add_option("--workspace", args->workspace, "folder steps run in (default: .)")
       ->check(not_empty("the folder steps run in"));
   sub->add_flag("--json", args->json,
@@ -173,8 +174,9 @@ Command add_resume(CLI::App& app) {
                   "fingerprint changed re-run, with their descendants")
       ->check(not_empty("the edited plan's file, or - to read it from standard input"));
   sub->add_flag("--keep-going", args->keep_going, "on a failed step, go on with independent branches");
-  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)")
-      ->check(not_empty("the ledger's file (e.g. .orch/orch.db)"));
+  sub->add_option("--store", args->store, std::string(kStoreHelpPrefix) + " (default: .orch/orch.db)")
+      ->envname(kStoreEnv)
+      ->check(not_empty(kStoreNotEmpty));
   sub->add_flag("--json", args->json, "print the run report instead of progress");
   add_executor_file_flags(*sub, args->models, args->registry, args->workers);
   add_approval_flags(sub, *args);

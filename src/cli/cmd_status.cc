@@ -67,7 +67,8 @@ Command add_status(CLI::App& app) {
       app.add_subcommand("status", "Show a run (default: the newest) from the ledger; safe while it runs.");
   sub->add_option("RUN_ID", args->run_id, "the run to show (default: the newest)")
       ->check(not_empty(std::string(kRunIdWanted) + ", or none for the newest run"));
-  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  sub->add_option("--store", args->store, std::string(kStoreHelpPrefix) + " (default: .orch/orch.db)")
+      ->envname(kStoreEnv);
   CLI::Option* json =
       sub->add_flag("--json", args->json, "print the run report (schemas/run-report.schema.json)");
   sub->add_flag("--results", args->results,
@@ -129,7 +130,8 @@ Command add_status(CLI::App& app) {
 Command add_runs(CLI::App& app) {
   auto args = std::make_shared<StatusArgs>();
   CLI::App* sub = app.add_subcommand("runs", "List the runs in the store, newest first.");
-  sub->add_option("--store", args->store, "ledger database (default: .orch/orch.db)");
+  sub->add_option("--store", args->store, std::string(kStoreHelpPrefix) + " (default: .orch/orch.db)")
+      ->envname(kStoreEnv);
   sub->add_flag("--json", args->json, "print the list as JSON");
   return [args]() -> int {
     auto store = open_ledger(args->store, true);

@@ -19,6 +19,7 @@
 #include "exec/llm_executor.h"
 #include "exec/tool_executor.h"
 #include "exec/worker_executor.h"
+#include "orch/postgres_store.h"
 #include "orch/workspace.h"
 
 namespace orch::cli {
@@ -41,9 +42,33 @@ int report_error(const Error& e) {
   return exit_code_for_error(e);
 }
 
-Expected<std::unique_ptr<Ledger>> open_ledger(const std::string& path, bool must_exist) {
+bool store_may_exist(const std::string& path) {
+  if (is_postgres_url(path)) return true;
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::symlink_status(path, ec));
+}
+
+std::string shown_store(const std::string& path) {
+  return redact_postgres_url(path);
+}
+
+Expected<std::unique_ptr<Ledger>> open_ledger(const std::string& path, bool must_exist,
+                                              const std::filesystem::path& workspace) {
   if (path.empty())
-    return fail(ErrorCode::InvalidInput, "--store is empty: give the ledger's file (e.g. .orch/orch.db)");
+    return fail(ErrorCode::InvalidInput,
+                "--store is empty: give the ledger's file (e.g. .orch/orch.db) or a postgresql:// URL");
+  if (is_postgres_url(path)) {
+    // The ledger is on the server; logs while they are written, snapshots and
+    // the spawn journal stay in a local folder.
+    const std::filesystem::path folder =
+        std::filesystem::absolute(workspace.empty() ? ".orch" : workspace / ".orch");
+    log(LogLevel::Debug, fmt::format("ledger {} (local folder {})", shown_store(path), folder.string()));
+    auto ledger = open_postgres_ledger(path, folder);
+    if (!ledger)
+      return fail(ledger.error().code,
+                  fmt::format("--store {}: {}", shown_store(path), ledger.error().message));
+    return ledger;
+  }
   // The file an open would reach: a ledger named through a symlink is the one the
   // link names, and its folder (run locks, the runs' outputs) is that file's, so
   // two paths to one ledger are one store. Messages name the path as given.

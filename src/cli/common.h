@@ -2,6 +2,7 @@
 // errors with the right exit code, and terminal detection.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -24,10 +25,28 @@ int exit_code_for_error(const Error& e);
 // Prints "orch: <message>" to stderr and returns the exit code for it.
 int report_error(const Error& e);
 
-// Opens the ledger (its runs, traces and reviews: orch/ledger.h); when `must_exist`, a missing database is a
-// NotFound error
-// ("no orch store at .orch/orch.db (run `orch run PLAN` first, or pass --store)").
-Expected<std::unique_ptr<Ledger>> open_ledger(const std::string& path, bool must_exist);
+// What --store says (docs/cli.md): a SQLite ledger file, or a postgresql:// URL.
+// Every --store option reads ORCH_STORE when it is not given (--store wins).
+constexpr const char* kStoreHelpPrefix = "ledger database file, or a postgresql:// URL";
+constexpr const char* kStoreEnv = "ORCH_STORE";
+constexpr const char* kStoreNotEmpty = "the ledger's file (e.g. .orch/orch.db) or a postgresql:// URL";
+
+// Opens the ledger (its runs, traces, reviews and cycle runs: orch/ledger.h).
+// `path` is a SQLite file, or a postgresql:// URL (orch/postgres_store.h), whose
+// local folder for logs, snapshots and the spawn journal is `.orch/` under
+// `workspace` ("" = the current directory). When `must_exist`, a missing SQLite
+// file is a NotFound error ("no orch store at .orch/orch.db (run `orch run PLAN`
+// first, or pass --store)"); a PostgreSQL ledger is made at the first open.
+Expected<std::unique_ptr<Ledger>> open_ledger(const std::string& path, bool must_exist,
+                                              const std::filesystem::path& workspace = {});
+
+// Whether the ledger `path` names may exist: a SQLite file that is there, or
+// any PostgreSQL URL (the server knows). Listing a ledger that is not there
+// lists nothing, without making one.
+bool store_may_exist(const std::string& path);
+
+// `path` as messages show it: a URL without its password.
+std::string shown_store(const std::string& path);
 
 constexpr const char* kDefaultModels = ".orch/models.yaml";
 constexpr const char* kDefaultToolRegistry = ".orch/registry.yml";

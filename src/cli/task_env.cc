@@ -18,8 +18,10 @@ OpenTask::~OpenTask() = default;
 OpenTask::OpenTask(OpenTask&&) noexcept = default;
 
 void add_task_flags(CLI::App& sub, TaskFlags& flags, bool executors) {
-  sub.add_option("--store", flags.store, "ledger database (default: WORKSPACE/.orch/orch.db)")
-      ->check(not_empty("the ledger's file (e.g. .orch/orch.db)"));
+  sub.add_option("--store", flags.store,
+                 std::string(kStoreHelpPrefix) + " (default: WORKSPACE/.orch/orch.db)")
+      ->envname(kStoreEnv)
+      ->check(not_empty(kStoreNotEmpty));
   sub.add_option("--workspace", flags.workspace,
                  "the project folder: traces, memory and VERIFY commands (default: .)")
       ->check(not_empty("the project folder"));
@@ -42,7 +44,7 @@ Expected<OpenTask> open_task(const TaskFlags& flags, bool executors, bool quiet_
   open.env.workspace = workspace;
   open.env.settings = ORCH_TRY(flows::load_task_settings(workspace));
   const std::string store_path = flags.store.empty() ? (workspace / kDefaultStore).string() : flags.store;
-  open.ledger = ORCH_TRY(open_ledger(store_path, false));
+  open.ledger = ORCH_TRY(open_ledger(store_path, false, workspace));
   open.env.store = &open.ledger->runs();
   open.env.traces = &open.ledger->traces();
   open.env.now_ms = [] { return Clock::system().wall_ms(); };

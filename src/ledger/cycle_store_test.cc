@@ -1,22 +1,20 @@
-// The CycleStore of the SQLite ledger (orch/cycle_store.h, schema v13): cycle
-// runs kept whole and updated in place, and the audit of the transitions their
-// writer applied, at most one per (run, cycle, item), on real files.
+// The CycleStore (orch/cycle_store.h, schema v13) of every ledger backend
+// (ledger/ledger_backends.h: a SQLite file, a PostgreSQL schema): cycle runs
+// kept whole and updated in place, and the audit of the transitions their
+// writer applied, at most one per (run, cycle, item). One suite, both backends.
 #include "orch/cycle_store.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "ledger/ledger_test_support.h"
-#include "ledger/sqlite_store.h"
+#include "ledger/ledger_backends.h"
 #include "orch/ledger.h"
-#include "testing/testing.h"
 
 namespace orch {
 namespace {
-
-namespace lt = ledger_test;
 
 CycleRecord sample_cycle(const std::string& id, std::int64_t created_at) {
   CycleRecord c;
@@ -75,30 +73,17 @@ void expect_same_transition(const CycleTransition& actual, const CycleTransition
 }
 #undef ORCH_EXPECT_CYCLE_FIELD
 
-// A ledger opened as the cycle runtime opens it, with cycle run `c1`.
-struct CycleLedger {
-  testing::TempDir dir;
-  std::filesystem::path db = dir / ".orch/orch.db";
-  std::unique_ptr<Ledger> ledger;
-  CycleLedger() { reopen(); }
-  void reopen() {
-    ledger.reset();  // one connection at a time, as a process restarted after kill -9
-    auto opened = open_sqlite_ledger(db);
-    ASSERT_TRUE(opened) << opened.error().message;
-    ledger = std::move(*opened);
-  }
-  CycleStore& store() { return ledger->cycles(); }
+// A ledger opened as the cycle runtime opens it; with_run() adds cycle run `c1`.
+class Cycles : public ledger_test::LedgerOnBackend {
+ protected:
+  CycleStore& store() { return ledger_->cycles(); }
+  void with_run() { ASSERT_TRUE(store().insert_cycle(sample_cycle("c1", 1000))); }
 };
 
-struct CycleLedgerWithRun : CycleLedger {
-  CycleLedgerWithRun() { EXPECT_TRUE(store().insert_cycle(sample_cycle("c1", 1000))); }
-};
-
-TEST(SqliteCycles, ACycleRunRoundTripsEveryFieldAndUpdatesInPlace) {
-  CycleLedger f;
+TEST_P(Cycles, ACycleRunRoundTripsEveryFieldAndUpdatesInPlace) {
   const CycleRecord inserted = sample_cycle("c1", 1000);
-  ASSERT_TRUE(f.store().insert_cycle(inserted));
-  auto found = f.store().find_cycle("c1");
+  ASSERT_TRUE(store().insert_cycle(inserted));
+  auto found = store().find_cycle("c1");
   ASSERT_TRUE(found && *found) << (found ? "no row" : found.error().message);
   expect_same_cycle(**found, inserted);
 
@@ -111,18 +96,17 @@ TEST(SqliteCycles, ACycleRunRoundTripsEveryFieldAndUpdatesInPlace) {
   changed.doc_json = R"({"cycles":[1,2,3],"bytes":"\u00ff"})";
   changed.created_at = 999;
   changed.updated_at = 5000;
-  ASSERT_TRUE(f.store().update_cycle(changed));
-  found = f.store().find_cycle("c1");
+  ASSERT_TRUE(store().update_cycle(changed));
+  found = store().find_cycle("c1");
   ASSERT_TRUE(found && *found);
   expect_same_cycle(**found, changed);
 }
 
-TEST(SqliteCycles, CycleRunsListNewestFirst) {
-  CycleLedger f;
-  ASSERT_TRUE(f.store().insert_cycle(sample_cycle("c-middle", 2000)));
-  ASSERT_TRUE(f.store().insert_cycle(sample_cycle("c-old", 1000)));
-  ASSERT_TRUE(f.store().insert_cycle(sample_cycle("c-new", 3000)));
-  auto all = f.store().list_cycles();
+TEST_P(Cycles, CycleRunsListNewestFirst) {
+  ASSERT_TRUE(store().insert_cycle(sample_cycle("c-middle", 2000)));
+  ASSERT_TRUE(store().insert_cycle(sample_cycle("c-old", 1000)));
+  ASSERT_TRUE(store().insert_cycle(sample_cycle("c-new", 3000)));
+  auto all = store().list_cycles();
   ASSERT_TRUE(all) << all.error().message;
   ASSERT_EQ(all->size(), 3u);
   EXPECT_EQ((*all)[0].id, "c-new");
@@ -131,38 +115,37 @@ TEST(SqliteCycles, CycleRunsListNewestFirst) {
   expect_same_cycle((*all)[0], sample_cycle("c-new", 3000));
 }
 
-TEST(SqliteCycles, AnUnknownCycleRunIsNotFound) {
-  CycleLedger f;
-  auto missing = f.store().find_cycle("nope");
+TEST_P(Cycles, AnUnknownCycleRunIsNotFound) {
+  auto missing = store().find_cycle("nope");
   ASSERT_TRUE(missing) << missing.error().message;
   EXPECT_FALSE(*missing);
-  auto not_there = f.store().update_cycle(sample_cycle("nope", 1));
+  auto not_there = store().update_cycle(sample_cycle("nope", 1));
   ASSERT_FALSE(not_there);
   EXPECT_EQ(not_there.error().code, ErrorCode::NotFound);
   EXPECT_NE(not_there.error().message.find("'nope'"), std::string::npos) << not_there.error().message;
-  auto none = f.store().list_cycles();
+  auto none = store().list_cycles();
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->empty());
 }
 
-TEST(SqliteCycles, AnIdIsInsertedOnce) {
-  CycleLedgerWithRun f;
+TEST_P(Cycles, AnIdIsInsertedOnce) {
+  ASSERT_NO_FATAL_FAILURE(with_run());
   CycleRecord again = sample_cycle("c1", 2000);
   again.name = "another";
-  auto duplicate = f.store().insert_cycle(again);
+  auto duplicate = store().insert_cycle(again);
   ASSERT_FALSE(duplicate);
   EXPECT_EQ(duplicate.error().code, ErrorCode::Store);
   EXPECT_NE(duplicate.error().message.find("inserting cycle run 'c1'"), std::string::npos)
       << duplicate.error().message;
-  auto kept = f.store().find_cycle("c1");
+  auto kept = store().find_cycle("c1");
   ASSERT_TRUE(kept && *kept);
   EXPECT_EQ((*kept)->name, "proofs") << "the first row is untouched";
 }
 
 // Every status is written under its name and read back as itself; the schema
 // refuses any other name, and an empty document is stored as {}.
-TEST(SqliteCycles, EveryStatusRoundTripsUnderItsName) {
-  CycleLedgerWithRun f;
+TEST_P(Cycles, EveryStatusRoundTripsUnderItsName) {
+  ASSERT_NO_FATAL_FAILURE(with_run());
   const std::pair<CycleStatus, const char*> statuses[] = {
       {CycleStatus::Running, "running"},
       {CycleStatus::Converged, "converged"},
@@ -170,51 +153,50 @@ TEST(SqliteCycles, EveryStatusRoundTripsUnderItsName) {
       {CycleStatus::Budget, "budget"},
       {CycleStatus::Failed, "failed"},
   };
-  lt::RawDb raw(f.db);
   for (const auto& [status, name] : statuses) {
     EXPECT_EQ(cycle_status_name(status), std::string(name));
     EXPECT_EQ(parse_cycle_status(name), status) << name;
     CycleRecord c = sample_cycle("c1", 1000);
     c.status = status;
-    ASSERT_TRUE(f.store().update_cycle(c)) << name;
-    auto found = f.store().find_cycle("c1");
+    ASSERT_TRUE(store().update_cycle(c)) << name;
+    auto found = store().find_cycle("c1");
     ASSERT_TRUE(found && *found) << name;
     EXPECT_EQ((*found)->status, status) << name;
-    EXPECT_EQ(raw.query("SELECT status FROM cycles WHERE id = 'c1'"), name);
+    EXPECT_EQ(raw_query("SELECT status FROM cycles WHERE id = 'c1'"), name);
   }
   EXPECT_EQ(parse_cycle_status("Converged"), std::nullopt) << "names are compared exactly";
   EXPECT_EQ(parse_cycle_status(""), std::nullopt);
-  EXPECT_NE(raw.exec("UPDATE cycles SET status = 'done'"), "");
-  EXPECT_NE(raw.exec("UPDATE cycles SET doc_json = 'not json'"), "");
-  EXPECT_NE(raw.exec("UPDATE cycles SET cycles = -1"), "");
+  EXPECT_NE(raw_exec("UPDATE cycles SET status = 'done'"), "");
+  EXPECT_NE(raw_exec("UPDATE cycles SET doc_json = 'not json'"), "");
+  EXPECT_NE(raw_exec("UPDATE cycles SET cycles = -1"), "");
 
   CycleRecord empty_doc = sample_cycle("c2", 1000);
   empty_doc.doc_json = "";
-  ASSERT_TRUE(f.store().insert_cycle(empty_doc));
-  auto found = f.store().find_cycle("c2");
+  ASSERT_TRUE(store().insert_cycle(empty_doc));
+  auto found = store().find_cycle("c2");
   ASSERT_TRUE(found && *found);
   EXPECT_EQ((*found)->doc_json, "{}");
 }
 
-TEST(SqliteCycles, TransitionsComeBackInTheOrderTheyWereRecorded) {
-  CycleLedgerWithRun f;
-  ASSERT_TRUE(f.store().insert_cycle(sample_cycle("c-other", 2000)));
+TEST_P(Cycles, TransitionsComeBackInTheOrderTheyWereRecorded) {
+  ASSERT_NO_FATAL_FAILURE(with_run());
+  ASSERT_TRUE(store().insert_cycle(sample_cycle("c-other", 2000)));
   const CycleTransition recorded[] = {
       sample_transition("c1", 1, "lemma-b"),
       sample_transition("c1", 1, "lemma-a"),
       sample_transition("c1", 2, "lemma-b"),
   };
   for (const CycleTransition& t : recorded) {
-    auto written = f.store().insert_transition(t);
+    auto written = store().insert_transition(t);
     ASSERT_TRUE(written) << written.error().message;
     EXPECT_TRUE(*written) << t.item;
   }
   CycleTransition failed_gate = sample_transition("c-other", 1, "lemma-a");
   failed_gate.to = "stuck";
   failed_gate.gate_exit = 1;
-  ASSERT_TRUE(f.store().insert_transition(failed_gate));
+  ASSERT_TRUE(store().insert_transition(failed_gate));
 
-  auto listed = f.store().transitions("c1");
+  auto listed = store().transitions("c1");
   ASSERT_TRUE(listed) << listed.error().message;
   ASSERT_EQ(listed->size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) expect_same_transition((*listed)[i], recorded[i]);
@@ -222,121 +204,129 @@ TEST(SqliteCycles, TransitionsComeBackInTheOrderTheyWereRecorded) {
   EXPECT_LT((*listed)[0].seq, (*listed)[1].seq);
   EXPECT_LT((*listed)[1].seq, (*listed)[2].seq);
 
-  auto other = f.store().transitions("c-other");
+  auto other = store().transitions("c-other");
   ASSERT_TRUE(other);
   ASSERT_EQ(other->size(), 1u);
   expect_same_transition((*other)[0], failed_gate);
   EXPECT_GT((*other)[0].seq, (*listed)[2].seq) << "seq orders the whole audit";
-  auto none = f.store().transitions("nope");
+  auto none = store().transitions("nope");
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->empty());
 }
 
 // A writer resumed after kill -9 offers the transitions it applied again: the
 // second of a (run, cycle, item) is reported as there already, and writes nothing.
-TEST(SqliteCycles, ASecondTransitionOfAnItemInACycleWritesNothing) {
-  CycleLedgerWithRun f;
+TEST_P(Cycles, ASecondTransitionOfAnItemInACycleWritesNothing) {
+  ASSERT_NO_FATAL_FAILURE(with_run());
   const CycleTransition first = sample_transition("c1", 1, "lemma-a");
-  ASSERT_TRUE(f.store().insert_transition(first));
+  ASSERT_TRUE(store().insert_transition(first));
   CycleTransition again = first;
   again.job = "another-job";
   again.to = "stuck";
   again.gate_exit = 2;
   again.hash_after = "sha256:other";
   again.time_ms = first.time_ms + 60000;
-  auto second = f.store().insert_transition(again);
+  auto second = store().insert_transition(again);
   ASSERT_TRUE(second) << second.error().message;
   EXPECT_FALSE(*second);
-  auto listed = f.store().transitions("c1");
+  auto listed = store().transitions("c1");
   ASSERT_TRUE(listed);
   ASSERT_EQ(listed->size(), 1u);
   expect_same_transition((*listed)[0], first);
 
   // The same item in the next cycle, or another item in the same one, is new.
-  auto next_cycle = f.store().insert_transition(sample_transition("c1", 2, "lemma-a"));
+  auto next_cycle = store().insert_transition(sample_transition("c1", 2, "lemma-a"));
   ASSERT_TRUE(next_cycle);
   EXPECT_TRUE(*next_cycle);
-  auto other_item = f.store().insert_transition(sample_transition("c1", 1, "lemma-b"));
+  auto other_item = store().insert_transition(sample_transition("c1", 1, "lemma-b"));
   ASSERT_TRUE(other_item);
   EXPECT_TRUE(*other_item);
-  listed = f.store().transitions("c1");
+  listed = store().transitions("c1");
   ASSERT_TRUE(listed);
   EXPECT_EQ(listed->size(), 3u);
 }
 
 // An unknown run is refused at once, even inside a transaction (where the
 // foreign key would only fail the COMMIT), and the transaction goes on.
-TEST(SqliteCycles, ATransitionOfAnUnknownRunIsNotFound) {
-  CycleLedgerWithRun f;
-  auto alone = f.store().insert_transition(sample_transition("ghost", 1, "lemma-a"));
+TEST_P(Cycles, ATransitionOfAnUnknownRunIsNotFound) {
+  ASSERT_NO_FATAL_FAILURE(with_run());
+  auto alone = store().insert_transition(sample_transition("ghost", 1, "lemma-a"));
   ASSERT_FALSE(alone);
   EXPECT_EQ(alone.error().code, ErrorCode::NotFound);
   EXPECT_NE(alone.error().message.find("'ghost'"), std::string::npos) << alone.error().message;
 
-  Store& runs = f.ledger->runs();
+  Store& runs = ledger_->runs();
   ASSERT_TRUE(runs.begin());
-  auto inside = f.store().insert_transition(sample_transition("ghost", 1, "lemma-b"));
+  auto inside = store().insert_transition(sample_transition("ghost", 1, "lemma-b"));
   ASSERT_FALSE(inside);
   EXPECT_EQ(inside.error().code, ErrorCode::NotFound);
-  ASSERT_TRUE(f.store().insert_transition(sample_transition("c1", 1, "lemma-a")));
+  ASSERT_TRUE(store().insert_transition(sample_transition("c1", 1, "lemma-a")));
   ASSERT_TRUE(runs.commit());
 
-  lt::RawDb raw(f.db);
-  EXPECT_EQ(raw.query("SELECT count(*) FROM cycle_transitions"), "1");
-  EXPECT_EQ(raw.query("SELECT count(*) FROM cycle_transitions WHERE run = 'ghost'"), "0");
+  EXPECT_EQ(raw_query("SELECT count(*) FROM cycle_transitions"), "1");
+  EXPECT_EQ(raw_query("SELECT count(*) FROM cycle_transitions WHERE run = 'ghost'"), "0");
 }
 
-TEST(SqliteCycles, CycleRunsAndTransitionsSurviveReopening) {
-  CycleLedgerWithRun f;
+TEST_P(Cycles, CycleRunsAndTransitionsSurviveReopening) {
+  ASSERT_NO_FATAL_FAILURE(with_run());
   CycleRecord done = sample_cycle("c1", 1000);
   done.status = CycleStatus::Converged;
   done.cycles = 2;
-  ASSERT_TRUE(f.store().update_cycle(done));
-  ASSERT_TRUE(f.store().insert_transition(sample_transition("c1", 1, "lemma-a")));
-  ASSERT_TRUE(f.store().insert_transition(sample_transition("c1", 2, "lemma-b")));
-  ASSERT_NO_FATAL_FAILURE(f.reopen());
-  auto found = f.store().find_cycle("c1");
+  ASSERT_TRUE(store().update_cycle(done));
+  ASSERT_TRUE(store().insert_transition(sample_transition("c1", 1, "lemma-a")));
+  ASSERT_TRUE(store().insert_transition(sample_transition("c1", 2, "lemma-b")));
+  ASSERT_NO_FATAL_FAILURE(reopen());
+  auto found = store().find_cycle("c1");
   ASSERT_TRUE(found && *found);
   expect_same_cycle(**found, done);
-  auto listed = f.store().transitions("c1");
+  auto listed = store().transitions("c1");
   ASSERT_TRUE(listed);
   ASSERT_EQ(listed->size(), 2u);
   expect_same_transition((*listed)[0], sample_transition("c1", 1, "lemma-a"));
   expect_same_transition((*listed)[1], sample_transition("c1", 2, "lemma-b"));
   // After the reopen the recorded ones are still recorded once.
-  auto again = f.store().insert_transition(sample_transition("c1", 2, "lemma-b"));
+  auto again = store().insert_transition(sample_transition("c1", 2, "lemma-b"));
   ASSERT_TRUE(again);
   EXPECT_FALSE(*again);
 }
 
-// The audit is append-only in the schema itself, for a person with sqlite3 too:
-// no UPDATE, no DELETE, no row put in place of another; an INSERT OR REPLACE
-// of a recorded (run, cycle, item) writes nothing rather than deleting the first.
-TEST(SqliteCycles, TheTransitionsAreAppendOnly) {
-  CycleLedgerWithRun f;
-  ASSERT_TRUE(f.store().insert_transition(sample_transition("c1", 1, "lemma-a")));
-  lt::RawDb raw(f.db);
-  const std::string seq = raw.query("SELECT seq FROM cycle_transitions");
-  for (const std::string& sql : {
-           std::string("UPDATE cycle_transitions SET to_state = 'forged'"),
-           std::string("DELETE FROM cycle_transitions"),
-           "INSERT OR REPLACE INTO cycle_transitions VALUES (" + seq +
-               ", 'c1', 1, 'j', 'lemma-other', 'todo', 'forged', '', 0, '', '', 0)",
-       }) {
-    const std::string error = raw.exec(sql);
+// The audit is append-only in the schema itself, for a person with sqlite3 or
+// psql too: no UPDATE, no DELETE, no row put in place of another; a recorded
+// (run, cycle, item) offered again (SQLite: INSERT OR REPLACE; PostgreSQL: ON
+// CONFLICT DO NOTHING) writes nothing rather than deleting the first.
+TEST_P(Cycles, TheTransitionsAreAppendOnly) {
+  ASSERT_NO_FATAL_FAILURE(with_run());
+  ASSERT_TRUE(store().insert_transition(sample_transition("c1", 1, "lemma-a")));
+  const std::string seq = raw_query("SELECT seq FROM cycle_transitions");
+  const std::string columns =
+      "run, cycle, job, item, from_state, to_state, gate, gate_exit, hash_before, hash_after, time_ms";
+  const std::string forged_row = "('c1', 1, 'j', 'lemma-a', 'todo', 'forged', '', 0, '', '', 0)";
+  // Each dialect's way to put a row in place of another: refused.
+  std::vector<std::string> forgeries = {"UPDATE cycle_transitions SET to_state = 'forged'",
+                                        "DELETE FROM cycle_transitions"};
+  // And its ways to offer a recorded (run, cycle, item) again: they write nothing.
+  std::vector<std::string> repeats;
+  if (is_postgres()) {
+    forgeries.push_back("INSERT INTO cycle_transitions (" + columns + ") VALUES " + forged_row +
+                        " ON CONFLICT (run, cycle, item) DO UPDATE SET to_state = 'forged'");
+    repeats.push_back("INSERT INTO cycle_transitions (" + columns + ") SELECT " + columns +
+                      " FROM cycle_transitions ON CONFLICT DO NOTHING");
+    repeats.push_back("INSERT INTO cycle_transitions (" + columns + ") VALUES " + forged_row +
+                      " ON CONFLICT DO NOTHING");
+  } else {
+    forgeries.push_back("INSERT OR REPLACE INTO cycle_transitions VALUES (" + seq +
+                        ", 'c1', 1, 'j', 'lemma-other', 'todo', 'forged', '', 0, '', '', 0)");
+    repeats.push_back("INSERT OR REPLACE INTO cycle_transitions SELECT * FROM cycle_transitions");
+    repeats.push_back("INSERT OR REPLACE INTO cycle_transitions (" + columns + ") VALUES " + forged_row);
+  }
+  for (const std::string& sql : forgeries) {
+    const std::string error = raw_exec(sql);
     EXPECT_NE(error.find("append-only"), std::string::npos) << sql << ": " << error;
   }
-  for (const char* sql : {
-           "INSERT OR REPLACE INTO cycle_transitions SELECT * FROM cycle_transitions",
-           "INSERT OR REPLACE INTO cycle_transitions (run, cycle, job, item, from_state, to_state, gate,"
-           " gate_exit, hash_before, hash_after, time_ms)"
-           " VALUES ('c1', 1, 'j', 'lemma-a', 'todo', 'forged', '', 0, '', '', 0)",
-       }) {
-    EXPECT_EQ(raw.exec(sql), "") << sql;
-  }
-  EXPECT_EQ(raw.query("SELECT count(*) FROM cycle_transitions"), "1");
-  EXPECT_EQ(raw.query("SELECT seq || ' ' || to_state FROM cycle_transitions"), seq + " done");
-  EXPECT_NE(raw.exec("INSERT INTO cycle_transitions (run, cycle, job, item, from_state, to_state, gate,"
+  for (const std::string& sql : repeats) EXPECT_EQ(raw_exec(sql), "") << sql;
+  EXPECT_EQ(raw_query("SELECT count(*) FROM cycle_transitions"), "1");
+  EXPECT_EQ(raw_query("SELECT seq || ' ' || to_state FROM cycle_transitions"), seq + " done");
+  EXPECT_NE(raw_exec("INSERT INTO cycle_transitions (run, cycle, job, item, from_state, to_state, gate,"
                      " gate_exit, hash_before, hash_after, time_ms)"
                      " VALUES ('c1', 0, 'j', 'lemma-z', 'todo', 'done', '', 0, '', '', 0)"),
             "")
@@ -344,20 +334,22 @@ TEST(SqliteCycles, TheTransitionsAreAppendOnly) {
 }
 
 // One transaction, whichever of the ledger's four interfaces begins and ends it.
-TEST(SqliteCycles, TheCycleStoreSharesTheLedgersTransaction) {
-  CycleLedger f;
-  Store& runs = f.ledger->runs();
+TEST_P(Cycles, TheCycleStoreSharesTheLedgersTransaction) {
+  Store& runs = ledger_->runs();
   ASSERT_TRUE(runs.begin());
-  ASSERT_TRUE(f.store().insert_cycle(sample_cycle("c-rolled-back", 1000)));
-  ASSERT_TRUE(f.store().insert_transition(sample_transition("c-rolled-back", 1, "lemma-a")));
+  ASSERT_TRUE(store().insert_cycle(sample_cycle("c-rolled-back", 1000)));
+  ASSERT_TRUE(store().insert_transition(sample_transition("c-rolled-back", 1, "lemma-a")));
   ASSERT_TRUE(runs.rollback());
-  auto gone = f.store().find_cycle("c-rolled-back");
+  auto gone = store().find_cycle("c-rolled-back");
   ASSERT_TRUE(gone);
   EXPECT_FALSE(*gone);
-  auto no_transitions = f.store().transitions("c-rolled-back");
+  auto no_transitions = store().transitions("c-rolled-back");
   ASSERT_TRUE(no_transitions);
   EXPECT_TRUE(no_transitions->empty());
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, Cycles, ::testing::ValuesIn(ledger_test::kLedgerBackends),
+                         ledger_test::ledger_backend_name);
 
 }  // namespace
 }  // namespace orch

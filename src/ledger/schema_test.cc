@@ -51,10 +51,10 @@ std::unique_ptr<SqliteStore> open_store(const std::filesystem::path& path) {
 }
 
 // A ledger with run r1, step a, attempt 1 finished, attempt 2 running, one event, one plan.
-struct Ledger {
+struct LedgerWithRun {
   testing::TempDir dir;
   std::filesystem::path db = dir / "orch.db";
-  Ledger() {
+  LedgerWithRun() {
     auto store = open_store(db);
     EXPECT_TRUE(store->insert_run(lt::sample_run("r1")));
     EXPECT_TRUE(store->upsert_step(lt::sample_step("r1", "a", 0)));
@@ -67,7 +67,7 @@ struct Ledger {
 };
 
 TEST(Schema, AFinishedAttemptCannotBeUpdatedByHand) {
-  Ledger ledger;
+  LedgerWithRun ledger;
   lt::RawDb raw(ledger.db);
   const std::string refused = raw.exec("UPDATE attempts SET status = 'failed' WHERE number = 1");
   EXPECT_NE(refused.find("append-only"), std::string::npos) << refused;
@@ -80,7 +80,7 @@ TEST(Schema, AFinishedAttemptCannotBeUpdatedByHand) {
 }
 
 TEST(Schema, AttemptsEventsAndPlansAreNeverDeletedOrReplaced) {
-  Ledger ledger;
+  LedgerWithRun ledger;
   lt::RawDb raw(ledger.db);
   for (const char* sql : {
            "DELETE FROM attempts",
@@ -105,7 +105,7 @@ TEST(Schema, AttemptsEventsAndPlansAreNeverDeletedOrReplaced) {
 }
 
 TEST(Schema, StatusColumnsRefuseUnknownNames) {
-  Ledger ledger;
+  LedgerWithRun ledger;
   lt::RawDb raw(ledger.db);
   EXPECT_NE(raw.exec("UPDATE runs SET status = 'done'"), "");
   EXPECT_NE(raw.exec("UPDATE steps SET status = 'succeeded'"), "");
@@ -114,7 +114,7 @@ TEST(Schema, StatusColumnsRefuseUnknownNames) {
 
 // Every value each status column may hold is accepted, and only those.
 TEST(Schema, StatusColumnsAcceptEveryListedName) {
-  Ledger ledger;
+  LedgerWithRun ledger;
   lt::RawDb raw(ledger.db);
   for (const char* s : {"running", "succeeded", "failed", "cancelled", "budget_exhausted", "escalated",
                         "interrupted", "awaiting_approval"})
@@ -162,7 +162,7 @@ TEST(Schema, StatusColumnsAcceptEveryListedName) {
 // orch's own CPU on the 5000-step benchmark (schema v7). No statement the store
 // writes with builds one.
 TEST(Schema, NoWriteStatementBuildsATemporaryTable) {
-  Ledger ledger;
+  LedgerWithRun ledger;
   lt::RawDb raw(ledger.db);
   const std::pair<const char*, const char*> writes[] = {
       {"kInsertRun", detail::rows::kInsertRun},
@@ -190,7 +190,7 @@ TEST(Schema, NoWriteStatementBuildsATemporaryTable) {
 }
 
 TEST(Schema, TheFileIsMarkedVersionedAndInWalMode) {
-  Ledger ledger;
+  LedgerWithRun ledger;
   lt::RawDb raw(ledger.db);
   EXPECT_EQ(raw.query("PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw.query("PRAGMA application_id"), std::to_string(kOrchApplicationId));
@@ -201,7 +201,7 @@ TEST(Schema, TheFileIsMarkedVersionedAndInWalMode) {
 }
 
 TEST(Schema, ReopeningDoesNotMigrateAgain) {
-  Ledger ledger;
+  LedgerWithRun ledger;
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(open_store(ledger.db));
   lt::RawDb raw(ledger.db);
   EXPECT_EQ(raw.query("SELECT count(*) FROM schema_version"), std::to_string(store_schema_version()));

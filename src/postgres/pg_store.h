@@ -18,20 +18,29 @@
 //     between that read and the update_run() of the same turn, so none is lost.
 //   * folder() is a local folder given at open, for the attempt logs while they
 //     are written, snapshots and the spawn journal.
-// One PgStore is one connection (plus one per held lock), used from one thread
-// at a time. The schema: pg_schema.cc.
+//   * insert_transition() of an unknown cycle run fails with NotFound at once
+//     and writes nothing (a SELECT first: the deferred foreign key would only
+//     fail the COMMIT); inside a transaction the transaction goes on.
+// Also the TraceStore, ReviewStore and CycleStore of the ledger (their parts in
+// pg_store_traces.cc and pg_store_cycles.cc), as SqliteStore is: one connection
+// serves all four, and begin()/commit()/rollback() are shared (open_postgres_ledger,
+// pg_ledger.cc). One PgStore is one connection (plus one per held lock), used
+// from one thread at a time. The schema: pg_schema.cc.
 #pragma once
 
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "orch/cycle_store.h"
+#include "orch/review_store.h"
 #include "orch/store.h"
+#include "orch/trace_store.h"
 #include "postgres/pg_connection.h"
 
 namespace orch {
 
-class PgStore final : public Store {
+class PgStore final : public Store, public TraceStore, public ReviewStore, public CycleStore {
  public:
   // Connects to `url`, and creates or checks the ledger's tables in the first
   // schema of its search_path (pg_schema.h).
@@ -77,6 +86,27 @@ class PgStore final : public Store {
                                                     const std::string& kind) override;
   Expected<bool> cancel_requested(const std::string& run_id) override;
   Expected<AttemptTotals> attempt_totals(const std::string& run_id) override;
+
+  // TraceStore and ReviewStore (pg_store_traces.cc)
+  Expected<void> insert_trace(const TraceRecord& trace) override;
+  Expected<void> update_trace(const TraceRecord& trace) override;
+  Expected<std::optional<TraceRecord>> find_trace(const std::string& id) override;
+  Expected<std::vector<TraceRecord>> list_traces() override;
+  Expected<std::int64_t> append_trace_event(const TraceEventRecord& event) override;
+  Expected<std::vector<TraceEventRecord>> trace_events(const std::string& trace_id) override;
+
+  Expected<void> insert_review(const ReviewRecord& review) override;
+  Expected<void> update_review(const ReviewRecord& review) override;
+  Expected<std::optional<ReviewRecord>> find_review(const std::string& id) override;
+  Expected<std::vector<ReviewRecord>> list_reviews() override;
+
+  // CycleStore (pg_store_cycles.cc)
+  Expected<void> insert_cycle(const CycleRecord& cycle) override;
+  Expected<void> update_cycle(const CycleRecord& cycle) override;
+  Expected<std::optional<CycleRecord>> find_cycle(const std::string& id) override;
+  Expected<std::vector<CycleRecord>> list_cycles() override;
+  Expected<bool> insert_transition(const CycleTransition& transition) override;
+  Expected<std::vector<CycleTransition>> transitions(const std::string& run) override;
 
   // The connection itself, for tests (raw queries).
   detail::PgConnection& connection() { return *conn_; }

@@ -168,11 +168,13 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
       {{"run", "p.yaml", "--workers", ""},
        "orch: --workers: is empty: give the workers file\nRun `orch run --help` for usage.\n"},
       {{"run", "p.yaml", "--store", ""},
-       "orch: --store: is empty: give the ledger's file (e.g. .orch/orch.db)\nRun `orch run --help` for "
+       "orch: --store: is empty: give the ledger's file (e.g. .orch/orch.db) or a postgresql:// URL\nRun "
+       "`orch run --help` for "
        "usage.\n"},
       // The task, route and plan commands too: each used to fall back to its default.
       {{"task", "list", "--store", ""},
-       "orch: --store: is empty: give the ledger's file (e.g. .orch/orch.db)\nRun `orch task list --help` "
+       "orch: --store: is empty: give the ledger's file (e.g. .orch/orch.db) or a postgresql:// URL\nRun "
+       "`orch task list --help` "
        "for "
        "usage.\n"},
       {{"task", "run", "fix it", "--worker", ""},

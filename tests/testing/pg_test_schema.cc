@@ -34,7 +34,8 @@ Expected<std::string> pg_test_server_url() {
 namespace {
 
 // Runs `sql` on a new connection to `url`: "" when it worked, else the error.
-std::string run_sql(const std::string& url, const std::string& sql) {
+// With `value`, the first column of its first row is put there.
+std::string run_sql(const std::string& url, const std::string& sql, std::string* value = nullptr) {
   PGconn* conn = PQconnectdb(url.c_str());
   PQsetNoticeProcessor(
       conn, [](void*, const char*) {}, nullptr);  // DROP ... CASCADE's list
@@ -45,6 +46,8 @@ std::string run_sql(const std::string& url, const std::string& sql) {
     PGresult* result = PQexec(conn, sql.c_str());
     if (PQresultStatus(result) != PGRES_COMMAND_OK && PQresultStatus(result) != PGRES_TUPLES_OK)
       error = PQresultErrorMessage(result);
+    else if (value != nullptr && PQntuples(result) > 0 && PQnfields(result) > 0)
+      *value = PQgetvalue(result, 0, 0);
     PQclear(result);
   }
   PQfinish(conn);
@@ -75,6 +78,12 @@ PgTestSchema::~PgTestSchema() {
 
 std::string PgTestSchema::exec(const std::string& sql) const {
   return run_sql(url_, sql);
+}
+
+std::string PgTestSchema::query(const std::string& sql) const {
+  std::string value;
+  (void)run_sql(url_, sql, &value);
+  return value;
 }
 
 }  // namespace orch::testing

@@ -29,6 +29,8 @@ class PgTestSchema {
   // Runs `sql` (no parameters) on a connection of its own to url(); "" when it
   // worked, the server's message when not.
   std::string exec(const std::string& sql) const;
+  // The first column of the first row `sql` returns, as text ("" when no row or an error).
+  std::string query(const std::string& sql) const;
 
  private:
   PgTestSchema(std::string server_url, std::string name);
