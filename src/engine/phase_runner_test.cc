@@ -62,7 +62,7 @@ class PhaseRunnerTest : public orch::testing::EngineFixture {
 
 const char* const kEchoPlan = R"({"name": "phase", "steps": [{"id": "a", "run": ["true"]}]})";
 
-TEST_F(PhaseRunnerTest, APhaseRunsOnceAndIsFoundAgainByItsKey) {
+TEST_P(PhaseRunnerTest, APhaseRunsOnceAndIsFoundAgainByItsKey) {
   const RunOwner key{OwnerKind::Review, "rv-1", 1, "judge"};
   const PhaseResult first = run_phase(request(key, kEchoPlan));
   EXPECT_EQ(first.start, PhaseStart::Started);
@@ -80,7 +80,7 @@ TEST_F(PhaseRunnerTest, APhaseRunsOnceAndIsFoundAgainByItsKey) {
   EXPECT_EQ(attempts_of(first.run_id), 1);
 }
 
-TEST_F(PhaseRunnerTest, EachRoundAndPhaseHasItsOwnRunAndARunNamedLikeOneIsNobodys) {
+TEST_P(PhaseRunnerTest, EachRoundAndPhaseHasItsOwnRunAndARunNamedLikeOneIsNobodys) {
   // A plan of `orch run` whose name reads like a review's phase owns nothing.
   const PhaseResult user = run_phase(request(RunOwner{OwnerKind::Task, "t", 0, ""}, kEchoPlan));
   ASSERT_EQ(user.start, PhaseStart::Started);
@@ -108,7 +108,7 @@ TEST_F(PhaseRunnerTest, EachRoundAndPhaseHasItsOwnRunAndARunNamedLikeOneIsNobody
   EXPECT_EQ((*task)[0].id, user.run_id);
 }
 
-TEST_F(PhaseRunnerTest, WithNothingLeftOfTheCapNothingStarts) {
+TEST_P(PhaseRunnerTest, WithNothingLeftOfTheCapNothingStarts) {
   PhaseRequest r = request(RunOwner{OwnerKind::Review, "rv-2", 1, "reviewers"}, kEchoPlan);
   r.tokens_left = 0;
   const PhaseResult out = run_phase(r);
@@ -124,7 +124,7 @@ TEST_F(PhaseRunnerTest, WithNothingLeftOfTheCapNothingStarts) {
 // A phase the owner's cap stopped goes on when the cap was raised: its run is
 // resumed under a budget of what it spent plus what is left, and every token
 // its attempts spent counts against the owner.
-TEST_F(PhaseRunnerTest, APhaseTheCapStoppedGoesOnUnderTheRaisedCap) {
+TEST_P(PhaseRunnerTest, APhaseTheCapStoppedGoesOnUnderTheRaisedCap) {
   const std::string spend40 = R"(echo '{\"tokens_in\": 40}' > \"$ORCH_USAGE_FILE\")";
   const std::string plan =
       fmt::format(R"({{"name": "p", "budget": {{"tokens": 50}}, "steps": [)"
@@ -159,7 +159,7 @@ TEST_F(PhaseRunnerTest, APhaseTheCapStoppedGoesOnUnderTheRaisedCap) {
 
 // An ended run the owner wants again (a task whose set-up failed, now fixed) is
 // resumed: its failed steps run again, its done ones do not.
-TEST_F(PhaseRunnerTest, AnEndedRunTheOwnerWantsAgainIsResumed) {
+TEST_P(PhaseRunnerTest, AnEndedRunTheOwnerWantsAgainIsResumed) {
   const std::string flag = (dir_ / "fixed").string();
   const std::string plan =
       fmt::format(R"({{"name": "p", "steps": [{{"id": "a", "sh": "echo a >> {0}.log"}}, )"
@@ -188,7 +188,7 @@ TEST_F(PhaseRunnerTest, AnEndedRunTheOwnerWantsAgainIsResumed) {
 
 // The engine and the phase runner need only the Store contract: the same phase
 // on the in-memory store, with no database file anywhere.
-TEST_F(PhaseRunnerTest, APhaseRunsOnAStoreWithNoDatabaseFile) {
+TEST_P(PhaseRunnerTest, APhaseRunsOnAStoreWithNoDatabaseFile) {
   testing::InMemoryStore memory(dir_ / "memory-store");
   EngineOptions options;
   options.workspace = ws();
@@ -268,7 +268,7 @@ const char* const kWritesPlan =
 
 // The phase goes on after its driver died: the engine recovers the run (the
 // attempt left running closed, out.txt put back) before resuming it, and says so.
-TEST_F(PhaseRunnerTest, APhaseWhoseDriverDiedIsRecoveredThenResumed) {
+TEST_P(PhaseRunnerTest, APhaseWhoseDriverDiedIsRecoveredThenResumed) {
   PhaseRequest r = request(RunOwner{OwnerKind::Review, "rv-k", 1, "fix"}, kWritesPlan);
   const std::string run_id = killed_in_attempt_2(*store_, ws(), r);
   fs::remove(ws() / "fail-a");
@@ -294,7 +294,7 @@ TEST_F(PhaseRunnerTest, APhaseWhoseDriverDiedIsRecoveredThenResumed) {
 // A file changed after the dead driver's last sign of life is not put back
 // without the user's word: Refuse names it and the commands that go on, with
 // nothing run; Keep leaves it as it is now and runs the step again on it.
-TEST_F(PhaseRunnerTest, AFileChangedAfterTheDriverDiedIsNotPutBackWithoutTheUsersWord) {
+TEST_P(PhaseRunnerTest, AFileChangedAfterTheDriverDiedIsNotPutBackWithoutTheUsersWord) {
   PhaseRequest r = request(RunOwner{OwnerKind::Review, "rv-e", 1, "fix"}, kWritesPlan);
   const std::string run_id = killed_in_attempt_2(*store_, ws(), r);
   write_file(ws() / "out.txt", "the user's edit\n");
@@ -327,7 +327,7 @@ TEST_F(PhaseRunnerTest, AFileChangedAfterTheDriverDiedIsNotPutBackWithoutTheUser
       << "kept, and the failed attempt rolled back to it, not to the old snapshot";
 }
 
-TEST_F(PhaseRunnerTest, APhaseNeedsAnOwner) {
+TEST_P(PhaseRunnerTest, APhaseNeedsAnOwner) {
   EngineOptions options;
   options.workspace = ws();
   PhaseRunner runner(*store_, options);
@@ -335,6 +335,9 @@ TEST_F(PhaseRunnerTest, APhaseNeedsAnOwner) {
   ASSERT_FALSE(out);
   EXPECT_EQ(builds_, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, PhaseRunnerTest, ::testing::ValuesIn(orch::testing::kEngineBackends),
+                         orch::testing::engine_backend_name);
 
 }  // namespace
 }  // namespace orch

@@ -61,7 +61,7 @@ steps:
   }
 };
 
-TEST_F(RecoverTest, SettlesWhatADeadDriverLeftAndASecondCallFindsNothing) {
+TEST_P(RecoverTest, SettlesWhatADeadDriverLeftAndASecondCallFindsNothing) {
   const std::string id = run_killed_in_attempt_2();
   Engine engine(*store_, EngineOptions{});
   auto first = engine.recover(id);
@@ -99,7 +99,7 @@ TEST_F(RecoverTest, SettlesWhatADeadDriverLeftAndASecondCallFindsNothing) {
   EXPECT_EQ(attempts(id, "a").size(), 3u);
 }
 
-TEST_F(RecoverTest, AResumeAfterARecoveryIsTheResumeOfTheDeadDriversRun) {
+TEST_P(RecoverTest, AResumeAfterARecoveryIsTheResumeOfTheDeadDriversRun) {
   const std::string id = run_killed_in_attempt_2();
   fs::remove(ws() / "fail-a");
   Engine engine(*store_, EngineOptions{});
@@ -114,7 +114,7 @@ TEST_F(RecoverTest, AResumeAfterARecoveryIsTheResumeOfTheDeadDriversRun) {
       << resumed->front().data_json;
 }
 
-TEST_F(RecoverTest, AStepWhoseWritesCannotBePutBackIsFailedAndTheResumeByTheSameEngineKeepsItFailed) {
+TEST_P(RecoverTest, AStepWhoseWritesCannotBePutBackIsFailedAndTheResumeByTheSameEngineKeepsItFailed) {
   const std::string id = run_killed_in_attempt_2();
   fs::remove(ws() / "fail-a");
   // The snapshot is lost: what attempt 2 did cannot be undone.
@@ -134,7 +134,7 @@ TEST_F(RecoverTest, AStepWhoseWritesCannotBePutBackIsFailedAndTheResumeByTheSame
   EXPECT_EQ(read_file(ws() / "out.txt"), "half written by attempt 2\n");
 }
 
-TEST_F(RecoverTest, ARunWhoseWorkspaceIsGoneIsRefusedWithNothingChanged) {
+TEST_P(RecoverTest, ARunWhoseWorkspaceIsGoneIsRefusedWithNothingChanged) {
   const std::string id = run_killed_in_attempt_2();
   const fs::path moved = dir_ / "ws-moved";
   fs::rename(ws(), moved);
@@ -148,7 +148,7 @@ TEST_F(RecoverTest, ARunWhoseWorkspaceIsGoneIsRefusedWithNothingChanged) {
   EXPECT_FALSE(store_->locked(id));
 }
 
-TEST_F(RecoverTest, ARunDrivenByALiveProcessIsNotTouched) {
+TEST_P(RecoverTest, ARunDrivenByALiveProcessIsNotTouched) {
   const std::string id = run_killed_in_attempt_2();
   auto held = store_->lock(id);
   ASSERT_TRUE(held) << held.error().message;
@@ -160,7 +160,7 @@ TEST_F(RecoverTest, ARunDrivenByALiveProcessIsNotTouched) {
   EXPECT_EQ(read_file(ws() / "out.txt"), "half written by attempt 2\n");
 }
 
-TEST_F(RecoverTest, ARunNoDriverDiedInNeedsNothing) {
+TEST_P(RecoverTest, ARunNoDriverDiedInNeedsNothing) {
   RunOutcome done = run("steps:\n  - {id: a, sh: 'true'}\n");
   ASSERT_EQ(done.status, RunStatus::Succeeded) << done.reason;
   const RunRecord before = store_->find_run(done.run_id)->value();
@@ -175,6 +175,9 @@ TEST_F(RecoverTest, ARunNoDriverDiedInNeedsNothing) {
   EXPECT_EQ(after.updated_at, before.updated_at);
   EXPECT_EQ(after.finished_at, before.finished_at);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, RecoverTest, ::testing::ValuesIn(orch::testing::kEngineBackends),
+                         orch::testing::engine_backend_name);
 
 }  // namespace
 }  // namespace orch

@@ -34,7 +34,7 @@ steps:
     run: [touch, after.txt]
 )";
 
-TEST_F(RiskGuard, UnapprovedStepsPauseTheRunDurablyAndTheRestRuns) {
+TEST_P(RiskGuard, UnapprovedStepsPauseTheRunDurablyAndTheRestRuns) {
   RunOutcome out = run(kPlan);
   EXPECT_EQ(out.status, RunStatus::AwaitingApproval) << out.reason;
   EXPECT_EQ(out.exit_code(), 3);
@@ -68,7 +68,7 @@ TEST_F(RiskGuard, UnapprovedStepsPauseTheRunDurablyAndTheRestRuns) {
 
 // A run that fails, or runs out of budget, while a step waits for approval says
 // so in its reason too, with what to do, next to the steps that failed.
-TEST_F(RiskGuard, ARunThatEndsOtherwiseStillNamesTheStepWaitingForApproval) {
+TEST_P(RiskGuard, ARunThatEndsOtherwiseStillNamesTheStepWaitingForApproval) {
   RunOutcome failed = run(R"(on_failure: continue
 steps:
   - {id: bad, sh: "exit 1", attempts: 1}
@@ -107,7 +107,7 @@ steps:
 // What the process gets in its environment is shown too: an `sh` script's
 // placeholders and the step's `env:` would otherwise read "${ORCH_P0}" and
 // "$TARGET". A secret among them is masked before it is recorded.
-TEST_F(RiskGuard, TheRequestShowsTheEnvironmentsValuesWithSecretsMasked) {
+TEST_P(RiskGuard, TheRequestShowsTheEnvironmentsValuesWithSecretsMasked) {
   RunOutcome out = run(R"(steps:
   - {id: pick, sh: 'echo /home'}
   - id: wipe
@@ -127,7 +127,7 @@ TEST_F(RiskGuard, TheRequestShowsTheEnvironmentsValuesWithSecretsMasked) {
   EXPECT_EQ(command.find("s3cr3t-value-9f2k"), std::string::npos) << command;
 }
 
-TEST_F(RiskGuard, ApproveThenResumeRunsExactlyTheApprovedStep) {
+TEST_P(RiskGuard, ApproveThenResumeRunsExactlyTheApprovedStep) {
   RunOutcome out = run(kPlan);
   ASSERT_EQ(out.status, RunStatus::AwaitingApproval);
   auto refused = approve_step(*store_, out.run_id, "low", 1);
@@ -156,7 +156,7 @@ TEST_F(RiskGuard, ApproveThenResumeRunsExactlyTheApprovedStep) {
   EXPECT_EQ(events(out.run_id, "step_approved").size(), 2u);
 }
 
-TEST_F(RiskGuard, FlagsApproveUpFrontAndApproveMediumDoesNotCoverHigh) {
+TEST_P(RiskGuard, FlagsApproveUpFrontAndApproveMediumDoesNotCoverHigh) {
   EngineOptions options;
   options.approve_medium = true;
   RunOutcome out = run(kPlan, options);
@@ -174,7 +174,7 @@ TEST_F(RiskGuard, FlagsApproveUpFrontAndApproveMediumDoesNotCoverHigh) {
   EXPECT_EQ(nlohmann::json::parse(approvals[1].data_json)["by"], "--approve");
 }
 
-TEST_F(RiskGuard, CriticalIsRefusedAlwaysEvenWhenNamed) {
+TEST_P(RiskGuard, CriticalIsRefusedAlwaysEvenWhenNamed) {
   EngineOptions options;
   options.approve_steps = {"drop"};
   options.approve_medium = true;
@@ -205,7 +205,7 @@ steps:
   EXPECT_TRUE(store_->attempts(out.run_id, "drop")->empty());
 }
 
-TEST_F(RiskGuard, TheQuestionIsAskedWithTheCommandAndItsAnswerIsRecorded) {
+TEST_P(RiskGuard, TheQuestionIsAskedWithTheCommandAndItsAnswerIsRecorded) {
   std::vector<ApprovalRequest> asked;
   EngineOptions options;
   options.ask_approval = [&](const ApprovalRequest& r) {
@@ -233,7 +233,7 @@ TEST_F(RiskGuard, TheQuestionIsAskedWithTheCommandAndItsAnswerIsRecorded) {
   EXPECT_EQ(nlohmann::json::parse(approvals[0].data_json)["by"], "prompt");
 }
 
-TEST_F(RiskGuard, AnApprovalIsBoundToTheCommandThatWasShown) {
+TEST_P(RiskGuard, AnApprovalIsBoundToTheCommandThatWasShown) {
   RunOutcome out = run(kPlan);
   ASSERT_EQ(out.status, RunStatus::AwaitingApproval);
   ASSERT_TRUE(approve_step(*store_, out.run_id, "high", 1));
@@ -255,7 +255,7 @@ TEST_F(RiskGuard, AnApprovalIsBoundToTheCommandThatWasShown) {
 // A registry tool's command comes from the registry, not the plan: an approval
 // given for one command does not cover another the registry now names, though
 // the step itself did not change.
-TEST_F(RiskGuard, AnApprovalIsVoidedWhenTheRegistryChangesTheToolsCommand) {
+TEST_P(RiskGuard, AnApprovalIsVoidedWhenTheRegistryChangesTheToolsCommand) {
   auto executors_with = [&](const std::string& argv) {
     auto registry = parse_tool_registry(fmt::format(R"(tools:
   deploy:
@@ -296,6 +296,9 @@ TEST_F(RiskGuard, AnApprovalIsVoidedWhenTheRegistryChangesTheToolsCommand) {
   EXPECT_EQ(last.status, RunStatus::Succeeded) << last.reason;
   EXPECT_TRUE(fs::exists(ws() / "everywhere.txt"));
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, RiskGuard, ::testing::ValuesIn(orch::testing::kEngineBackends),
+                         orch::testing::engine_backend_name);
 
 }  // namespace
 }  // namespace orch

@@ -71,7 +71,10 @@ class WorkerEngine : public orch::testing::EngineFixture {
   std::shared_ptr<ExecutorRegistry> registry_;
 };
 
-TEST_F(WorkerEngine, TextJsonAndJsonlWorkersGiveTheirResultAndUsage) {
+// The WorkerEngine tests about SQLite itself: on the "sqlite" backend only.
+class WorkerEngineSqlite : public WorkerEngine {};
+
+TEST_P(WorkerEngine, TextJsonAndJsonlWorkersGiveTheirResultAndUsage) {
   RunOutcome out = run(R"(name: w
 steps:
   - {id: t, executor: "worker:text", goal: write the parser}
@@ -93,7 +96,7 @@ steps:
   EXPECT_EQ((*run_row)->spent_tokens, 120 + 30 + 50 + 7);
 }
 
-TEST_F(WorkerEngine, TheAttemptsPromptIsItsGoalInputsAndNothingElse) {
+TEST_P(WorkerEngine, TheAttemptsPromptIsItsGoalInputsAndNothingElse) {
   RunOutcome out = run(R"(name: w
 steps:
   - {id: spec, executor: "builtin:echo", inputs: {text: "parse ISO dates"}}
@@ -108,7 +111,7 @@ steps:
             "implement the spec\n\nWork in src/.\n\n## Inputs\n\n### spec\nparse ISO dates");
 }
 
-TEST_F(WorkerEngine, ARetryIsToldWhyThePreviousAttemptFailed) {
+TEST_P(WorkerEngine, ARetryIsToldWhyThePreviousAttemptFailed) {
   RunOutcome out = run(R"(name: w
 steps:
   - {id: fix, executor: "worker:retry", goal: make the tests pass, attempts: 2}
@@ -122,7 +125,7 @@ steps:
       << "the first attempt's context is clean";
 }
 
-TEST_F(WorkerEngine, AWorkerThatMakesNoProgressIsStalledNotTimedOut) {
+TEST_P(WorkerEngine, AWorkerThatMakesNoProgressIsStalledNotTimedOut) {
   auto began = std::chrono::steady_clock::now();
   RunOutcome out = run(R"(name: w
 steps:
@@ -142,7 +145,7 @@ steps:
       << attempts[0].reason;
 }
 
-TEST_F(WorkerEngine, ChangingFilesCountsAsProgress) {
+TEST_P(WorkerEngine, ChangingFilesCountsAsProgress) {
   // Silent for 3 s but writing a file every 0.1 s: never stalled at 1.5 s.
   RunOutcome out = run(R"(name: w
 steps:
@@ -155,7 +158,8 @@ steps:
 // With the store inside the workspace (.orch/, the default), orch's own writes
 // there (another step's output, the ledger) are not the worker's progress: a
 // silent worker stalls at its stall_after next to a step that prints all along.
-TEST_F(WorkerEngine, OrchsOwnWritesToAStoreInTheWorkspaceAreNoProgress) {
+// SQLite only: the test opens a SQLite ledger file of its own inside the workspace.
+TEST_P(WorkerEngineSqlite, OrchsOwnWritesToAStoreInTheWorkspaceAreNoProgress) {
   auto inside = open_sqlite_store(ws() / ".orch" / "orch.db");
   ASSERT_TRUE(inside) << inside.error().message;
   store_ = std::move(*inside);
@@ -181,7 +185,7 @@ steps:
       << "the ticker's output under .orch/ kept the silent worker alive";
 }
 
-TEST_F(WorkerEngine, CrashesAndOutputThatBreaksTheContractFailTheAttempt) {
+TEST_P(WorkerEngine, CrashesAndOutputThatBreaksTheContractFailTheAttempt) {
   RunOutcome out = run(R"(name: w
 on_failure: continue
 steps:
@@ -202,7 +206,7 @@ steps:
 
 // Every attempt's spend counts: an answer with usage but no result, and a CLI
 // that prints its usage and then exits 1, fail — and are charged what they spent.
-TEST_F(WorkerEngine, AFailedAttemptIsChargedWhatItsOutputSaysItSpent) {
+TEST_P(WorkerEngine, AFailedAttemptIsChargedWhatItsOutputSaysItSpent) {
   RunOutcome out = run(R"(name: w
 on_failure: continue
 steps:
@@ -234,7 +238,7 @@ steps:
 // true: with `error: is_error` in the workers file, that answer is a failed
 // attempt whose reason is the error's text, retried as a provider error (the
 // same failure twice does not stop it; the attempts cap does), and charged.
-TEST_F(WorkerEngine, AnAnswerThatSaysItIsAnErrorFailsTheAttemptWithItsText) {
+TEST_P(WorkerEngine, AnAnswerThatSaysItIsAnErrorFailsTheAttemptWithItsText) {
   RunOutcome out = run(R"(name: w
 steps:
   - {id: o, executor: "worker:overloaded", goal: answer, attempts: 2}
@@ -258,7 +262,7 @@ steps:
 // An error answer is classed as the llm executor classes a provider's answer:
 // refused credentials are the set-up (not retried, however many attempts), any
 // other error an ordinary failure (the same one twice stops the step).
-TEST_F(WorkerEngine, AnErrorAnswerForCredentialsIsASetUpFailureAndOthersAreOrdinary) {
+TEST_P(WorkerEngine, AnErrorAnswerForCredentialsIsASetUpFailureAndOthersAreOrdinary) {
   RunOutcome out = run(R"(name: w
 on_failure: continue
 steps:
@@ -279,7 +283,7 @@ steps:
 
 // Output cut at max_output loses the usage a json worker prints last: the
 // attempt is charged what was reserved for it, and says so — never nothing.
-TEST_F(WorkerEngine, AnAttemptWhoseUsageWasCutOffIsChargedItsReservation) {
+TEST_P(WorkerEngine, AnAttemptWhoseUsageWasCutOffIsChargedItsReservation) {
   RunOutcome out = run(R"(name: w
 steps:
   - {id: c, executor: "worker:reserving", goal: answer, attempts: 1, max_output: 40}
@@ -298,7 +302,7 @@ steps:
 
 // claude counts prompt-cache tokens apart from usage.input_tokens: they are
 // input tokens too, charged to the budgets, and kept apart in the attempt's row.
-TEST_F(WorkerEngine, CacheTokensAreCountedAndKeptApart) {
+TEST_P(WorkerEngine, CacheTokensAreCountedAndKeptApart) {
   RunOutcome out = run(R"(name: w
 steps:
   - {id: c, executor: "worker:cached", goal: answer}
@@ -315,7 +319,7 @@ steps:
 
 // A prompt larger than one argument (Linux: 128 KiB) goes by {prompt_file} or
 // on stdin whole; through {prompt} it is a set-up failure that says so.
-TEST_F(WorkerEngine, ALargePromptGoesByFileOrStdinAndNotByArgv) {
+TEST_P(WorkerEngine, ALargePromptGoesByFileOrStdinAndNotByArgv) {
   const std::string big(200 * 1024, 'x');
   for (const char* worker : {"bystdin", "byfile"}) {
     SCOPED_TRACE(worker);
@@ -347,6 +351,11 @@ steps:
             std::string::npos)
       << a[0].reason;
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, WorkerEngine, ::testing::ValuesIn(orch::testing::kEngineBackends),
+                         orch::testing::engine_backend_name);
+INSTANTIATE_TEST_SUITE_P(SqliteOnly, WorkerEngineSqlite, ::testing::Values("sqlite"),
+                         orch::testing::engine_backend_name);
 
 }  // namespace
 }  // namespace orch
