@@ -74,19 +74,28 @@ TEST_P(EngineTest, ABuiltinChainIsSettledInFewTransactions) {
 }
 
 // A shell step is not started inside a batch: its attempt row is committed
-// before its process runs, so the process can see itself in the ledger.
-// SQLite only: the step reads the ledger's file with Python's sqlite3.
-TEST_P(EngineSqliteTest, AProcessStepStartsOnlyAfterItsAttemptIsCommitted) {
+// before its process runs, so the process can see itself in the ledger. It
+// reads the ledger as another client would: Python's sqlite3 on the ledger's
+// file, or psql on the PostgreSQL schema.
+TEST_P(EngineTest, AProcessStepStartsOnlyAfterItsAttemptIsCommitted) {
   fs::path db = dir_ / "store" / "orch.db";
+  const std::string look =
+      on_postgres()
+          ? fmt::format(
+                R"Y([psql, -XtAq, -c, "select count(*) from attempts where step_id in ('a','b','look')", "{}"])Y",
+                ledger_.url())
+          : fmt::format(
+                R"Y([python3, -c, "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute(\"select count(*) from attempts where step_id in ('a','b','look')\").fetchone()[0])", "{}"])Y",
+                db.string());
   auto out = run(fmt::format(R"YAML(
 steps:
   - {{id: a, executor: builtin:echo, inputs: {{text: x}}}}
   - {{id: b, deps: [a], executor: builtin:echo, inputs: {{text: y}}}}
   - id: look
     deps: [b]
-    run: [python3, -c, "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute(\"select count(*) from attempts where step_id in ('a','b','look')\").fetchone()[0])", "{}"]
+    run: {}
 )YAML",
-                             db.string()));
+                             look));
   ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
   EXPECT_EQ(step(out.run_id, "look").result, "3");
 }

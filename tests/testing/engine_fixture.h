@@ -58,6 +58,8 @@ class EngineLedger {
     return open_sqlite_store(folder_ / "orch.db");
   }
   bool is_postgres() const { return backend_ == "postgres"; }
+  // The PostgreSQL schema's URL (its search_path set), for a client outside orch.
+  std::string url() const { return schema_ ? schema_->url() : std::string(); }
   const std::filesystem::path& folder() const { return folder_; }
 
  private:
