@@ -30,6 +30,12 @@ Expected<std::unique_ptr<Store>> open_postgres_store(const std::string& url,
 Expected<std::unique_ptr<Ledger>> open_postgres_ledger(const std::string& url,
                                                        const std::filesystem::path& folder);
 
+// Whether the first schema of `url`'s search_path holds an orch ledger (its
+// schema_version table), without creating one: for the commands that read a
+// ledger and must not make one where there is none. An error when the server
+// cannot be reached.
+Expected<bool> postgres_ledger_exists(const std::string& url);
+
 // `url` as it may be shown: without its password (in the user part or a
 // password= parameter). Anything else is returned as given.
 std::string redact_postgres_url(const std::string& url);

@@ -43,7 +43,8 @@ int report_error(const Error& e) {
 }
 
 bool store_may_exist(const std::string& path) {
-  if (is_postgres_url(path)) return true;
+  // A server that cannot be answered: the open that follows says why.
+  if (is_postgres_url(path)) return postgres_ledger_exists(path).value_or(true);
   std::error_code ec;
   return std::filesystem::exists(std::filesystem::symlink_status(path, ec));
 }
@@ -58,6 +59,18 @@ Expected<std::unique_ptr<Ledger>> open_ledger(const std::string& path, bool must
     return fail(ErrorCode::InvalidInput,
                 "--store is empty: give the ledger's file (e.g. .orch/orch.db) or a postgresql:// URL");
   if (is_postgres_url(path)) {
+    // A command that reads a ledger does not make one in an empty schema.
+    if (must_exist) {
+      auto exists = postgres_ledger_exists(path);
+      if (!exists)
+        return fail(exists.error().code,
+                    fmt::format("--store {}: {}", shown_store(path), exists.error().message));
+      if (!*exists)
+        return fail(ErrorCode::NotFound,
+                    fmt::format("no orch ledger at {} (run `orch run PLAN --store URL` first, or check the "
+                                "URL's search_path)",
+                                shown_store(path)));
+    }
     // The ledger is on the server; logs while they are written, snapshots and
     // the spawn journal stay in a local folder.
     const std::filesystem::path folder =

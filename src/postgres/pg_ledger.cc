@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "orch/postgres_store.h"
+#include "postgres/pg_connection.h"
 #include "postgres/pg_store.h"
 
 namespace orch {
@@ -27,6 +28,15 @@ Expected<std::unique_ptr<Ledger>> open_postgres_ledger(const std::string& url,
                                                        const std::filesystem::path& folder) {
   auto store = ORCH_TRY(PgStore::open(url, folder));
   return std::unique_ptr<Ledger>(std::make_unique<PgLedger>(std::move(store)));
+}
+
+Expected<bool> postgres_ledger_exists(const std::string& url) {
+  auto conn = ORCH_TRY(detail::PgConnection::open(url));
+  auto found =
+      ORCH_TRY(conn.exec("looking for the ledger",
+                         "SELECT current_schema() IS NOT NULL AND "
+                         "to_regclass(quote_ident(current_schema()) || '.schema_version') IS NOT NULL"));
+  return found.boolean(0, 0);
 }
 
 bool is_postgres_url(const std::string& store) {

@@ -51,6 +51,19 @@ class StoreUrl : public ::testing::Test {
   std::string url_;
 };
 
+// A command that reads a ledger finds none in an empty schema, says so, and
+// makes none there (as a missing SQLite file is not created by `orch status`).
+TEST_F(StoreUrl, ReadingAnEmptySchemaIsRefusedAndCreatesNothing) {
+  auto status = orch({"status"});
+  EXPECT_EQ(status.exit_code, 2) << status.out << status.err;
+  EXPECT_NE(status.err.find("no orch ledger at"), std::string::npos) << status.err;
+  auto list = orch({"cycle", "list", "--json"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(parse(list.out), nlohmann::json::array());
+  EXPECT_EQ(schema_->query("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"), "0")
+      << "no table was made";
+}
+
 TEST_F(StoreUrl, RunRunsStatusLogsAndEventsReadTheServer) {
   write_file(d_ / "p.yaml", R"(steps:
   - {id: a, run: [sh, -c, 'echo hi']}
