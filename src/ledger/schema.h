@@ -25,7 +25,10 @@ struct Migration {
 
 // All migrations, versions 1, 2, ... in order; the last one's version is the
 // current schema version (store_schema_version()).
-std::span<const Migration> schema_migrations();
+std::span<const Migration> schema_migrations();  // schema_migrations.cc
+
+// The v1 schema's statements (schema.cc, where every table is documented).
+const char* schema_v1_sql();
 
 // PRAGMA application_id of an orch ledger: the ASCII bytes "orch". It marks the
 // file as ours before any table is read, so a foreign SQLite database that

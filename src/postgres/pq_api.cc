@@ -1,26 +1,15 @@
 #include "postgres/pq_api.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <mutex>
 #include <string>
 
+#include "util/dl_library.h"
+
 namespace orch::detail {
 
 namespace {
-
-// Resolves `name` into `slot`; false (and `missing` set) when the library lacks it.
-template <class Fn>
-bool resolve_pq(void* library, const char* name, Fn& slot, std::string& missing) {
-  void* symbol = dlsym(library, name);
-  if (symbol == nullptr) {
-    missing = name;
-    return false;
-  }
-  slot = reinterpret_cast<Fn>(symbol);
-  return true;
-}
 
 struct LoadedPq {
   PqApi api{};
@@ -29,14 +18,8 @@ struct LoadedPq {
 
 LoadedPq load_pq_once() {
   LoadedPq out;
-  void* library = nullptr;
   std::string why;
-  for (const char* name : {"libpq.so.5", "libpq.so"}) {
-    library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (library != nullptr) break;
-    const char* e = dlerror();
-    if (why.empty()) why = e != nullptr ? e : name;
-  }
+  void* library = open_first_library({"libpq.so.5", "libpq.so"}, why);
   if (library == nullptr) {
     out.error = fmt::format(
         "cannot load libpq, which a PostgreSQL store needs: {} (install the libpq5 package)", why);
@@ -44,26 +27,26 @@ LoadedPq load_pq_once() {
   }
   PqApi& a = out.api;
   std::string missing;
-  const bool ok = resolve_pq(library, "PQconnectdbParams", a.connectdb_params, missing) &&
-                  resolve_pq(library, "PQfinish", a.finish, missing) &&
-                  resolve_pq(library, "PQstatus", a.status, missing) &&
-                  resolve_pq(library, "PQerrorMessage", a.error_message, missing) &&
-                  resolve_pq(library, "PQexec", a.exec, missing) &&
-                  resolve_pq(library, "PQexecParams", a.exec_params, missing) &&
-                  resolve_pq(library, "PQresultStatus", a.result_status, missing) &&
-                  resolve_pq(library, "PQresultErrorField", a.result_error_field, missing) &&
-                  resolve_pq(library, "PQclear", a.clear, missing) &&
-                  resolve_pq(library, "PQntuples", a.ntuples, missing) &&
-                  resolve_pq(library, "PQgetvalue", a.getvalue, missing) &&
-                  resolve_pq(library, "PQgetlength", a.getlength, missing) &&
-                  resolve_pq(library, "PQgetisnull", a.getisnull, missing) &&
-                  resolve_pq(library, "PQcmdTuples", a.cmd_tuples, missing) &&
-                  resolve_pq(library, "PQtransactionStatus", a.transaction_status, missing) &&
-                  resolve_pq(library, "PQbackendPID", a.backend_pid, missing) &&
-                  resolve_pq(library, "PQhost", a.host, missing) &&
-                  resolve_pq(library, "PQport", a.port, missing) &&
-                  resolve_pq(library, "PQdb", a.db, missing) &&
-                  resolve_pq(library, "PQsetNoticeProcessor", a.set_notice_processor, missing);
+  const bool ok = resolve_symbol(library, "PQconnectdbParams", a.connectdb_params, missing) &&
+                  resolve_symbol(library, "PQfinish", a.finish, missing) &&
+                  resolve_symbol(library, "PQstatus", a.status, missing) &&
+                  resolve_symbol(library, "PQerrorMessage", a.error_message, missing) &&
+                  resolve_symbol(library, "PQexec", a.exec, missing) &&
+                  resolve_symbol(library, "PQexecParams", a.exec_params, missing) &&
+                  resolve_symbol(library, "PQresultStatus", a.result_status, missing) &&
+                  resolve_symbol(library, "PQresultErrorField", a.result_error_field, missing) &&
+                  resolve_symbol(library, "PQclear", a.clear, missing) &&
+                  resolve_symbol(library, "PQntuples", a.ntuples, missing) &&
+                  resolve_symbol(library, "PQgetvalue", a.getvalue, missing) &&
+                  resolve_symbol(library, "PQgetlength", a.getlength, missing) &&
+                  resolve_symbol(library, "PQgetisnull", a.getisnull, missing) &&
+                  resolve_symbol(library, "PQcmdTuples", a.cmd_tuples, missing) &&
+                  resolve_symbol(library, "PQtransactionStatus", a.transaction_status, missing) &&
+                  resolve_symbol(library, "PQbackendPID", a.backend_pid, missing) &&
+                  resolve_symbol(library, "PQhost", a.host, missing) &&
+                  resolve_symbol(library, "PQport", a.port, missing) &&
+                  resolve_symbol(library, "PQdb", a.db, missing) &&
+                  resolve_symbol(library, "PQsetNoticeProcessor", a.set_notice_processor, missing);
   if (!ok) out.error = fmt::format("the libpq found lacks {} (libpq 10 or newer is needed)", missing);
   return out;
 }
