@@ -29,8 +29,10 @@ enum class AttemptEnding {
   // not retry it; the message names the cause (the variable, or the status and URL).
   SetupFailed,
   // Its orch stopped before it ended (a signal to orch, or orch killed: the
-  // attempt is closed by the resume that finds it). Set by the engine, never by
-  // an executor; not counted against the attempts cap.
+  // attempt is closed by the resume that finds it); or, reported by an executor
+  // that runs attempts elsewhere, the process running it was lost (an `orch
+  // worker` whose lease expired): the engine starts it again as a new attempt,
+  // told why. Not counted against the attempts cap.
   Interrupted,
 };
 
@@ -75,6 +77,9 @@ struct AttemptOutcome {
   // records no path for it. Unset: the stream is in its file (none if empty).
   std::optional<std::string> stdout_text;
   std::optional<std::string> stderr_text;
+  // The machine that ran it, when its executor ran it on another one (an `orch
+  // worker`'s host name): the attempt's record names it instead of this one.
+  std::string host;
 };
 
 }  // namespace orch

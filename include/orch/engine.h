@@ -123,6 +123,10 @@ struct EngineOptions {
   // The runtime a new run is started for (the phase runner sets it); none for
   // `orch run`. A resumed run keeps the owner it was recorded with.
   RunOwner owner;
+  // Where a new run's attempts execute (recorded in its row; a resume keeps the
+  // run's): Workers only with executors that queue them for `orch worker`
+  // processes (distrib/remote_executor.h) — the engine itself does not care.
+  Dispatch dispatch = Dispatch::Local;
 };
 
 // What Engine::recover found a dead driver had left of a run, and did about it.
@@ -184,6 +188,11 @@ class Engine {
   // Continues a run from what the ledger says. With `replan_path`, the plan is
   // replaced: done steps whose fingerprint changed re-run with their descendants.
   Expected<RunOutcome> resume(const std::string& run_id, const std::optional<std::string>& replan_path);
+  // Records a new run and leaves it to another process to drive: the run is in
+  // the ledger, running, with no step started, no driver (owner_pid 0) and its
+  // lock let go. For a run executed by workers (`orch run --workers --detach`),
+  // which an `orch worker` then drives with a resume. Returns its id.
+  Expected<std::string> submit(Plan&& plan, const std::string& plan_text);
 
   // Settles what a driver that died (kill -9, a crash, a lost machine's power)
   // left of run `run_id`: what every resume does before anything else, and

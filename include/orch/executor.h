@@ -44,6 +44,9 @@ struct AttemptSpec {
   std::vector<std::pair<std::string, std::string>> env;
   nlohmann::ordered_json inputs = nlohmann::ordered_json::object();  // rendered
   std::filesystem::path workspace;
+  // The step's `runs-on`: the labels a worker needs to run it (a run executed by
+  // `orch worker` processes; distrib/remote_executor.h). Empty: any worker.
+  std::vector<std::string> runs_on;
   std::filesystem::path stdout_path;  // created only when the stream has output
   std::filesystem::path stderr_path;
   std::filesystem::path usage_path;   // a step may write {"tokens_in":..,"tokens_out":..,"cost_usd":..} here
@@ -164,6 +167,8 @@ class ExecutorRegistry {
   Executor* find(const std::string& name) const;
   bool known(const std::string& name) const { return find(name) != nullptr; }
   std::vector<std::string> names() const;
+  // The executor registered under exactly `name` (one of names()), or null.
+  std::shared_ptr<Executor> registered(const std::string& name) const;
   // warm_up() on each executor the plan's steps use, once each.
   void warm_up(const Plan& plan) const;
   // Every executor's secret_env(), without repeats.

@@ -88,6 +88,10 @@ struct Step {
   BudgetLimits budget;
   std::vector<Postcondition> post;  // all must hold; empty = executor default (exit_zero for shell)
   std::vector<std::string> writes;  // workspace paths snapshotted before each attempt
+  // `runs-on`: the labels a worker must have to take the step, in a run executed
+  // by `orch worker` processes (docs/workers-distributed.md); a local run runs
+  // it here.
+  std::vector<std::string> runs_on;
   std::optional<std::string> output;  // result = this file's content instead of stdout
   // Declared risk; the executor may raise it (a registry tool's own level), never lower it.
   std::optional<RiskLevel> risk;

@@ -69,6 +69,14 @@ enum class OwnerKind { None, Task, Review, Cycle };
 const char* owner_kind_name(OwnerKind k);  // "", "task", "review", "cycle"
 std::optional<OwnerKind> parse_owner_kind(std::string_view name);
 
+// Where a run's attempts execute (schema v14): in the process that drives it
+// (Local), or in `orch worker` processes that claim them from a PostgreSQL
+// ledger (Workers, docs/workers-distributed.md). Written with the run; a resume
+// keeps it.
+enum class Dispatch { Local, Workers };
+const char* dispatch_name(Dispatch d);  // "", "workers"
+std::optional<Dispatch> parse_dispatch(std::string_view name);
+
 struct RunOwner {
   OwnerKind kind = OwnerKind::None;
   std::string id;     // the owner's id: a task's trace id, a review's id, a cycle's id
@@ -102,6 +110,7 @@ struct RunRecord {
   // "attempts":..}, only those set), so reports need not re-parse the plan.
   std::string budget_json = "{}";
   RunOwner owner;  // (v11) none for a run of `orch run`
+  Dispatch dispatch = Dispatch::Local;  // (v14)
 };
 
 struct PlanVersion {

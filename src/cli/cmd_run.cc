@@ -12,8 +12,10 @@
 #include "cli/plan_input.h"
 #include "cli/progress.h"
 #include "cli/request_plan.h"
+#include "cli/workers_dispatch.h"
 #include "orch/engine.h"
 #include "orch/plan_loader.h"
+#include "orch/postgres_store.h"
 #include "orch/report.h"
 #include "util/json_text.h"
 
@@ -37,6 +39,8 @@ struct RunArgs {
   std::string workers;
   std::vector<std::string> approve;
   bool approve_medium = false;
+  bool on_workers = false;  // run --on-workers: the steps execute on `orch worker` processes
+  bool detach = false;      // run --on-workers --detach: record the run, leave it to the workers
 };
 
 void add_approval_flags(CLI::App* sub, RunArgs& args) {
@@ -71,6 +75,12 @@ int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> e
   options.on_started = [&store](const std::string& id) {
     log(LogLevel::Note, fmt::format("run {} (store {})", id, store.folder().string()));
   };
+  if (args.on_workers) {
+    options.dispatch = Dispatch::Workers;
+    auto remote = workers_executors(args.store, *executors);
+    if (!remote) return report_error(remote.error());
+    executors = std::move(*remote);
+  }
   options.executors = std::move(executors);
   Engine engine(store, options);
   catch_stop_signals();  // and the engine's own handler while it drives the run
@@ -92,6 +102,34 @@ int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> e
     std::printf("%s", format_report_table(*report, status_style(stdout)).c_str());
   }
   return outcome->exit_code();
+}
+
+// run --on-workers --detach: the run recorded and left to the workers, one of
+// which starts its driver (distrib/worker.h).
+int submit(const RunArgs& args, Store& store, const std::shared_ptr<ExecutorRegistry>& executors, PlanInput in) {
+  if (!args.approve.empty() || args.approve_medium) {
+    // No process of this command drives the run: approvals go into the ledger.
+    return report_error(Error{ErrorCode::InvalidInput,
+                              "--approve and --approve-medium are given to the process that drives a run; with "
+                              "--detach approve its steps with `orch approve RUN STEP` once it is submitted"});
+  }
+  EngineOptions options;
+  options.workspace = args.workspace;
+  if (args.jobs > 0) options.concurrency = args.jobs;
+  options.keep_going = args.keep_going;
+  options.dispatch = Dispatch::Workers;
+  options.executors = executors;
+  Engine engine(store, options);
+  auto id = engine.submit(std::move(in.plan), in.text);
+  if (!id) return report_error(id.error());
+  if (args.json) {
+    nlohmann::ordered_json doc = {{"run_id", *id}, {"status", "running"}, {"dispatch", "workers"}};
+    std::printf("%s\n", json_text(doc, 2).c_str());
+  } else {
+    std::printf("run %s submitted: orch worker processes run it (follow it: orch status %s --store URL)\n",
+                id->c_str(), id->c_str());
+  }
+  return kExitSucceeded;
 }
 
 }  // namespace
@@ -118,9 +156,22 @@ Command add_run(CLI::App& app) {
                 "print the run report (schemas/run-report.schema.json) instead of progress");
   add_executor_file_flags(*sub, args->models, args->registry, args->workers);
   add_approval_flags(sub, *args);
+  CLI::Option* on_workers = sub->add_flag(
+      "--on-workers", args->on_workers,
+      "execute the steps on `orch worker` processes, which claim them from the PostgreSQL ledger "
+      "(docs/workers-distributed.md); this process drives the run and reports");
+  sub->add_flag("--detach", args->detach,
+                "with --on-workers: record the run, print its id and exit; a worker drives it (orch status follows "
+                "it)")
+      ->needs(on_workers);
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);
     if (!executors) return report_error(executors.error());
+    if (args->on_workers && !is_postgres_url(args->store))
+      return report_error(workers_need_postgres(args->store));
+    if (args->detach && !args->request.empty())
+      return report_error(Error{ErrorCode::InvalidInput,
+                                "--detach takes a PLAN file: a --request is planned by the process that asks"});
     if (args->plan.empty() && args->request.empty()) {
       // A usage error, said as the parser's are: with the help to read.
       std::fprintf(stderr,
@@ -157,6 +208,7 @@ Command add_run(CLI::App& app) {
     (*executors)->warm_up(in.plan);  // before the ledger is opened (or created)
     auto store = open_ledger(args->store, false);
     if (!store) return report_error(store.error());
+    if (args->detach) return submit(*args, (*store)->runs(), *executors, std::move(in));
     return drive(*args, (*store)->runs(), *executors,
                  [&in](Engine& engine) { return engine.run(std::move(in.plan), in.text); });
   };
@@ -188,7 +240,11 @@ Command add_resume(CLI::App& app) {
     std::optional<std::string> replan;
     if (!args->replan.empty()) replan = args->replan;
     if (args->replan == kStdinPlan) say_reading_stdin();
-    return drive(*args, (*store)->runs(), *executors,
+    // A run executed by workers goes on being executed by them.
+    RunArgs resumed = *args;
+    if (auto run = (*store)->runs().find_run(args->run_id); run && *run && (**run).dispatch == Dispatch::Workers)
+      resumed.on_workers = true;
+    return drive(resumed, (*store)->runs(), *executors,
                  [&](Engine& engine) { return engine.resume(args->run_id, replan); });
   };
 }

@@ -27,6 +27,8 @@ Command add_similarity(CLI::App& app);
 Command add_memory(CLI::App& app);
 Command add_review(CLI::App& app);
 Command add_cycle(CLI::App& app);
+Command add_worker(CLI::App& app);
+Command add_workers(CLI::App& app);
 // Needs the whole tree: orch_main builds every command when this one is asked for.
 Command add_completion(CLI::App& app);
 

@@ -353,6 +353,8 @@ int orch_main(int argc, char** argv) {
       {"memory", cli::add_memory},
       {"review", cli::add_review},
       {"cycle", cli::add_cycle},
+      {"worker", cli::add_worker},
+      {"workers", cli::add_workers},
       {"completion", cli::add_completion, true},
   };
   // Building every subcommand's options costs more than a millisecond, which short

@@ -64,6 +64,12 @@ Expected<RunOutcome> Engine::run(Plan&& plan, const std::string& plan_text) {
   return impl_->scheduler.run_loop();
 }
 
+Expected<std::string> Engine::submit(Plan&& plan, const std::string& plan_text) {
+  ORCH_TRY(impl_->scheduler.prepare_new(std::move(plan), plan_text));
+  ORCH_TRY(impl_->scheduler.let_go());
+  return impl_->scheduler.run_id();
+}
+
 Expected<RunOutcome> Engine::resume(const std::string& run_id,
                                     const std::optional<std::string>& replan_path) {
   ORCH_TRY(impl_->scheduler.prepare_resume(run_id, replan_path));

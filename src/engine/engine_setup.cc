@@ -94,6 +94,17 @@ std::string detail::stored_plan_path(const fs::path& path) {
   return (ec ? absolute.lexically_normal() : folder / absolute.filename()).string();
 }
 
+Expected<void> Scheduler::let_go() {
+  run_.owner_pid = 0;
+  run_.updated_at = now_ms();
+  writer_.event("run_submitted", "", 0, {{"dispatch", dispatch_name(run_.dispatch)}});
+  writer_.run_row(run_);
+  if (writer_.failed()) return std::unexpected(*writer_.error());
+  ORCH_TRY(commit());
+  lock_.reset();
+  return {};
+}
+
 Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   executors_->warm_up(plan);
   std::error_code ec;
@@ -115,6 +126,7 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   run_.owner_pid = static_cast<int>(getpid());
   run_.status = RunStatus::Running;
   run_.owner = options_.owner;
+  run_.dispatch = options_.dispatch;
   lock_ = ORCH_TRY(store_.lock(run_.id));
 
   ORCH_TRY(load_plan_state(std::move(plan)));

@@ -51,6 +51,8 @@ class Scheduler {
   // under the run's lock, which is let go again.
   Expected<Recovery> recover(const std::string& run_id);
   Expected<RunOutcome> run_loop();
+  // Engine::submit: the new run left with no driver (owner_pid 0), its lock let go.
+  Expected<void> let_go();
   // Catches SIGINT/SIGTERM/SIGHUP for the loop (when options.handle_signals), once.
   void watch_signals();
   // Records (attempt_spawned events) the process groups in spawned_ of attempts still running.

@@ -57,6 +57,13 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
     finish_attempt(i, stopped_status(s.flight()), s.flight().cancel_reason);
     return;
   }
+  // Lost by its executor (the worker that ran it stopped heartbeating): not the
+  // step's failure. Closed interrupted (not counted) and started again at once
+  // as a new attempt, told why — up to kMaxLostInARow times in a row.
+  if (s.flight().outcome->ending == AttemptEnding::Interrupted) {
+    finish_attempt(i, AttemptStatus::Interrupted, s.flight().outcome->message);
+    return;
+  }
   // A process that did not run to completion never satisfies a step, whatever
   // its postconditions say.
   if (auto ended = status_of_ending(*s.flight().outcome, s.flight().timeout_is_budget)) {
@@ -141,6 +148,7 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
     a.ending = AttemptEnding::TimedOut;
   a.exit_code = o.exit_code;
   a.signal = o.signal;
+  if (!o.host.empty()) a.host = o.host;
   a.reason = reason;
   a.checks_json = checks_to_json(s.flight().checks);
   a.stdout_bytes = o.stdout_bytes;
@@ -239,6 +247,7 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   if (stop_ != StopKind::None) facts.run_stopping = stop_reason_;
   facts.retry_delay = step.retry_delay.value_or(plan_.defaults.retry_delay);
   const SettleDecision decision = settle_attempt(facts, retry_);
+  if (status != AttemptStatus::Interrupted) s.lost_in_a_row = 0;
   if (decision.remember_failure) {
     // Read by the next attempt from its environment or arguments, which end at a NUL.
     s.previous_failure = nul_escaped(reason);
@@ -251,6 +260,16 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
       return;
     case SettleDecision::Kind::Requeue:
       s.rec.status = StepStatus::Pending;
+      if (stop_ == StopKind::None && !reason.empty() && status == AttemptStatus::Interrupted) {
+        // Lost by its executor while the run goes on (a worker's lease expired).
+        if (++s.lost_in_a_row >= kMaxLostInARow) {
+          mark_failed(i, fmt::format("its attempt was lost {} times in a row: {}", s.lost_in_a_row, reason));
+          return;
+        }
+        s.previous_failure = nul_escaped(reason);
+        s.rec.reason = fmt::format("attempt {} lost, attempt {} now: {}", a.number, a.number + 1, reason);
+        ready_.insert(i);
+      }
       save_step(s);
       return;
     case SettleDecision::Kind::Cancel:

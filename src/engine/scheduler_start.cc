@@ -140,6 +140,7 @@ bool Scheduler::prepare_attempt(int i) {
   spec.goal = step.goal;
   spec.previous_failure = s.previous_failure;
   spec.workspace = run_.workspace;
+  spec.runs_on = step.runs_on;
   spec.stdout_path = attempt_file(s, number, ".stdout");
   spec.stderr_path = attempt_file(s, number, ".stderr");
   // One folder for the run's usage files, made once (usage_folder()): a folder

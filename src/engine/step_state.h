@@ -56,6 +56,11 @@ struct Flight {
   std::chrono::steady_clock::time_point outcome_at{};
 };
 
+// How many attempts in a row a step may lose to a worker that stopped (its
+// lease expired) before it fails: a step that kills every worker it runs on
+// must not be handed to the next one for ever.
+inline constexpr int kMaxLostInARow = 3;
+
 struct StepState {
   const Step* step = nullptr;
   Executor* executor = nullptr;
@@ -87,6 +92,9 @@ struct StepState {
   // next attempt leaves it failed ("not retried"), not "not started".
   std::string earlier_failure;
   std::string last_failure_key;  // for "same failure twice"
+  // Attempts in a row its executor lost (AttemptEnding::Interrupted from a
+  // worker whose lease expired); at kMaxLostInARow the step fails.
+  int lost_in_a_row = 0;
   EventLoop::TimerId retry_timer = 0;
 
   // What the step spent of its own budget (attempt_settle.h).

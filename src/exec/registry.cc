@@ -84,6 +84,11 @@ std::vector<std::string> ExecutorRegistry::secret_env() const {
   return {names.begin(), names.end()};
 }
 
+std::shared_ptr<Executor> ExecutorRegistry::registered(const std::string& name) const {
+  auto it = executors_.find(name);
+  return it == executors_.end() ? nullptr : it->second;
+}
+
 std::vector<std::string> ExecutorRegistry::names() const {
   std::vector<std::string> out;
   for (const auto& [name, _] : executors_) out.push_back(name);

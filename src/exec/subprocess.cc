@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -41,7 +43,10 @@ struct ChildPlan {
   int stdout_fd = -1;
   int stderr_fd = -1;
   sigset_t defaults{};  // signals set back to their default disposition
+  pid_t die_with = 0;   // killed when this process (orch) dies (children_die_with_orch); 0: not
 };
+
+std::atomic<bool> g_children_die_with_orch{false};
 
 // The files execvp would try for `name` under `path`, in order: each PATH entry
 // followed by "/name" (an empty entry is the working folder, so plain `name`).
@@ -81,6 +86,9 @@ bool move_fd(int from, int to) {
   // are still blocked (as the parent left them), then the mask is emptied.
   reset_signal_dispositions(plan.defaults);
   if (::setpgid(0, 0) != 0) fail();
+  // Set before exec, and kept across it; an orch that died before this line is
+  // seen by the parent's pid having changed (the child was reparented).
+  if (plan.die_with != 0 && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != plan.die_with)) fail();
   if (plan.stdin_fd >= 0) {
     if (!move_fd(plan.stdin_fd, 0)) fail();
   } else {
@@ -338,6 +346,10 @@ std::optional<std::string> program_not_runnable(const std::string& program, cons
   return fmt::format("cannot run '{}': {} (not found in PATH)", program, std::strerror(ENOENT));
 }
 
+void children_die_with_orch() {
+  g_children_die_with_orch.store(true, std::memory_order_relaxed);
+}
+
 std::size_t subprocess_path_searches() {
   return path_cache().searches();
 }
@@ -419,6 +431,7 @@ Expected<std::unique_ptr<Subprocess>> Subprocess::start(const Options& options, 
   plan.stdout_fd = out_pipe[1];
   plan.stderr_fd = err_pipe[1];
   if (!options.cwd.empty()) plan.cwd = options.cwd.c_str();
+  if (g_children_die_with_orch.load(std::memory_order_relaxed)) plan.die_with = ::getpid();
   // Default dispositions for the signals orch might ignore, since an ignored
   // disposition survives exec; no blocked signals (the engine may block
   // SIGINT/SIGTERM for a signalfd).

@@ -56,6 +56,13 @@ struct ProcessExit {
 // their set-up (a registry tool, a worker CLI), checked before an attempt starts.
 std::optional<std::string> program_not_runnable(const std::string& program, const char* path);
 
+// From now on, every process this orch starts is killed (SIGKILL) when orch's
+// process dies, even by kill -9 (prctl PR_SET_PDEATHSIG). `orch worker` sets it:
+// a worker that dies loses its leases, and the attempts it ran are started again
+// elsewhere, so its own must not go on beside them. Children of those processes
+// are not covered (a script's own background jobs).
+void children_die_with_orch();
+
 // How many PATH searches Subprocess::start made, as opposed to answers it took
 // from its cache of earlier searches (for tests; see subprocess.cc, PathCache).
 std::size_t subprocess_path_searches();

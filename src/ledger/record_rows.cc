@@ -8,7 +8,7 @@ namespace orch::detail::rows {
   "id, name, status, reason, plan_path, workspace, plan_version, concurrency, keep_going, "        \
   "exit_code, created_at, updated_at, finished_at, spent_tokens, spent_cost_usd, spent_attempts, " \
   "spent_wall_ms, owner_pid, cancel_requested, budget_json, owner_kind, owner_id, owner_round, "   \
-  "owner_phase"
+  "owner_phase, dispatch"
 #define ORCH_PLAN_COLUMNS "run_id, version, path, text, created_at"
 #define ORCH_STEP_COLUMNS                                                                  \
   "run_id, step_id, idx, goal, executor, status, reason, result, fingerprint, "            \
@@ -25,13 +25,14 @@ namespace orch::detail::rows {
 
 const char kInsertRun[] = "INSERT INTO runs (" ORCH_RUN_COLUMNS
                           ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                          "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)";
+                          "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)";
 const char kUpdateRun[] =
     "UPDATE runs SET name = ?2, status = ?3, reason = ?4, plan_path = ?5, workspace = ?6, "
     "plan_version = ?7, concurrency = ?8, keep_going = ?9, exit_code = ?10, created_at = ?11, "
     "updated_at = ?12, finished_at = ?13, spent_tokens = ?14, spent_cost_usd = ?15, "
     "spent_attempts = ?16, spent_wall_ms = ?17, owner_pid = ?18, cancel_requested = ?19, "
-    "budget_json = ?20, owner_kind = ?21, owner_id = ?22, owner_round = ?23, owner_phase = ?24 "
+    "budget_json = ?20, owner_kind = ?21, owner_id = ?22, owner_round = ?23, owner_phase = ?24, "
+    "dispatch = ?25 "
     "WHERE id = ?1";
 const char kFindRun[] = "SELECT " ORCH_RUN_COLUMNS " FROM runs WHERE id = ?1";
 // rowid breaks ties between runs created in the same millisecond (later insert first).
@@ -71,6 +72,7 @@ void bind_run(Statement& s, const RunRecord& r) {
   s.bind_text(22, r.owner.id);
   s.bind_int(23, r.owner.round);
   s.bind_text(24, r.owner.phase);
+  s.bind_text(25, dispatch_name(r.dispatch));
 }
 
 // Status columns are CHECK-constrained to the known names, so the fallbacks in the
@@ -101,6 +103,7 @@ RunRecord read_run(const Statement& s) {
   r.owner.id = s.column_text(21);
   r.owner.round = static_cast<int>(s.column_int(22));
   r.owner.phase = s.column_text(23);
+  r.dispatch = parse_dispatch(s.column_text(24)).value_or(Dispatch::Local);
   return r;
 }
 

@@ -14,7 +14,7 @@
 
 namespace orch::detail::rows {
 
-// runs: ?1..?24 in the order of RunRecord (the owner's four last). kUpdateRun sets every column but id (?1).
+// runs: ?1..?25 in the order of RunRecord (the owner's four, then dispatch, last). kUpdateRun sets every column but id (?1).
 extern const char kInsertRun[];
 extern const char kUpdateRun[];
 extern const char kFindRun[];          // ?1 = id

@@ -169,6 +169,41 @@
 //   (run, cycle, item) writes nothing, whatever its conflict clause (INSERT OR
 //   REPLACE included), so a writer resumed after kill -9 never applies one twice.
 //
+// runs.dispatch    (v14) '' (the driving process runs the attempts) or 'workers'
+//                  (`orch worker` processes claim them from work_items; a
+//                  PostgreSQL ledger only, docs/workers-distributed.md)
+//
+// work_items       (v14) the queue of a workers run's attempts (one per attempt
+//                  its driver recorded running), served by PostgreSQL's
+//                  SELECT ... FOR UPDATE SKIP LOCKED (distrib/work_queue.cc)
+//   run_id, step_id, attempt   primary key: the attempt it executes
+//   executor         the step's executor
+//   labels           JSON array (PostgreSQL: text[]): the step's runs-on; a
+//                    worker claims it only when it has every label
+//   spec             the rendered attempt, CBOR (distrib/attempt_wire.cc: a
+//                    command's bytes go through unchanged, UTF-8 or not):
+//                    command, environment, inputs, timeout, token cap
+//   state            queued | claimed (a worker runs it under a lease) | finished
+//                    (outcome set by the worker that held the lease) | settled
+//                    (its driver took the outcome) | lost (its lease expired, or
+//                    its driver withdrew it: a late completion is refused). A
+//                    worker claims, and completes, only an item whose attempt
+//                    the ledger has running: one a resume closed is fenced off.
+//   worker           the worker that claimed it ('' while queued)
+//   lease_until      when the lease ends unless renewed (server time, ms)
+//   cancel_requested 1 once the driver asked the worker to stop it
+//   output_bytes     bytes its process wrote so far, as the worker last said
+//   outcome          CBOR: how the attempt ended (distrib/attempt_wire.cc); empty
+//                    until finished
+//   reason           why it was lost ("lease expired on WORKER")
+//   queued_at, claimed_at, finished_at
+//
+// workers          (v14) one row per `orch worker` (by --name), kept after it stops
+//   name             primary key; host, pid: where it runs
+//   slots, labels    what it can take (labels: JSON array; PostgreSQL text[])
+//   lease_ms         its --lease-s: a worker whose heartbeat is older is gone
+//   started_at, heartbeat_at (server time), stopped_at (0 while running)
+//
 // Foreign keys (PRAGMA foreign_keys=ON in every orch connection) tie plans, steps,
 // attempts and events to their run, attempts to their step, trace events to their
 // trace and cycle transitions to their cycle run. They are DEFERRABLE

@@ -301,7 +301,49 @@ BEGIN
 END;
 )sql";
 
-const std::array<Migration, 13> kMigrations{{
+// v14: runs executed by `orch worker` processes (docs/workers-distributed.md):
+// the run's dispatch, the queue of their attempts and the live workers. The
+// queue is served by PostgreSQL (SELECT ... FOR UPDATE SKIP LOCKED); a SQLite
+// ledger has the same tables, so that a version means the same in both
+// dialects, and refuses a run with dispatch 'workers'.
+constexpr const char* kSchemaV14 = R"sql(
+ALTER TABLE runs ADD COLUMN dispatch TEXT NOT NULL DEFAULT '' CHECK (dispatch = '' OR dispatch = 'workers');
+
+CREATE TABLE work_items (
+  run_id           TEXT NOT NULL,
+  step_id          TEXT NOT NULL,
+  attempt          INTEGER NOT NULL,
+  executor         TEXT NOT NULL,
+  labels           TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(labels)),
+  spec             BLOB NOT NULL,
+  state            TEXT NOT NULL CHECK (state = 'queued' OR state = 'claimed' OR state = 'finished' OR
+                                        state = 'settled' OR state = 'lost'),
+  worker           TEXT NOT NULL DEFAULT '',
+  lease_until      INTEGER NOT NULL DEFAULT 0,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  output_bytes     INTEGER NOT NULL DEFAULT -1,
+  outcome          BLOB NOT NULL DEFAULT x'',
+  reason           TEXT NOT NULL DEFAULT '',
+  queued_at        INTEGER NOT NULL,
+  claimed_at       INTEGER NOT NULL DEFAULT 0,
+  finished_at      INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, step_id, attempt)
+);
+
+CREATE TABLE workers (
+  name         TEXT PRIMARY KEY NOT NULL,
+  host         TEXT NOT NULL,
+  pid          INTEGER NOT NULL,
+  slots        INTEGER NOT NULL,
+  labels       TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(labels)),
+  lease_ms     INTEGER NOT NULL,
+  started_at   INTEGER NOT NULL,
+  heartbeat_at INTEGER NOT NULL,
+  stopped_at   INTEGER NOT NULL DEFAULT 0
+);
+)sql";
+
+const std::array<Migration, 14> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", schema_v1_sql()},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
@@ -318,6 +360,7 @@ const std::array<Migration, 13> kMigrations{{
     {11, "runs.owner_kind, owner_id, owner_round, owner_phase: the runtime a run belongs to", kSchemaV11},
     {12, "attempts.host: the machine that ran the attempt", kSchemaV12},
     {13, "cycles and cycle_transitions: the cycle runtime (orch cycle)", kSchemaV13},
+    {14, "runs.dispatch, work_items, workers: runs executed by orch worker processes", kSchemaV14},
 }};
 
 }  // namespace

@@ -56,6 +56,10 @@ constexpr std::array<std::pair<OwnerKind, const char*>, 4> kOwner{{
     {OwnerKind::Review, "review"},
     {OwnerKind::Cycle, "cycle"},
 }};
+constexpr std::array<std::pair<Dispatch, const char*>, 2> kDispatch{{
+    {Dispatch::Local, ""},
+    {Dispatch::Workers, "workers"},
+}};
 constexpr std::array<std::pair<TraceStatus, const char*>, 4> kTrace{{
     {TraceStatus::Open, "open"},
     {TraceStatus::Done, "done"},
@@ -107,6 +111,12 @@ const char* step_status_name(StepStatus s) {
 }
 const char* attempt_status_name(AttemptStatus s) {
   return name_of(kAttempt, s);
+}
+const char* dispatch_name(Dispatch d) {
+  return name_of(kDispatch, d);
+}
+std::optional<Dispatch> parse_dispatch(std::string_view n) {
+  return parse_of(kDispatch, n);
 }
 const char* owner_kind_name(OwnerKind k) {
   return name_of(kOwner, k);

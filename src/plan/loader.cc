@@ -44,7 +44,7 @@ using detail::ReadContext;
 const std::vector<std::string> kPlanKeys{"name", "concurrency", "on_failure", "budget", "defaults", "steps"};
 const std::vector<std::string> kStepKeys{"id",     "goal", "deps",    "executor", "run",         "sh",
                                          "inputs", "env",  "timeout", "attempts", "retry_delay", "max_output",
-                                         "budget", "post", "writes",  "output",   "risk"};
+                                         "budget", "post", "writes",  "output",   "risk", "runs-on"};
 const std::vector<std::string> kBudgetKeys{"tokens", "cost_usd", "wall", "attempts"};
 const std::vector<std::string> kDefaultsKeys{"attempts", "timeout", "retry_delay", "max_output",
                                              "kill_grace"};
@@ -192,6 +192,8 @@ void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
     step.post = read_postconditions(ctx, f);
   else if (k == "writes")
     step.writes = read_list_with_locs(ctx, f, k, /*allow_single=*/true, step);
+  else if (k == "runs-on")
+    step.runs_on = read_list_with_locs(ctx, f, k, /*allow_single=*/true, step);
   else if (k == "output")
     step.output = read_string(ctx, f, k);
   else if (k == "risk") {

@@ -235,6 +235,20 @@ void check_step_limits(const ValidateContext& ctx, const Step& step) {
   check_budget(step.budget, [&](std::string_view field, std::string msg) {
     ctx.step_error(step, field, std::move(msg), {"budget"});
   });
+  for (std::size_t i = 0; i < step.runs_on.size(); ++i) {
+    // A label is matched as it is written against `orch worker --labels a,b`:
+    // one that could not be written there would match no worker, for ever.
+    const std::string& label = step.runs_on[i];
+    const bool ok = !label.empty() && label.size() <= 64 &&
+                    label.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+                        std::string::npos;
+    if (!ok)
+      ctx.step_error(step, fmt::format("runs-on.{}", i),
+                     fmt::format("'runs-on': label '{}' is not valid: use 1 to 64 letters, digits, '_', '.' or "
+                                 "'-' (as `orch worker --labels` takes them)",
+                                 quote_for_message(label)),
+                     {"runs-on"});
+  }
   for (auto it = step.inputs.begin(); it != step.inputs.end(); ++it)
     if (!is_identifier(it.key()))
       ctx.step_error(

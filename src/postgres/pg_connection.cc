@@ -202,4 +202,19 @@ Expected<void> PgConnection::rollback() {
   return {};
 }
 
+int PgConnection::socket() const {
+  return pq().socket(conn_.get());
+}
+
+Expected<std::vector<std::string>> PgConnection::notifications() {
+  if (pq().consume_input(conn_.get()) == 0 || pq().status(conn_.get()) != CONNECTION_OK)
+    return std::unexpected(error("waiting for notifications", nullptr));
+  std::vector<std::string> channels;
+  while (PGnotify* n = pq().notifies(conn_.get())) {
+    channels.emplace_back(n->relname);
+    pq().freemem(n);
+  }
+  return channels;
+}
+
 }  // namespace orch::detail

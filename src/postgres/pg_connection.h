@@ -84,6 +84,12 @@ class PgConnection {
   // "HOST:PORT/DATABASE", for messages (no user, no password).
   std::string where() const;
 
+  // LISTEN/NOTIFY: the socket to wait on for notifications (poll for POLLIN),
+  // and the channels of those that arrived, read off it without blocking (a
+  // connection used for nothing else; a Store error when the connection is lost).
+  int socket() const;
+  Expected<std::vector<std::string>> notifications();
+
  private:
   explicit PgConnection(PGconn* conn) : conn_(conn, &finish) {}
   static void finish(PGconn* conn);

@@ -8,7 +8,7 @@ namespace orch::detail::pg_rows {
   "id, name, status, reason, plan_path, workspace, plan_version, concurrency, keep_going, "        \
   "exit_code, created_at, updated_at, finished_at, spent_tokens, spent_cost_usd, spent_attempts, " \
   "spent_wall_ms, owner_pid, cancel_requested, budget_json, owner_kind, owner_id, owner_round, "   \
-  "owner_phase"
+  "owner_phase, dispatch"
 #define ORCH_PG_PLAN_COLUMNS "run_id, version, path, text, created_at"
 #define ORCH_PG_STEP_COLUMNS                                                               \
   "run_id, step_id, idx, goal, executor, status, reason, result, fingerprint, "            \
@@ -25,13 +25,14 @@ namespace orch::detail::pg_rows {
 
 const char kInsertRun[] = "INSERT INTO runs (" ORCH_PG_RUN_COLUMNS
                           ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-                          "$16, $17, $18, $19, $20, $21, $22, $23, $24)";
+                          "$16, $17, $18, $19, $20, $21, $22, $23, $24, $25)";
 const char kUpdateRun[] =
     "UPDATE runs SET name = $2, status = $3, reason = $4, plan_path = $5, workspace = $6, "
     "plan_version = $7, concurrency = $8, keep_going = $9, exit_code = $10, created_at = $11, "
     "updated_at = $12, finished_at = $13, spent_tokens = $14, spent_cost_usd = $15, "
     "spent_attempts = $16, spent_wall_ms = $17, owner_pid = $18, cancel_requested = $19, "
-    "budget_json = $20, owner_kind = $21, owner_id = $22, owner_round = $23, owner_phase = $24 "
+    "budget_json = $20, owner_kind = $21, owner_id = $22, owner_round = $23, owner_phase = $24, "
+    "dispatch = $25 "
     "WHERE id = $1";
 const char kFindRun[] = "SELECT " ORCH_PG_RUN_COLUMNS " FROM runs WHERE id = $1";
 // row_seq breaks ties between runs created in the same millisecond (later insert first).
@@ -60,6 +61,7 @@ PgParams run_params(const RunRecord& r) {
   p.integer(r.spent_tokens).real(r.spent_cost_usd).integer(r.spent_attempts).integer(r.spent_wall_ms);
   p.integer(r.owner_pid).boolean(r.cancel_requested).text(r.budget_json.empty() ? "{}" : r.budget_json);
   p.text(owner_kind_name(r.owner.kind)).text(r.owner.id).integer(r.owner.round).text(r.owner.phase);
+  p.text(dispatch_name(r.dispatch));
   return p;
 }
 
@@ -91,6 +93,7 @@ RunRecord read_run(const PgResult& s, int i) {
   r.owner.id = s.text(i, 21);
   r.owner.round = static_cast<int>(s.integer(i, 22));
   r.owner.phase = s.text(i, 23);
+  r.dispatch = parse_dispatch(s.text(i, 24)).value_or(Dispatch::Local);
   return r;
 }
 

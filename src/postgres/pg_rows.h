@@ -12,7 +12,7 @@
 
 namespace orch::detail::pg_rows {
 
-// runs: $1..$24 in the order of RunRecord; kUpdateRun sets every column but id ($1).
+// runs: $1..$25 in the order of RunRecord; kUpdateRun sets every column but id ($1).
 extern const char kInsertRun[];
 extern const char kUpdateRun[];
 extern const char kFindRun[];          // $1 = id

@@ -1,4 +1,4 @@
-// postgres/pg_schema.cc — THE LEDGER SCHEMA in PostgreSQL's dialect (v13).
+// postgres/pg_schema.cc — THE LEDGER SCHEMA in PostgreSQL's dialect (v13, then its migrations).
 //
 // Column by column this is ledger/schema.cc's documentation; the differences:
 //   * Booleans are BOOLEAN, times and counters BIGINT, money DOUBLE PRECISION.
@@ -277,6 +277,70 @@ CREATE TRIGGER cycle_transitions_never_change BEFORE UPDATE OR DELETE ON cycle_t
   FOR EACH ROW EXECUTE FUNCTION orch_refuse('cycle transitions are append-only: a transition never changes');
 )sql";
 
+// v14 (ledger/schema_migrations.cc): runs executed by `orch worker` processes.
+// labels are a text[] here, so a claim asks `labels <@ $worker_labels` of an
+// index-free scan of the queued rows (the partial index keeps that scan to the
+// queue). The queue's rows belong to their run (foreign key).
+constexpr const char* kPgSchemaV14 = R"sql(
+ALTER TABLE runs ADD COLUMN dispatch TEXT NOT NULL DEFAULT '' CHECK (dispatch IN ('', 'workers'));
+
+CREATE TABLE work_items (
+  run_id           TEXT NOT NULL REFERENCES runs (id) DEFERRABLE INITIALLY DEFERRED,
+  step_id          TEXT NOT NULL,
+  attempt          INTEGER NOT NULL,
+  executor         TEXT NOT NULL,
+  labels           TEXT[] NOT NULL DEFAULT '{}',
+  spec             BYTEA NOT NULL,
+  state            TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'finished', 'settled', 'lost')),
+  worker           TEXT NOT NULL DEFAULT '',
+  lease_until      BIGINT NOT NULL DEFAULT 0,
+  cancel_requested BOOLEAN NOT NULL DEFAULT false,
+  output_bytes     BIGINT NOT NULL DEFAULT -1,
+  outcome          BYTEA NOT NULL DEFAULT ''::bytea,
+  reason           TEXT NOT NULL DEFAULT '',
+  queued_at        BIGINT NOT NULL,
+  claimed_at       BIGINT NOT NULL DEFAULT 0,
+  finished_at      BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, step_id, attempt)
+);
+CREATE INDEX work_items_queued ON work_items (queued_at) WHERE state = 'queued';
+CREATE INDEX work_items_open ON work_items (run_id) WHERE state IN ('queued', 'claimed', 'finished');
+CREATE INDEX work_items_by_worker ON work_items (worker) WHERE state = 'claimed';
+
+CREATE TABLE workers (
+  name         TEXT PRIMARY KEY,
+  host         TEXT NOT NULL,
+  pid          INTEGER NOT NULL,
+  slots        INTEGER NOT NULL,
+  labels       TEXT[] NOT NULL DEFAULT '{}',
+  lease_ms     BIGINT NOT NULL,
+  started_at   BIGINT NOT NULL,
+  heartbeat_at BIGINT NOT NULL,
+  stopped_at   BIGINT NOT NULL DEFAULT 0
+);
+)sql";
+
+// The migrations after v13, the PostgreSQL ledger's first version, in order.
+struct PgMigration {
+  int version;
+  const char* description;
+  const char* sql;
+};
+constexpr PgMigration kPgMigrations[] = {
+    {14, "runs.dispatch, work_items, workers: runs executed by orch worker processes", kPgSchemaV14},
+};
+
+Expected<void> apply_pg_migrations(PgConnection& conn, std::int64_t from, std::int64_t now_ms) {
+  for (const PgMigration& m : kPgMigrations) {
+    if (m.version <= from) continue;
+    ORCH_TRY(conn.exec_script(fmt::format("migrating the ledger to schema version {}", m.version), m.sql));
+    ORCH_TRY(conn.exec("recording the schema version",
+                       "INSERT INTO schema_version (version, applied_at, description) VALUES ($1, $2, $3)",
+                       PgParams().integer(m.version).integer(now_ms).text(m.description)));
+  }
+  return {};
+}
+
 // The key of the transaction-level advisory lock that serialises schema
 // creation (pg_advisory_xact_lock): the bytes "orchschm". It is per database,
 // so two ledgers in two schemas of one database also take turns: harmless, opens are rare.
@@ -310,11 +374,11 @@ Expected<void> ensure_pg_schema(PgConnection& conn, std::int64_t now_ms) {
       ORCH_TRY(conn.exec("recording the schema version",
                          "INSERT INTO schema_version (version, applied_at, description) VALUES ($1, $2, $3)",
                          PgParams()
-                             .integer(kPgSchemaVersion)
+                             .integer(13)
                              .integer(now_ms)
                              .text("the PostgreSQL ledger at v13: runs, plans, steps, attempts, events, "
                                    "attempt_output, lock_holders, traces, reviews, cycles")));
-      return {};
+      return apply_pg_migrations(conn, 13, now_ms);
     }
     auto version =
         ORCH_TRY(conn.exec("reading the schema version", "SELECT max(version) FROM schema_version"));
@@ -325,6 +389,7 @@ Expected<void> ensure_pg_schema(PgConnection& conn, std::int64_t now_ms) {
                               "(version {}): upgrade orch to use it",
                               conn.where(), schema, v, kPgSchemaVersion));
     }
+    if (v >= 13 && v < kPgSchemaVersion) return apply_pg_migrations(conn, v, now_ms);
     if (v < kPgSchemaVersion) {
       // The PostgreSQL ledger began at v13; a lower version is no ledger orch wrote.
       return fail(ErrorCode::Store, fmt::format("{}: the ledger in schema '{}' is at schema version {}, "

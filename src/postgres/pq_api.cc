@@ -46,7 +46,11 @@ LoadedPq load_pq_once() {
                   resolve_symbol(library, "PQhost", a.host, missing) &&
                   resolve_symbol(library, "PQport", a.port, missing) &&
                   resolve_symbol(library, "PQdb", a.db, missing) &&
-                  resolve_symbol(library, "PQsetNoticeProcessor", a.set_notice_processor, missing);
+                  resolve_symbol(library, "PQsetNoticeProcessor", a.set_notice_processor, missing) &&
+                  resolve_symbol(library, "PQsocket", a.socket, missing) &&
+                  resolve_symbol(library, "PQconsumeInput", a.consume_input, missing) &&
+                  resolve_symbol(library, "PQnotifies", a.notifies, missing) &&
+                  resolve_symbol(library, "PQfreemem", a.freemem, missing);
   if (!ok) out.error = fmt::format("the libpq found lacks {} (libpq 10 or newer is needed)", missing);
   return out;
 }

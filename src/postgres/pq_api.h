@@ -42,6 +42,11 @@ struct PqApi {
   char* (*port)(const PGconn*);
   char* (*db)(const PGconn*);
   PQnoticeProcessor (*set_notice_processor)(PGconn*, PQnoticeProcessor, void* arg);
+  // LISTEN/NOTIFY (distrib/: workers woken by the queue, drivers by completions)
+  int (*socket)(const PGconn*);
+  int (*consume_input)(PGconn*);
+  PGnotify* (*notifies)(PGconn*);
+  void (*freemem)(void*);
 };
 
 // libpq's functions, or an Io error naming the library and what the dynamic

@@ -1,0 +1,217 @@
+// Executors whose attempts run on `orch worker` processes. See remote_executor.h.
+#include "distrib/remote_executor.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+
+#include <set>
+
+#include "distrib/attempt_wire.h"
+#include "util/strings.h"
+
+namespace orch::distrib {
+
+using detail::PgConnection;
+using detail::PgParams;
+
+namespace {
+
+// An attempt out on the workers. Destroyed without cancel() while running (the
+// engine gave up on it), it is withdrawn or its worker asked to stop.
+class RemoteAttempt final : public RunningAttempt {
+ public:
+  RemoteAttempt(std::shared_ptr<RemoteDispatch> dispatch, WorkKey key)
+      : dispatch_(std::move(dispatch)), key_(std::move(key)) {}
+  ~RemoteAttempt() override { dispatch_->forget(key_); }
+  void cancel(const std::string& reason) override { dispatch_->cancel(key_, reason); }
+
+ private:
+  std::shared_ptr<RemoteDispatch> dispatch_;
+  WorkKey key_;
+};
+
+class RemoteExecutor final : public Executor {
+ public:
+  RemoteExecutor(std::shared_ptr<Executor> local, std::shared_ptr<RemoteDispatch> dispatch)
+      : local_(std::move(local)), dispatch_(std::move(dispatch)) {}
+
+  void check_step(const Step& step, Diagnostics& out) const override { local_->check_step(step, out); }
+  std::vector<Postcondition> default_post() const override { return local_->default_post(); }
+  std::vector<Postcondition> required_post(const Step& step) const override { return local_->required_post(step); }
+  RiskLevel risk(const Step& step) const override { return local_->risk(step); }
+  std::string risk_reason(const Step& step) const override { return local_->risk_reason(step); }
+  std::string describe(const AttemptSpec& spec) const override { return local_->describe(spec); }
+  SpendEstimate estimate(const Step& step) const override { return local_->estimate(step); }
+  std::vector<std::string> secret_env() const override { return local_->secret_env(); }
+  // The attempt holds no descriptor here; what this machine has installed says
+  // nothing of the workers' (each checks at start, and says so in the outcome).
+  int open_files_per_attempt() const override { return 0; }
+
+  Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
+                                                  DoneCallback done) override {
+    ORCH_TRY(dispatch_->start(spec, loop, std::move(done)));
+    return std::make_unique<RemoteAttempt>(dispatch_, WorkKey{spec.run_id, spec.step_id, spec.attempt});
+  }
+
+ private:
+  std::shared_ptr<Executor> local_;
+  std::shared_ptr<RemoteDispatch> dispatch_;
+};
+
+AttemptOutcome ended(AttemptEnding ending, std::string message) {
+  AttemptOutcome o;
+  o.ending = ending;
+  o.message = std::move(message);
+  return o;
+}
+
+}  // namespace
+
+RemoteDispatch::RemoteDispatch(std::string url, PgConnection conn, Options options)
+    : url_(std::move(url)),
+      conn_(std::make_unique<PgConnection>(std::move(conn))),
+      queue_(std::make_unique<WorkQueue>(*conn_)),
+      options_(std::move(options)) {}
+
+// The loop is the engine's, gone by now: the engine holds its executors, which
+// hold this dispatch, so the engine (and its loop) always ends first.
+RemoteDispatch::~RemoteDispatch() = default;
+
+Expected<std::shared_ptr<RemoteDispatch>> RemoteDispatch::open(const std::string& url, Options options) {
+  PgConnection conn = ORCH_TRY(PgConnection::open(url));
+  std::shared_ptr<RemoteDispatch> d(new RemoteDispatch(url, std::move(conn), std::move(options)));
+  ORCH_TRY(d->queue_->listen(kDoneChannel));
+  return d;
+}
+
+std::shared_ptr<ExecutorRegistry> RemoteDispatch::wrap(const ExecutorRegistry& local) {
+  auto out = std::make_shared<ExecutorRegistry>();
+  for (const std::string& name : local.names()) {
+    std::shared_ptr<Executor> shared = local.registered(name);
+    if (shared->in_process())
+      out->add(name, shared);
+    else
+      out->add(name, std::make_shared<RemoteExecutor>(shared, shared_from_this()));
+  }
+  return out;
+}
+
+void RemoteDispatch::watch(EventLoop& loop) {
+  if (loop_ == &loop) return;
+  loop_ = &loop;
+  watched_fd_ = conn_->socket();
+  if (watched_fd_ >= 0) loop.watch(watched_fd_, POLLIN, [this](short) { on_readable(); });
+  timer_ = loop.add_timer(options_.poll_interval, [this] {
+    timer_ = 0;
+    poll();
+  });
+}
+
+Expected<void> RemoteDispatch::start(const AttemptSpec& spec, EventLoop& loop, Done done) {
+  watch(loop);
+  const WorkKey key{spec.run_id, spec.step_id, spec.attempt};
+  ORCH_TRY(queue_->enqueue(key, spec.executor, spec.runs_on, encode_spec(spec)));
+  pending_[key] = std::move(done);
+  return {};
+}
+
+void RemoteDispatch::cancel(const WorkKey& key, const std::string& reason) {
+  if (!pending_.contains(key)) return;
+  auto withdrawn = queue_->withdraw(key, reason);
+  if (withdrawn && *withdrawn) {
+    // No worker had it: it never started.
+    if (loop_ != nullptr)
+      loop_->defer([this, key, reason] { deliver(key, ended(AttemptEnding::Cancelled, reason)); });
+    return;
+  }
+  // A worker runs it (or finished it meanwhile): asked to stop, it reports the
+  // ending; a worker that is gone loses its lease, which ends the attempt too.
+  if (withdrawn) (void)queue_->request_cancel(key);
+  if (!withdrawn) lost_connection(withdrawn.error());
+}
+
+void RemoteDispatch::forget(const WorkKey& key) {
+  if (pending_.erase(key) == 0) return;
+  // The engine dropped an attempt it had not seen end: nothing must go on with it.
+  if (auto withdrawn = queue_->withdraw(key, "its driver gave it up"); withdrawn && !*withdrawn)
+    (void)queue_->request_cancel(key);
+  waiting_.erase(key);
+}
+
+void RemoteDispatch::on_readable() {
+  auto channels = conn_->notifications();
+  if (!channels) {
+    lost_connection(channels.error());
+    return;
+  }
+  if (!channels->empty()) poll();
+}
+
+void RemoteDispatch::deliver(const WorkKey& key, AttemptOutcome outcome) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;  // not ours (any more)
+  Done done = std::move(it->second);
+  pending_.erase(it);
+  waiting_.erase(key);
+  done(std::move(outcome));
+}
+
+void RemoteDispatch::lost_connection(const Error& e) {
+  if (!broken_ && options_.note) options_.note(fmt::format("workers: {} (reconnecting)", e.message));
+  broken_ = true;
+}
+
+void RemoteDispatch::poll() {
+  if (loop_ != nullptr && timer_ == 0)
+    timer_ = loop_->add_timer(options_.poll_interval, [this] {
+      timer_ = 0;
+      poll();
+    });
+  if (broken_) {
+    auto conn = PgConnection::open(url_);
+    if (!conn) return;  // tried again at the next poll
+    if (loop_ != nullptr && watched_fd_ >= 0) loop_->unwatch(watched_fd_);
+    *conn_ = std::move(*conn);
+    if (!queue_->listen(kDoneChannel)) return;
+    broken_ = false;
+    if (options_.note) options_.note("workers: reconnected to the ledger");
+    watched_fd_ = conn_->socket();
+    if (loop_ != nullptr && watched_fd_ >= 0) loop_->watch(watched_fd_, POLLIN, [this](short) { on_readable(); });
+  }
+  if (pending_.empty()) return;
+  std::set<std::string> runs;
+  for (const auto& [key, done] : pending_) runs.insert(key.run_id);
+  for (const std::string& run : runs) {
+    auto finished = queue_->take_finished(run);
+    if (!finished) return lost_connection(finished.error());
+    for (TakenOutcome& t : *finished) {
+      auto outcome = decode_outcome(t.outcome);
+      deliver(t.key, outcome ? std::move(*outcome)
+                             : ended(AttemptEnding::Error, fmt::format("worker '{}': {}", t.worker,
+                                                                       outcome.error().message)));
+    }
+    auto lost = queue_->expire_leases(run);
+    if (!lost) return lost_connection(lost.error());
+    for (LostItem& l : *lost) deliver(l.key, ended(AttemptEnding::Interrupted, l.reason));
+    auto stranded = queue_->stranded(run);
+    if (!stranded) return lost_connection(stranded.error());
+    for (const StrandedItem& s : *stranded) {
+      if (!pending_.contains(s.key)) continue;
+      const std::string why = s.labels.empty()
+                                  ? std::string("no live worker")
+                                  : fmt::format("no live worker has the labels {}", join(s.labels, ","));
+      std::string& said = waiting_[s.key];
+      if (said == why) continue;
+      said = why;
+      (void)conn_->exec("recording a step no worker can take",
+                        "INSERT INTO events (run_id, ts, kind, step_id, attempt, data) VALUES ($1, "
+                        "(extract(epoch from clock_timestamp()) * 1000)::bigint, 'attempt_waiting', $2, $3, "
+                        "json_build_object('reason', $4::text)::text)",
+                        PgParams().text(s.key.run_id).text(s.key.step_id).integer(s.key.attempt).text(why));
+      if (options_.note)
+        options_.note(fmt::format("step '{}' (attempt {}) waits: {}", s.key.step_id, s.key.attempt, why));
+    }
+  }
+}
+
+}  // namespace orch::distrib

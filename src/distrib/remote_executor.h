@@ -1,0 +1,73 @@
+// distrib/remote_executor.h — the driver's side of a run executed by workers.
+//
+// `orch run --workers` drives the run as any other — the same scheduler decides
+// what is ready, reserves the budgets, records each attempt before it starts,
+// checks postconditions, retries, restores `writes:` — but the attempts'
+// processes run on `orch worker` processes. RemoteDispatch::wrap gives the
+// engine executors that, instead of starting a process, queue the rendered
+// attempt (work_queue.h) and report its outcome when a worker has finished it;
+// everything else (validation, risk, estimates, default postconditions) is the
+// local executor's. In-process builtins stay in the driver: they have no
+// outside effect to place anywhere.
+//
+// The dispatch listens on orch_done for completions and polls every
+// poll_interval as a fallback; each poll also marks lost the attempts whose
+// worker stopped heartbeating (the engine starts them again, told "lease
+// expired on WORKER"), and says once per attempt when no live worker can take
+// it (no worker has its runs-on labels): an attempt_waiting event of the run
+// and a note, never a silent wait.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "distrib/work_queue.h"
+#include "orch/executor.h"
+#include "postgres/pg_connection.h"
+
+namespace orch::distrib {
+
+class RemoteDispatch : public std::enable_shared_from_this<RemoteDispatch> {
+ public:
+  struct Options {
+    std::chrono::milliseconds poll_interval{1000};
+    // Told what a user should know (a step no worker can take, a reconnect).
+    std::function<void(const std::string&)> note;
+  };
+  // Connects to the ledger at `url` (its own connection, which LISTENs).
+  static Expected<std::shared_ptr<RemoteDispatch>> open(const std::string& url, Options options);
+  ~RemoteDispatch();
+
+  // `local`'s executors, those that start processes or calls (not in_process)
+  // replaced by ones that queue their attempts for the workers.
+  std::shared_ptr<ExecutorRegistry> wrap(const ExecutorRegistry& local);
+
+  // (RemoteExecutor, RemoteAttempt)
+  using Done = std::function<void(AttemptOutcome)>;
+  Expected<void> start(const AttemptSpec& spec, EventLoop& loop, Done done);
+  void cancel(const WorkKey& key, const std::string& reason);
+  void forget(const WorkKey& key);
+
+ private:
+  RemoteDispatch(std::string url, detail::PgConnection conn, Options options);
+  void watch(EventLoop& loop);
+  void on_readable();
+  void poll();
+  void deliver(const WorkKey& key, AttemptOutcome outcome);
+  void lost_connection(const Error& e);
+
+  std::string url_;
+  std::unique_ptr<detail::PgConnection> conn_;
+  std::unique_ptr<WorkQueue> queue_;
+  Options options_;
+  EventLoop* loop_ = nullptr;
+  EventLoop::TimerId timer_ = 0;
+  int watched_fd_ = -1;
+  std::map<WorkKey, Done> pending_;         // attempts out on workers
+  std::map<WorkKey, std::string> waiting_;  // what was said of those no worker can take
+  bool broken_ = false;                     // the connection was lost: reconnect at the next poll
+};
+
+}  // namespace orch::distrib

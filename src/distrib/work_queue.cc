@@ -1,0 +1,323 @@
+// The work_items queue's statements. See work_queue.h.
+#include "distrib/work_queue.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "postgres/pg_rows.h"
+#include "util/strings.h"
+
+namespace orch::distrib {
+
+using detail::PgParams;
+using detail::PgResult;
+
+namespace {
+
+// The server's clock in ms: every lease is reckoned on it.
+#define ORCH_NOW_MS "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+
+constexpr const char kEnqueue[] =
+    "INSERT INTO work_items (run_id, step_id, attempt, executor, labels, spec, state, queued_at) "
+    "VALUES ($1, $2, $3, $4, $5::text::text[], $6, 'queued', " ORCH_NOW_MS ")";
+
+constexpr const char kTakeFinished[] =
+    "UPDATE work_items SET state = 'settled' WHERE run_id = $1 AND state = 'finished' "
+    "RETURNING step_id, attempt, outcome, worker";
+
+constexpr const char kExpire[] =
+    "UPDATE work_items SET state = 'lost', finished_at = " ORCH_NOW_MS
+    ", reason = 'lease expired on ' || worker "
+    "WHERE run_id = $1 AND state = 'claimed' AND lease_until < " ORCH_NOW_MS " RETURNING step_id, attempt, worker, reason";
+
+constexpr const char kWithdraw[] =
+    "UPDATE work_items SET state = 'lost', finished_at = " ORCH_NOW_MS ", reason = $4 "
+    "WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'queued'";
+
+constexpr const char kRequestCancel[] =
+    "UPDATE work_items SET cancel_requested = true "
+    "WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'claimed'";
+
+// A worker is live while not stopped and heartbeating within its lease.
+#define ORCH_LIVE_WORKER "k.stopped_at = 0 AND k.heartbeat_at >= " ORCH_NOW_MS " - k.lease_ms"
+
+constexpr const char kStranded[] =
+    "SELECT w.step_id, w.attempt, array_to_string(w.labels, ',') FROM work_items w "
+    "WHERE w.run_id = $1 AND w.state = 'queued' AND NOT EXISTS "
+    "(SELECT 1 FROM workers k WHERE " ORCH_LIVE_WORKER " AND w.labels <@ k.labels)";
+
+// A name is taken while its worker lives; a stopped or silent one's row is reused.
+constexpr const char kRegister[] =
+    "INSERT INTO workers AS k (name, host, pid, slots, labels, lease_ms, started_at, heartbeat_at, stopped_at) "
+    "VALUES ($1, $2, $3, $4, $5::text::text[], $6, " ORCH_NOW_MS ", " ORCH_NOW_MS ", 0) "
+    "ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, slots = EXCLUDED.slots, "
+    "labels = EXCLUDED.labels, lease_ms = EXCLUDED.lease_ms, started_at = EXCLUDED.started_at, "
+    "heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = 0 "
+    "WHERE NOT (" ORCH_LIVE_WORKER ") RETURNING name";
+
+constexpr const char kLiveHolder[] =
+    "SELECT host, pid, " ORCH_NOW_MS " - heartbeat_at FROM workers WHERE name = $1";
+
+constexpr const char kReleasePreviousLife[] =
+    "UPDATE work_items SET lease_until = 0 WHERE worker = $1 AND state = 'claimed'";
+
+// Only an item whose attempt the ledger has running is claimed: one its driver's
+// resume closed (the driver died) is never started by a worker. Each claim is an
+// event of the run (attempt_claimed), in the same transaction.
+constexpr const char kClaim[] =
+    "WITH picked AS ("
+    "  SELECT w.run_id, w.step_id, w.attempt FROM work_items w "
+    "  JOIN attempts a ON a.run_id = w.run_id AND a.step_id = w.step_id AND a.number = w.attempt "
+    "  WHERE w.state = 'queued' AND a.status = 'running' AND w.labels <@ $3::text::text[] "
+    "  ORDER BY w.queued_at, w.run_id, w.step_id LIMIT $4 FOR UPDATE OF w SKIP LOCKED), "
+    "claimed AS ("
+    "  UPDATE work_items u SET state = 'claimed', worker = $1, claimed_at = " ORCH_NOW_MS
+    ", lease_until = " ORCH_NOW_MS " + $5 "
+    "  FROM picked p WHERE u.run_id = p.run_id AND u.step_id = p.step_id AND u.attempt = p.attempt "
+    "  RETURNING u.run_id, u.step_id, u.attempt, u.spec), "
+    "noted AS ("
+    "  INSERT INTO events (run_id, ts, kind, step_id, attempt, data) "
+    "  SELECT run_id, " ORCH_NOW_MS ", 'attempt_claimed', step_id, attempt, "
+    "         json_build_object('worker', $1::text, 'host', $2::text)::text FROM claimed) "
+    "SELECT run_id, step_id, attempt, spec FROM claimed";
+
+constexpr const char kBeat[] = "UPDATE workers SET heartbeat_at = " ORCH_NOW_MS " WHERE name = $1";
+
+constexpr const char kRenew[] =
+    "UPDATE work_items SET lease_until = " ORCH_NOW_MS " + $2 WHERE worker = $1 AND state = 'claimed' "
+    "RETURNING run_id, step_id, attempt, cancel_requested";
+
+constexpr const char kComplete[] =
+    "UPDATE work_items w SET state = 'finished', outcome = $5, finished_at = " ORCH_NOW_MS " "
+    "WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'claimed' AND worker = $4 "
+    "AND EXISTS (SELECT 1 FROM attempts a WHERE a.run_id = w.run_id AND a.step_id = w.step_id "
+    "            AND a.number = w.attempt AND a.status = 'running')";
+
+constexpr const char kStop[] = "UPDATE workers SET stopped_at = " ORCH_NOW_MS " WHERE name = $1";
+
+constexpr const char kWorkers[] =
+    "SELECT k.name, k.host, k.pid, k.slots, array_to_string(k.labels, ','), k.lease_ms, k.started_at, "
+    "k.heartbeat_at, k.stopped_at, (" ORCH_LIVE_WORKER ") FROM workers k ORDER BY k.name";
+constexpr const char kClaimedItems[] =
+    "SELECT worker, run_id, step_id, attempt FROM work_items WHERE state = 'claimed' "
+    "ORDER BY worker, run_id, step_id, attempt";
+
+constexpr const char kWorkerRuns[] =
+    "SELECT id FROM runs WHERE dispatch = 'workers' AND status = 'running' ORDER BY created_at";
+
+// 256 KiB per attempt_output row, as PgStore's own copies (pg_store_output.cc).
+constexpr std::size_t kChunkBytes = 256 * 1024;
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t at; (at = text.find(separator, start)) != std::string::npos; start = at + 1)
+    parts.push_back(text.substr(start, at - start));
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
+PgParams key_params(const WorkKey& k) {
+  return PgParams().text(k.run_id).text(k.step_id).integer(k.attempt);
+}
+
+std::vector<std::string> split_labels(const std::string& joined) {
+  return joined.empty() ? std::vector<std::string>{} : split(joined, ',');
+}
+
+}  // namespace
+
+std::string label_array(const std::vector<std::string>& labels) {
+  return "{" + join(labels, ",") + "}";
+}
+
+Expected<std::vector<std::string>> parse_labels(const std::string& text) {
+  std::vector<std::string> labels;
+  for (const std::string& piece : split(text, ',')) {
+    const std::string label(trim(piece));
+    if (label.empty()) continue;
+    if (label.size() > 64 ||
+        label.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+            std::string::npos)
+      return fail(ErrorCode::InvalidInput,
+                  fmt::format("--labels: '{}' is not a label: use 1 to 64 letters, digits, '_', '.' or '-'",
+                              quote_for_message(label)));
+    labels.push_back(label);
+  }
+  std::sort(labels.begin(), labels.end());
+  labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+  return labels;
+}
+
+Expected<void> WorkQueue::enqueue(const WorkKey& key, const std::string& executor,
+                                  const std::vector<std::string>& labels, const std::string& spec) {
+  ORCH_TRY(conn_.exec(fmt::format("queueing attempt {} of step '{}' for the workers", key.attempt, key.step_id),
+                      kEnqueue,
+                      key_params(key).text(executor).text(label_array(labels)).bytes(spec)));
+  ORCH_TRY(conn_.exec("waking the workers", "SELECT pg_notify($1, $2)",
+                      PgParams().text(kWorkChannel).text(key.run_id)));
+  return {};
+}
+
+Expected<std::vector<TakenOutcome>> WorkQueue::take_finished(const std::string& run_id) {
+  PgResult r = ORCH_TRY(conn_.exec("taking the workers' finished attempts", kTakeFinished,
+                                   PgParams().text(run_id)));
+  std::vector<TakenOutcome> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back({{run_id, r.text(i, 0), static_cast<int>(r.integer(i, 1))}, r.bytes(i, 2), r.text(i, 3)});
+  return out;
+}
+
+Expected<std::vector<LostItem>> WorkQueue::expire_leases(const std::string& run_id) {
+  PgResult r = ORCH_TRY(conn_.exec("expiring the workers' leases", kExpire, PgParams().text(run_id)));
+  std::vector<LostItem> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back({{run_id, r.text(i, 0), static_cast<int>(r.integer(i, 1))}, r.text(i, 2), r.text(i, 3)});
+  return out;
+}
+
+Expected<bool> WorkQueue::withdraw(const WorkKey& key, const std::string& reason) {
+  PgResult r = ORCH_TRY(conn_.exec("withdrawing a queued attempt", kWithdraw, key_params(key).text(reason)));
+  return r.affected() == 1;
+}
+
+Expected<void> WorkQueue::request_cancel(const WorkKey& key) {
+  ORCH_TRY(conn_.exec("asking a worker to stop an attempt", kRequestCancel, key_params(key)));
+  ORCH_TRY(conn_.exec("waking the workers", "SELECT pg_notify($1, $2)",
+                      PgParams().text(kCancelChannel).text(key.run_id)));
+  return {};
+}
+
+Expected<std::vector<StrandedItem>> WorkQueue::stranded(const std::string& run_id) {
+  PgResult r = ORCH_TRY(conn_.exec("looking for attempts no worker can take", kStranded, PgParams().text(run_id)));
+  std::vector<StrandedItem> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back({{run_id, r.text(i, 0), static_cast<int>(r.integer(i, 1))}, split_labels(r.text(i, 2))});
+  return out;
+}
+
+Expected<void> WorkQueue::register_worker(const WorkerRow& w) {
+  PgResult r = ORCH_TRY(conn_.exec(
+      fmt::format("registering worker '{}'", w.name), kRegister,
+      PgParams().text(w.name).text(w.host).integer(w.pid).integer(w.slots).text(label_array(w.labels)).integer(
+          w.lease_ms)));
+  if (r.rows() == 0) {
+    PgResult holder = ORCH_TRY(conn_.exec("reading the live worker's row", kLiveHolder, PgParams().text(w.name)));
+    std::string who = holder.rows() == 1 ? fmt::format(" on {} (pid {}, last heartbeat {} ms ago)",
+                                                       holder.text(0, 0), holder.integer(0, 1), holder.integer(0, 2))
+                                         : std::string();
+    return fail(ErrorCode::Busy, fmt::format("a worker named '{}' is running{}: give this one another --name",
+                                             w.name, who));
+  }
+  ORCH_TRY(conn_.exec("handing on what this worker's previous life held", kReleasePreviousLife,
+                      PgParams().text(w.name)));
+  return {};
+}
+
+Expected<std::vector<ClaimedItem>> WorkQueue::claim(const std::string& worker, const std::string& host,
+                                                    const std::vector<std::string>& labels, int count,
+                                                    std::int64_t lease_ms) {
+  PgResult r = ORCH_TRY(conn_.exec(
+      "claiming queued attempts", kClaim,
+      PgParams().text(worker).text(host).text(label_array(labels)).integer(count).integer(lease_ms)));
+  std::vector<ClaimedItem> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back({{r.text(i, 0), r.text(i, 1), static_cast<int>(r.integer(i, 2))}, r.bytes(i, 3)});
+  return out;
+}
+
+Expected<HeartbeatReply> WorkQueue::heartbeat(const std::string& worker, std::int64_t lease_ms) {
+  ORCH_TRY(conn_.exec("sending the worker's heartbeat", kBeat, PgParams().text(worker)));
+  PgResult r =
+      ORCH_TRY(conn_.exec("renewing the worker's leases", kRenew, PgParams().text(worker).integer(lease_ms)));
+  HeartbeatReply reply;
+  for (int i = 0; i < r.rows(); ++i) {
+    WorkKey key{r.text(i, 0), r.text(i, 1), static_cast<int>(r.integer(i, 2))};
+    if (r.boolean(i, 3)) reply.cancelled.push_back(key);
+    reply.held.push_back(std::move(key));
+  }
+  return reply;
+}
+
+Expected<bool> WorkQueue::complete(const std::string& worker, const WorkKey& key, const std::string& outcome,
+                                   const std::vector<OutputFile>& outputs) {
+  ORCH_TRY(conn_.begin());
+  auto done = [&]() -> Expected<bool> {
+    PgResult r = ORCH_TRY(conn_.exec(
+        fmt::format("completing attempt {} of step '{}'", key.attempt, key.step_id), kComplete,
+        key_params(key).text(worker).bytes(outcome)));
+    if (r.affected() != 1) return false;
+    for (const OutputFile& f : outputs) {
+      std::ifstream in(f.path, std::ios::binary);
+      if (!in) continue;  // the stream wrote nothing: no file was made
+      std::string chunk(kChunkBytes, '\0');
+      int seq = 0;
+      while (in) {
+        in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        const auto got = static_cast<std::size_t>(in.gcount());
+        if (got == 0) break;
+        ORCH_TRY(conn_.exec(fmt::format("keeping the {} of attempt {} of step '{}'", f.stream, key.attempt,
+                                        key.step_id),
+                            detail::pg_rows::kInsertOutputChunk,
+                            key_params(key).text(f.stream).integer(seq++).bytes(std::string_view(chunk.data(), got))));
+      }
+    }
+    ORCH_TRY(conn_.exec("waking the driver", "SELECT pg_notify($1, $2)",
+                        PgParams().text(kDoneChannel).text(key.run_id)));
+    return true;
+  }();
+  if (!done || !*done) {
+    (void)conn_.rollback();
+    return done;
+  }
+  ORCH_TRY(conn_.commit());
+  return true;
+}
+
+Expected<void> WorkQueue::stop_worker(const std::string& worker) {
+  ORCH_TRY(conn_.exec("recording the worker's stop", kStop, PgParams().text(worker)));
+  return {};
+}
+
+Expected<std::vector<WorkerRow>> WorkQueue::workers() {
+  PgResult r = ORCH_TRY(conn_.exec("listing the workers", kWorkers));
+  std::vector<WorkerRow> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    WorkerRow w;
+    w.name = r.text(i, 0);
+    w.host = r.text(i, 1);
+    w.pid = static_cast<int>(r.integer(i, 2));
+    w.slots = static_cast<int>(r.integer(i, 3));
+    w.labels = split_labels(r.text(i, 4));
+    w.lease_ms = r.integer(i, 5);
+    w.started_at = r.integer(i, 6);
+    w.heartbeat_at = r.integer(i, 7);
+    w.stopped_at = r.integer(i, 8);
+    w.live = r.boolean(i, 9);
+    out.push_back(std::move(w));
+  }
+  PgResult items = ORCH_TRY(conn_.exec("listing the claimed attempts", kClaimedItems));
+  for (int i = 0; i < items.rows(); ++i) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const WorkerRow& w) { return w.name == items.text(i, 0); });
+    if (it != out.end())
+      it->running.push_back({items.text(i, 1), items.text(i, 2), static_cast<int>(items.integer(i, 3))});
+  }
+  return out;
+}
+
+Expected<std::vector<std::string>> WorkQueue::running_worker_runs() {
+  PgResult r = ORCH_TRY(conn_.exec("listing the runs executed by workers", kWorkerRuns));
+  std::vector<std::string> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back(r.text(i, 0));
+  return out;
+}
+
+Expected<void> WorkQueue::listen(const char* channel) {
+  // LISTEN takes an identifier, not a parameter; the channels are orch's constants.
+  ORCH_TRY(conn_.exec_script("listening for notifications", fmt::format("LISTEN {}", channel).c_str()));
+  return {};
+}
+
+}  // namespace orch::distrib
