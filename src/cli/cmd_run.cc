@@ -106,12 +106,14 @@ int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> e
 
 // run --on-workers --detach: the run recorded and left to the workers, one of
 // which starts its driver (distrib/worker.h).
-int submit(const RunArgs& args, Store& store, const std::shared_ptr<ExecutorRegistry>& executors, PlanInput in) {
+int submit(const RunArgs& args, Store& store, const std::shared_ptr<ExecutorRegistry>& executors,
+           PlanInput in) {
   if (!args.approve.empty() || args.approve_medium) {
     // No process of this command drives the run: approvals go into the ledger.
-    return report_error(Error{ErrorCode::InvalidInput,
-                              "--approve and --approve-medium are given to the process that drives a run; with "
-                              "--detach approve its steps with `orch approve RUN STEP` once it is submitted"});
+    return report_error(
+        Error{ErrorCode::InvalidInput,
+              "--approve and --approve-medium are given to the process that drives a run; with "
+              "--detach approve its steps with `orch approve RUN STEP` once it is submitted"});
   }
   EngineOptions options;
   options.workspace = args.workspace;
@@ -160,9 +162,10 @@ Command add_run(CLI::App& app) {
       "--on-workers", args->on_workers,
       "execute the steps on `orch worker` processes, which claim them from the PostgreSQL ledger "
       "(docs/workers-distributed.md); this process drives the run and reports");
-  sub->add_flag("--detach", args->detach,
-                "with --on-workers: record the run, print its id and exit; a worker drives it (orch status follows "
-                "it)")
+  sub->add_flag(
+         "--detach", args->detach,
+         "with --on-workers: record the run, print its id and exit; a worker drives it (orch status follows "
+         "it)")
       ->needs(on_workers);
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);
@@ -170,8 +173,9 @@ Command add_run(CLI::App& app) {
     if (args->on_workers && !is_postgres_url(args->store))
       return report_error(workers_need_postgres(args->store));
     if (args->detach && !args->request.empty())
-      return report_error(Error{ErrorCode::InvalidInput,
-                                "--detach takes a PLAN file: a --request is planned by the process that asks"});
+      return report_error(
+          Error{ErrorCode::InvalidInput,
+                "--detach takes a PLAN file: a --request is planned by the process that asks"});
     if (args->plan.empty() && args->request.empty()) {
       // A usage error, said as the parser's are: with the help to read.
       std::fprintf(stderr,
@@ -188,7 +192,8 @@ Command add_run(CLI::App& app) {
         return &store->runs();
       };
       catch_stop_signals();
-      auto planned = plan_from_cli(args->request, args->planner, *executors, args->workspace, get_store, false);
+      auto planned =
+          plan_from_cli(args->request, args->planner, *executors, args->workspace, get_store, false);
       if (!planned) return report_error(planned.error());
       auto opened = get_store();
       if (!opened) return report_error(opened.error());
@@ -242,7 +247,8 @@ Command add_resume(CLI::App& app) {
     if (args->replan == kStdinPlan) say_reading_stdin();
     // A run executed by workers goes on being executed by them.
     RunArgs resumed = *args;
-    if (auto run = (*store)->runs().find_run(args->run_id); run && *run && (**run).dispatch == Dispatch::Workers)
+    if (auto run = (*store)->runs().find_run(args->run_id);
+        run && *run && (**run).dispatch == Dispatch::Workers)
       resumed.on_workers = true;
     return drive(resumed, (*store)->runs(), *executors,
                  [&](Engine& engine) { return engine.resume(args->run_id, replan); });

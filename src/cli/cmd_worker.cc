@@ -48,13 +48,15 @@ std::string host_name() {
 // The store must be a PostgreSQL ledger: workers share it.
 Expected<void> needs_postgres(const std::string& store, const char* command) {
   if (store.empty())
-    return fail(ErrorCode::InvalidInput,
-                fmt::format("{} needs --store postgresql://... (or ORCH_STORE): the ledger workers share", command));
+    return fail(
+        ErrorCode::InvalidInput,
+        fmt::format("{} needs --store postgresql://... (or ORCH_STORE): the ledger workers share", command));
   if (!is_postgres_url(store))
-    return fail(ErrorCode::InvalidInput,
-                fmt::format("{} needs a PostgreSQL ledger (--store postgresql://...); {} is a SQLite file, which "
-                            "only the machine that has it can use",
-                            command, shown_store(store)));
+    return fail(
+        ErrorCode::InvalidInput,
+        fmt::format("{} needs a PostgreSQL ledger (--store postgresql://...); {} is a SQLite file, which "
+                    "only the machine that has it can use",
+                    command, shown_store(store)));
   return {};
 }
 
@@ -158,7 +160,8 @@ Command add_worker(CLI::App& app) {
   sub->add_option("--store", args->store, "the PostgreSQL ledger (postgresql://...)")
       ->envname(kStoreEnv)
       ->check(not_empty("a postgresql:// URL"));
-  sub->add_option("--slots", args->slots, "steps run at once (default: one per CPU)")->transform(whole_number(1));
+  sub->add_option("--slots", args->slots, "steps run at once (default: one per CPU)")
+      ->transform(whole_number(1));
   sub->add_option("--labels", args->labels, "what this worker offers, for steps' runs-on (e.g. gpu,linux)");
   sub->add_option("--workdir", args->workdir,
                   "folder for the attempts' logs while they run and the drivers' logs (default .orch/worker)")
@@ -178,7 +181,8 @@ Command add_worker(CLI::App& app) {
 
 Command add_workers(CLI::App& app) {
   auto args = std::make_shared<WorkerArgs>();
-  CLI::App* sub = app.add_subcommand("workers", "List the live workers of a PostgreSQL ledger and what they run.");
+  CLI::App* sub =
+      app.add_subcommand("workers", "List the live workers of a PostgreSQL ledger and what they run.");
   sub->add_option("--store", args->store, "the PostgreSQL ledger (postgresql://...)")
       ->envname(kStoreEnv)
       ->check(not_empty("a postgresql:// URL"));

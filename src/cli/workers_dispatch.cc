@@ -11,10 +11,11 @@
 namespace orch::cli {
 
 Error workers_need_postgres(const std::string& store) {
-  return Error{ErrorCode::InvalidInput,
-               fmt::format("--on-workers needs a PostgreSQL ledger (--store postgresql://... or ORCH_STORE), which "
-                           "`orch worker` processes on any machine claim the steps from; {} is a SQLite file",
-                           shown_store(store))};
+  return Error{
+      ErrorCode::InvalidInput,
+      fmt::format("--on-workers needs a PostgreSQL ledger (--store postgresql://... or ORCH_STORE), which "
+                  "`orch worker` processes on any machine claim the steps from; {} is a SQLite file",
+                  shown_store(store))};
 }
 
 Expected<std::shared_ptr<ExecutorRegistry>> workers_executors(const std::string& store,

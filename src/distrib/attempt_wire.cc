@@ -56,7 +56,8 @@ AttemptSpec read_spec(const Json& j) {
   s.goal = j.at("goal").get<std::string>();
   s.previous_failure = j.at("previous_failure").get<std::string>();
   s.argv = j.at("argv").get<std::vector<std::string>>();
-  for (const auto& pair : j.at("env")) s.env.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
+  for (const auto& pair : j.at("env"))
+    s.env.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
   s.inputs = j.at("inputs");
   s.workspace = j.at("workspace").get<std::string>();
   s.runs_on = j.at("runs_on").get<std::vector<std::string>>();

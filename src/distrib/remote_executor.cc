@@ -37,7 +37,9 @@ class RemoteExecutor final : public Executor {
 
   void check_step(const Step& step, Diagnostics& out) const override { local_->check_step(step, out); }
   std::vector<Postcondition> default_post() const override { return local_->default_post(); }
-  std::vector<Postcondition> required_post(const Step& step) const override { return local_->required_post(step); }
+  std::vector<Postcondition> required_post(const Step& step) const override {
+    return local_->required_post(step);
+  }
   RiskLevel risk(const Step& step) const override { return local_->risk(step); }
   std::string risk_reason(const Step& step) const override { return local_->risk_reason(step); }
   std::string describe(const AttemptSpec& spec) const override { return local_->describe(spec); }
@@ -176,7 +178,8 @@ void RemoteDispatch::poll() {
     broken_ = false;
     if (options_.note) options_.note("workers: reconnected to the ledger");
     watched_fd_ = conn_->socket();
-    if (loop_ != nullptr && watched_fd_ >= 0) loop_->watch(watched_fd_, POLLIN, [this](short) { on_readable(); });
+    if (loop_ != nullptr && watched_fd_ >= 0)
+      loop_->watch(watched_fd_, POLLIN, [this](short) { on_readable(); });
   }
   if (pending_.empty()) return;
   std::set<std::string> runs;
@@ -187,8 +190,8 @@ void RemoteDispatch::poll() {
     for (TakenOutcome& t : *finished) {
       auto outcome = decode_outcome(t.outcome);
       deliver(t.key, outcome ? std::move(*outcome)
-                             : ended(AttemptEnding::Error, fmt::format("worker '{}': {}", t.worker,
-                                                                       outcome.error().message)));
+                             : ended(AttemptEnding::Error,
+                                     fmt::format("worker '{}': {}", t.worker, outcome.error().message)));
     }
     auto lost = queue_->expire_leases(run);
     if (!lost) return lost_connection(lost.error());

@@ -27,14 +27,14 @@ constexpr const char kTakeFinished[] =
     "UPDATE work_items SET state = 'settled' WHERE run_id = $1 AND state = 'finished' "
     "RETURNING step_id, attempt, outcome, worker";
 
-constexpr const char kExpire[] =
-    "UPDATE work_items SET state = 'lost', finished_at = " ORCH_NOW_MS
-    ", reason = 'lease expired on ' || worker "
-    "WHERE run_id = $1 AND state = 'claimed' AND lease_until < " ORCH_NOW_MS " RETURNING step_id, attempt, worker, reason";
+constexpr const char kExpire[] = "UPDATE work_items SET state = 'lost', finished_at = " ORCH_NOW_MS
+                                 ", reason = 'lease expired on ' || worker "
+                                 "WHERE run_id = $1 AND state = 'claimed' AND lease_until < " ORCH_NOW_MS
+                                 " RETURNING step_id, attempt, worker, reason";
 
-constexpr const char kWithdraw[] =
-    "UPDATE work_items SET state = 'lost', finished_at = " ORCH_NOW_MS ", reason = $4 "
-    "WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'queued'";
+constexpr const char kWithdraw[] = "UPDATE work_items SET state = 'lost', finished_at = " ORCH_NOW_MS
+                                   ", reason = $4 "
+                                   "WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'queued'";
 
 constexpr const char kRequestCancel[] =
     "UPDATE work_items SET cancel_requested = true "
@@ -50,8 +50,10 @@ constexpr const char kStranded[] =
 
 // A name is taken while its worker lives; a stopped or silent one's row is reused.
 constexpr const char kRegister[] =
-    "INSERT INTO workers AS k (name, host, pid, slots, labels, lease_ms, started_at, heartbeat_at, stopped_at) "
-    "VALUES ($1, $2, $3, $4, $5::text::text[], $6, " ORCH_NOW_MS ", " ORCH_NOW_MS ", 0) "
+    "INSERT INTO workers AS k (name, host, pid, slots, labels, lease_ms, started_at, heartbeat_at, "
+    "stopped_at) "
+    "VALUES ($1, $2, $3, $4, $5::text::text[], $6, " ORCH_NOW_MS ", " ORCH_NOW_MS
+    ", 0) "
     "ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, slots = EXCLUDED.slots, "
     "labels = EXCLUDED.labels, lease_ms = EXCLUDED.lease_ms, started_at = EXCLUDED.started_at, "
     "heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = 0 "
@@ -74,23 +76,26 @@ constexpr const char kClaim[] =
     "  ORDER BY w.queued_at, w.run_id, w.step_id LIMIT $4 FOR UPDATE OF w SKIP LOCKED), "
     "claimed AS ("
     "  UPDATE work_items u SET state = 'claimed', worker = $1, claimed_at = " ORCH_NOW_MS
-    ", lease_until = " ORCH_NOW_MS " + $5 "
+    ", lease_until = " ORCH_NOW_MS
+    " + $5 "
     "  FROM picked p WHERE u.run_id = p.run_id AND u.step_id = p.step_id AND u.attempt = p.attempt "
     "  RETURNING u.run_id, u.step_id, u.attempt, u.spec), "
     "noted AS ("
     "  INSERT INTO events (run_id, ts, kind, step_id, attempt, data) "
-    "  SELECT run_id, " ORCH_NOW_MS ", 'attempt_claimed', step_id, attempt, "
+    "  SELECT run_id, " ORCH_NOW_MS
+    ", 'attempt_claimed', step_id, attempt, "
     "         json_build_object('worker', $1::text, 'host', $2::text)::text FROM claimed) "
     "SELECT run_id, step_id, attempt, spec FROM claimed";
 
 constexpr const char kBeat[] = "UPDATE workers SET heartbeat_at = " ORCH_NOW_MS " WHERE name = $1";
 
-constexpr const char kRenew[] =
-    "UPDATE work_items SET lease_until = " ORCH_NOW_MS " + $2 WHERE worker = $1 AND state = 'claimed' "
-    "RETURNING run_id, step_id, attempt, cancel_requested";
+constexpr const char kRenew[] = "UPDATE work_items SET lease_until = " ORCH_NOW_MS
+                                " + $2 WHERE worker = $1 AND state = 'claimed' "
+                                "RETURNING run_id, step_id, attempt, cancel_requested";
 
 constexpr const char kComplete[] =
-    "UPDATE work_items w SET state = 'finished', outcome = $5, finished_at = " ORCH_NOW_MS " "
+    "UPDATE work_items w SET state = 'finished', outcome = $5, finished_at = " ORCH_NOW_MS
+    " "
     "WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'claimed' AND worker = $4 "
     "AND EXISTS (SELECT 1 FROM attempts a WHERE a.run_id = w.run_id AND a.step_id = w.step_id "
     "            AND a.number = w.attempt AND a.status = 'running')";
@@ -153,17 +158,17 @@ Expected<std::vector<std::string>> parse_labels(const std::string& text) {
 
 Expected<void> WorkQueue::enqueue(const WorkKey& key, const std::string& executor,
                                   const std::vector<std::string>& labels, const std::string& spec) {
-  ORCH_TRY(conn_.exec(fmt::format("queueing attempt {} of step '{}' for the workers", key.attempt, key.step_id),
-                      kEnqueue,
-                      key_params(key).text(executor).text(label_array(labels)).bytes(spec)));
+  ORCH_TRY(
+      conn_.exec(fmt::format("queueing attempt {} of step '{}' for the workers", key.attempt, key.step_id),
+                 kEnqueue, key_params(key).text(executor).text(label_array(labels)).bytes(spec)));
   ORCH_TRY(conn_.exec("waking the workers", "SELECT pg_notify($1, $2)",
                       PgParams().text(kWorkChannel).text(key.run_id)));
   return {};
 }
 
 Expected<std::vector<TakenOutcome>> WorkQueue::take_finished(const std::string& run_id) {
-  PgResult r = ORCH_TRY(conn_.exec("taking the workers' finished attempts", kTakeFinished,
-                                   PgParams().text(run_id)));
+  PgResult r =
+      ORCH_TRY(conn_.exec("taking the workers' finished attempts", kTakeFinished, PgParams().text(run_id)));
   std::vector<TakenOutcome> out;
   for (int i = 0; i < r.rows(); ++i)
     out.push_back({{run_id, r.text(i, 0), static_cast<int>(r.integer(i, 1))}, r.bytes(i, 2), r.text(i, 3)});
@@ -191,7 +196,8 @@ Expected<void> WorkQueue::request_cancel(const WorkKey& key) {
 }
 
 Expected<std::vector<StrandedItem>> WorkQueue::stranded(const std::string& run_id) {
-  PgResult r = ORCH_TRY(conn_.exec("looking for attempts no worker can take", kStranded, PgParams().text(run_id)));
+  PgResult r =
+      ORCH_TRY(conn_.exec("looking for attempts no worker can take", kStranded, PgParams().text(run_id)));
   std::vector<StrandedItem> out;
   for (int i = 0; i < r.rows(); ++i)
     out.push_back({{run_id, r.text(i, 0), static_cast<int>(r.integer(i, 1))}, split_labels(r.text(i, 2))});
@@ -199,17 +205,23 @@ Expected<std::vector<StrandedItem>> WorkQueue::stranded(const std::string& run_i
 }
 
 Expected<void> WorkQueue::register_worker(const WorkerRow& w) {
-  PgResult r = ORCH_TRY(conn_.exec(
-      fmt::format("registering worker '{}'", w.name), kRegister,
-      PgParams().text(w.name).text(w.host).integer(w.pid).integer(w.slots).text(label_array(w.labels)).integer(
-          w.lease_ms)));
+  PgResult r = ORCH_TRY(conn_.exec(fmt::format("registering worker '{}'", w.name), kRegister,
+                                   PgParams()
+                                       .text(w.name)
+                                       .text(w.host)
+                                       .integer(w.pid)
+                                       .integer(w.slots)
+                                       .text(label_array(w.labels))
+                                       .integer(w.lease_ms)));
   if (r.rows() == 0) {
-    PgResult holder = ORCH_TRY(conn_.exec("reading the live worker's row", kLiveHolder, PgParams().text(w.name)));
-    std::string who = holder.rows() == 1 ? fmt::format(" on {} (pid {}, last heartbeat {} ms ago)",
-                                                       holder.text(0, 0), holder.integer(0, 1), holder.integer(0, 2))
-                                         : std::string();
-    return fail(ErrorCode::Busy, fmt::format("a worker named '{}' is running{}: give this one another --name",
-                                             w.name, who));
+    PgResult holder =
+        ORCH_TRY(conn_.exec("reading the live worker's row", kLiveHolder, PgParams().text(w.name)));
+    std::string who = holder.rows() == 1
+                          ? fmt::format(" on {} (pid {}, last heartbeat {} ms ago)", holder.text(0, 0),
+                                        holder.integer(0, 1), holder.integer(0, 2))
+                          : std::string();
+    return fail(ErrorCode::Busy,
+                fmt::format("a worker named '{}' is running{}: give this one another --name", w.name, who));
   }
   ORCH_TRY(conn_.exec("handing on what this worker's previous life held", kReleasePreviousLife,
                       PgParams().text(w.name)));
@@ -245,9 +257,9 @@ Expected<bool> WorkQueue::complete(const std::string& worker, const WorkKey& key
                                    const std::vector<OutputFile>& outputs) {
   ORCH_TRY(conn_.begin());
   auto done = [&]() -> Expected<bool> {
-    PgResult r = ORCH_TRY(conn_.exec(
-        fmt::format("completing attempt {} of step '{}'", key.attempt, key.step_id), kComplete,
-        key_params(key).text(worker).bytes(outcome)));
+    PgResult r =
+        ORCH_TRY(conn_.exec(fmt::format("completing attempt {} of step '{}'", key.attempt, key.step_id),
+                            kComplete, key_params(key).text(worker).bytes(outcome)));
     if (r.affected() != 1) return false;
     for (const OutputFile& f : outputs) {
       std::ifstream in(f.path, std::ios::binary);
@@ -258,10 +270,10 @@ Expected<bool> WorkQueue::complete(const std::string& worker, const WorkKey& key
         in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
         const auto got = static_cast<std::size_t>(in.gcount());
         if (got == 0) break;
-        ORCH_TRY(conn_.exec(fmt::format("keeping the {} of attempt {} of step '{}'", f.stream, key.attempt,
-                                        key.step_id),
-                            detail::pg_rows::kInsertOutputChunk,
-                            key_params(key).text(f.stream).integer(seq++).bytes(std::string_view(chunk.data(), got))));
+        ORCH_TRY(conn_.exec(
+            fmt::format("keeping the {} of attempt {} of step '{}'", f.stream, key.attempt, key.step_id),
+            detail::pg_rows::kInsertOutputChunk,
+            key_params(key).text(f.stream).integer(seq++).bytes(std::string_view(chunk.data(), got))));
       }
     }
     ORCH_TRY(conn_.exec("waking the driver", "SELECT pg_notify($1, $2)",
@@ -300,7 +312,8 @@ Expected<std::vector<WorkerRow>> WorkQueue::workers() {
   }
   PgResult items = ORCH_TRY(conn_.exec("listing the claimed attempts", kClaimedItems));
   for (int i = 0; i < items.rows(); ++i) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const WorkerRow& w) { return w.name == items.text(i, 0); });
+    auto it =
+        std::find_if(out.begin(), out.end(), [&](const WorkerRow& w) { return w.name == items.text(i, 0); });
     if (it != out.end())
       it->running.push_back({items.text(i, 1), items.text(i, 2), static_cast<int>(items.integer(i, 3))});
   }

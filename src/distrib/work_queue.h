@@ -76,7 +76,7 @@ struct WorkerRow {
   std::int64_t started_at = 0;
   std::int64_t heartbeat_at = 0;
   std::int64_t stopped_at = 0;
-  bool live = false;  // not stopped, and heartbeating within its lease
+  bool live = false;             // not stopped, and heartbeating within its lease
   std::vector<WorkKey> running;  // the items it holds claimed
 };
 
@@ -97,8 +97,8 @@ class WorkQueue {
   explicit WorkQueue(detail::PgConnection& conn) : conn_(conn) {}
 
   // ---- the driver's side
-  Expected<void> enqueue(const WorkKey& key, const std::string& executor, const std::vector<std::string>& labels,
-                         const std::string& spec);
+  Expected<void> enqueue(const WorkKey& key, const std::string& executor,
+                         const std::vector<std::string>& labels, const std::string& spec);
   // The outcomes of the run's finished items, each taken once (state settled).
   Expected<std::vector<TakenOutcome>> take_finished(const std::string& run_id);
   // Marks lost the run's claimed items whose lease has expired.

@@ -151,8 +151,9 @@ void Worker::start(ClaimedItem item) {
   const fs::path folder = o_.workdir / "runs" / s.run_id;
   std::error_code ec;
   fs::create_directories(folder / "usage", ec);
-  if (ec) return queue_outcome(AttemptEnding::SetupFailed, fmt::format("worker '{}': cannot make {}: {}", o_.name,
-                                                                       (folder / "usage").string(), ec.message()));
+  if (ec)
+    return queue_outcome(AttemptEnding::SetupFailed, fmt::format("worker '{}': cannot make {}: {}", o_.name,
+                                                                 (folder / "usage").string(), ec.message()));
   const std::string base = fmt::format("{}.{}", s.step_id, s.attempt);
   s.stdout_path = folder / (base + ".stdout");
   s.stderr_path = folder / (base + ".stderr");
@@ -168,10 +169,11 @@ void Worker::start(ClaimedItem item) {
   s.secrets = secrets;
   Executor* executor = executors_->find(s.executor);
   if (executor == nullptr)
-    return queue_outcome(AttemptEnding::SetupFailed,
-                         fmt::format("worker '{}' on {} has no executor '{}' (give it the --models, --workers "
-                                     "or --registry file that defines it)",
-                                     o_.name, o_.host, s.executor));
+    return queue_outcome(
+        AttemptEnding::SetupFailed,
+        fmt::format("worker '{}' on {} has no executor '{}' (give it the --models, --workers "
+                    "or --registry file that defines it)",
+                    o_.name, o_.host, s.executor));
   auto started = executor->start(s, loop_, [this, key = item.key](AttemptOutcome outcome) {
     finished_.push_back({key, std::move(outcome)});
   });
@@ -200,9 +202,10 @@ void Worker::finish(Finished f) {
     return;
   }
   if (!*accepted)
-    note(fmt::format("worker '{}': the completion of attempt {} of step '{}' (run {}) was refused: its lease "
-                     "was lost, and the attempt was handed to another worker",
-                     o_.name, f.key.attempt, f.key.step_id, f.key.run_id));
+    note(
+        fmt::format("worker '{}': the completion of attempt {} of step '{}' (run {}) was refused: its lease "
+                    "was lost, and the attempt was handed to another worker",
+                    o_.name, f.key.attempt, f.key.step_id, f.key.run_id));
   std::error_code ec;
   for (const OutputFile& out : outputs) fs::remove(out.path, ec);
   fs::remove(it->second.spec.usage_path, ec);
@@ -297,9 +300,10 @@ Expected<void> Worker::run() {
   children_die_with_orch();
   signals_ = std::make_unique<SignalWatch>(loop_, [this](int) {
     if (++stops_ == 1) {
-      note(fmt::format("worker '{}': stopping: no new attempts; waiting for the {} running (signal again to "
-                       "hand them back now)",
-                       o_.name, jobs_.size()));
+      note(
+          fmt::format("worker '{}': stopping: no new attempts; waiting for the {} running (signal again to "
+                      "hand them back now)",
+                      o_.name, jobs_.size()));
     } else {
       for (auto& [key, job] : jobs_) {
         if (job.attempt && !job.lost) {

@@ -82,9 +82,39 @@ TEST_F(PgStoreTest, AnEmptySchemaIsCreatedOnceByConcurrentFirstOpens) {
   }
   for (auto& t : openers) t.join();
   for (const auto& e : errors) EXPECT_EQ(e, "") << "no first open races another";
-  EXPECT_EQ(schema_->exec("DO $$ BEGIN IF (SELECT count(*) FROM schema_version) <> 1 THEN "
-                          "RAISE EXCEPTION 'not one version row'; END IF; END $$"),
+  // v13's row (the PostgreSQL ledger's first version), then one per migration.
+  EXPECT_EQ(schema_->exec(fmt::format("DO $$ BEGIN IF (SELECT count(*) FROM schema_version) <> {} THEN "
+                                      "RAISE EXCEPTION 'not one row per version'; END IF; END $$",
+                                      detail::kPgSchemaVersion - 12)),
             "");
+}
+
+// A ledger made by an orch of v13 (the first PostgreSQL one) is migrated in
+// place at the next open, its runs kept.
+TEST_F(PgStoreTest, AVersion13LedgerIsMigrated) {
+  {
+    auto store = open();
+    ASSERT_TRUE(store);
+    RunRecord r;
+    r.id = "old";
+    r.name = "n";
+    ASSERT_TRUE(store->insert_run(r));
+  }
+  // What v13 had: no dispatch column, no queue, no workers.
+  ASSERT_EQ(schema_->exec("DROP TABLE work_items; DROP TABLE workers; ALTER TABLE runs DROP COLUMN dispatch; "
+                          "DELETE FROM schema_version WHERE version > 13"),
+            "");
+  auto store = open();
+  ASSERT_TRUE(store);
+  auto run = store->find_run("old");
+  ASSERT_TRUE(run && *run);
+  EXPECT_EQ((*run)->dispatch, Dispatch::Local);
+  EXPECT_EQ(
+      schema_->exec(fmt::format("DO $$ BEGIN IF (SELECT max(version) FROM schema_version) <> {} OR "
+                                "to_regclass('work_items') IS NULL THEN RAISE EXCEPTION 'not migrated'; "
+                                "END IF; END $$",
+                                detail::kPgSchemaVersion)),
+      "");
 }
 
 TEST_F(PgStoreTest, ALedgerFromANewerOrchIsRefused) {

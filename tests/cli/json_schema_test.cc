@@ -409,6 +409,9 @@ void check_coverage() {
     for (const auto& sub : subs)
       if (offers_json({name, sub})) with_json.insert(name + " " + sub);
   }
+  // orch workers needs a PostgreSQL ledger: tests/cli/postgres/workers_test.cc
+  // checks its document (and run --detach's) against their schemas.
+  covered().insert("workers");
   // orch review is one command whose modes are flags: each mode is checked.
   for (const char* mode : {"review --list", "review --show"}) EXPECT_TRUE(covered().contains(mode)) << mode;
   for (const auto& name : with_json)

@@ -121,7 +121,8 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
   const std::vector<Case> cases = {
       {{},
        "orch: a command is required: validate, run, resume, status, runs, logs, events, cancel, plan, "
-       "approve, chain, task, route, budget-check, similarity, memory, review, cycle, completion\nRun `orch "
+       "approve, chain, task, route, budget-check, similarity, memory, review, cycle, worker, workers, "
+       "completion\nRun `orch "
        "--help` "
        "for usage.\n"},
       {{"task"},
@@ -142,14 +143,15 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
        "orch: unknown command 'stauts' (did you mean 'status'?); commands: validate, run, resume, status, "
        "runs, "
        "logs, events, cancel, plan, approve, chain, task, route, budget-check, similarity, memory, review, "
-       "cycle, completion\nRun `orch --help` for usage.\n"},
+       "cycle, worker, workers, completion\nRun `orch --help` for usage.\n"},
       {{"task", "rnu"},
        "orch: unknown subcommand 'rnu' (did you mean 'run'?); subcommands: plan, log, close, show, list, gc, "
        "run\nRun `orch task --help` for usage.\n"},
       {{"--bogus"},
        "orch: unknown option '--bogus' before the command (options go after it: orch COMMAND --help); "
        "commands: validate, run, resume, status, runs, logs, events, cancel, plan, approve, chain, task, "
-       "route, budget-check, similarity, memory, review, cycle, completion\nRun `orch --help` for usage.\n"},
+       "route, budget-check, similarity, memory, review, cycle, worker, workers, completion\nRun `orch "
+       "--help` for usage.\n"},
       {{"--store", "x", "runs"},
        "orch: unexpected arguments before the command (options go after it): --store x\n"
        "Run `orch runs --help` for usage.\n"},
@@ -249,8 +251,9 @@ TEST(CliUsage, AFolderGivenToReplanIsNotAPlan) {
 
   // A bad edited plan gets every problem listed, as `orch run` lists them: the
   // checks of what could be read run even when some fields could not be read.
-  write_file(d / "bad.yaml",
-             "steps:\n  - {id: a, sh: echo, timeout: 5x, attempts: 0}\n  - {id: b, sh: echo, deps: [nope]}\n");
+  write_file(
+      d / "bad.yaml",
+      "steps:\n  - {id: a, sh: echo, timeout: 5x, attempts: 0}\n  - {id: b, sh: echo, deps: [nope]}\n");
   auto bad = run_orch({"resume", id, "--replan", "bad.yaml"}, d.path());
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_HAS(bad.err, "bad duration '5x'");
@@ -477,9 +480,10 @@ TEST(CliUsage, AnUnusableWorkspaceIsRefusedBeforeAnythingIsRecorded) {
 // cannot clear the screen or recolour what orch prints.
 TEST(CliUsage, ControlCharactersInPlanTextAreEscapedInTablesAndLines) {
   TempDir d;
-  write_file(d / "p.yaml",
-             "name: \"evil\\e[2J\\a\"\non_failure: continue\nsteps:\n"
-             "  - {id: a, sh: \"true\", attempts: 1, post: [{shell_zero: \"printf '\\e]0;x\\a'; exit 1\"}]}\n");
+  write_file(
+      d / "p.yaml",
+      "name: \"evil\\e[2J\\a\"\non_failure: continue\nsteps:\n"
+      "  - {id: a, sh: \"true\", attempts: 1, post: [{shell_zero: \"printf '\\e]0;x\\a'; exit 1\"}]}\n");
   auto run = run_orch({"run", "p.yaml"}, d.path());
   ASSERT_EQ(run.exit_code, 1) << run.err;
   auto status = run_orch({"status"}, d.path());
@@ -522,7 +526,8 @@ TEST(CliUsage, EveryCommandSaysTheSameOfAnEmptyOrUnknownRunId) {
     auto unknown = run_orch(args, d.path());
     EXPECT_EQ(unknown.exit_code, 2) << args[0] << ": " << unknown.err;
     EXPECT_EQ(unknown.err.find('\x1b'), std::string::npos) << args[0] << ": " << unknown.err;
-    EXPECT_NE(unknown.err.find("no run 'x\\x1b[31my' in "), std::string::npos) << args[0] << ": " << unknown.err;
+    EXPECT_NE(unknown.err.find("no run 'x\\x1b[31my' in "), std::string::npos)
+        << args[0] << ": " << unknown.err;
   }
 }
 

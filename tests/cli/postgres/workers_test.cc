@@ -16,6 +16,7 @@
 
 #include "testing/pg_test_schema.h"
 #include "testing/testing.h"
+#include "util/json_schema.h"
 
 namespace orch::pg_workers_test {
 namespace {
@@ -46,7 +47,8 @@ class Workers : public ::testing::Test {
       }
     for (auto& [name, pid] : workers_) wait_exit(pid);
     // The drivers a worker may have started (in sessions of their own).
-    (void)orch::testing::run_command({"pkill", "-KILL", "-f", "resume .* --store " + url_}, d_.path(), {}, 30);
+    (void)orch::testing::run_command({"pkill", "-KILL", "-f", "resume .* --store " + url_}, d_.path(), {},
+                                     30);
     schema_.reset();
   }
 
@@ -57,8 +59,9 @@ class Workers : public ::testing::Test {
   }
   // `orch worker --name NAME EXTRA...` in the background, its output in NAME.log.
   pid_t start_worker(const std::string& name, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"worker", "--store",   url_,  "--name",      name,
-                                  "--poll-s", "0.2",     "--workdir", (d_ / ("wd-" + name)).string()};
+    std::vector<std::string> args{"worker", "--store",   url_,
+                                  "--name", name,        "--poll-s",
+                                  "0.2",    "--workdir", (d_ / ("wd-" + name)).string()};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_t pid = spawn_orch(args, d_.path(), d_ / (name + ".log"));
     workers_[name] = pid;
@@ -70,6 +73,15 @@ class Workers : public ::testing::Test {
     auto doc = nlohmann::json::parse(text, nullptr, false);
     EXPECT_FALSE(doc.is_discarded()) << text;
     return doc;
+  }
+  // `doc` follows schemas/NAME (what json_schema_test.cc does for the commands
+  // that need no server).
+  static void expect_schema(const nlohmann::json& doc, const std::string& name) {
+    auto schema = JsonSchema::load_file((orch::testing::source_dir() / "schemas" / name).string());
+    ASSERT_TRUE(schema) << schema.error().message;
+    const auto problems = schema->validate(doc);
+    EXPECT_TRUE(problems.empty()) << name << ": " << (problems.empty() ? "" : problems[0]) << "\n"
+                                  << doc.dump(2);
   }
   // Waits until a live worker is registered under each name.
   bool live(const std::vector<std::string>& names) {
@@ -119,8 +131,8 @@ steps:
                           "'attempt_claimed' AND step_id = 'c'",
                           id)),
             "gpubox");
-  EXPECT_EQ(q(fmt::format("SELECT count(*) FROM events WHERE run_id = '{}' AND kind = 'attempt_claimed'", id)),
-            "3")
+  EXPECT_EQ(
+      q(fmt::format("SELECT count(*) FROM events WHERE run_id = '{}' AND kind = 'attempt_claimed'", id)), "3")
       << "the builtin ran in the driver, the three commands on workers";
   // The result passed between steps through the ledger.
   auto logs = orch({"logs", id, "b"});
@@ -133,6 +145,7 @@ steps:
   auto workers = orch({"workers", "--json"});
   ASSERT_EQ(workers.exit_code, 0) << workers.err;
   const auto list = parse(workers.out);
+  expect_schema(list, "workers.schema.json");
   ASSERT_EQ(list.size(), 2u) << workers.out;
   EXPECT_EQ(list[0]["name"], "gpubox");
   EXPECT_EQ(list[0]["labels"], nlohmann::json::array({"gpu", "linux"}));
@@ -166,14 +179,16 @@ TEST_F(Workers, AStepNoWorkerCanTakeIsReportedWaitingThenRuns) {
   write_file(d_ / "p.yaml", "steps:\n  - {id: train, sh: 'echo trained', runs-on: gpu}\n");
   start_worker("cpu");
   ASSERT_TRUE(live({"cpu"}));
-  const pid_t driver = spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(), d_ / "driver.log");
-  ASSERT_TRUE(wait_for([&] { return q("SELECT count(*) FROM events WHERE kind = 'attempt_waiting'") == "1"; },
-                       20000))
+  const pid_t driver =
+      spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(), d_ / "driver.log");
+  ASSERT_TRUE(
+      wait_for([&] { return q("SELECT count(*) FROM events WHERE kind = 'attempt_waiting'") == "1"; }, 20000))
       << read_file(d_ / "driver.log");
   EXPECT_EQ(q("SELECT data::json->>'reason' FROM events WHERE kind = 'attempt_waiting'"),
             "no live worker has the labels gpu");
-  EXPECT_NE(read_file(d_ / "driver.log").find("step 'train' (attempt 1) waits: no live worker has the labels gpu"),
-            std::string::npos);
+  EXPECT_NE(
+      read_file(d_ / "driver.log").find("step 'train' (attempt 1) waits: no live worker has the labels gpu"),
+      std::string::npos);
   EXPECT_TRUE(process_alive(driver));
   start_worker("gpu", {"--labels", "gpu"});
   EXPECT_EQ(wait_exit(driver), 0) << read_file(d_ / "driver.log");
@@ -187,8 +202,10 @@ TEST_F(Workers, AKilledWorkersStepIsRunAgainElsewhereAfterItsLease) {
   write_file(d_ / "p.yaml", "steps:\n  - {id: slow, sh: 'sleep 3; echo \"$ORCH_WORKER\" >> effects'}\n");
   const pid_t doomed = start_worker("doomed", {"--lease-s", "1"});
   ASSERT_TRUE(live({"doomed"}));
-  const pid_t driver = spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(), d_ / "driver.log");
-  ASSERT_TRUE(wait_for([&] { return q("SELECT count(*) FROM work_items WHERE state = 'claimed'") == "1"; }, 20000));
+  const pid_t driver =
+      spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(), d_ / "driver.log");
+  ASSERT_TRUE(
+      wait_for([&] { return q("SELECT count(*) FROM work_items WHERE state = 'claimed'") == "1"; }, 20000));
   ::kill(doomed, SIGKILL);
   wait_exit(doomed);
   start_worker("heir");
@@ -209,10 +226,13 @@ TEST_F(Workers, APausedWorkersLateCompletionIsRefused) {
   write_file(d_ / "p.yaml", "steps:\n  - {id: s, sh: 'sleep 1.5; echo \"$ORCH_WORKER\"'}\n");
   const pid_t sleepy = start_worker("sleepy", {"--lease-s", "0.5"});
   ASSERT_TRUE(live({"sleepy"}));
-  const pid_t driver = spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(), d_ / "driver.log");
-  ASSERT_TRUE(wait_for([&] { return q("SELECT count(*) FROM work_items WHERE state = 'claimed'") == "1"; }, 20000));
+  const pid_t driver =
+      spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(), d_ / "driver.log");
+  ASSERT_TRUE(
+      wait_for([&] { return q("SELECT count(*) FROM work_items WHERE state = 'claimed'") == "1"; }, 20000));
   ::kill(sleepy, SIGSTOP);
-  ASSERT_TRUE(wait_for([&] { return q("SELECT count(*) FROM work_items WHERE state = 'lost'") == "1"; }, 20000));
+  ASSERT_TRUE(
+      wait_for([&] { return q("SELECT count(*) FROM work_items WHERE state = 'lost'") == "1"; }, 20000));
   start_worker("awake");
   ASSERT_EQ(wait_exit(driver), 0) << read_file(d_ / "driver.log");
   ::kill(sleepy, SIGCONT);
@@ -235,11 +255,12 @@ TEST_F(Workers, ADetachedRunIsDrivenByAWorker) {
 )");
   auto submitted = orch({"run", "p.yaml", "--on-workers", "--detach", "--json"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  expect_schema(parse(submitted.out), "run-submitted.schema.json");
   const std::string id = parse(submitted.out)["run_id"];
   EXPECT_EQ(q(fmt::format("SELECT owner_pid FROM runs WHERE id = '{}'", id)), "0");
   start_worker("w");
-  ASSERT_TRUE(wait_for([&] { return q(fmt::format("SELECT status FROM runs WHERE id = '{}'", id)) == "succeeded"; },
-                       60000))
+  ASSERT_TRUE(wait_for(
+      [&] { return q(fmt::format("SELECT status FROM runs WHERE id = '{}'", id)) == "succeeded"; }, 60000))
       << log_of("w");
   EXPECT_NE(log_of("w").find("had no driver; started `orch resume " + id), std::string::npos) << log_of("w");
   EXPECT_EQ(q("SELECT convert_from(result, 'UTF8') FROM steps WHERE step_id = 'b'"), "one two");
@@ -250,12 +271,15 @@ TEST_F(Workers, ASecondDriverIsRefused) {
   write_file(d_ / "p.yaml", "steps:\n  - {id: s, sh: 'sleep 2; echo done'}\n");
   start_worker("w", {"--no-drive"});
   ASSERT_TRUE(live({"w"}));
-  const pid_t driver = spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(), d_ / "driver.log");
-  ASSERT_TRUE(wait_for([&] { return q("SELECT count(*) FROM work_items WHERE state = 'claimed'") == "1"; }, 20000));
+  const pid_t driver =
+      spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(), d_ / "driver.log");
+  ASSERT_TRUE(
+      wait_for([&] { return q("SELECT count(*) FROM work_items WHERE state = 'claimed'") == "1"; }, 20000));
   const std::string id = q("SELECT id FROM runs");
   auto second = orch({"resume", id});
   EXPECT_EQ(second.exit_code, 2) << second.out << second.err;
-  EXPECT_NE(second.err.find("is already being driven by another orch process"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find("is already being driven by another orch process"), std::string::npos)
+      << second.err;
   EXPECT_EQ(wait_exit(driver), 0) << read_file(d_ / "driver.log");
   EXPECT_EQ(q("SELECT count(*) FROM attempts"), "1");
 }
@@ -265,8 +289,10 @@ TEST_F(Workers, CancelStopsAStepOnAWorker) {
   write_file(d_ / "p.yaml", "steps:\n  - {id: s, sh: 'sleep 60'}\n");
   start_worker("w");
   ASSERT_TRUE(live({"w"}));
-  const pid_t driver = spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(), d_ / "driver.log");
-  ASSERT_TRUE(wait_for([&] { return q("SELECT count(*) FROM work_items WHERE state = 'claimed'") == "1"; }, 20000));
+  const pid_t driver =
+      spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(), d_ / "driver.log");
+  ASSERT_TRUE(
+      wait_for([&] { return q("SELECT count(*) FROM work_items WHERE state = 'claimed'") == "1"; }, 20000));
   auto cancel = orch({"cancel", q("SELECT id FROM runs"), "--wait", "30"});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.out << cancel.err;
   EXPECT_NE(wait_exit(driver), 0);
