@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/fake_llm.h"
 #include "testing/pg_test_schema.h"
 #include "testing/testing.h"
 #include "util/json_schema.h"
@@ -299,6 +300,46 @@ TEST_F(Workers, CancelStopsAStepOnAWorker) {
   EXPECT_EQ(q("SELECT status FROM runs"), "cancelled");
   EXPECT_EQ(q("SELECT status FROM attempts"), "cancelled");
   EXPECT_EQ(q("SELECT state FROM work_items"), "settled") << "the worker reported the attempt it stopped";
+}
+
+// Budgets hold across workers: 4 workers, 24 llm calls that could all run at
+// once against our OpenAI-compatible server, a token budget that pays for
+// some. The driver reserves each call before any worker can claim it, so what
+// the run spent stays within the budget, and no call is made that it could
+// not pay for.
+TEST_F(Workers, ATokenBudgetHoldsAcrossFourWorkers) {
+  orch::testing::FakeLlmServer llm("sk-workers-budget-123456");
+  ASSERT_TRUE(llm.started());
+  ::setenv("ORCH_TEST_WORKERS_KEY", llm.api_key().c_str(), 1);
+  write_file(d_ / "models.yaml",
+             fmt::format(
+                 "providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: "
+                 "ORCH_TEST_WORKERS_KEY, timeout: 10s}}\nmodels:\n  m: {{provider: fake, model: budget-test, "
+                 "max_tokens: 60}}\ndefault_model: m\n",
+                 llm.url()));
+  std::string plan = "budget: {tokens: 700}\nsteps:\n";
+  for (int i = 0; i < 24; ++i)
+    plan += fmt::format(
+        "  - {{id: ask{}, executor: llm, inputs: {{prompt: 'q{} [[usage: 10 40]] [[sleep: 0.3]]'}}}}\n", i,
+        i);
+  write_file(d_ / "p.yaml", plan);
+  for (int w = 0; w < 4; ++w)
+    start_worker(fmt::format("w{}", w), {"--slots", "3", "--models", "models.yaml"});
+  ASSERT_TRUE(live({"w0", "w1", "w2", "w3"}));
+  auto ran = orch({"run", "p.yaml", "--on-workers", "--models", "models.yaml", "-j", "24", "--json"});
+  EXPECT_EQ(ran.exit_code, 4) << ran.out << ran.err;
+  const auto report = parse(ran.out);
+  EXPECT_EQ(report["run"]["status"], "budget_exhausted") << ran.out;
+  const std::int64_t spent = std::stoll(q("SELECT coalesce(sum(tokens_in + tokens_out), 0) FROM attempts"));
+  const int calls = static_cast<int>(llm.requests().size());
+  EXPECT_LE(spent, 700) << "spent within the budget, across 4 workers";
+  EXPECT_EQ(spent, 50 * calls) << "every call charged what it reported";
+  EXPECT_GE(calls, 5) << "calls ran";
+  EXPECT_LT(calls, 24) << "the budget stopped the rest";
+  EXPECT_GE(
+      std::stoi(q("SELECT count(DISTINCT data::json->>'worker') FROM events WHERE kind = 'attempt_claimed'")),
+      2)
+      << "the calls were spread over the workers";
 }
 
 }  // namespace
