@@ -137,6 +137,20 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
       counts[step_status_name(status)] += n;
     }
   }
+  // A running run executed by workers: the attempts queued that no live worker
+  // can take, and why (their driver's attempt_waiting events; one claimed since
+  // is not waiting any more), shown as the running step's reason.
+  std::map<std::pair<std::string, int>, std::string> waiting;
+  if (full && run.status == RunStatus::Running && run.dispatch == Dispatch::Workers) {
+    for (const auto& e : ORCH_TRY(store.events_of_kind(run_id, "attempt_waiting"))) {
+      auto data = ojson::parse(e.data_json, nullptr, false);
+      if (data.is_object() && data.contains("reason") && data["reason"].is_string())
+        waiting[{e.step_id, e.attempt}] = data["reason"].get<std::string>();
+    }
+    if (!waiting.empty())
+      for (const auto& e : ORCH_TRY(store.events_of_kind(run_id, "attempt_claimed")))
+        waiting.erase({e.step_id, e.attempt});
+  }
   ojson step_list = ojson::array();
   for (const auto& s : steps) {
     ++counts["total"];
@@ -155,6 +169,9 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
     step["executor"] = s.executor;
     step["status"] = step_status_name(s.status);
     step["reason"] = s.reason;
+    if (s.status == StepStatus::Running)
+      if (auto w = waiting.find({s.step_id, s.last_attempt}); w != waiting.end())
+        step["reason"] = "waiting: " + w->second;
     step["attempts"] = std::move(att);
     step["tokens_in"] = s.tokens_in;
     step["tokens_out"] = s.tokens_out;

@@ -191,6 +191,8 @@ TEST_F(Workers, AStepNoWorkerCanTakeIsReportedWaitingThenRuns) {
       read_file(d_ / "driver.log").find("step 'train' (attempt 1) waits: no live worker has the labels gpu"),
       std::string::npos);
   EXPECT_TRUE(process_alive(driver));
+  auto status = parse(orch({"status", "--json"}).out);
+  EXPECT_EQ(status["steps"][0]["reason"], "waiting: no live worker has the labels gpu") << status.dump();
   start_worker("gpu", {"--labels", "gpu"});
   EXPECT_EQ(wait_exit(driver), 0) << read_file(d_ / "driver.log");
   EXPECT_EQ(q("SELECT data::json->>'worker' FROM events WHERE kind = 'attempt_claimed'"), "gpu");
