@@ -184,7 +184,12 @@ void Worker::start(ClaimedItem item) {
 void Worker::finish(Finished f) {
   auto it = jobs_.find(f.key);
   if (it == jobs_.end()) return;
+  std::error_code ec;
   if (it->second.lost) {
+    // Its lease is gone: nothing of it is reported (the ledger would refuse it).
+    fs::remove(it->second.spec.stdout_path, ec);
+    fs::remove(it->second.spec.stderr_path, ec);
+    fs::remove(it->second.spec.usage_path, ec);
     jobs_.erase(it);
     claim_now_ = true;
     return;
@@ -206,7 +211,6 @@ void Worker::finish(Finished f) {
         fmt::format("worker '{}': the completion of attempt {} of step '{}' (run {}) was refused: its lease "
                     "was lost, and the attempt was handed to another worker",
                     o_.name, f.key.attempt, f.key.step_id, f.key.run_id));
-  std::error_code ec;
   for (const OutputFile& out : outputs) fs::remove(out.path, ec);
   fs::remove(it->second.spec.usage_path, ec);
   jobs_.erase(it);

@@ -27,7 +27,14 @@ std::string new_run_id(std::int64_t wall_ms) {
                      tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
 }
 
-int default_concurrency() {
+// A run's -j when neither the command line nor the plan gives one: this
+// machine's CPUs for a run that executes here; for one executed by workers, a
+// bound on the attempts queued or running on them at once, whose number of
+// slots this machine does not know.
+constexpr int kWorkersConcurrency = 256;
+
+int default_concurrency(Dispatch dispatch) {
+  if (dispatch == Dispatch::Workers) return kWorkersConcurrency;
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
 }
@@ -120,7 +127,8 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   run_.name = plan.name;
   run_.plan_path = plan.source_path.empty() ? "" : detail::stored_plan_path(plan.source_path);
   run_.workspace = workspace.string();
-  run_.concurrency = options_.concurrency.value_or(plan.concurrency.value_or(default_concurrency()));
+  run_.concurrency =
+      options_.concurrency.value_or(plan.concurrency.value_or(default_concurrency(options_.dispatch)));
   run_.keep_going = options_.keep_going || plan.on_failure == OnFailure::Continue;
   run_.created_at = run_.updated_at = now_ms();
   run_.owner_pid = static_cast<int>(getpid());
