@@ -46,7 +46,8 @@ LoadedPq load_pq_once() {
                   resolve_symbol(library, "PQhost", a.host, missing) &&
                   resolve_symbol(library, "PQport", a.port, missing) &&
                   resolve_symbol(library, "PQdb", a.db, missing) &&
-                  resolve_symbol(library, "PQsetNoticeProcessor", a.set_notice_processor, missing);
+                  resolve_symbol(library, "PQsetNoticeProcessor", a.set_notice_processor, missing) &&
+                  resolve_symbol(library, "PQsocket", a.socket, missing);
   if (!ok) out.error = fmt::format("the libpq found lacks {} (libpq 10 or newer is needed)", missing);
   return out;
 }

@@ -42,6 +42,7 @@ struct PqApi {
   char* (*port)(const PGconn*);
   char* (*db)(const PGconn*);
   PQnoticeProcessor (*set_notice_processor)(PGconn*, PQnoticeProcessor, void* arg);
+  int (*socket)(const PGconn*);  // whether an idle connection is still open (pg_reconnect.cc)
 };
 
 // libpq's functions, or an Io error naming the library and what the dynamic
