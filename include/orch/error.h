@@ -22,6 +22,10 @@ enum class ErrorCode {
   Spawn,         // a process could not be started
   Internal,      // a broken invariant inside orch: a bug
   Interrupted,   // stopped by SIGINT/SIGTERM/SIGHUP, what was recorded kept (exit 130)
+  // The ledger's server connection was lost inside a transaction: nothing of it
+  // landed (the server rolled it back), and the store connects again at the next
+  // begin(), so the transaction may be written again from the start (exit 1).
+  Disconnected,
 };
 
 struct Error {

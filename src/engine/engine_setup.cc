@@ -142,10 +142,16 @@ Expected<void> Scheduler::prepare_new(Plan plan, const std::string& plan_text) {
   budget_.emplace(plan_.budget, Spend{}, 0);
   run_.budget_json = budget_limits_json(plan_.budget);
 
+  // Through the writer, which makes them again should the store lose the transaction.
   ORCH_TRY(writer_.begin());
-  ORCH_TRY(store_.insert_run(run_));
-  ORCH_TRY(store_.insert_plan_version(PlanVersion{run_.id, 1, run_.plan_path, plan_text, run_.created_at}));
-  for (auto& s : steps_) ORCH_TRY(store_.insert_step(s.rec));
+  writer_.write([this, run = run_] { return store_.insert_run(run); });
+  writer_.write([this, plan = PlanVersion{run_.id, 1, run_.plan_path, plan_text, run_.created_at}] {
+    return store_.insert_plan_version(plan);
+  });
+  writer_.write([this]() -> Expected<void> {  // the rows do not change before the commit
+    for (auto& s : steps_) ORCH_TRY(store_.insert_step(s.rec));
+    return {};
+  });
   writer_.event("run_started", "", 0,
                 {{"plan", run_.plan_path},
                  {"steps", steps_.size()},

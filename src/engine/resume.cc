@@ -145,12 +145,13 @@ Expected<void> Scheduler::prepare_resume(const std::string& run_id,
   std::vector<bool> changed = ORCH_TRY(rebuild_step_states(plan.rows));
   ORCH_TRY(count_budget_attempts());
   if (replan_path) ORCH_TRY(reset_changed_steps(plan, changed));
+  // Through the writer, which makes them again should the store lose the transaction.
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     if (!changed[i]) continue;
     steps_[i].rec.run_id = run_.id;
-    ORCH_TRY(store_.upsert_step(steps_[i].rec));
+    writer_.write([this, i] { return store_.upsert_step(steps_[i].rec); });  // unchanged until the commit
   }
-  ORCH_TRY(store_.update_run(run_));
+  writer_.run_row(run_);
   if (writer_.failed()) return std::unexpected(*writer_.error());
   ORCH_TRY(commit());
   return restore_budget();
@@ -270,12 +271,12 @@ Expected<std::vector<bool>> Scheduler::rebuild_step_states(std::vector<StepRecor
       const bool moved = r.idx != removed_idx;
       r.idx = removed_idx++;
       if (r.status == StepStatus::Done || unrestored) {
-        if (moved) ORCH_TRY(store_.upsert_step(r));
+        if (moved) writer_.write([this, row = r] { return store_.upsert_step(row); });
         continue;
       }
       r.status = StepStatus::Skipped;
       r.reason = "removed from the plan by --replan";
-      ORCH_TRY(store_.upsert_step(r));
+      writer_.write([this, row = r] { return store_.upsert_step(row); });
       writer_.event("step_skipped", r.step_id, 0, {{"reason", r.reason}});
       continue;
     }
@@ -353,8 +354,9 @@ Expected<void> Scheduler::count_budget_attempts() {
 Expected<void> Scheduler::reset_changed_steps(const ResumePlan& plan, std::vector<bool>& changed) {
   ++run_.plan_version;
   run_.plan_path = plan.path;
-  ORCH_TRY(
-      store_.insert_plan_version(PlanVersion{run_.id, run_.plan_version, plan.path, plan.text, now_ms()}));
+  writer_.write([this, version = PlanVersion{run_.id, run_.plan_version, plan.path, plan.text, now_ms()}] {
+    return store_.insert_plan_version(version);
+  });
   writer_.event("plan_replaced", "", 0, {{"version", run_.plan_version}, {"path", plan.path}});
   // A done step whose fingerprint changed re-runs, and so do its descendants.
   std::vector<int> order = topological_order(plan_);

@@ -258,10 +258,14 @@ Expected<RunOutcome> Scheduler::run_loop() {
                                                since_run_write >= kRunRowIdleInterval);
     // On its own the row is a heartbeat: if the ledger is busy (another process
     // holds its write lock past the busy timeout), it is written next time; the
-    // run goes on.
-    if (write_run_row && !writer_.open() && !writer_.begin()) {
-      write_run_row = false;
-      last_run_write_ = std::chrono::steady_clock::now();
+    // run goes on. Not if the run's lock was lost to another process (a server
+    // that restarted, pg_store_lock.cc): this driver stops.
+    if (write_run_row && !writer_.open()) {
+      if (auto began = writer_.begin(); !began) {
+        if (began.error().code == ErrorCode::Busy) writer_.fail(began.error());
+        write_run_row = false;
+        last_run_write_ = std::chrono::steady_clock::now();
+      }
     }
     if (write_run_row) {
       last_run_write_ = std::chrono::steady_clock::now();

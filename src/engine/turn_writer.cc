@@ -19,6 +19,19 @@ void mask_strings(nlohmann::json& data, const SecretMasker& secrets) {
   }
 }
 
+// Runs `op`; while it fails because the store lost the transaction with its
+// connection, has `rewrite` write the transaction again and runs `op` again,
+// at most TurnWriter::kRewrites times.
+template <class Op, class Rewrite>
+Expected<void> surviving_lost_transactions(Op op, Rewrite rewrite) {
+  Expected<void> done = op();
+  for (int n = 0; n < TurnWriter::kRewrites && !done && done.error().code == ErrorCode::Disconnected; ++n) {
+    done = rewrite();
+    if (done) done = op();
+  }
+  return done;
+}
+
 }  // namespace
 
 TurnWriter::TurnWriter(Store& store, Clock& clock, std::shared_ptr<SecretMasker> secrets)
@@ -28,6 +41,31 @@ Expected<void> TurnWriter::begin() {
   if (open_) return {};
   ORCH_TRY(store_.begin());
   open_ = true;
+  written_.clear();
+  return {};
+}
+
+void TurnWriter::make(Write w) {
+  if (error_) return;
+  bool again = false;  // after a rewrite, `w` is made as one written again
+  auto made = surviving_lost_transactions(
+      [&] {
+        auto done = w(again);
+        again = true;
+        return done;
+      },
+      [this] { return rewrite(); });
+  if (!made) {
+    error_ = made.error();
+    return;
+  }
+  written_.push_back(std::move(w));
+}
+
+Expected<void> TurnWriter::rewrite() {
+  (void)store_.rollback();   // the store forgets the lost transaction (the server rolled it back)
+  ORCH_TRY(store_.begin());  // and connects again, waiting for the server
+  for (const Write& w : written_) ORCH_TRY(w(true));
   return {};
 }
 
@@ -55,7 +93,10 @@ void TurnWriter::event(const std::string& kind, const std::string& step_id, int 
     mask_strings(masked, *secrets_);
     e.data_json = json_text(masked);
   }
-  if (auto r = store_.append_event(e); !r) error_ = r.error();
+  make([this, e = std::move(e)](bool) -> Expected<void> {
+    ORCH_TRY(store_.append_event(e));
+    return {};
+  });
 }
 
 bool TurnWriter::step_changed(std::vector<StepState>& steps, int i) {
@@ -80,13 +121,24 @@ void TurnWriter::attempt_finished(const AttemptRecord& a, bool row_unwritten) {
   if (auto t = begin(); !t) fail(t.error());
   if (error_) return;
   // One write for an attempt that starts and ends in one transaction.
-  auto r = row_unwritten ? store_.insert_attempt(a) : store_.finish_attempt(a);
-  if (!r) error_ = r.error();
+  make([this, a, row_unwritten](bool) {
+    return row_unwritten ? store_.insert_attempt(a) : store_.finish_attempt(a);
+  });
 }
 
 void TurnWriter::run_row(const RunRecord& run) {
-  if (error_) return;
-  if (auto r = store_.update_run(run); !r) error_ = r.error();
+  make([this, run](bool again) -> Expected<void> {
+    if (!again) return store_.update_run(run);
+    // A cancel that landed since the lost transaction read the flag is kept.
+    RunRecord row = run;
+    row.cancel_requested = ORCH_TRY(store_.cancel_requested(run.id)) || run.cancel_requested;
+    return store_.update_run(row);
+  });
+}
+
+void TurnWriter::write(std::function<Expected<void>()> write) {
+  if (auto t = begin(); !t) fail(t.error());
+  make([write = std::move(write)](bool) { return write(); });
 }
 
 void TurnWriter::snapshot_spent(const std::string& dir) {
@@ -101,8 +153,7 @@ Expected<void> TurnWriter::commit(std::vector<StepState>& steps) {
     if (!s.has_flight() || !s.flight().row_unwritten) continue;
     Flight& f = s.flight();
     f.row_unwritten = false;
-    if (error_) continue;
-    if (auto r = store_.insert_attempt(f.attempt); !r) error_ = r.error();
+    make([this, a = f.attempt](bool) { return store_.insert_attempt(a); });
   }
   unwritten_attempts_.clear();
   // Each changed step is written once per transaction, however often it changed
@@ -114,17 +165,20 @@ Expected<void> TurnWriter::commit(std::vector<StepState>& steps) {
     if (!s.in_flight && (st == StepStatus::Done || st == StepStatus::Failed || st == StepStatus::Skipped ||
                          st == StepStatus::Cancelled))
       s.release_flight();
-    if (error_) continue;
-    if (auto r = store_.upsert_step(s.rec); !r) error_ = r.error();
+    // The row is read when the write is made again too: it does not change before the commit.
+    make([this, &steps, i](bool) { return store_.upsert_step(steps[static_cast<std::size_t>(i)].rec); });
   }
   dirty_steps_.clear();
   if (error_) return std::unexpected(*error_);
   open_ = false;
-  if (auto c = store_.commit(); !c) {
+  auto committed =
+      surviving_lost_transactions([this] { return store_.commit(); }, [this] { return rewrite(); });
+  written_.clear();
+  if (!committed) {
     // A COMMIT that failed (the ledger locked past the busy timeout, the disk
     // full) can leave the transaction open, holding the write lock: let it go.
     (void)store_.rollback();
-    return c;
+    return committed;
   }
   for (const std::string& snapshot : spent_snapshots_) {
     std::error_code ec;
@@ -135,6 +189,7 @@ Expected<void> TurnWriter::commit(std::vector<StepState>& steps) {
 }
 
 void TurnWriter::rollback() {
+  written_.clear();
   if (!open_) return;
   (void)store_.rollback();
   open_ = false;

@@ -12,10 +12,22 @@
 // The first ledger error is kept (error()) and nothing more is written after it:
 // the scheduler sees it at the end of the turn, stops what runs, and the open
 // transaction is rolled back. Secrets are masked out of every event's strings.
+//
+// But a transaction the store lost with its connection to a server that
+// restarted (ErrorCode::Disconnected: nothing of it landed, and the store
+// connects again at its next begin()) is not an error of the run: the writes of
+// the turn so far, each kept as it was made (written_), are written again in a
+// new transaction, in their order, and the turn goes on as if nothing had
+// happened — up to kRewrites times a turn, then the error is the run's. A run
+// row written again reads the cancel flag first (FOR UPDATE, as the turn that
+// wrote it did), so a cancel that landed meanwhile is kept, not overwritten.
+// Nothing is started before its turn's commit succeeded, so a process is still
+// spawned only after its attempt row is durable.
 // One thread; one run at a time (set_run).
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -62,6 +74,11 @@ class TurnWriter {
   void run_row(const RunRecord& run);
   // A snapshot folder to remove once this turn is committed.
   void snapshot_spent(const std::string& dir);
+  // Any other write of the transaction (a new run's rows, a resume's): made
+  // now, and made again with the turn if the store loses the transaction.
+  // `write` must give the same rows when called again (it holds copies, or
+  // reads what does not change before the commit).
+  void write(std::function<Expected<void>()> write);
 
   // Writes the queued rows and commits. A step settled for good (not in
   // flight, done/failed/skipped/cancelled) frees its attempt state here. On
@@ -70,7 +87,17 @@ class TurnWriter {
   // Ends the open transaction without writing (after a ledger error).
   void rollback();
 
+  // How often one turn is written again after the store lost it.
+  static constexpr int kRewrites = 5;
+
  private:
+  // One write of the transaction: done when called; again (`again`) when the
+  // transaction is written anew.
+  using Write = std::function<Expected<void>(bool again)>;
+  // Makes `w` and keeps it (the first error kept otherwise).
+  void make(Write w);
+  // The transaction begun again and written_ made again, in order.
+  Expected<void> rewrite();
   Store& store_;
   Clock& clock_;
   std::shared_ptr<SecretMasker> secrets_;
@@ -80,6 +107,7 @@ class TurnWriter {
   std::vector<int> dirty_steps_;         // steps whose row commit() writes
   std::vector<int> unwritten_attempts_;  // steps whose attempt row commit() inserts
   std::vector<std::string> spent_snapshots_;
+  std::vector<Write> written_;  // the open transaction's writes so far
 };
 
 }  // namespace orch

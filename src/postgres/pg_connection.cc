@@ -120,6 +120,7 @@ Expected<PgConnection> PgConnection::open(const std::string& conninfo) {
       conn.conn_.get(), [](void*, const char*) {}, nullptr);
   // PgResult::bytes reads BYTEA in hex, whatever the server's default.
   ORCH_TRY(conn.exec("setting bytea_output", "SET bytea_output = hex"));
+  conn.conninfo_ = conninfo;
   return conn;
 }
 
@@ -151,6 +152,39 @@ Error PgConnection::error(std::string_view what, const PGresult* result) const {
   return Error{ErrorCode::Store, std::move(text)};
 }
 
+Error PgConnection::lost_transaction(std::string_view what) const {
+  return Error{
+      ErrorCode::Disconnected,
+      fmt::format("{}: {}: the connection to the server was lost in this transaction ({}), which the "
+                  "server rolled back",
+                  where(), what, lost_why_)};
+}
+
+Expected<PgResult> PgConnection::checked(std::string_view what, PgResult result) {
+  const ExecStatusType status = pq().result_status(result.get());
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
+  Error e = error(what, result.get());
+  const char* state = result.get() ? pq().result_error_field(result.get(), PG_DIAG_SQLSTATE) : nullptr;
+  const std::string_view code = state ? state : "";
+  // The server went away: libpq saw the socket close, or the server said it is
+  // shutting down, crashing or starting (pg_reconnect.h).
+  if (pq().status(conn_.get()) == CONNECTION_BAD || code.starts_with("08") || code == "57P01" ||
+      code == "57P02" || code == "57P03") {
+    lost_ = true;
+    // Its first line: the server's farewell ("terminating connection due to
+    // administrator command"), else libpq's ("server closed the connection unexpectedly").
+    const char* primary =
+        result.get() ? pq().result_error_field(result.get(), PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    lost_why_ = primary ? primary : pq().error_message(conn_.get());
+    lost_why_ = lost_why_.substr(0, lost_why_.find('\n'));
+    if (lost_why_.starts_with("FATAL:  ")) lost_why_.erase(0, 8);
+    // In a transaction: the server rolled it back, and none of it may be sent
+    // again on its own (the caller writes it again from its start, or not).
+    if (in_tx_) e = lost_transaction(what);
+  }
+  return std::unexpected(std::move(e));
+}
+
 Expected<PgResult> PgConnection::exec(std::string_view what, const char* sql, const PgParams& params) {
   std::vector<const char*> values(params.values_.size());
   std::vector<int> lengths(params.values_.size());
@@ -158,46 +192,81 @@ Expected<PgResult> PgConnection::exec(std::string_view what, const char* sql, co
     values[i] = params.null_[i] ? nullptr : params.values_[i].c_str();
     lengths[i] = static_cast<int>(params.values_[i].size());
   }
-  PgResult result(pq().exec_params(conn_.get(), sql, params.size(), nullptr, values.data(), lengths.data(),
-                                   params.binary_.data(), 0));
-  const ExecStatusType status = pq().result_status(result.get());
-  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
-    return std::unexpected(error(what, result.get()));
+  const auto send = [&] {
+    // The transaction went with the connection: nothing more of it is sent.
+    if (lost_ && in_tx_) return Expected<PgResult>(std::unexpected(lost_transaction(what)));
+    return checked(what, PgResult(pq().exec_params(conn_.get(), sql, params.size(), nullptr, values.data(),
+                                                   lengths.data(), params.binary_.data(), 0)));
+  };
+  if (may_resend()) ORCH_TRY(reconnect(*reconnect_));  // lost by an earlier statement
+  auto result = send();
+  if (!result && may_resend()) {
+    ORCH_TRY(reconnect(*reconnect_));
+    result = send();
+  }
   return result;
 }
 
 Expected<void> PgConnection::exec_script(std::string_view what, const char* sql) {
-  PgResult result(pq().exec(conn_.get(), sql));
-  const ExecStatusType status = pq().result_status(result.get());
-  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
-    return std::unexpected(error(what, result.get()));
+  ORCH_TRY(checked(what, PgResult(pq().exec(conn_.get(), sql))));
   return {};
 }
 
 bool PgConnection::in_transaction() const {
-  return pq().transaction_status(conn_.get()) != PQTRANS_IDLE;
+  return in_tx_;
 }
 
 Expected<void> PgConnection::begin() {
-  ORCH_TRY(exec("starting a transaction", "BEGIN"));
+  in_tx_ = false;  // one the connection was lost in is over
+  // The transaction's id comes with BEGIN, in the same round trip (PQexec
+  // answers with the last statement's result): a COMMIT whose answer is lost
+  // with the connection is settled by asking the server about it (pg_reconnect.cc).
+  const auto send = [&] {
+    return checked("starting a transaction",
+                   PgResult(pq().exec(conn_.get(), "BEGIN; SELECT txid_current()")));
+  };
+  if (may_resend()) ORCH_TRY(reconnect(*reconnect_));
+  auto started = send();
+  if (!started && may_resend()) {
+    ORCH_TRY(reconnect(*reconnect_));
+    started = send();
+  }
+  if (!started) {
+    if (!lost_ && pq().transaction_status(conn_.get()) != PQTRANS_IDLE)
+      (void)exec("rolling back", "ROLLBACK");
+    return std::unexpected(started.error());
+  }
+  xid_ = started->text(0, 0);
+  in_tx_ = true;
   return {};
 }
 
 Expected<void> PgConnection::commit() {
+  if (in_tx_ && lost_) {  // nothing to commit: the server rolled it back when the connection went
+    in_tx_ = false;
+    return std::unexpected(lost_transaction("committing"));
+  }
   if (pq().transaction_status(conn_.get()) == PQTRANS_INERROR) {
     (void)rollback();
     return fail(ErrorCode::Store, fmt::format("{}: committing: a statement of the transaction failed, so "
                                               "it was rolled back",
                                               where()));
   }
+  const bool open = in_tx_;
   auto committed = exec("committing", "COMMIT");
-  if (!committed && in_transaction()) (void)rollback();
-  if (!committed) return std::unexpected(committed.error());
-  return {};
+  in_tx_ = false;
+  if (committed) return {};
+  // Lost while the COMMIT was on its way: it may have landed.
+  if (open && lost_) return settle_lost_commit(committed.error());
+  if (pq().transaction_status(conn_.get()) != PQTRANS_IDLE) (void)exec("rolling back", "ROLLBACK");
+  return std::unexpected(committed.error());
 }
 
 Expected<void> PgConnection::rollback() {
-  if (!in_transaction()) return {};
+  const bool open = in_tx_;
+  in_tx_ = false;
+  // Lost: the server rolled it back when the connection went.
+  if (!open || lost_) return {};
   ORCH_TRY(exec("rolling back", "ROLLBACK"));
   return {};
 }

@@ -8,17 +8,30 @@
 // parameter is a C string, and would be cut silently at a NUL byte, which the
 // server refuses clearly instead. Results are read in text format. libpq itself
 // is loaded on the first connection (postgres/pq_api.h), not linked.
+//
+// A lost connection (the server restarted; postgres/pg_reconnect.h) is never
+// hidden inside a transaction: the server rolled it back, and every statement
+// of it, and its commit(), fail with ErrorCode::Disconnected until rollback()
+// or begin(), so nothing of it lands in pieces. Outside a transaction, on a
+// connection told to keep_reconnecting(), a statement (begin() among them) that
+// failed because the connection was lost connects again and is sent again:
+// nothing of it had been done. A COMMIT whose answer was lost is settled by
+// asking the server, once reconnected, whether the transaction committed
+// (txid_status of the id begin() read with BEGIN): if it did, commit()
+// succeeds; if not, Disconnected; if the server cannot tell, a Store error.
 #pragma once
 
 #include <libpq-fe.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "orch/error.h"
+#include "postgres/pg_reconnect.h"
 
 namespace orch::detail {
 
@@ -76,8 +89,25 @@ class PgConnection {
   // A transaction that a failed statement aborted is rolled back, and the
   // commit fails (the server would answer COMMIT with ROLLBACK, silently).
   Expected<void> commit();
-  Expected<void> rollback();  // outside a transaction: nothing to do
+  Expected<void> rollback();  // outside a transaction, or one the connection was lost in: nothing to do
   bool in_transaction() const;
+
+  // ---- a lost connection (pg_reconnect.cc) ----
+  // Statements outside a transaction reconnect with `policy` when the connection
+  // was lost (the store's connection; a lock's does not: pg_store_lock.cc).
+  void keep_reconnecting(const PgReconnectPolicy& policy) { reconnect_ = policy; }
+  // Whether the server has gone from this connection (what reconnect() is for).
+  bool lost() const;
+  // Whether the server sent nothing on this connection since its last answer
+  // (a poll of the socket): on a connection that asks nothing, anything that
+  // came is the server's farewell, or a notice, and a statement tells which.
+  bool nothing_came() const;
+  // Connects again to the same server (policy's back-off, pg_reconnect.h);
+  // says so on stderr when `say`. Returns the tries it took, or a Store error
+  // naming the server and how long it tried.
+  Expected<int> reconnect(const PgReconnectPolicy& policy, bool say = true);
+  // What the server or libpq said when the connection was lost, on one line.
+  const std::string& lost_why() const { return lost_why_; }
 
   // The server process serving this connection (pg_backend_pid()).
   int backend_pid() const;
@@ -94,7 +124,21 @@ class PgConnection {
   explicit PgConnection(PGconn* conn) : conn_(conn, &finish) {}
   static void finish(PGconn* conn);
   Error error(std::string_view what, const PGresult* result) const;
+  // The error of a statement of a transaction the connection was lost in.
+  Error lost_transaction(std::string_view what) const;
+  // `result` (of a statement just sent) or its error; notes a lost connection.
+  Expected<PgResult> checked(std::string_view what, PgResult result);
+  // Whether a failed statement outside a transaction may be sent again once reconnected.
+  bool may_resend() const { return lost_ && !in_tx_ && reconnect_.has_value(); }
+  // commit() after a COMMIT whose answer was lost: did it land? (pg_reconnect.cc)
+  Expected<void> settle_lost_commit(const Error& lost);
   std::unique_ptr<PGconn, void (*)(PGconn*)> conn_;
+  std::string conninfo_;                        // to connect again
+  std::optional<PgReconnectPolicy> reconnect_;  // keep_reconnecting
+  bool in_tx_ = false;                          // between begin() and commit()/rollback()
+  bool lost_ = false;                           // the server has gone (reconnect() brings it back)
+  std::string lost_why_;
+  std::string xid_;  // the transaction's id (txid_current()), from begin()
 };
 
 }  // namespace orch::detail

@@ -41,13 +41,19 @@ Expected<std::unique_ptr<Store>> open_postgres_store(const std::string& url, con
 }
 
 PgStore::PgStore(std::string url, std::unique_ptr<detail::PgConnection> conn, fs::path folder,
-                 std::string schema)
-    : url_(std::move(url)), conn_(std::move(conn)), folder_(std::move(folder)), schema_(std::move(schema)) {
+                 std::string schema, detail::PgReconnectPolicy reconnect)
+    : url_(std::move(url)),
+      reconnect_(reconnect),
+      conn_(std::move(conn)),
+      folder_(std::move(folder)),
+      schema_(std::move(schema)) {
   location_ = fmt::format("{} (schema {})", conn_->where(), schema_);
+  conn_->keep_reconnecting(reconnect_);
 }
 
 Expected<std::unique_ptr<PgStore>> PgStore::open(const std::string& url, fs::path folder) {
   if (folder.empty()) return fail(ErrorCode::Io, "the PostgreSQL store needs a local folder for its logs");
+  const auto reconnect = ORCH_TRY(detail::PgReconnectPolicy::from_environment());
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec)
@@ -57,7 +63,8 @@ Expected<std::unique_ptr<PgStore>> PgStore::open(const std::string& url, fs::pat
   ORCH_TRY(detail::ensure_pg_schema(*conn, pg_now_ms()));
   auto schema = ORCH_TRY(conn->exec("finding the ledger's schema", "SELECT current_schema()"));
   std::string name = schema.text(0, 0);
-  return std::unique_ptr<PgStore>(new PgStore(url, std::move(conn), std::move(folder), std::move(name)));
+  return std::unique_ptr<PgStore>(
+      new PgStore(url, std::move(conn), std::move(folder), std::move(name), reconnect));
 }
 
 Error PgStore::not_found(const std::string& what) const {
@@ -67,10 +74,20 @@ Error PgStore::not_found(const std::string& what) const {
 // ---- transactions -----------------------------------------------------------------
 
 Expected<void> PgStore::begin() {
+  // The locks this store holds first (a run's): one that went with a restart of
+  // the server is taken again, and a holder that lost one to another process
+  // writes nothing more.
+  ORCH_TRY(keep_locks());
   return conn_->begin();
 }
 
 Expected<void> PgStore::commit() {
+  // And again before the commit, should a lock's connection alone have gone
+  // meanwhile (pg_terminate_backend).
+  if (auto kept = keep_locks(); !kept) {
+    (void)conn_->rollback();
+    return kept;
+  }
   return conn_->commit();
 }
 

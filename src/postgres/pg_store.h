@@ -6,6 +6,13 @@
 //   * lock() and locked() are session-level advisory locks of the server
 //     (pg_store_lock.cc), not files: one lock, one connection of its own, so a
 //     holder that dies, on any machine, releases it when its connection drops.
+//     A restart of the server drops them too: begin() and commit() first take
+//     again every lock this store holds whose connection was lost, and fail
+//     with ErrorCode::Busy, for good, once another process took one meanwhile.
+//   * A lost connection (the server restarted) is got back (pg_reconnect.h):
+//     a statement outside a transaction, and begin(), connect again and are
+//     sent again; inside one, the transaction fails with ErrorCode::Disconnected
+//     (the server rolled it back) and the next begin() connects again.
 //   * A finished attempt's log files are copied into the database
 //     (attempt_output, pg_store_output.cc) in the transaction that finishes it,
 //     and read_attempt_output serves them from there: `orch logs` works from any
@@ -39,6 +46,10 @@
 #include "postgres/pg_connection.h"
 
 namespace orch {
+
+namespace detail {
+class PgLockTable;  // the locks a PgStore holds (pg_store_lock.cc)
+}
 
 class PgStore final : public Store, public TraceStore, public ReviewStore, public CycleStore {
  public:
@@ -113,12 +124,18 @@ class PgStore final : public Store, public TraceStore, public ReviewStore, publi
 
  private:
   PgStore(std::string url, std::unique_ptr<detail::PgConnection> conn, std::filesystem::path folder,
-          std::string schema);
+          std::string schema, detail::PgReconnectPolicy reconnect);
   Error not_found(const std::string& what) const;
   // Copies a final attempt's log files into attempt_output (pg_store_output.cc).
   Expected<void> keep_outputs(const AttemptRecord& a);
+  // Takes again the held locks whose connection was lost; Busy once one was
+  // taken by another process meanwhile (pg_store_lock.cc).
+  Expected<void> keep_locks();
 
-  std::string url_;  // for the connections of locks
+  std::string url_;                      // for the connections of locks
+  detail::PgReconnectPolicy reconnect_;  // ORCH_PG_RECONNECT_S, read at open
+  std::shared_ptr<detail::PgLockTable>
+      locks_;  // the locks held (shared with them: they may outlive the store)
   // A pointer: read_attempt_output is const, and reading is a use of the connection.
   std::unique_ptr<detail::PgConnection> conn_;
   std::filesystem::path folder_;

@@ -42,7 +42,9 @@ struct PqApi {
   char* (*port)(const PGconn*);
   char* (*db)(const PGconn*);
   PQnoticeProcessor (*set_notice_processor)(PGconn*, PQnoticeProcessor, void* arg);
-  // LISTEN/NOTIFY (distrib/: workers woken by the queue, drivers by completions)
+  // The connection's socket: whether an idle connection is still open
+  // (pg_reconnect.cc); LISTEN/NOTIFY (distrib/: workers woken by the queue,
+  // drivers by completions).
   int (*socket)(const PGconn*);
   int (*consume_input)(PGconn*);
   PGnotify* (*notifies)(PGconn*);

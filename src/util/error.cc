@@ -11,8 +11,9 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::Store: return "store";
     case ErrorCode::Spawn: return "spawn";
     case ErrorCode::Internal: return "internal";
-    case ErrorCode::Interrupted:
-      return "interrupted";
+    case ErrorCode::Interrupted: return "interrupted";
+    case ErrorCode::Disconnected:
+      return "disconnected";
   }
   return "internal";
 }
