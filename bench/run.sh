@@ -525,7 +525,7 @@ if want 7; then
 banner "7. orch worker: $workers_flat independent and a $workers_chain-step chain, 1/2/4 workers, against SQLite and the floor"
 if ((have_orch)); then
   mkdir -p "$work/workers"
-  if out=$("$repo/bench/workers.sh" "$orch" "$workers_flat" "$workers_chain" "$work/workers"); then
+  if out=$(ORCH_BENCH_JUDGE=$((!smoke)) "$repo/bench/workers.sh" "$orch" "$workers_flat" "$workers_chain" "$work/workers"); then
     while IFS= read -r line; do note "$line"; done <<<"$out"
   else
     [[ -n "${out:-}" ]] && while IFS= read -r line; do note "$line"; done <<<"$out"

@@ -123,6 +123,8 @@ total_explained=0
 total_interrupted=0
 total_lost=0
 total_twice=0
+total_held=0
+orphaning_kills=0  # trials whose victim held an attempt when it died
 
 # run_trial N: one trial; prints its figures; returns 1 when a check failed.
 # (Called in a condition, so set -e does not apply inside: every figure read
@@ -351,6 +353,8 @@ run_trial() {
   total_interrupted=$((total_interrupted + interrupted))
   total_lost=$((total_lost + lost))
   total_twice=$((total_twice + twice))
+  total_held=$((total_held + held))
+  ((held == 0)) || orphaning_kills=$((orphaning_kills + 1))
   if [[ $verdict == FAIL ]]; then
     printf '    %s\n' "${problems[@]}"
     echo "    driver log: $dir/driver.log"
@@ -369,7 +373,8 @@ for ((t = 1; t <= TRIALS; t++)); do
   fi
 done
 echo "workers_kill_test: $TRIALS trial(s) of $STEPS steps on $WORKERS workers in $(($(date +%s) - started))s:" \
-  "$failed_trials failed; steps lost $total_lost, done twice $total_twice, attempts interrupted $total_interrupted," \
+  "$failed_trials failed; $orphaning_kills kill(s) orphaned attempts ($total_held held by the killed workers);" \
+  "steps lost $total_lost, done twice $total_twice, attempts interrupted $total_interrupted," \
   "extra executions $total_dups ($total_explained explained by the kill's window)"
 if ((failed_trials == 0)); then echo "workers_kill_test: PASS"; else echo "workers_kill_test: FAIL"; fi
 ((failed_trials == 0))
