@@ -30,6 +30,11 @@
 #   6. `orch cycle` over 200 items (smoke: 24), one per file, a scripted worker
 #      that sleeps 50 ms, -j 8 (bench/cycle.sh): the wall time against the ideal
 #      ceil(items/8) x 50 ms.
+#   7. Runs executed by `orch worker` processes over PostgreSQL (bench/workers.sh,
+#      a server of its own): 10,000 independent `true` steps and a 1000-step chain
+#      (smoke: 500 and 100) with 1, 2 and 4 workers; steps/s and µs per step
+#      against the same plans on SQLite in one process and against a bare
+#      SELECT ... FOR UPDATE SKIP LOCKED claim/complete loop (bench_skip_locked_loop).
 #
 # --only 2,5 runs those sections only. Each timing is the mean of --runs runs (default 3) measured with hyperfine when
 # it is installed (and --no-hyperfine is not given), else with bash's clock. --smoke runs everything small (200
@@ -65,8 +70,10 @@ done
 
 if ((smoke)); then
   n=200 chain=100 big=2000 kill_after=100 runs=${runs:-1} llm_steps=48 task_logs=5 cycle_items=24
+  workers_flat=500 workers_chain=100
 else
   n=5000 chain=1000 big=100000 kill_after=1000 runs=${runs:-3} llm_steps=200 task_logs=31 cycle_items=200
+  workers_flat=10000 workers_chain=1000
 fi
 llm_jobs=16 llm_delay_ms=20
 
@@ -509,6 +516,23 @@ if ((have_orch)); then
   fi
 else
   note "orch cycle: skipped (no orch binary)"
+fi
+fi
+
+# --- 7. orch worker over PostgreSQL ---------------------------------------------------
+# One run of each (a 10,000-step run is long enough to time without repeats).
+if want 7; then
+banner "7. orch worker: $workers_flat independent and a $workers_chain-step chain, 1/2/4 workers, against SQLite and the floor"
+if ((have_orch)); then
+  mkdir -p "$work/workers"
+  if out=$(ORCH_BENCH_JUDGE=$((!smoke)) "$repo/bench/workers.sh" "$orch" "$workers_flat" "$workers_chain" "$work/workers"); then
+    while IFS= read -r line; do note "$line"; done <<<"$out"
+  else
+    [[ -n "${out:-}" ]] && while IFS= read -r line; do note "$line"; done <<<"$out"
+    note "orch worker: FAILED"; failures=$((failures + 1))
+  fi
+else
+  note "orch worker: skipped (no orch binary)"
 fi
 fi
 
