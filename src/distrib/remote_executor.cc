@@ -7,6 +7,8 @@
 #include <set>
 
 #include "distrib/attempt_wire.h"
+#include "postgres/pg_reconnect.h"
+#include "util/json_text.h"
 #include "util/strings.h"
 
 namespace orch::distrib {
@@ -80,9 +82,15 @@ RemoteDispatch::RemoteDispatch(std::string url, PgConnection conn, Options optio
 RemoteDispatch::~RemoteDispatch() = default;
 
 Expected<std::shared_ptr<RemoteDispatch>> RemoteDispatch::open(const std::string& url, Options options) {
+  const detail::PgReconnectPolicy policy = ORCH_TRY(detail::PgReconnectPolicy::from_environment());
   PgConnection conn = ORCH_TRY(PgConnection::open(url));
+  // A statement outside a transaction — all of this connection's — is sent
+  // again once a lost connection is back (each one is safe to send twice:
+  // work_queue.h); LISTEN, the session's, is said again by listening().
+  conn.keep_reconnecting(policy);
   std::shared_ptr<RemoteDispatch> d(new RemoteDispatch(url, std::move(conn), std::move(options)));
-  ORCH_TRY(d->queue_->listen(kDoneChannel));
+  d->policy_ = policy;
+  ORCH_TRY(d->listening());
   return d;
 }
 
@@ -96,6 +104,23 @@ std::shared_ptr<ExecutorRegistry> RemoteDispatch::wrap(const ExecutorRegistry& l
       out->add(name, std::make_shared<RemoteExecutor>(shared, shared_from_this()));
   }
   return out;
+}
+
+Expected<void> RemoteDispatch::listening() {
+  // A connection seen lost (by its notifications) comes back here: a LISTEN is
+  // not a statement sent again by itself.
+  if (conn_->lost()) ORCH_TRY(conn_->reconnect(policy_));
+  const int session = conn_->backend_pid();
+  if (session == listened_session_) return {};
+  ORCH_TRY(queue_->listen(kDoneChannel));
+  if (listened_session_ != 0 && options_.note) options_.note("workers: listening again after reconnecting");
+  listened_session_ = session;
+  if (loop_ != nullptr) {
+    if (watched_fd_ >= 0) loop_->unwatch(watched_fd_);
+    watched_fd_ = conn_->socket();
+    if (watched_fd_ >= 0) loop_->watch(watched_fd_, POLLIN, [this](short) { on_readable(); });
+  }
+  return {};
 }
 
 void RemoteDispatch::watch(EventLoop& loop) {
@@ -114,35 +139,39 @@ Expected<void> RemoteDispatch::start(const AttemptSpec& spec, EventLoop& loop, D
   const WorkKey key{spec.run_id, spec.step_id, spec.attempt};
   ORCH_TRY(queue_->enqueue(key, spec.executor, spec.runs_on, encode_spec(spec)));
   pending_[key] = std::move(done);
+  if (auto l = listening(); !l) lost_connection(l.error());
   return {};
+}
+
+void RemoteDispatch::stop(const WorkKey& key, const std::string& reason) {
+  // Queued: withdrawn (expired with the reason, delivered by the next poll).
+  // Claimed: its worker is asked to stop it and reports the ending; a worker
+  // that is gone loses its lease, which ends the attempt too.
+  auto withdrawn = queue_->withdraw(key, reason);
+  if (!withdrawn) return lost_connection(withdrawn.error());
+  if (auto asked = queue_->request_cancel(key); !asked) return lost_connection(asked.error());
 }
 
 void RemoteDispatch::cancel(const WorkKey& key, const std::string& reason) {
   if (!pending_.contains(key)) return;
-  auto withdrawn = queue_->withdraw(key, reason);
-  if (withdrawn && *withdrawn) {
-    // No worker had it: it never started.
-    if (loop_ != nullptr)
-      loop_->defer([this, key, reason] { deliver(key, ended(AttemptEnding::Cancelled, reason)); });
-    return;
-  }
-  // A worker runs it (or finished it meanwhile): asked to stop, it reports the
-  // ending; a worker that is gone loses its lease, which ends the attempt too.
-  if (withdrawn) (void)queue_->request_cancel(key);
-  if (!withdrawn) lost_connection(withdrawn.error());
+  stop(key, reason);
+  if (loop_ != nullptr) loop_->defer([this] { poll(); });
 }
 
 void RemoteDispatch::forget(const WorkKey& key) {
   if (pending_.erase(key) == 0) return;
   // The engine dropped an attempt it had not seen end: nothing must go on with it.
-  if (auto withdrawn = queue_->withdraw(key, "its driver gave it up"); withdrawn && !*withdrawn)
-    (void)queue_->request_cancel(key);
+  stop(key, "its driver gave it up");
   waiting_.erase(key);
 }
 
 void RemoteDispatch::on_readable() {
   auto channels = conn_->notifications();
   if (!channels) {
+    // Its socket is gone: not watched again until listening() is back.
+    if (loop_ != nullptr && watched_fd_ >= 0) loop_->unwatch(watched_fd_);
+    watched_fd_ = -1;
+    listened_session_ = -1;
     lost_connection(channels.error());
     return;
   }
@@ -159,7 +188,8 @@ void RemoteDispatch::deliver(const WorkKey& key, AttemptOutcome outcome) {
 }
 
 void RemoteDispatch::lost_connection(const Error& e) {
-  if (!broken_ && options_.note) options_.note(fmt::format("workers: {} (reconnecting)", e.message));
+  // Said once an outage; the next poll tries again (and reconnects).
+  if (!broken_ && options_.note) options_.note(fmt::format("workers: {} (trying again)", e.message));
   broken_ = true;
 }
 
@@ -169,33 +199,26 @@ void RemoteDispatch::poll() {
       timer_ = 0;
       poll();
     });
-  if (broken_) {
-    auto conn = PgConnection::open(url_);
-    if (!conn) return;  // tried again at the next poll
-    if (loop_ != nullptr && watched_fd_ >= 0) loop_->unwatch(watched_fd_);
-    *conn_ = std::move(*conn);
-    if (!queue_->listen(kDoneChannel)) return;
-    broken_ = false;
-    if (options_.note) options_.note("workers: reconnected to the ledger");
-    watched_fd_ = conn_->socket();
-    if (loop_ != nullptr && watched_fd_ >= 0)
-      loop_->watch(watched_fd_, POLLIN, [this](short) { on_readable(); });
-  }
   if (pending_.empty()) return;
+  if (auto l = listening(); !l) return lost_connection(l.error());
   std::set<std::string> runs;
   for (const auto& [key, done] : pending_) runs.insert(key.run_id);
   for (const std::string& run : runs) {
-    auto finished = queue_->take_finished(run);
+    auto finished = queue_->finished(run);
     if (!finished) return lost_connection(finished.error());
     for (TakenOutcome& t : *finished) {
       auto outcome = decode_outcome(t.outcome);
       deliver(t.key, outcome ? std::move(*outcome)
                              : ended(AttemptEnding::Error,
                                      fmt::format("worker '{}': {}", t.worker, outcome.error().message)));
+      if (auto settled = queue_->settle(t.key); !settled) return lost_connection(settled.error());
     }
-    auto lost = queue_->expire_leases(run);
-    if (!lost) return lost_connection(lost.error());
-    for (LostItem& l : *lost) deliver(l.key, ended(AttemptEnding::Interrupted, l.reason));
+    auto expired = queue_->expired(run);
+    if (!expired) return lost_connection(expired.error());
+    for (LostItem& l : *expired) {
+      deliver(l.key, ended(AttemptEnding::Interrupted, l.reason));
+      if (auto forgot = queue_->forget(l.key); !forgot) return lost_connection(forgot.error());
+    }
     auto stranded = queue_->stranded(run);
     if (!stranded) return lost_connection(stranded.error());
     for (const StrandedItem& s : *stranded) {
@@ -206,15 +229,21 @@ void RemoteDispatch::poll() {
       std::string& said = waiting_[s.key];
       if (said == why) continue;
       said = why;
-      (void)conn_->exec("recording a step no worker can take",
-                        "INSERT INTO events (run_id, ts, kind, step_id, attempt, data) VALUES ($1, "
-                        "(extract(epoch from clock_timestamp()) * 1000)::bigint, 'attempt_waiting', $2, $3, "
-                        "json_build_object('reason', $4::text)::text)",
-                        PgParams().text(s.key.run_id).text(s.key.step_id).integer(s.key.attempt).text(why));
+      (void)conn_->exec(
+          "recording a step no worker can take",
+          "INSERT INTO events (run_id, ts, kind, step_id, attempt, data) VALUES ($1, "
+          "(extract(epoch from clock_timestamp()) * 1000)::bigint, 'attempt_waiting', $2, $3, $4)",
+          PgParams()
+              .text(s.key.run_id)
+              .text(s.key.step_id)
+              .integer(s.key.attempt)
+              .text(json_text(nlohmann::json{{"reason", why}})));
       if (options_.note)
         options_.note(fmt::format("step '{}' (attempt {}) waits: {}", s.key.step_id, s.key.attempt, why));
     }
   }
+  broken_ = false;
+  if (auto l = listening(); !l) lost_connection(l.error());
 }
 
 }  // namespace orch::distrib

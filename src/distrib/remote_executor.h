@@ -26,6 +26,7 @@
 #include "distrib/work_queue.h"
 #include "orch/executor.h"
 #include "postgres/pg_connection.h"
+#include "postgres/pg_reconnect.h"
 
 namespace orch::distrib {
 
@@ -52,7 +53,11 @@ class RemoteDispatch : public std::enable_shared_from_this<RemoteDispatch> {
 
  private:
   RemoteDispatch(std::string url, detail::PgConnection conn, Options options);
+  // LISTENs on the connection's session now (again, after a reconnect), and
+  // watches its socket.
+  Expected<void> listening();
   void watch(EventLoop& loop);
+  void stop(const WorkKey& key, const std::string& reason);
   void on_readable();
   void poll();
   void deliver(const WorkKey& key, AttemptOutcome outcome);
@@ -67,7 +72,9 @@ class RemoteDispatch : public std::enable_shared_from_this<RemoteDispatch> {
   int watched_fd_ = -1;
   std::map<WorkKey, Done> pending_;         // attempts out on workers
   std::map<WorkKey, std::string> waiting_;  // what was said of those no worker can take
-  bool broken_ = false;                     // the connection was lost: reconnect at the next poll
+  detail::PgReconnectPolicy policy_;
+  int listened_session_ = 0;  // the server process our LISTEN was said to
+  bool broken_ = false;       // an outage was said (once)
 };
 
 }  // namespace orch::distrib

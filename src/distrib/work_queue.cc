@@ -21,18 +21,27 @@ namespace {
 
 constexpr const char kEnqueue[] =
     "INSERT INTO work_items (run_id, step_id, attempt, executor, labels, spec, state, queued_at) "
-    "VALUES ($1, $2, $3, $4, $5::text::text[], $6, 'queued', " ORCH_NOW_MS ")";
+    "VALUES ($1, $2, $3, $4, $5::text::text[], $6, 'queued', " ORCH_NOW_MS ") ON CONFLICT DO NOTHING";
 
-constexpr const char kTakeFinished[] =
-    "UPDATE work_items SET state = 'settled' WHERE run_id = $1 AND state = 'finished' "
-    "RETURNING step_id, attempt, outcome, worker";
+// The driver reads what changed, then acknowledges it (finished -> settled,
+// expired -> lost): each statement may be sent again after a lost connection
+// (pg_connection.h) without an outcome being taken and then lost with the answer.
+constexpr const char kFinished[] =
+    "SELECT step_id, attempt, outcome, worker FROM work_items WHERE run_id = $1 AND state = 'finished'";
+constexpr const char kSettle[] =
+    "UPDATE work_items SET state = 'settled' WHERE run_id = $1 AND step_id = $2 AND attempt = $3 "
+    "AND state = 'finished'";
 
-constexpr const char kExpire[] = "UPDATE work_items SET state = 'lost', finished_at = " ORCH_NOW_MS
+constexpr const char kExpire[] = "UPDATE work_items SET state = 'expired', finished_at = " ORCH_NOW_MS
                                  ", reason = 'lease expired on ' || worker "
-                                 "WHERE run_id = $1 AND state = 'claimed' AND lease_until < " ORCH_NOW_MS
-                                 " RETURNING step_id, attempt, worker, reason";
+                                 "WHERE run_id = $1 AND state = 'claimed' AND lease_until < " ORCH_NOW_MS;
+constexpr const char kExpired[] =
+    "SELECT step_id, attempt, worker, reason FROM work_items WHERE run_id = $1 AND state = 'expired'";
+constexpr const char kForget[] =
+    "UPDATE work_items SET state = 'lost' WHERE run_id = $1 AND step_id = $2 AND attempt = $3 "
+    "AND state = 'expired'";
 
-constexpr const char kWithdraw[] = "UPDATE work_items SET state = 'lost', finished_at = " ORCH_NOW_MS
+constexpr const char kWithdraw[] = "UPDATE work_items SET state = 'expired', finished_at = " ORCH_NOW_MS
                                    ", reason = $4 "
                                    "WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'queued'";
 
@@ -61,6 +70,11 @@ constexpr const char kRegister[] =
 
 constexpr const char kLiveHolder[] =
     "SELECT host, pid, " ORCH_NOW_MS " - heartbeat_at FROM workers WHERE name = $1";
+
+constexpr const char kRelease[] =
+    "UPDATE work_items SET lease_until = 0 WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND worker = "
+    "$4 "
+    "AND state = 'claimed'";
 
 constexpr const char kReleasePreviousLife[] =
     "UPDATE work_items SET lease_until = 0 WHERE worker = $1 AND state = 'claimed'";
@@ -166,26 +180,37 @@ Expected<void> WorkQueue::enqueue(const WorkKey& key, const std::string& executo
   return {};
 }
 
-Expected<std::vector<TakenOutcome>> WorkQueue::take_finished(const std::string& run_id) {
+Expected<std::vector<TakenOutcome>> WorkQueue::finished(const std::string& run_id) {
   PgResult r =
-      ORCH_TRY(conn_.exec("taking the workers' finished attempts", kTakeFinished, PgParams().text(run_id)));
+      ORCH_TRY(conn_.exec("reading the workers' finished attempts", kFinished, PgParams().text(run_id)));
   std::vector<TakenOutcome> out;
   for (int i = 0; i < r.rows(); ++i)
     out.push_back({{run_id, r.text(i, 0), static_cast<int>(r.integer(i, 1))}, r.bytes(i, 2), r.text(i, 3)});
   return out;
 }
 
-Expected<std::vector<LostItem>> WorkQueue::expire_leases(const std::string& run_id) {
-  PgResult r = ORCH_TRY(conn_.exec("expiring the workers' leases", kExpire, PgParams().text(run_id)));
+Expected<void> WorkQueue::settle(const WorkKey& key) {
+  ORCH_TRY(conn_.exec("acknowledging a finished attempt", kSettle, key_params(key)));
+  return {};
+}
+
+Expected<std::vector<LostItem>> WorkQueue::expired(const std::string& run_id) {
+  ORCH_TRY(conn_.exec("expiring the workers' leases", kExpire, PgParams().text(run_id)));
+  PgResult r = ORCH_TRY(conn_.exec("reading the expired attempts", kExpired, PgParams().text(run_id)));
   std::vector<LostItem> out;
   for (int i = 0; i < r.rows(); ++i)
     out.push_back({{run_id, r.text(i, 0), static_cast<int>(r.integer(i, 1))}, r.text(i, 2), r.text(i, 3)});
   return out;
 }
 
-Expected<bool> WorkQueue::withdraw(const WorkKey& key, const std::string& reason) {
-  PgResult r = ORCH_TRY(conn_.exec("withdrawing a queued attempt", kWithdraw, key_params(key).text(reason)));
-  return r.affected() == 1;
+Expected<void> WorkQueue::forget(const WorkKey& key) {
+  ORCH_TRY(conn_.exec("acknowledging an expired attempt", kForget, key_params(key)));
+  return {};
+}
+
+Expected<void> WorkQueue::withdraw(const WorkKey& key, const std::string& reason) {
+  ORCH_TRY(conn_.exec("withdrawing a queued attempt", kWithdraw, key_params(key).text(reason)));
+  return {};
 }
 
 Expected<void> WorkQueue::request_cancel(const WorkKey& key) {
@@ -286,6 +311,16 @@ Expected<bool> WorkQueue::complete(const std::string& worker, const WorkKey& key
   }
   ORCH_TRY(conn_.commit());
   return true;
+}
+
+Expected<void> WorkQueue::release(const std::string& worker, const WorkKey* key) {
+  if (key == nullptr) {
+    ORCH_TRY(
+        conn_.exec("handing back this worker's attempts", kReleasePreviousLife, PgParams().text(worker)));
+    return {};
+  }
+  ORCH_TRY(conn_.exec("handing back an attempt", kRelease, key_params(*key).text(worker)));
+  return {};
 }
 
 Expected<void> WorkQueue::stop_worker(const std::string& worker) {

@@ -12,9 +12,10 @@
 //     claimed by it and its attempt still running in the ledger — a worker whose
 //     lease was lost (paused past it, cut off) has its late completion refused,
 //     so an attempt ends once and a step is done once;
-//   * the driver takes finished rows, and marks rows whose lease expired lost
-//     ("lease expired on WORKER"): the engine closes the attempt interrupted and
-//     starts a new one, which any worker may claim.
+//   * the driver reads finished rows, and expires rows whose lease ended
+//     ("lease expired on WORKER": the engine closes the attempt interrupted and
+//     starts a new one, which any worker may claim), acknowledging each once it
+//     has it — every statement may be sent again after a lost connection.
 // Waiting sides are woken by LISTEN/NOTIFY (channel orch_work for workers,
 // orch_done for drivers), with polling as the fallback. Times are the server's
 // (clock_timestamp()), so machines whose clocks differ agree on every lease.
@@ -99,12 +100,16 @@ class WorkQueue {
   // ---- the driver's side
   Expected<void> enqueue(const WorkKey& key, const std::string& executor,
                          const std::vector<std::string>& labels, const std::string& spec);
-  // The outcomes of the run's finished items, each taken once (state settled).
-  Expected<std::vector<TakenOutcome>> take_finished(const std::string& run_id);
-  // Marks lost the run's claimed items whose lease has expired.
-  Expected<std::vector<LostItem>> expire_leases(const std::string& run_id);
-  // Withdraws a queued item (no worker will start it): true when it was queued.
-  Expected<bool> withdraw(const WorkKey& key, const std::string& reason);
+  // The outcomes of the run's finished items, until settle() acknowledges each.
+  Expected<std::vector<TakenOutcome>> finished(const std::string& run_id);
+  Expected<void> settle(const WorkKey& key);
+  // Expires the run's claimed items whose lease has ended, and returns every
+  // expired item (those withdrawn too), until forget() acknowledges each.
+  Expected<std::vector<LostItem>> expired(const std::string& run_id);
+  Expected<void> forget(const WorkKey& key);
+  // Withdraws a queued item (no worker will start it): expired with `reason`.
+  // One a worker claimed meanwhile is not touched (request_cancel stops it).
+  Expected<void> withdraw(const WorkKey& key, const std::string& reason);
   // Asks the worker running a claimed item to stop it.
   Expected<void> request_cancel(const WorkKey& key);
   Expected<std::vector<StrandedItem>> stranded(const std::string& run_id);
@@ -123,6 +128,11 @@ class WorkQueue {
   Expected<bool> complete(const std::string& worker, const WorkKey& key, const std::string& outcome,
                           const std::vector<OutputFile>& outputs);
   Expected<void> stop_worker(const std::string& worker);
+  // Hands back a claimed item at once (its lease ends now: its driver expires
+  // it and starts the attempt again): one a worker holds without knowing it (a
+  // claim whose answer a lost connection took), or all of them (`key` null) as
+  // a worker stops.
+  Expected<void> release(const std::string& worker, const WorkKey* key);
 
   // ---- anyone
   Expected<std::vector<WorkerRow>> workers();

@@ -20,6 +20,7 @@
 #include "exec/subprocess.h"
 #include "orch/postgres_store.h"
 #include "postgres/pg_connection.h"
+#include "postgres/pg_reconnect.h"
 #include "util/secrets.h"
 
 extern char** environ;
@@ -37,8 +38,10 @@ constexpr milliseconds kDriverCheck{3000};
 
 class Worker {
  public:
-  Worker(const WorkerOptions& options, std::shared_ptr<ExecutorRegistry> executors, PgConnection conn)
+  Worker(const WorkerOptions& options, std::shared_ptr<ExecutorRegistry> executors, PgConnection conn,
+         detail::PgReconnectPolicy policy)
       : o_(options),
+        policy_(policy),
         executors_(std::move(executors)),
         conn_(std::move(conn)),
         queue_(conn_),
@@ -70,10 +73,12 @@ class Worker {
   void beat();
   void drive_orphaned_runs();
   void on_connection_error(const Error& e);
-  bool reconnect();
-  void watch_socket();
+  // LISTENs on the connection's session now (again, after a reconnect), and
+  // watches its socket.
+  Expected<void> listening();
 
   const WorkerOptions& o_;
+  detail::PgReconnectPolicy policy_;
   std::shared_ptr<ExecutorRegistry> executors_;
   PgConnection conn_;
   WorkQueue queue_;
@@ -86,19 +91,36 @@ class Worker {
   std::map<std::string, pid_t> drivers_;  // runs this worker started a driver for
   int stops_ = 0;
   bool claim_now_ = true;
-  bool broken_ = false;
+  bool broken_ = false;       // a statement failed this turn: wait, then try again
+  bool outage_said_ = false;  // said once an outage
+  int listened_session_ = 0;
   bool beat_due_ = false;
   bool drivers_due_ = true;
   int watched_fd_ = -1;
 };
 
-void Worker::watch_socket() {
+Expected<void> Worker::listening() {
+  // A connection seen lost (by its notifications) comes back here: a LISTEN is
+  // not a statement sent again by itself.
+  if (conn_.lost()) ORCH_TRY(conn_.reconnect(policy_));
+  const int session = conn_.backend_pid();
+  if (session == listened_session_) return {};
+  ORCH_TRY(queue_.listen(kWorkChannel));
+  ORCH_TRY(queue_.listen(kCancelChannel));
+  if (listened_session_ != 0) note(fmt::format("worker '{}': listening again after reconnecting", o_.name));
+  listened_session_ = session;
   if (watched_fd_ >= 0) loop_.unwatch(watched_fd_);
   watched_fd_ = conn_.socket();
-  if (watched_fd_ < 0) return;
+  if (watched_fd_ < 0) return {};
   loop_.watch(watched_fd_, POLLIN, [this](short) {
     auto channels = conn_.notifications();
-    if (!channels) return on_connection_error(channels.error());
+    if (!channels) {
+      // Its socket is gone: not watched again until listening() is back.
+      loop_.unwatch(watched_fd_);
+      watched_fd_ = -1;
+      listened_session_ = -1;
+      return on_connection_error(channels.error());
+    }
     for (const std::string& channel : *channels) {
       if (channel == kCancelChannel) {
         beat_due_ = true;  // the heartbeat's answer names the attempts to stop
@@ -107,27 +129,19 @@ void Worker::watch_socket() {
       }
     }
   });
+  return {};
 }
 
 void Worker::on_connection_error(const Error& e) {
-  if (!broken_) note(fmt::format("worker '{}': {} (reconnecting)", o_.name, e.message));
+  // Said once an outage; what failed is tried again (and reconnects) later.
+  if (!outage_said_) note(fmt::format("worker '{}': {} (trying again)", o_.name, e.message));
+  outage_said_ = true;
   broken_ = true;
-}
-
-bool Worker::reconnect() {
-  auto conn = PgConnection::open(o_.url);
-  if (!conn) return false;
-  conn_ = std::move(*conn);
-  if (!queue_.listen(kWorkChannel) || !queue_.listen(kCancelChannel)) return false;
-  broken_ = false;
-  watch_socket();
-  note(fmt::format("worker '{}': reconnected to the ledger", o_.name));
-  return true;
 }
 
 void Worker::claim() {
   const int free = o_.slots - static_cast<int>(jobs_.size());
-  if (free <= 0 || stops_ > 0 || broken_) return;
+  if (free <= 0 || stops_ > 0) return;
   auto items = queue_.claim(o_.name, o_.host, o_.labels, free, o_.lease.count());
   if (!items) return on_connection_error(items.error());
   for (ClaimedItem& item : *items) start(std::move(item));
@@ -221,6 +235,16 @@ void Worker::beat() {
   auto reply = queue_.heartbeat(o_.name, o_.lease.count());
   if (!reply) return on_connection_error(reply.error());
   const std::set<WorkKey> held(reply->held.begin(), reply->held.end());
+  for (const WorkKey& key : reply->held) {
+    // Claimed under this name, unknown here: a claim whose answer a lost
+    // connection took. Handed back, so that its driver starts it again now.
+    if (jobs_.contains(key)) continue;
+    note(
+        fmt::format("worker '{}': handing back attempt {} of step '{}' (run {}), claimed by a request whose "
+                    "answer was lost",
+                    o_.name, key.attempt, key.step_id, key.run_id));
+    if (auto r = queue_.release(o_.name, &key); !r) return on_connection_error(r.error());
+  }
   for (auto& [key, job] : jobs_) {
     if (!job.attempt || job.lost) continue;
     if (!held.contains(key)) {
@@ -299,8 +323,7 @@ Expected<void> Worker::run() {
   row.labels = o_.labels;
   row.lease_ms = o_.lease.count();
   ORCH_TRY(queue_.register_worker(row));
-  ORCH_TRY(queue_.listen(kWorkChannel));
-  ORCH_TRY(queue_.listen(kCancelChannel));
+  ORCH_TRY(listening());
   children_die_with_orch();
   signals_ = std::make_unique<SignalWatch>(loop_, [this](int) {
     if (++stops_ == 1) {
@@ -317,7 +340,6 @@ Expected<void> Worker::run() {
       }
     }
   });
-  watch_socket();
   note(fmt::format("worker '{}' on {}: {} slot{}, labels [{}], lease {} s", o_.name, o_.host, o_.slots,
                    o_.slots == 1 ? "" : "s", fmt::join(o_.labels, ","), o_.lease.count() / 1000.0));
 
@@ -338,8 +360,14 @@ Expected<void> Worker::run() {
   loop_.add_timer(kDriverCheck, driver_tick);
 
   while (!(stops_ > 0 && jobs_.empty())) {
-    if (broken_ && (!reconnect())) {
+    if (broken_) {
+      // The server could not be reached (after the back-off of pg_reconnect.h):
+      // everything is tried again after a poll interval.
       loop_.run_once(o_.poll_interval);
+      broken_ = false;
+    }
+    if (auto l = listening(); !l) {
+      on_connection_error(l.error());
       continue;
     }
     while (!finished_.empty() && !broken_) {
@@ -359,6 +387,7 @@ Expected<void> Worker::run() {
       claim_now_ = false;
       claim();
     }
+    if (!broken_) outage_said_ = false;
     if (!finished_.empty() || (claim_now_ && !broken_)) {
       loop_.run_once(milliseconds(0));
     } else {
@@ -366,9 +395,7 @@ Expected<void> Worker::run() {
     }
   }
   // Hand back what is still claimed (stopped attempts whose outcome was dropped).
-  (void)conn_.exec("handing back this worker's attempts",
-                   "UPDATE work_items SET lease_until = 0 WHERE worker = $1 AND state = 'claimed'",
-                   detail::PgParams().text(o_.name));
+  (void)queue_.release(o_.name, nullptr);
   ORCH_TRY(queue_.stop_worker(o_.name));
   note(fmt::format("worker '{}' stopped", o_.name));
   return {};
@@ -377,8 +404,12 @@ Expected<void> Worker::run() {
 }  // namespace
 
 Expected<void> run_worker(const WorkerOptions& options, std::shared_ptr<ExecutorRegistry> executors) {
+  const detail::PgReconnectPolicy policy = ORCH_TRY(detail::PgReconnectPolicy::from_environment());
   PgConnection conn = ORCH_TRY(PgConnection::open(options.url));
-  Worker worker(options, std::move(executors), std::move(conn));
+  // Statements outside a transaction are sent again once a lost connection is
+  // back (each is safe to send twice: work_queue.h); LISTEN by listening().
+  conn.keep_reconnecting(policy);
+  Worker worker(options, std::move(executors), std::move(conn), policy);
   return worker.run();
 }
 

@@ -185,8 +185,11 @@
 //                    command, environment, inputs, timeout, token cap
 //   state            queued | claimed (a worker runs it under a lease) | finished
 //                    (outcome set by the worker that held the lease) | settled
-//                    (its driver took the outcome) | lost (its lease expired, or
-//                    its driver withdrew it: a late completion is refused). A
+//                    (its driver took the outcome) | expired (its lease expired,
+//                    or its driver withdrew it: a late completion is refused) |
+//                    lost (its driver took that). Each change the driver reads
+//                    is read, then acknowledged: a statement sent again after a
+//                    lost connection never loses one. A
 //                    worker claims, and completes, only an item whose attempt
 //                    the ledger has running: one a resume closed is fenced off.
 //   worker           the worker that claimed it ('' while queued)

@@ -317,7 +317,7 @@ CREATE TABLE work_items (
   labels           TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(labels)),
   spec             BLOB NOT NULL,
   state            TEXT NOT NULL CHECK (state = 'queued' OR state = 'claimed' OR state = 'finished' OR
-                                        state = 'settled' OR state = 'lost'),
+                                        state = 'settled' OR state = 'expired' OR state = 'lost'),
   worker           TEXT NOT NULL DEFAULT '',
   lease_until      INTEGER NOT NULL DEFAULT 0,
   cancel_requested INTEGER NOT NULL DEFAULT 0,

@@ -291,7 +291,7 @@ CREATE TABLE work_items (
   executor         TEXT NOT NULL,
   labels           TEXT[] NOT NULL DEFAULT '{}',
   spec             BYTEA NOT NULL,
-  state            TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'finished', 'settled', 'lost')),
+  state            TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'finished', 'settled', 'expired', 'lost')),
   worker           TEXT NOT NULL DEFAULT '',
   lease_until      BIGINT NOT NULL DEFAULT 0,
   cancel_requested BOOLEAN NOT NULL DEFAULT false,
@@ -304,7 +304,7 @@ CREATE TABLE work_items (
   PRIMARY KEY (run_id, step_id, attempt)
 );
 CREATE INDEX work_items_queued ON work_items (queued_at) WHERE state = 'queued';
-CREATE INDEX work_items_open ON work_items (run_id) WHERE state IN ('queued', 'claimed', 'finished');
+CREATE INDEX work_items_open ON work_items (run_id) WHERE state IN ('queued', 'claimed', 'finished', 'expired');
 CREATE INDEX work_items_by_worker ON work_items (worker) WHERE state = 'claimed';
 
 CREATE TABLE workers (

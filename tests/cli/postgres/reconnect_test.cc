@@ -8,6 +8,7 @@
 // must not restart under them.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -132,6 +133,51 @@ TEST_F(PgRestart, AServerGoneLongerThanOrchPgReconnectSEndsTheRunWithAnErrorSayi
   EXPECT_HAS(out, "orch: postgresql://127.0.0.1:");
   EXPECT_HAS(out, "could not connect again in 2.");
   EXPECT_HAS(out, "ORCH_PG_RECONNECT_S sets how long orch tries");
+}
+
+// The same restart under a run executed by `orch worker`s: the workers and the
+// driver's queue connection reconnect and LISTEN again, and the run finishes,
+// each step's command run once and each step done by one attempt.
+TEST_F(PgRestart, WorkersAndTheirDriverReconnectAndTheRunFinishes) {
+  constexpr int kSteps = 40;
+  std::string plan = "steps:\n";
+  for (int i = 0; i < kSteps; ++i)
+    plan += fmt::format("  - {{id: s{}, run: [sh, -c, 'sleep 0.15; echo s{} >> ran.txt']}}\n", i, i);
+  write_file(d_ / "p.yaml", plan);
+  std::vector<pid_t> workers;
+  for (const char* name : {"wa", "wb"})
+    workers.push_back(
+        orch::testing::spawn_orch({"worker", "--store", url_, "--name", name, "--slots", "2", "--poll-s",
+                                   "0.2", "--no-drive", "--workdir", (d_ / name).string()},
+                                  d_.path(), d_ / (std::string(name) + ".log")));
+  const pid_t pid = orch::testing::spawn_orch({"run", "p.yaml", "--on-workers", "--store", url_}, d_.path(),
+                                              d_ / "out.txt");
+  ASSERT_TRUE(orch::testing::wait_for([&] { return ran() >= 8; }, 60000)) << read_file(d_ / "out.txt");
+  auto restarted = pg("restart");
+  ASSERT_EQ(restarted.exit_code, 0) << restarted.out << restarted.err;
+  const int ran_by_restart = ran();
+  const int exit_code = orch::testing::wait_exit(pid);
+  const std::string out = read_file(d_ / "out.txt");
+  for (pid_t w : workers) {
+    ::kill(w, SIGTERM);
+    orch::testing::wait_exit(w);
+  }
+  ASSERT_EQ(exit_code, 0) << out << read_file(d_ / "wa.log") << read_file(d_ / "wb.log");
+  ASSERT_LT(ran_by_restart, kSteps) << "the run ended before the server restarted: nothing was tested";
+  EXPECT_HAS(out, "reconnected after");
+  EXPECT_HAS(read_file(d_ / "wa.log") + read_file(d_ / "wb.log"), "listening again after reconnecting");
+  std::vector<std::string> ran_lines = lines_of(read_file(d_ / "ran.txt"));
+  std::sort(ran_lines.begin(), ran_lines.end());
+  std::vector<std::string> want;
+  for (int i = 0; i < kSteps; ++i) want.push_back(fmt::format("s{}", i));
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(ran_lines, want) << "every command ran once";
+  auto status = orch({"status", orch::testing::run_id_in(out), "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const auto report = nlohmann::json::parse(status.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << status.out;
+  EXPECT_EQ(report["counts"]["done"], kSteps) << status.out;
+  for (const auto& step : report["steps"]) EXPECT_EQ(step["attempts"].size(), 1u) << step.dump();
 }
 
 }  // namespace
