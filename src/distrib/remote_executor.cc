@@ -130,7 +130,7 @@ void RemoteDispatch::watch(EventLoop& loop) {
   if (watched_fd_ >= 0) loop.watch(watched_fd_, POLLIN, [this](short) { on_readable(); });
   timer_ = loop.add_timer(options_.poll_interval, [this] {
     timer_ = 0;
-    poll();
+    poll(true);
   });
 }
 
@@ -155,7 +155,7 @@ void RemoteDispatch::stop(const WorkKey& key, const std::string& reason) {
 void RemoteDispatch::cancel(const WorkKey& key, const std::string& reason) {
   if (!pending_.contains(key)) return;
   stop(key, reason);
-  if (loop_ != nullptr) loop_->defer([this] { poll(); });
+  if (loop_ != nullptr) loop_->defer([this] { poll(true); });
 }
 
 void RemoteDispatch::forget(const WorkKey& key) {
@@ -175,7 +175,7 @@ void RemoteDispatch::on_readable() {
     lost_connection(channels.error());
     return;
   }
-  if (!channels->empty()) poll();
+  if (!channels->empty()) poll(false);
 }
 
 void RemoteDispatch::deliver(const WorkKey& key, AttemptOutcome outcome) {
@@ -193,11 +193,11 @@ void RemoteDispatch::lost_connection(const Error& e) {
   broken_ = true;
 }
 
-void RemoteDispatch::poll() {
-  if (loop_ != nullptr && timer_ == 0)
+void RemoteDispatch::poll(bool all) {
+  if (all && loop_ != nullptr && timer_ == 0)
     timer_ = loop_->add_timer(options_.poll_interval, [this] {
       timer_ = 0;
-      poll();
+      poll(true);
     });
   if (pending_.empty()) return;
   if (auto l = listening(); !l) return lost_connection(l.error());
@@ -206,44 +206,53 @@ void RemoteDispatch::poll() {
   for (const std::string& run : runs) {
     auto finished = queue_->finished(run);
     if (!finished) return lost_connection(finished.error());
+    std::vector<WorkKey> taken;
     for (TakenOutcome& t : *finished) {
       auto outcome = decode_outcome(t.outcome);
       deliver(t.key, outcome ? std::move(*outcome)
                              : ended(AttemptEnding::Error,
                                      fmt::format("worker '{}': {}", t.worker, outcome.error().message)));
-      if (auto settled = queue_->settle(t.key); !settled) return lost_connection(settled.error());
+      taken.push_back(t.key);
     }
+    if (auto settled = queue_->settle(run, taken); !settled) return lost_connection(settled.error());
+    // A notification says an attempt finished; the rest is the timer's.
+    if (!all) continue;
     auto expired = queue_->expired(run);
     if (!expired) return lost_connection(expired.error());
+    taken.clear();
     for (LostItem& l : *expired) {
       deliver(l.key, ended(AttemptEnding::Interrupted, l.reason));
-      if (auto forgot = queue_->forget(l.key); !forgot) return lost_connection(forgot.error());
+      taken.push_back(l.key);
     }
-    auto stranded = queue_->stranded(run);
-    if (!stranded) return lost_connection(stranded.error());
-    for (const StrandedItem& s : *stranded) {
-      if (!pending_.contains(s.key)) continue;
-      const std::string why = s.labels.empty()
-                                  ? std::string("no live worker")
-                                  : fmt::format("no live worker has the labels {}", join(s.labels, ","));
-      std::string& said = waiting_[s.key];
-      if (said == why) continue;
-      said = why;
-      (void)conn_->exec(
-          "recording a step no worker can take",
-          "INSERT INTO events (run_id, ts, kind, step_id, attempt, data) VALUES ($1, "
-          "(extract(epoch from clock_timestamp()) * 1000)::bigint, 'attempt_waiting', $2, $3, $4)",
-          PgParams()
-              .text(s.key.run_id)
-              .text(s.key.step_id)
-              .integer(s.key.attempt)
-              .text(json_text(nlohmann::json{{"reason", why}})));
-      if (options_.note)
-        options_.note(fmt::format("step '{}' (attempt {}) waits: {}", s.key.step_id, s.key.attempt, why));
-    }
+    if (auto forgot = queue_->forget(run, taken); !forgot) return lost_connection(forgot.error());
+    say_stranded(run);
   }
   broken_ = false;
-  if (auto l = listening(); !l) lost_connection(l.error());
+}
+
+void RemoteDispatch::say_stranded(const std::string& run) {
+  auto stranded = queue_->stranded(run);
+  if (!stranded) return lost_connection(stranded.error());
+  for (const StrandedItem& s : *stranded) {
+    if (!pending_.contains(s.key)) continue;
+    const std::string why = s.labels.empty()
+                                ? std::string("no live worker")
+                                : fmt::format("no live worker has the labels {}", join(s.labels, ","));
+    std::string& said = waiting_[s.key];
+    if (said == why) continue;
+    said = why;
+    (void)conn_->exec(
+        "recording a step no worker can take",
+        "INSERT INTO events (run_id, ts, kind, step_id, attempt, data) VALUES ($1, "
+        "(extract(epoch from clock_timestamp()) * 1000)::bigint, 'attempt_waiting', $2, $3, $4)",
+        PgParams()
+            .text(s.key.run_id)
+            .text(s.key.step_id)
+            .integer(s.key.attempt)
+            .text(json_text(nlohmann::json{{"reason", why}})));
+    if (options_.note)
+      options_.note(fmt::format("step '{}' (attempt {}) waits: {}", s.key.step_id, s.key.attempt, why));
+  }
 }
 
 }  // namespace orch::distrib

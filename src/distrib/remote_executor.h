@@ -59,7 +59,10 @@ class RemoteDispatch : public std::enable_shared_from_this<RemoteDispatch> {
   void watch(EventLoop& loop);
   void stop(const WorkKey& key, const std::string& reason);
   void on_readable();
-  void poll();
+  // Delivers what the workers finished; with `all` (the timer's, a cancel's)
+  // also what expired, and says what no live worker can take.
+  void poll(bool all);
+  void say_stranded(const std::string& run);
   void deliver(const WorkKey& key, AttemptOutcome outcome);
   void lost_connection(const Error& e);
 

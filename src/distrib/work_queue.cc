@@ -19,18 +19,21 @@ namespace {
 // The server's clock in ms: every lease is reckoned on it.
 #define ORCH_NOW_MS "(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
-constexpr const char kEnqueue[] =
-    "INSERT INTO work_items (run_id, step_id, attempt, executor, labels, spec, state, queued_at) "
-    "VALUES ($1, $2, $3, $4, $5::text::text[], $6, 'queued', " ORCH_NOW_MS ") ON CONFLICT DO NOTHING";
+#define ORCH_ENQUEUE                                                                             \
+  "INSERT INTO work_items (run_id, step_id, attempt, executor, labels, spec, state, queued_at) " \
+  "VALUES ($1, $2, $3, $4, $5::text::text[], $6, 'queued', " ORCH_NOW_MS ") ON CONFLICT DO NOTHING"
+// The insert and the workers' wake-up in one round trip.
+constexpr const char kEnqueueAndWake[] = "WITH queued AS (" ORCH_ENQUEUE ") SELECT pg_notify($7, $1)";
 
 // The driver reads what changed, then acknowledges it (finished -> settled,
 // expired -> lost): each statement may be sent again after a lost connection
 // (pg_connection.h) without an outcome being taken and then lost with the answer.
 constexpr const char kFinished[] =
     "SELECT step_id, attempt, outcome, worker FROM work_items WHERE run_id = $1 AND state = 'finished'";
+// The keys acknowledged at once: $2 the step ids, $3 the attempts (array literals).
+#define ORCH_KEYS_IN "(step_id, attempt) IN (SELECT * FROM unnest($2::text::text[], $3::text::int[]))"
 constexpr const char kSettle[] =
-    "UPDATE work_items SET state = 'settled' WHERE run_id = $1 AND step_id = $2 AND attempt = $3 "
-    "AND state = 'finished'";
+    "UPDATE work_items SET state = 'settled' WHERE run_id = $1 AND state = 'finished' AND " ORCH_KEYS_IN;
 
 constexpr const char kExpire[] = "UPDATE work_items SET state = 'expired', finished_at = " ORCH_NOW_MS
                                  ", reason = 'lease expired on ' || worker "
@@ -38,8 +41,7 @@ constexpr const char kExpire[] = "UPDATE work_items SET state = 'expired', finis
 constexpr const char kExpired[] =
     "SELECT step_id, attempt, worker, reason FROM work_items WHERE run_id = $1 AND state = 'expired'";
 constexpr const char kForget[] =
-    "UPDATE work_items SET state = 'lost' WHERE run_id = $1 AND step_id = $2 AND attempt = $3 "
-    "AND state = 'expired'";
+    "UPDATE work_items SET state = 'lost' WHERE run_id = $1 AND state = 'expired' AND " ORCH_KEYS_IN;
 
 constexpr const char kWithdraw[] = "UPDATE work_items SET state = 'expired', finished_at = " ORCH_NOW_MS
                                    ", reason = $4 "
@@ -107,12 +109,13 @@ constexpr const char kRenew[] = "UPDATE work_items SET lease_until = " ORCH_NOW_
                                 " + $2 WHERE worker = $1 AND state = 'claimed' "
                                 "RETURNING run_id, step_id, attempt, cancel_requested";
 
+// The fenced completion and the driver's wake-up (sent at commit) in one statement.
 constexpr const char kComplete[] =
-    "UPDATE work_items w SET state = 'finished', outcome = $5, finished_at = " ORCH_NOW_MS
-    " "
-    "WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'claimed' AND worker = $4 "
+    "WITH done AS (UPDATE work_items w SET state = 'finished', outcome = $5, finished_at = " ORCH_NOW_MS
+    " WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'claimed' AND worker = $4 "
     "AND EXISTS (SELECT 1 FROM attempts a WHERE a.run_id = w.run_id AND a.step_id = w.step_id "
-    "            AND a.number = w.attempt AND a.status = 'running')";
+    "            AND a.number = w.attempt AND a.status = 'running') RETURNING w.run_id) "
+    "SELECT pg_notify($6, run_id) FROM done";
 
 constexpr const char kStop[] = "UPDATE workers SET stopped_at = " ORCH_NOW_MS " WHERE name = $1";
 
@@ -136,6 +139,31 @@ std::vector<std::string> split(const std::string& text, char separator) {
     parts.push_back(text.substr(start, at - start));
   parts.push_back(text.substr(start));
   return parts;
+}
+
+// A PostgreSQL array literal of `items`, each quoted ("a\"b" for a"b).
+std::string array_literal(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (const std::string& item : items) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    for (char c : item) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
+// The run, then the keys' step ids and attempts as two arrays (ORCH_KEYS_IN).
+PgParams keys_params(const std::string& run_id, const std::vector<WorkKey>& keys) {
+  std::vector<std::string> steps, attempts;
+  for (const WorkKey& k : keys) {
+    steps.push_back(k.step_id);
+    attempts.push_back(std::to_string(k.attempt));
+  }
+  return PgParams().text(run_id).text(array_literal(steps)).text(array_literal(attempts));
 }
 
 PgParams key_params(const WorkKey& k) {
@@ -174,9 +202,8 @@ Expected<void> WorkQueue::enqueue(const WorkKey& key, const std::string& executo
                                   const std::vector<std::string>& labels, const std::string& spec) {
   ORCH_TRY(
       conn_.exec(fmt::format("queueing attempt {} of step '{}' for the workers", key.attempt, key.step_id),
-                 kEnqueue, key_params(key).text(executor).text(label_array(labels)).bytes(spec)));
-  ORCH_TRY(conn_.exec("waking the workers", "SELECT pg_notify($1, $2)",
-                      PgParams().text(kWorkChannel).text(key.run_id)));
+                 kEnqueueAndWake,
+                 key_params(key).text(executor).text(label_array(labels)).bytes(spec).text(kWorkChannel)));
   return {};
 }
 
@@ -189,8 +216,9 @@ Expected<std::vector<TakenOutcome>> WorkQueue::finished(const std::string& run_i
   return out;
 }
 
-Expected<void> WorkQueue::settle(const WorkKey& key) {
-  ORCH_TRY(conn_.exec("acknowledging a finished attempt", kSettle, key_params(key)));
+Expected<void> WorkQueue::settle(const std::string& run_id, const std::vector<WorkKey>& keys) {
+  if (keys.empty()) return {};
+  ORCH_TRY(conn_.exec("acknowledging finished attempts", kSettle, keys_params(run_id, keys)));
   return {};
 }
 
@@ -203,8 +231,9 @@ Expected<std::vector<LostItem>> WorkQueue::expired(const std::string& run_id) {
   return out;
 }
 
-Expected<void> WorkQueue::forget(const WorkKey& key) {
-  ORCH_TRY(conn_.exec("acknowledging an expired attempt", kForget, key_params(key)));
+Expected<void> WorkQueue::forget(const std::string& run_id, const std::vector<WorkKey>& keys) {
+  if (keys.empty()) return {};
+  ORCH_TRY(conn_.exec("acknowledging expired attempts", kForget, keys_params(run_id, keys)));
   return {};
 }
 
@@ -284,8 +313,8 @@ Expected<bool> WorkQueue::complete(const std::string& worker, const WorkKey& key
   auto done = [&]() -> Expected<bool> {
     PgResult r =
         ORCH_TRY(conn_.exec(fmt::format("completing attempt {} of step '{}'", key.attempt, key.step_id),
-                            kComplete, key_params(key).text(worker).bytes(outcome)));
-    if (r.affected() != 1) return false;
+                            kComplete, key_params(key).text(worker).bytes(outcome).text(kDoneChannel)));
+    if (r.rows() != 1) return false;
     for (const OutputFile& f : outputs) {
       std::ifstream in(f.path, std::ios::binary);
       if (!in) continue;  // the stream wrote nothing: no file was made
@@ -301,8 +330,6 @@ Expected<bool> WorkQueue::complete(const std::string& worker, const WorkKey& key
             key_params(key).text(f.stream).integer(seq++).bytes(std::string_view(chunk.data(), got))));
       }
     }
-    ORCH_TRY(conn_.exec("waking the driver", "SELECT pg_notify($1, $2)",
-                        PgParams().text(kDoneChannel).text(key.run_id)));
     return true;
   }();
   if (!done || !*done) {

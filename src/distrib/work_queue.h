@@ -102,11 +102,11 @@ class WorkQueue {
                          const std::vector<std::string>& labels, const std::string& spec);
   // The outcomes of the run's finished items, until settle() acknowledges each.
   Expected<std::vector<TakenOutcome>> finished(const std::string& run_id);
-  Expected<void> settle(const WorkKey& key);
+  Expected<void> settle(const std::string& run_id, const std::vector<WorkKey>& keys);
   // Expires the run's claimed items whose lease has ended, and returns every
   // expired item (those withdrawn too), until forget() acknowledges each.
   Expected<std::vector<LostItem>> expired(const std::string& run_id);
-  Expected<void> forget(const WorkKey& key);
+  Expected<void> forget(const std::string& run_id, const std::vector<WorkKey>& keys);
   // Withdraws a queued item (no worker will start it): expired with `reason`.
   // One a worker claimed meanwhile is not touched (request_cancel stops it).
   Expected<void> withdraw(const WorkKey& key, const std::string& reason);

@@ -209,6 +209,9 @@ void Worker::finish(Finished f) {
     return;
   }
   f.outcome.host = o_.host;
+  // A set-up failure is this machine's (its files, its environment): said as such.
+  if (f.outcome.ending == AttemptEnding::SetupFailed && !f.outcome.message.starts_with("worker '"))
+    f.outcome.message = fmt::format("worker '{}' on {}: {}", o_.name, o_.host, f.outcome.message);
   std::vector<OutputFile> outputs;
   if (!f.outcome.stdout_text) outputs.push_back({"stdout", it->second.spec.stdout_path.string()});
   if (!f.outcome.stderr_text) outputs.push_back({"stderr", it->second.spec.stderr_path.string()});

@@ -19,8 +19,9 @@ using orch::testing::EngineTest;
 // succeeds with the previous failure it was told as the result.
 class Losing final : public Executor {
  public:
-  explicit Losing(int losses) : losses_(losses) {}
+  explicit Losing(int losses, std::int64_t tokens = 0) : losses_(losses), tokens_(tokens) {}
   int starts = 0;
+  SpendEstimate estimate(const Step&) const override { return {tokens_, 0, 0}; }
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                   DoneCallback done) override {
     ++starts;
@@ -43,13 +44,15 @@ class Losing final : public Executor {
 
  private:
   int losses_;
+  std::int64_t tokens_;
 };
 
-RunOutcome run_with(Store& store, const std::filesystem::path& ws, int losses, const std::string& yaml) {
+RunOutcome run_with(Store& store, const std::filesystem::path& ws, int losses, const std::string& yaml,
+                    std::int64_t tokens = 0) {
   LoadResult loaded = parse_plan(yaml, (ws / "plan.yaml").string());
   EXPECT_TRUE(loaded.diagnostics.empty());
   auto registry = std::make_shared<ExecutorRegistry>(ExecutorRegistry::with_builtins());
-  registry->add("lose", std::make_shared<Losing>(losses));
+  registry->add("lose", std::make_shared<Losing>(losses, tokens));
   EngineOptions options;
   options.workspace = ws;
   options.executors = registry;
@@ -91,6 +94,28 @@ TEST_P(EngineTest, AStepLostTooManyTimesInARowFails) {
   auto attempts = store_->attempts(out.run_id, "s");
   ASSERT_TRUE(attempts);
   EXPECT_EQ(attempts->size(), static_cast<std::size_t>(kMaxLostInARow));
+}
+
+// A lost attempt may have spent (an llm call paid for before its worker
+// died): it is charged what was reserved for it, and says so; never nothing.
+TEST_P(EngineTest, ALostAttemptIsChargedWhatWasReservedForIt) {
+  const auto out = run_with(*store_, ws(), 1, "steps:\n  - {id: s, executor: lose}\n", 100);
+  ASSERT_EQ(out.status, RunStatus::Succeeded) << out.reason;
+  auto attempts = store_->attempts(out.run_id, "s");
+  ASSERT_TRUE(attempts);
+  ASSERT_EQ(attempts->size(), 2u);
+  EXPECT_EQ((*attempts)[0].status, AttemptStatus::Interrupted);
+  EXPECT_EQ((*attempts)[0].tokens_in, 100);
+  EXPECT_EQ((*attempts)[0].reason,
+            "lease expired on w1; its spend went with it: charged the 100 tokens reserved for it");
+  auto totals = store_->attempt_totals(out.run_id);
+  ASSERT_TRUE(totals);
+  EXPECT_EQ(totals->tokens, 100) << "the lost attempt's reservation, the second spent nothing";
+  auto step = store_->find_step(out.run_id, "s");
+  ASSERT_TRUE(step && *step);
+  EXPECT_EQ((*step)->result,
+            "lease expired on w1; its spend went with it: charged the 100 tokens reserved for it")
+      << "the new attempt was told why";
 }
 
 }  // namespace

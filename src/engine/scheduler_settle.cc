@@ -61,7 +61,20 @@ void Scheduler::on_attempt_done(int i, AttemptOutcome outcome) {
   // step's failure. Closed interrupted (not counted) and started again at once
   // as a new attempt, told why — up to kMaxLostInARow times in a row.
   if (s.flight().outcome->ending == AttemptEnding::Interrupted) {
-    finish_attempt(i, AttemptStatus::Interrupted, s.flight().outcome->message);
+    // What it spent went with its worker: charged what was reserved for it,
+    // never nothing (an llm call may have been paid for before the worker died).
+    AttemptOutcome& lost = *s.flight().outcome;
+    const Spend& held = s.flight().reservation;
+    std::string reason = lost.message;
+    if (lost.tokens_in == 0 && lost.tokens_out == 0 && lost.cost_usd == 0 &&
+        (held.tokens > 0 || held.cost_usd > 0)) {
+      lost.tokens_in = held.tokens;
+      lost.cost_usd = held.cost_usd;
+      lost.spend_unknown = true;
+      reason += fmt::format("; its spend went with it: charged the {} tokens{} reserved for it", held.tokens,
+                            held.cost_usd > 0 ? " and " + dollars(held.cost_usd) : std::string());
+    }
+    finish_attempt(i, AttemptStatus::Interrupted, reason);
     return;
   }
   // A process that did not run to completion never satisfies a step, whatever

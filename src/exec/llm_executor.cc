@@ -247,7 +247,10 @@ Expected<std::unique_ptr<RunningAttempt>> LlmExecutor::start(const AttemptSpec& 
   const LlmModel* model = catalog_->model_for(spec.executor);
   const LlmProvider* provider = model ? catalog_->provider_of(*model) : nullptr;
   if (model == nullptr || provider == nullptr)
-    return fail_later(fmt::format("no model for executor '{}' in the models file", spec.executor));
+    // The set-up, not the work (validation says so before a local run; a
+    // worker's models file may lack what the driver's has): never retried.
+    return fail_later(fmt::format("no model for executor '{}' in the models file", spec.executor),
+                      AttemptEnding::SetupFailed);
   auto prompt = input_text(spec.inputs, "prompt");
   if (!prompt) return fail_later("the step has no 'prompt' input");
   auto system = input_text(spec.inputs, "system");

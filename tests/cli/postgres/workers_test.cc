@@ -344,5 +344,40 @@ TEST_F(Workers, ATokenBudgetHoldsAcrossFourWorkers) {
       << "the calls were spread over the workers";
 }
 
+// A worker that cannot run a step (it was given no models file, so its llm
+// executor knows no model) says so as the attempt's set-up failure, naming
+// itself: the step fails, not retried, no call is made, nothing is charged.
+TEST_F(Workers, AWorkerWithoutTheStepsExecutorReportsASetUpFailure) {
+  orch::testing::FakeLlmServer llm("sk-workers-setup-123456");
+  ASSERT_TRUE(llm.started());
+  ::setenv("ORCH_TEST_WORKERS_KEY", llm.api_key().c_str(), 1);
+  write_file(d_ / "models.yaml",
+             fmt::format("providers:\n  fake: {{api: openai, base_url: \"{}/v1\", api_key_env: "
+                         "ORCH_TEST_WORKERS_KEY, timeout: 10s}}\nmodels:\n  m: {{provider: fake, model: x}}\n"
+                         "default_model: m\n",
+                         llm.url()));
+  write_file(d_ / "p.yaml", "steps:\n  - {id: ask, executor: llm, attempts: 3, inputs: {prompt: hello}}\n");
+  // The worker runs in another folder, where no .orch/models.yaml is found.
+  fs::create_directories(d_ / "elsewhere");
+  std::vector<std::string> args{
+      "worker", "--store", url_, "--name", "bare", "--poll-s", "0.2", "--workdir", (d_ / "wd-bare").string()};
+  workers_["bare"] = spawn_orch(args, d_ / "elsewhere", d_ / "bare.log");
+  ASSERT_TRUE(live({"bare"}));
+  auto ran = orch({"run", "p.yaml", "--on-workers", "--models", "models.yaml", "--json"});
+  EXPECT_EQ(ran.exit_code, 1) << ran.out << ran.err;
+  const auto report = parse(ran.out);
+  EXPECT_EQ(report["run"]["status"], "failed");
+  const auto attempts = report["steps"][0]["attempts"];
+  ASSERT_EQ(attempts.size(), 1u) << "a set-up failure is not retried: " << attempts.dump();
+  EXPECT_EQ(attempts[0]["ending"], "setup_failed");
+  EXPECT_NE(attempts[0]["reason"].get<std::string>().find("worker 'bare' on "), std::string::npos)
+      << attempts.dump();
+  EXPECT_NE(attempts[0]["reason"].get<std::string>().find("no model for executor 'llm' in the models file"),
+            std::string::npos)
+      << attempts.dump();
+  EXPECT_EQ(llm.requests().size(), 0u) << "no call was made";
+  EXPECT_EQ(report["steps"][0]["tokens_in"], 0);
+}
+
 }  // namespace
 }  // namespace orch::pg_workers_test
