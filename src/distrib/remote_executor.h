@@ -10,12 +10,14 @@
 // local executor's. In-process builtins stay in the driver: they have no
 // outside effect to place anywhere.
 //
-// The dispatch listens on orch_done for completions and polls every
-// poll_interval as a fallback; each poll also marks lost the attempts whose
-// worker stopped heartbeating (the engine starts them again, told "lease
-// expired on WORKER"), and says once per attempt when no live worker can take
-// it (no worker has its runs-on labels): an attempt_waiting event of the run
-// and a note, never a silent wait.
+// The dispatch listens on orch_done: a notification makes it read the finished
+// attempts and acknowledge them; every poll_interval its timer (also the
+// fallback) reads those and expires the attempts whose worker stopped
+// heartbeating (the engine starts them again, told "lease expired on
+// WORKER"), and says once per attempt when no live worker can take it (no
+// worker has its runs-on labels): an attempt_waiting event of the run and a
+// note, never a silent wait. Its connection reconnects with back-off and
+// LISTENs again; each of its statements is safe to send twice (work_queue.h).
 #pragma once
 
 #include <functional>
