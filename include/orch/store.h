@@ -270,6 +270,16 @@ class Store {
   // Moves a running attempt to its final status. Fails (Store) for a finished row.
   virtual Expected<void> finish_attempt(const AttemptRecord& attempt) = 0;
   virtual Expected<std::int64_t> append_event(const EventRecord& event) = 0;
+  // append_event for a caller that needs no seq (a scheduler turn's events).
+  // Writes in a transaction — this, update_run, upsert_step, insert_step,
+  // insert_attempt, finish_attempt — may be answered only at the transaction's
+  // next read or its commit (a store that sends them to a server together,
+  // postgres/pg_pipeline.cc): an error of one is then that read's or commit's.
+  virtual Expected<void> record_event(const EventRecord& event) {
+    auto seq = append_event(event);
+    if (!seq) return std::unexpected(seq.error());
+    return {};
+  }
   virtual Expected<void> request_cancel(const std::string& run_id) = 0;
 
   virtual Expected<std::optional<RunRecord>> find_run(const std::string& run_id) = 0;

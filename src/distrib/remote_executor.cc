@@ -79,7 +79,13 @@ RemoteDispatch::RemoteDispatch(std::string url, PgConnection conn, Options optio
 
 // The loop is the engine's, gone by now: the engine holds its executors, which
 // hold this dispatch, so the engine (and its loop) always ends first.
-RemoteDispatch::~RemoteDispatch() = default;
+// What it took last is acknowledged now (best effort: a later driver of the
+// run reads those again and acknowledges them; the engine has them already).
+RemoteDispatch::~RemoteDispatch() {
+  if (conn_->lost()) return;
+  for (const auto& [run, keys] : unsettled_)
+    if (!keys.empty()) (void)queue_->settle(run, keys);
+}
 
 Expected<std::shared_ptr<RemoteDispatch>> RemoteDispatch::open(const std::string& url, Options options) {
   const detail::PgReconnectPolicy policy = ORCH_TRY(detail::PgReconnectPolicy::from_environment());
@@ -137,10 +143,26 @@ void RemoteDispatch::watch(EventLoop& loop) {
 Expected<void> RemoteDispatch::start(const AttemptSpec& spec, EventLoop& loop, Done done) {
   watch(loop);
   const WorkKey key{spec.run_id, spec.step_id, spec.attempt};
-  ORCH_TRY(queue_->enqueue(key, spec.executor, spec.runs_on, encode_spec(spec)));
+  std::vector<WorkKey>& unsettled = unsettled_[spec.run_id];
+  ORCH_TRY(queue_->enqueue(key, spec.executor, spec.runs_on, encode_spec(spec), unsettled));
+  unsettled.clear();
   pending_[key] = std::move(done);
   if (auto l = listening(); !l) lost_connection(l.error());
+  take_waiting_notifications();
   return {};
+}
+
+void RemoteDispatch::take_waiting_notifications() {
+  // A notification that came with the answer to a statement is read off the
+  // socket with it: the socket's poll would not see it.
+  if (!conn_->notifications_waiting() || loop_ == nullptr || deferred_read_) return;
+  deferred_read_ = true;
+  loop_->defer([self = weak_from_this()] {
+    if (auto d = self.lock()) {
+      d->deferred_read_ = false;
+      d->on_readable();
+    }
+  });
 }
 
 void RemoteDispatch::stop(const WorkKey& key, const std::string& reason) {
@@ -150,6 +172,7 @@ void RemoteDispatch::stop(const WorkKey& key, const std::string& reason) {
   auto withdrawn = queue_->withdraw(key, reason);
   if (!withdrawn) return lost_connection(withdrawn.error());
   if (auto asked = queue_->request_cancel(key); !asked) return lost_connection(asked.error());
+  take_waiting_notifications();
 }
 
 void RemoteDispatch::cancel(const WorkKey& key, const std::string& reason) {
@@ -176,6 +199,7 @@ void RemoteDispatch::on_readable() {
     return;
   }
   if (!channels->empty()) poll(false);
+  take_waiting_notifications();
 }
 
 void RemoteDispatch::deliver(const WorkKey& key, AttemptOutcome outcome) {
@@ -204,22 +228,25 @@ void RemoteDispatch::poll(bool all) {
   std::set<std::string> runs;
   for (const auto& [key, done] : pending_) runs.insert(key.run_id);
   for (const std::string& run : runs) {
-    auto finished = queue_->finished(run);
+    // Acknowledges what the last read took, and reads the rest.
+    std::vector<WorkKey>& unsettled = unsettled_[run];
+    auto finished = queue_->finished(run, unsettled);
     if (!finished) return lost_connection(finished.error());
-    std::vector<WorkKey> taken;
+    unsettled.clear();
     for (TakenOutcome& t : *finished) {
       auto outcome = decode_outcome(t.outcome);
       deliver(t.key, outcome ? std::move(*outcome)
                              : ended(AttemptEnding::Error,
                                      fmt::format("worker '{}': {}", t.worker, outcome.error().message)));
-      taken.push_back(t.key);
+      unsettled.push_back(t.key);
     }
-    if (auto settled = queue_->settle(run, taken); !settled) return lost_connection(settled.error());
     // A notification says an attempt finished; the rest is the timer's.
     if (!all) continue;
+    if (auto settled = queue_->settle(run, unsettled); !settled) return lost_connection(settled.error());
+    unsettled.clear();
     auto expired = queue_->expired(run);
     if (!expired) return lost_connection(expired.error());
-    taken.clear();
+    std::vector<WorkKey> taken;
     for (LostItem& l : *expired) {
       deliver(l.key, ended(AttemptEnding::Interrupted, l.reason));
       taken.push_back(l.key);
@@ -228,6 +255,7 @@ void RemoteDispatch::poll(bool all) {
     say_stranded(run);
   }
   broken_ = false;
+  take_waiting_notifications();
 }
 
 void RemoteDispatch::say_stranded(const std::string& run) {

@@ -11,7 +11,8 @@
 // outside effect to place anywhere.
 //
 // The dispatch listens on orch_done: a notification makes it read the finished
-// attempts and acknowledge them; every poll_interval its timer (also the
+// attempts and acknowledge them (in the run's next statement, not a round trip
+// of its own); every poll_interval its timer (also the
 // fallback) reads those and expires the attempts whose worker stopped
 // heartbeating (the engine starts them again, told "lease expired on
 // WORKER"), and says once per attempt when no live worker can take it (no
@@ -65,6 +66,8 @@ class RemoteDispatch : public std::enable_shared_from_this<RemoteDispatch> {
   // also what expired, and says what no live worker can take.
   void poll(bool all);
   void say_stranded(const std::string& run);
+  // Reads, on the loop's next turn, notifications its statements' answers brought.
+  void take_waiting_notifications();
   void deliver(const WorkKey& key, AttemptOutcome outcome);
   void lost_connection(const Error& e);
 
@@ -77,9 +80,13 @@ class RemoteDispatch : public std::enable_shared_from_this<RemoteDispatch> {
   int watched_fd_ = -1;
   std::map<WorkKey, Done> pending_;         // attempts out on workers
   std::map<WorkKey, std::string> waiting_;  // what was said of those no worker can take
+  // Finished items taken, by run, not yet acknowledged: their acknowledgement
+  // rides on the next enqueue or read of the run (work_queue.h), or the timer's.
+  std::map<std::string, std::vector<WorkKey>> unsettled_;
   detail::PgReconnectPolicy policy_;
   int listened_session_ = 0;  // the server process our LISTEN was said to
   bool broken_ = false;       // an outage was said (once)
+  bool deferred_read_ = false;  // take_waiting_notifications() has a read on the loop
 };
 
 }  // namespace orch::distrib

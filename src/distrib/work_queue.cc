@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "postgres/pg_rows.h"
@@ -19,21 +20,31 @@ namespace {
 // The server's clock in ms: every lease is reckoned on it.
 #define ORCH_NOW_MS "(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
-#define ORCH_ENQUEUE                                                                             \
-  "INSERT INTO work_items (run_id, step_id, attempt, executor, labels, spec, state, queued_at) " \
-  "VALUES ($1, $2, $3, $4, $5::text::text[], $6, 'queued', " ORCH_NOW_MS ") ON CONFLICT DO NOTHING"
-// The insert and the workers' wake-up in one round trip.
-constexpr const char kEnqueueAndWake[] = "WITH queued AS (" ORCH_ENQUEUE ") SELECT pg_notify($7, $1)";
-
 // The driver reads what changed, then acknowledges it (finished -> settled,
 // expired -> lost): each statement may be sent again after a lost connection
 // (pg_connection.h) without an outcome being taken and then lost with the answer.
-constexpr const char kFinished[] =
-    "SELECT step_id, attempt, outcome, worker FROM work_items WHERE run_id = $1 AND state = 'finished'";
-// The keys acknowledged at once: $2 the step ids, $3 the attempts (array literals).
+// Keys acknowledged at once: $2 the step ids, $3 the attempts (array literals).
 #define ORCH_KEYS_IN "(step_id, attempt) IN (SELECT * FROM unnest($2::text::text[], $3::text::int[]))"
-constexpr const char kSettle[] =
-    "UPDATE work_items SET state = 'settled' WHERE run_id = $1 AND state = 'finished' AND " ORCH_KEYS_IN;
+#define ORCH_SETTLE "UPDATE work_items SET state = 'settled' WHERE run_id = $1 AND state = 'finished' AND "
+constexpr const char kSettle[] = ORCH_SETTLE ORCH_KEYS_IN;
+// The finished items, less those taken already, which it acknowledges: the
+// acknowledgement of one read rides on the next statement (this one, or an
+// enqueue), so that no round trip of its own is on the way of a run's progress.
+constexpr const char kSettleAndRead[] =
+    "WITH settled AS (" ORCH_SETTLE ORCH_KEYS_IN
+    ") "
+    "SELECT step_id, attempt, outcome, worker FROM work_items WHERE run_id = $1 AND state = 'finished' "
+    "AND NOT " ORCH_KEYS_IN;
+
+// The insert, the acknowledgement of finished items ($8, $9) and the workers'
+// wake-up, in one round trip.
+constexpr const char kEnqueueAndWake[] =
+    "WITH queued AS (INSERT INTO work_items (run_id, step_id, attempt, executor, labels, spec, state, "
+    "queued_at) VALUES ($1, $2, $3, $4, $5::text::text[], $6, 'queued', " ORCH_NOW_MS
+    ") ON CONFLICT DO NOTHING), "
+    "settled AS (" ORCH_SETTLE
+    "(step_id, attempt) IN (SELECT * FROM unnest($8::text::text[], $9::text::int[]))) "
+    "SELECT pg_notify($7, $1)";
 
 constexpr const char kExpire[] = "UPDATE work_items SET state = 'expired', finished_at = " ORCH_NOW_MS
                                  ", reason = 'lease expired on ' || worker "
@@ -109,13 +120,19 @@ constexpr const char kRenew[] = "UPDATE work_items SET lease_until = " ORCH_NOW_
                                 " + $2 WHERE worker = $1 AND state = 'claimed' "
                                 "RETURNING run_id, step_id, attempt, cancel_requested";
 
-// The fenced completion and the driver's wake-up (sent at commit) in one statement.
+// The fenced completion and the driver's wake-up (sent at commit) in one
+// statement. Its one row counts the items it finished, plus the item when this
+// worker had finished it already with this very outcome (the statement sent
+// again after a lost connection whose answer was lost): accepted when not 0.
 constexpr const char kComplete[] =
     "WITH done AS (UPDATE work_items w SET state = 'finished', outcome = $5, finished_at = " ORCH_NOW_MS
     " WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'claimed' AND worker = $4 "
     "AND EXISTS (SELECT 1 FROM attempts a WHERE a.run_id = w.run_id AND a.step_id = w.step_id "
-    "            AND a.number = w.attempt AND a.status = 'running') RETURNING w.run_id) "
-    "SELECT pg_notify($6, run_id) FROM done";
+    "            AND a.number = w.attempt AND a.status = 'running') RETURNING w.run_id), "
+    "woke AS MATERIALIZED (SELECT pg_notify($6, run_id) FROM done) "
+    "SELECT (SELECT count(*) FROM woke) + "
+    "(SELECT count(*) FROM work_items WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND worker = $4 "
+    "AND state IN ('finished', 'settled') AND outcome = $5)";
 
 constexpr const char kStop[] = "UPDATE workers SET stopped_at = " ORCH_NOW_MS " WHERE name = $1";
 
@@ -156,14 +173,21 @@ std::string array_literal(const std::vector<std::string>& items) {
   return out + "}";
 }
 
-// The run, then the keys' step ids and attempts as two arrays (ORCH_KEYS_IN).
-PgParams keys_params(const std::string& run_id, const std::vector<WorkKey>& keys) {
+// The keys' step ids and attempts, as two array parameters (ORCH_KEYS_IN).
+PgParams& add_keys(PgParams& params, const std::vector<WorkKey>& keys) {
   std::vector<std::string> steps, attempts;
   for (const WorkKey& k : keys) {
     steps.push_back(k.step_id);
     attempts.push_back(std::to_string(k.attempt));
   }
-  return PgParams().text(run_id).text(array_literal(steps)).text(array_literal(attempts));
+  return params.text(array_literal(steps)).text(array_literal(attempts));
+}
+
+// The run, then its keys.
+PgParams keys_params(const std::string& run_id, const std::vector<WorkKey>& keys) {
+  PgParams params;
+  params.text(run_id);
+  return add_keys(params, keys);
 }
 
 PgParams key_params(const WorkKey& k) {
@@ -199,17 +223,19 @@ Expected<std::vector<std::string>> parse_labels(const std::string& text) {
 }
 
 Expected<void> WorkQueue::enqueue(const WorkKey& key, const std::string& executor,
-                                  const std::vector<std::string>& labels, const std::string& spec) {
+                                  const std::vector<std::string>& labels, const std::string& spec,
+                                  const std::vector<WorkKey>& settle) {
+  PgParams params = key_params(key).text(executor).text(label_array(labels)).bytes(spec).text(kWorkChannel);
   ORCH_TRY(
       conn_.exec(fmt::format("queueing attempt {} of step '{}' for the workers", key.attempt, key.step_id),
-                 kEnqueueAndWake,
-                 key_params(key).text(executor).text(label_array(labels)).bytes(spec).text(kWorkChannel)));
+                 kEnqueueAndWake, add_keys(params, settle)));
   return {};
 }
 
-Expected<std::vector<TakenOutcome>> WorkQueue::finished(const std::string& run_id) {
-  PgResult r =
-      ORCH_TRY(conn_.exec("reading the workers' finished attempts", kFinished, PgParams().text(run_id)));
+Expected<std::vector<TakenOutcome>> WorkQueue::finished(const std::string& run_id,
+                                                        const std::vector<WorkKey>& settle) {
+  PgResult r = ORCH_TRY(conn_.exec("reading the workers' finished attempts", kSettleAndRead,
+                                   keys_params(run_id, settle)));
   std::vector<TakenOutcome> out;
   for (int i = 0; i < r.rows(); ++i)
     out.push_back({{run_id, r.text(i, 0), static_cast<int>(r.integer(i, 1))}, r.bytes(i, 2), r.text(i, 3)});
@@ -309,12 +335,26 @@ Expected<HeartbeatReply> WorkQueue::heartbeat(const std::string& worker, std::in
 
 Expected<bool> WorkQueue::complete(const std::string& worker, const WorkKey& key, const std::string& outcome,
                                    const std::vector<OutputFile>& outputs) {
+  const auto completion = [&] {
+    return conn_.exec(fmt::format("completing attempt {} of step '{}'", key.attempt, key.step_id), kComplete,
+                      key_params(key).text(worker).bytes(outcome).text(kDoneChannel));
+  };
+  // An attempt that printed nothing: the completion alone, one statement in its
+  // own transaction, one round trip (sent again after a lost connection, it
+  // finds the item finished by this worker already and says accepted).
+  const bool printed = std::any_of(outputs.begin(), outputs.end(), [](const OutputFile& f) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(f.path, ec);
+    return !ec && size > 0;
+  });
+  if (!printed) {
+    PgResult r = ORCH_TRY(completion());
+    return r.integer(0, 0) > 0;
+  }
   ORCH_TRY(conn_.begin());
   auto done = [&]() -> Expected<bool> {
-    PgResult r =
-        ORCH_TRY(conn_.exec(fmt::format("completing attempt {} of step '{}'", key.attempt, key.step_id),
-                            kComplete, key_params(key).text(worker).bytes(outcome).text(kDoneChannel)));
-    if (r.rows() != 1) return false;
+    PgResult r = ORCH_TRY(completion());
+    if (r.integer(0, 0) == 0) return false;
     for (const OutputFile& f : outputs) {
       std::ifstream in(f.path, std::ios::binary);
       if (!in) continue;  // the stream wrote nothing: no file was made

@@ -98,10 +98,15 @@ class WorkQueue {
   explicit WorkQueue(detail::PgConnection& conn) : conn_(conn) {}
 
   // ---- the driver's side
+  // Queues an attempt, and acknowledges `settle` (finished items of the same
+  // run the driver has taken) in the same statement.
   Expected<void> enqueue(const WorkKey& key, const std::string& executor,
-                         const std::vector<std::string>& labels, const std::string& spec);
-  // The outcomes of the run's finished items, until settle() acknowledges each.
-  Expected<std::vector<TakenOutcome>> finished(const std::string& run_id);
+                         const std::vector<std::string>& labels, const std::string& spec,
+                         const std::vector<WorkKey>& settle = {});
+  // The outcomes of the run's finished items, until acknowledged: this
+  // acknowledges `settle` (taken by an earlier read) and returns the others.
+  Expected<std::vector<TakenOutcome>> finished(const std::string& run_id,
+                                               const std::vector<WorkKey>& settle = {});
   Expected<void> settle(const std::string& run_id, const std::vector<WorkKey>& keys);
   // Expires the run's claimed items whose lease has ended, and returns every
   // expired item (those withdrawn too), until forget() acknowledges each.

@@ -76,6 +76,8 @@ class Worker {
   // LISTENs on the connection's session now (again, after a reconnect), and
   // watches its socket.
   Expected<void> listening();
+  // Reads the notifications that came (on the socket, or with an answer) and acts on them.
+  void take_notifications();
 
   const WorkerOptions& o_;
   detail::PgReconnectPolicy policy_;
@@ -112,24 +114,26 @@ Expected<void> Worker::listening() {
   if (watched_fd_ >= 0) loop_.unwatch(watched_fd_);
   watched_fd_ = conn_.socket();
   if (watched_fd_ < 0) return {};
-  loop_.watch(watched_fd_, POLLIN, [this](short) {
-    auto channels = conn_.notifications();
-    if (!channels) {
-      // Its socket is gone: not watched again until listening() is back.
-      loop_.unwatch(watched_fd_);
-      watched_fd_ = -1;
-      listened_session_ = -1;
-      return on_connection_error(channels.error());
-    }
-    for (const std::string& channel : *channels) {
-      if (channel == kCancelChannel) {
-        beat_due_ = true;  // the heartbeat's answer names the attempts to stop
-      } else {
-        claim_now_ = true;
-      }
-    }
-  });
+  loop_.watch(watched_fd_, POLLIN, [this](short) { take_notifications(); });
   return {};
+}
+
+void Worker::take_notifications() {
+  auto channels = conn_.notifications();
+  if (!channels) {
+    // Its socket is gone: not watched again until listening() is back.
+    if (watched_fd_ >= 0) loop_.unwatch(watched_fd_);
+    watched_fd_ = -1;
+    listened_session_ = -1;
+    return on_connection_error(channels.error());
+  }
+  for (const std::string& channel : *channels) {
+    if (channel == kCancelChannel) {
+      beat_due_ = true;  // the heartbeat's answer names the attempts to stop
+    } else {
+      claim_now_ = true;
+    }
+  }
 }
 
 void Worker::on_connection_error(const Error& e) {
@@ -391,7 +395,10 @@ Expected<void> Worker::run() {
       claim();
     }
     if (!broken_) outage_said_ = false;
-    if (!finished_.empty() || (claim_now_ && !broken_)) {
+    // Those that came with the answers to this turn's statements: no poll of
+    // the socket would see them.
+    if (conn_.notifications_waiting()) take_notifications();
+    if (!finished_.empty() || (claim_now_ && !broken_) || beat_due_) {
       loop_.run_once(milliseconds(0));
     } else {
       loop_.run_once(o_.poll_interval);

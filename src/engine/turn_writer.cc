@@ -93,10 +93,7 @@ void TurnWriter::event(const std::string& kind, const std::string& step_id, int 
     mask_strings(masked, *secrets_);
     e.data_json = json_text(masked);
   }
-  make([this, e = std::move(e)](bool) -> Expected<void> {
-    ORCH_TRY(store_.append_event(e));
-    return {};
-  });
+  make([this, e = std::move(e)](bool) { return store_.record_event(e); });
 }
 
 bool TurnWriter::step_changed(std::vector<StepState>& steps, int i) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <utility>
 
 #include "postgres/pq_api.h"
 
@@ -192,23 +193,43 @@ Expected<PgResult> PgConnection::exec(std::string_view what, const char* sql, co
     values[i] = params.null_[i] ? nullptr : params.values_[i].c_str();
     lengths[i] = static_cast<int>(params.values_[i].size());
   }
-  const auto send = [&] {
+  const auto send = [&]() -> Expected<PgResult> {
     // The transaction went with the connection: nothing more of it is sent.
-    if (lost_ && in_tx_) return Expected<PgResult>(std::unexpected(lost_transaction(what)));
+    if (lost_ && in_tx_) return std::unexpected(lost_transaction(what));
+    if (params.size() > 0) {
+      const std::string* name = ORCH_TRY(prepared(what, sql, params.size()));
+      if (name != nullptr)
+        return checked(what, PgResult(pq().exec_prepared(conn_.get(), name->c_str(), params.size(), values.data(),
+                                                         lengths.data(), params.binary_.data(), 0)));
+    }
     return checked(what, PgResult(pq().exec_params(conn_.get(), sql, params.size(), nullptr, values.data(),
                                                    lengths.data(), params.binary_.data(), 0)));
   };
+  ORCH_TRY(drain());  // the writes sent before it are answered first
   if (may_resend()) ORCH_TRY(reconnect(*reconnect_));  // lost by an earlier statement
   auto result = send();
   if (!result && may_resend()) {
     ORCH_TRY(reconnect(*reconnect_));
     result = send();
   }
+  keep_notifications();
   return result;
 }
 
+Expected<const std::string*> PgConnection::prepared(std::string_view what, const char* sql, int n_params) {
+  if (auto it = prepared_.find(sql); it != prepared_.end()) return &it->second;
+  if (prepared_.size() >= kMaxPrepared) return nullptr;
+  std::string name = fmt::format("orch_{}", prepared_.size() + 1);
+  // The parameters' types come from where they are used, as PQexecParams's do.
+  ORCH_TRY(checked(what, PgResult(pq().prepare(conn_.get(), name.c_str(), sql, n_params, nullptr))));
+  return &prepared_.emplace(sql, std::move(name)).first->second;
+}
+
 Expected<void> PgConnection::exec_script(std::string_view what, const char* sql) {
-  ORCH_TRY(checked(what, PgResult(pq().exec(conn_.get(), sql))));
+  ORCH_TRY(drain());
+  auto done = checked(what, PgResult(pq().exec(conn_.get(), sql)));
+  keep_notifications();
+  ORCH_TRY(std::move(done));
   return {};
 }
 
@@ -217,6 +238,7 @@ bool PgConnection::in_transaction() const {
 }
 
 Expected<void> PgConnection::begin() {
+  (void)drain();   // nothing is waiting outside a transaction; should anything be, it is over
   in_tx_ = false;  // one the connection was lost in is over
   // The transaction's id comes with BEGIN, in the same round trip (PQexec
   // answers with the last statement's result): a COMMIT whose answer is lost
@@ -231,6 +253,7 @@ Expected<void> PgConnection::begin() {
     ORCH_TRY(reconnect(*reconnect_));
     started = send();
   }
+  keep_notifications();
   if (!started) {
     if (!lost_ && pq().transaction_status(conn_.get()) != PQTRANS_IDLE)
       (void)exec("rolling back", "ROLLBACK");
@@ -242,6 +265,15 @@ Expected<void> PgConnection::begin() {
 }
 
 Expected<void> PgConnection::commit() {
+  // The transaction's writes answered first: one that failed rolls it back.
+  if (auto written = drain(); !written) {
+    if (lost_) {
+      in_tx_ = false;
+      return written;
+    }
+    (void)rollback();
+    return written;
+  }
   if (in_tx_ && lost_) {  // nothing to commit: the server rolled it back when the connection went
     in_tx_ = false;
     return std::unexpected(lost_transaction("committing"));
@@ -263,6 +295,7 @@ Expected<void> PgConnection::commit() {
 }
 
 Expected<void> PgConnection::rollback() {
+  (void)drain();  // answers of writes that are rolled back anyway
   const bool open = in_tx_;
   in_tx_ = false;
   // Lost: the server rolled it back when the connection went.
@@ -275,14 +308,22 @@ int PgConnection::socket() const {
   return pq().socket(conn_.get());
 }
 
-Expected<std::vector<std::string>> PgConnection::notifications() {
-  if (pq().consume_input(conn_.get()) == 0 || pq().status(conn_.get()) != CONNECTION_OK)
-    return std::unexpected(error("waiting for notifications", nullptr));
-  std::vector<std::string> channels;
+void PgConnection::keep_notifications() {
+  if (!conn_) return;
   while (PGnotify* n = pq().notifies(conn_.get())) {
-    channels.emplace_back(n->relname);
+    notified_.emplace_back(n->relname);
     pq().freemem(n);
   }
+}
+
+Expected<std::vector<std::string>> PgConnection::notifications() {
+  ORCH_TRY(drain());
+  std::vector<std::string> channels = std::exchange(notified_, {});
+  if (pq().consume_input(conn_.get()) == 0 || pq().status(conn_.get()) != CONNECTION_OK)
+    return std::unexpected(error("waiting for notifications", nullptr));
+  keep_notifications();
+  channels.insert(channels.end(), notified_.begin(), notified_.end());
+  notified_.clear();
   return channels;
 }
 

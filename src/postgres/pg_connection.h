@@ -24,10 +24,12 @@
 #include <libpq-fe.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "orch/error.h"
@@ -82,6 +84,19 @@ class PgConnection {
 
   // One statement with parameters. `what` says what orch was doing, for the error.
   Expected<PgResult> exec(std::string_view what, const char* sql, const PgParams& params = {});
+
+  // A write of the open transaction whose answer nothing needs yet
+  // (pg_pipeline.cc): sent at once, behind the transaction's other such writes
+  // (libpq's pipeline mode), and answered with them when the transaction next
+  // needs an answer — its next exec(), or commit(): one round trip for all of
+  // them, not one each. `check`, given the rows the write touched, may turn
+  // its answer into an error (a row that was not there). The first error of
+  // the writes is then that exec()'s or commit()'s, and the transaction is
+  // rolled back. Outside a transaction, or with a libpq older than 14, it is
+  // exec() and check at once.
+  using AffectedCheck = std::function<std::optional<Error>(std::int64_t affected)>;
+  Expected<void> exec_later(std::string_view what, const char* sql, const PgParams& params,
+                            AffectedCheck check = {});
   // Several statements without parameters (the schema's DDL).
   Expected<void> exec_script(std::string_view what, const char* sql);
 
@@ -116,9 +131,13 @@ class PgConnection {
 
   // LISTEN/NOTIFY: the socket to wait on for notifications (poll for POLLIN),
   // and the channels of those that arrived, read off it without blocking (a
-  // connection used for nothing else; a Store error when the connection is lost).
+  // Store error when the connection is lost). A notification that came with
+  // the answer to a statement was read off the socket with it, and no poll
+  // will see it: notifications_waiting() says so, and its owner takes it with
+  // notifications() before it waits on the socket again.
   int socket() const;
   Expected<std::vector<std::string>> notifications();
+  bool notifications_waiting() const { return !notified_.empty(); }
 
  private:
   explicit PgConnection(PGconn* conn) : conn_(conn, &finish) {}
@@ -128,6 +147,9 @@ class PgConnection {
   Error lost_transaction(std::string_view what) const;
   // `result` (of a statement just sent) or its error; notes a lost connection.
   Expected<PgResult> checked(std::string_view what, PgResult result);
+  // `sql` prepared on this session (its name), preparing it on first use; null
+  // when the connection holds kMaxPrepared statements already.
+  Expected<const std::string*> prepared(std::string_view what, const char* sql, int n_params);
   // Whether a failed statement outside a transaction may be sent again once reconnected.
   bool may_resend() const { return lost_ && !in_tx_ && reconnect_.has_value(); }
   // commit() after a COMMIT whose answer was lost: did it land? (pg_reconnect.cc)
@@ -139,6 +161,27 @@ class PgConnection {
   bool lost_ = false;                           // the server has gone (reconnect() brings it back)
   std::string lost_why_;
   std::string xid_;  // the transaction's id (txid_current()), from begin()
+  // ---- the pipeline (pg_pipeline.cc) ----
+  struct Later {
+    std::string what;
+    AffectedCheck check;
+  };
+  // Reads the answers of the writes sent with exec_later and leaves pipeline
+  // mode: their first error, a lost connection's as lost_transaction().
+  Expected<void> drain();
+  // The error of a write the pipeline skipped, an earlier one having failed.
+  Error skipped(std::string_view what) const;
+  std::vector<Later> later_;  // sent, not yet answered, in order
+  bool pipelined_ = false;    // in libpq's pipeline mode
+  // Past this many writes waiting, they are answered at once: the server's
+  // answers must never fill the socket while orch is still sending.
+  static constexpr std::size_t kMaxLater = 512;
+
+  // Those libpq read with a statement's answer, kept for notifications().
+  void keep_notifications();
+  std::vector<std::string> notified_;
+  static constexpr std::size_t kMaxPrepared = 256;
+  std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name, this session's
 };
 
 }  // namespace orch::detail

@@ -99,6 +99,9 @@ Expected<int> PgConnection::reconnect(const PgReconnectPolicy& policy, bool say)
     const auto took = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - began);
     if (fresh) {
       conn_ = std::move(fresh->conn_);
+      prepared_.clear();  // the old session's statements went with it
+      later_.clear();     // and its transaction's writes (the caller writes them again)
+      pipelined_ = false;
       lost_ = false;
       in_tx_ = false;
       xid_.clear();

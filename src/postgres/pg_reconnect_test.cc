@@ -144,6 +144,34 @@ TEST_F(PgReconnectTest, ATransactionTheConnectionWasLostInFailsWholeAndTheNextBe
   EXPECT_EQ(runs(), "1");
 }
 
+TEST_F(PgReconnectTest, WritesSentTogetherInATransactionTheConnectionWasLostInAreDisconnectedAtCommit) {
+  auto store = open(schema_->url());
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->insert_run(run("r1")));
+  ASSERT_TRUE(store->begin());
+  // Answered at the commit (pg_pipeline.cc): the server goes between.
+  ASSERT_TRUE(store->record_event(EventRecord{0, "r1", 1, "run_started", "", 0, "{}"}));
+  RunRecord r = run("r1");
+  r.status = RunStatus::Succeeded;
+  ASSERT_TRUE(store->update_run(r));
+  kill_backend(*store);
+  (void)store->record_event(EventRecord{0, "r1", 2, "step_ready", "", 0, "{}"});
+  auto committed = store->commit();
+  ASSERT_FALSE(committed);
+  EXPECT_EQ(committed.error().code, ErrorCode::Disconnected) << committed.error().message;
+  EXPECT_HAS(committed.error().message, "which the server rolled back");
+  EXPECT_EQ(schema_->query("SELECT count(*) FROM events"), "0");
+
+  ASSERT_TRUE(store->rollback());
+  ASSERT_TRUE(store->begin()) << "connects again";
+  ASSERT_TRUE(store->record_event(EventRecord{0, "r1", 1, "run_started", "", 0, "{}"}));
+  ASSERT_TRUE(store->update_run(r));
+  auto again = store->commit();
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(schema_->query("SELECT count(*) FROM events"), "1");
+  EXPECT_EQ((*store->find_run("r1"))->status, RunStatus::Succeeded) << "its statements prepared again";
+}
+
 TEST_F(PgReconnectTest, ACommitWhoseAnswerWasLostIsAskedAboutAndHadLanded) {
   auto store = open_through_proxy();
   ASSERT_TRUE(store);

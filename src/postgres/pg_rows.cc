@@ -128,11 +128,6 @@ const char kUpsertStep[] =
     "attempts_counted = excluded.attempts_counted, last_attempt = excluded.last_attempt, "
     "tokens_in = excluded.tokens_in, tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd, "
     "wall_ms = excluded.wall_ms, started_at = excluded.started_at, finished_at = excluded.finished_at";
-// Every parameter is used, so the server infers all 17 types as for the upsert.
-const char kUpdateStep[] =
-    "UPDATE steps SET idx = $3, goal = $4, executor = $5, status = $6, reason = $7, result = $8, "
-    "fingerprint = $9, attempts_counted = $10, last_attempt = $11, tokens_in = $12, tokens_out = $13, "
-    "cost_usd = $14, wall_ms = $15, started_at = $16, finished_at = $17 WHERE run_id = $1 AND step_id = $2";
 const char kStepsOfRun[] =
     "SELECT " ORCH_PG_STEP_COLUMNS " FROM steps WHERE run_id = $1 ORDER BY idx, step_id";
 const char kStepStatusCounts[] = "SELECT status, count(*) FROM steps WHERE run_id = $1 GROUP BY status";
@@ -243,9 +238,10 @@ AttemptRecord read_attempt(const PgResult& s, int i) {
 
 // ---- events -----------------------------------------------------------------------
 
-const char kInsertEvent[] =
-    "INSERT INTO events (run_id, ts, kind, step_id, attempt, data) VALUES ($1, $2, $3, $4, $5, $6) "
-    "RETURNING seq";
+#define ORCH_PG_INSERT_EVENT \
+  "INSERT INTO events (run_id, ts, kind, step_id, attempt, data) VALUES ($1, $2, $3, $4, $5, $6)"
+const char kInsertEvent[] = ORCH_PG_INSERT_EVENT " RETURNING seq";
+const char kRecordEvent[] = ORCH_PG_INSERT_EVENT;
 // LIMIT NULL is no limit.
 const char kEventsOfRun[] =
     "SELECT " ORCH_PG_EVENT_COLUMNS " FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";

@@ -34,7 +34,6 @@ PlanVersion read_plan(const PgResult& rows, int row);
 
 // steps: $1..$17 in the order of StepRecord.
 extern const char kUpsertStep[];
-extern const char kUpdateStep[];        // as kUpsertStep
 extern const char kStepsOfRun[];        // $1 = run_id, by idx
 extern const char kStepStatusCounts[];  // $1 = run_id: (status, count) rows
 extern const char kFindStep[];          // $1 = run_id, $2 = step_id
@@ -52,6 +51,7 @@ AttemptRecord read_attempt(const PgResult& rows, int row);
 
 // events: the insert takes $1..$6 = run_id, ts, kind, step_id, attempt, data and returns seq.
 extern const char kInsertEvent[];
+extern const char kRecordEvent[];  // kInsertEvent without its answer (a turn's events)
 extern const char kEventsOfRun[];   // $1 = run_id, $2 = after seq, $3 = limit (NULL: all)
 extern const char kEventsOfKind[];  // $1 = run_id, $2 = kind
 PgParams event_params(const EventRecord& event);

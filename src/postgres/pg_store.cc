@@ -102,12 +102,14 @@ Expected<void> PgStore::insert_run(const RunRecord& run) {
   return {};
 }
 
+// The writes of a transaction are sent with exec_later: answered together at
+// its next read or its commit (postgres/pg_pipeline.cc), checked then.
 Expected<void> PgStore::update_run(const RunRecord& run) {
-  auto updated = ORCH_TRY(
-      conn_->exec(fmt::format("updating run '{}'", run.id), rows::kUpdateRun, rows::run_params(run)));
-  if (updated.affected() == 0)
-    return std::unexpected(not_found(fmt::format("updating run '{}': no such run", run.id)));
-  return {};
+  return conn_->exec_later(fmt::format("updating run '{}'", run.id), rows::kUpdateRun, rows::run_params(run),
+                           [this, id = run.id](std::int64_t affected) -> std::optional<Error> {
+                             if (affected > 0) return std::nullopt;
+                             return not_found(fmt::format("updating run '{}': no such run", id));
+                           });
 }
 
 Expected<void> PgStore::insert_plan_version(const PlanVersion& plan) {
@@ -117,24 +119,20 @@ Expected<void> PgStore::insert_plan_version(const PlanVersion& plan) {
 }
 
 Expected<void> PgStore::upsert_step(const StepRecord& step) {
-  // Most writes are of a step the ledger has: an UPDATE by the key, the upsert
-  // only when it changed nothing (as SqliteStore).
-  auto updated = ORCH_TRY(conn_->exec(fmt::format("writing step '{}' of run '{}'", step.step_id, step.run_id),
-                                      rows::kUpdateStep, rows::step_params(step)));
-  if (updated.affected() > 0) return {};
+  // One statement whose answer nothing waits for (the UPDATE-then-INSERT of
+  // SqliteStore would need the UPDATE's).
   return insert_step(step);
 }
 
 Expected<void> PgStore::insert_step(const StepRecord& step) {
-  ORCH_TRY(conn_->exec(fmt::format("writing step '{}' of run '{}'", step.step_id, step.run_id),
-                       rows::kUpsertStep, rows::step_params(step)));
-  return {};
+  return conn_->exec_later(fmt::format("writing step '{}' of run '{}'", step.step_id, step.run_id),
+                           rows::kUpsertStep, rows::step_params(step));
 }
 
 Expected<void> PgStore::insert_attempt(const AttemptRecord& attempt) {
-  ORCH_TRY(conn_->exec(fmt::format("inserting attempt {} of step '{}' in run '{}'", attempt.number,
-                                   attempt.step_id, attempt.run_id),
-                       rows::kInsertAttempt, rows::attempt_params(attempt)));
+  ORCH_TRY(conn_->exec_later(fmt::format("inserting attempt {} of step '{}' in run '{}'", attempt.number,
+                                         attempt.step_id, attempt.run_id),
+                             rows::kInsertAttempt, rows::attempt_params(attempt)));
   // A row that starts and ends in one turn is written once, final.
   if (attempt.status != AttemptStatus::Running) return keep_outputs(attempt);
   return {};
@@ -146,13 +144,15 @@ Expected<void> PgStore::finish_attempt(const AttemptRecord& attempt) {
   if (attempt.status == AttemptStatus::Running)
     return fail(ErrorCode::Internal,
                 fmt::format("{}: {}: 'running' is not a final status", location_.string(), what));
-  auto updated = ORCH_TRY(conn_->exec(what, rows::kFinishAttempt, rows::attempt_params(attempt)));
-  if (updated.affected() == 0) {
-    return fail(ErrorCode::Store, fmt::format("{}: {}: no running attempt with that number (it is already "
-                                              "finished, and finished attempts never change, or it was never "
-                                              "started)",
-                                              location_.string(), what));
-  }
+  ORCH_TRY(conn_->exec_later(
+      what, rows::kFinishAttempt, rows::attempt_params(attempt),
+      [location = location_.string(), what](std::int64_t affected) -> std::optional<Error> {
+        if (affected > 0) return std::nullopt;
+        return Error{ErrorCode::Store, fmt::format("{}: {}: no running attempt with that number (it is already "
+                                                   "finished, and finished attempts never change, or it was "
+                                                   "never started)",
+                                                   location, what)};
+      }));
   return keep_outputs(attempt);
 }
 
@@ -160,6 +160,11 @@ Expected<std::int64_t> PgStore::append_event(const EventRecord& event) {
   auto seq = ORCH_TRY(conn_->exec(fmt::format("appending event '{}' to run '{}'", event.kind, event.run_id),
                                   rows::kInsertEvent, rows::event_params(event)));
   return seq.integer(0, 0);
+}
+
+Expected<void> PgStore::record_event(const EventRecord& event) {
+  return conn_->exec_later(fmt::format("appending event '{}' to run '{}'", event.kind, event.run_id),
+                           rows::kRecordEvent, rows::event_params(event));
 }
 
 Expected<void> PgStore::request_cancel(const std::string& run_id) {

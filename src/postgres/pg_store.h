@@ -79,6 +79,7 @@ class PgStore final : public Store, public TraceStore, public ReviewStore, publi
   Expected<void> insert_attempt(const AttemptRecord& attempt) override;
   Expected<void> finish_attempt(const AttemptRecord& attempt) override;
   Expected<std::int64_t> append_event(const EventRecord& event) override;
+  Expected<void> record_event(const EventRecord& event) override;
   Expected<void> request_cancel(const std::string& run_id) override;
 
   Expected<std::optional<RunRecord>> find_run(const std::string& run_id) override;

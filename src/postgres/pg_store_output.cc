@@ -41,7 +41,7 @@ Expected<void> PgStore::keep_outputs(const AttemptRecord& a) {
     std::string pending;
     int seq = 0;
     auto flush = [&]() -> Expected<void> {
-      ORCH_TRY(conn_->exec(
+      ORCH_TRY(conn_->exec_later(
           fmt::format("keeping the {} of attempt {} of step '{}'", stream_name(stream), a.number, a.step_id),
           rows::kInsertOutputChunk,
           PgParams()

@@ -33,6 +33,8 @@ LoadedPq load_pq_once() {
                   resolve_symbol(library, "PQerrorMessage", a.error_message, missing) &&
                   resolve_symbol(library, "PQexec", a.exec, missing) &&
                   resolve_symbol(library, "PQexecParams", a.exec_params, missing) &&
+                  resolve_symbol(library, "PQprepare", a.prepare, missing) &&
+                  resolve_symbol(library, "PQexecPrepared", a.exec_prepared, missing) &&
                   resolve_symbol(library, "PQresultStatus", a.result_status, missing) &&
                   resolve_symbol(library, "PQresultErrorField", a.result_error_field, missing) &&
                   resolve_symbol(library, "PQclear", a.clear, missing) &&
@@ -50,8 +52,17 @@ LoadedPq load_pq_once() {
                   resolve_symbol(library, "PQsocket", a.socket, missing) &&
                   resolve_symbol(library, "PQconsumeInput", a.consume_input, missing) &&
                   resolve_symbol(library, "PQnotifies", a.notifies, missing) &&
-                  resolve_symbol(library, "PQfreemem", a.freemem, missing);
+                  resolve_symbol(library, "PQfreemem", a.freemem, missing) &&
+                  resolve_symbol(library, "PQsendQueryParams", a.send_query_params, missing) &&
+                  resolve_symbol(library, "PQsendQueryPrepared", a.send_query_prepared, missing) &&
+                  resolve_symbol(library, "PQgetResult", a.get_result, missing);
   if (!ok) out.error = fmt::format("the libpq found lacks {} (libpq 10 or newer is needed)", missing);
+  // libpq 14 and newer: a pipeline. Without it, writes go one by one.
+  std::string no_pipeline;
+  if (!(resolve_symbol(library, "PQenterPipelineMode", a.enter_pipeline_mode, no_pipeline) &&
+        resolve_symbol(library, "PQexitPipelineMode", a.exit_pipeline_mode, no_pipeline) &&
+        resolve_symbol(library, "PQpipelineSync", a.pipeline_sync, no_pipeline)))
+    a.enter_pipeline_mode = nullptr;
   return out;
 }
 

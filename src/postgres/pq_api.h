@@ -28,6 +28,10 @@ struct PqApi {
   PGresult* (*exec_params)(PGconn*, const char* command, int n_params, const Oid* param_types,
                            const char* const* param_values, const int* param_lengths,
                            const int* param_formats, int result_format);
+  // Statements with parameters are prepared once per connection (pg_connection.cc).
+  PGresult* (*prepare)(PGconn*, const char* name, const char* query, int n_params, const Oid* param_types);
+  PGresult* (*exec_prepared)(PGconn*, const char* name, int n_params, const char* const* param_values,
+                             const int* param_lengths, const int* param_formats, int result_format);
   ExecStatusType (*result_status)(const PGresult*);
   char* (*result_error_field)(const PGresult*, int field_code);
   void (*clear)(PGresult*);
@@ -45,6 +49,18 @@ struct PqApi {
   // The connection's socket: whether an idle connection is still open
   // (pg_reconnect.cc); LISTEN/NOTIFY (distrib/: workers woken by the queue,
   // drivers by completions).
+  // A transaction's writes sent behind each other, their answers read at once
+  // (pg_pipeline.cc). The pipeline functions came with libpq 14: null in an
+  // older one, and every write is then sent and answered one by one.
+  int (*send_query_params)(PGconn*, const char* command, int n_params, const Oid* param_types,
+                           const char* const* param_values, const int* param_lengths,
+                           const int* param_formats, int result_format);
+  int (*send_query_prepared)(PGconn*, const char* name, int n_params, const char* const* param_values,
+                             const int* param_lengths, const int* param_formats, int result_format);
+  PGresult* (*get_result)(PGconn*);
+  int (*enter_pipeline_mode)(PGconn*);
+  int (*exit_pipeline_mode)(PGconn*);
+  int (*pipeline_sync)(PGconn*);
   int (*socket)(const PGconn*);
   int (*consume_input)(PGconn*);
   PGnotify* (*notifies)(PGconn*);
