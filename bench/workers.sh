@@ -14,7 +14,10 @@
 #     connections as there are workers (flat), or queued, claimed, completed and
 #     taken one after another (chain).
 # Printed per line: wall seconds, steps/s, µs per step (wall / steps: for the
-# chain, the latency of one step), and the ratios to the floor and to SQLite.
+# chain, the latency of one step), the ratios to the floor and to SQLite, and
+# for the runs on workers how busy the machine's cores were meanwhile (from
+# /proc/stat: user + system time over all time; the issue's target is that
+# workers scale until the cores are busy).
 # For the chain, also orch's overhead per step on PostgreSQL: µs per step less
 # what running `true` costs (bench_spawn_loop N 1 true, when built), judged
 # against the issue's target of 1 ms.
@@ -88,7 +91,12 @@ secs_since() { awk -v ns=$(($(now_ns) - $1)) 'BEGIN { printf "%.3f", ns / 1e9 }'
 
 failures=0
 schema_n=0
-declare -A us=() secs=()  # by "KIND:WHO" (KIND flat or chain; WHO sqlite, floorK, pgK)
+declare -A us=() secs=() busy=()  # by "KIND:WHO" (KIND flat or chain; WHO sqlite, floorK, pgK)
+
+# cpu_ticks: "BUSY TOTAL" clock ticks of all cores so far (/proc/stat's first line).
+cpu_ticks() {
+  awk '/^cpu / { b = $2 + $3 + $4 + $7 + $8; t = b + $5 + $6; print b, t; exit }' /proc/stat
+}
 
 # record KIND WHO STEPS SECONDS
 record() {
@@ -137,9 +145,14 @@ on_workers() {
     failures=$((failures + 1))
     return
   fi
+  local before after
+  before=$(cpu_ticks)
   start=$(now_ns)
   if "$orch" -q run "$plan" --store "$url" --on-workers -j "$jobs" --workspace "$dir/ws" >"$dir/out" 2>&1; then
     record "$kind" "pg$n" "$steps" "$(secs_since "$start")"
+    after=$(cpu_ticks)
+    busy[$kind:pg$n]=$(awk -v a="$before" -v b="$after" \
+      'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", 100 * (y[1] - x[1]) / (y[2] - x[2]) }')
   else
     echo "bench/workers.sh: orch run --on-workers failed:" >&2; tail -n 5 "$dir/out" >&2
     failures=$((failures + 1))
@@ -187,6 +200,7 @@ line() {  # line KIND WHO LABEL STEPS FLOOR_WHO
     "$(awk -v s="${secs[$key]}" -v n="$steps" 'BEGIN { print n / s }')" "${us[$key]}"
   [[ $2 == floor* ]] || printf '  %s the floor' "$(ratio "${us[$key]}" "${us[$floor_key]:-}")"
   [[ $2 == sqlite || $2 == floor* ]] || printf '  %s SQLite' "$(ratio "${us[$key]}" "${us[$1:sqlite]:-}")"
+  [[ -z ${busy[$key]:-} ]] || printf '  cores %s%% busy' "${busy[$key]}"
   printf '\n'
 }
 for n in $worker_counts; do

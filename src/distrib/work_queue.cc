@@ -234,8 +234,8 @@ Expected<void> WorkQueue::enqueue(const WorkKey& key, const std::string& executo
 
 Expected<std::vector<TakenOutcome>> WorkQueue::finished(const std::string& run_id,
                                                         const std::vector<WorkKey>& settle) {
-  PgResult r = ORCH_TRY(conn_.exec("reading the workers' finished attempts", kSettleAndRead,
-                                   keys_params(run_id, settle)));
+  PgResult r = ORCH_TRY(
+      conn_.exec("reading the workers' finished attempts", kSettleAndRead, keys_params(run_id, settle)));
   std::vector<TakenOutcome> out;
   for (int i = 0; i < r.rows(); ++i)
     out.push_back({{run_id, r.text(i, 0), static_cast<int>(r.integer(i, 1))}, r.bytes(i, 2), r.text(i, 3)});

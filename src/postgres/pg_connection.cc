@@ -199,13 +199,14 @@ Expected<PgResult> PgConnection::exec(std::string_view what, const char* sql, co
     if (params.size() > 0) {
       const std::string* name = ORCH_TRY(prepared(what, sql, params.size()));
       if (name != nullptr)
-        return checked(what, PgResult(pq().exec_prepared(conn_.get(), name->c_str(), params.size(), values.data(),
-                                                         lengths.data(), params.binary_.data(), 0)));
+        return checked(what,
+                       PgResult(pq().exec_prepared(conn_.get(), name->c_str(), params.size(), values.data(),
+                                                   lengths.data(), params.binary_.data(), 0)));
     }
     return checked(what, PgResult(pq().exec_params(conn_.get(), sql, params.size(), nullptr, values.data(),
                                                    lengths.data(), params.binary_.data(), 0)));
   };
-  ORCH_TRY(drain());  // the writes sent before it are answered first
+  ORCH_TRY(drain());                                   // the writes sent before it are answered first
   if (may_resend()) ORCH_TRY(reconnect(*reconnect_));  // lost by an earlier statement
   auto result = send();
   if (!result && may_resend()) {
@@ -219,7 +220,7 @@ Expected<PgResult> PgConnection::exec(std::string_view what, const char* sql, co
 Expected<const std::string*> PgConnection::prepared(std::string_view what, const char* sql, int n_params) {
   if (auto it = prepared_.find(sql); it != prepared_.end()) return &it->second;
   if (prepared_.size() >= kMaxPrepared) return nullptr;
-  std::string name = fmt::format("orch_{}", prepared_.size() + 1);
+  std::string name = fmt::format("orch_{}", ++prepared_seq_);
   // The parameters' types come from where they are used, as PQexecParams's do.
   ORCH_TRY(checked(what, PgResult(pq().prepare(conn_.get(), name.c_str(), sql, n_params, nullptr))));
   return &prepared_.emplace(sql, std::move(name)).first->second;

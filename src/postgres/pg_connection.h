@@ -165,6 +165,7 @@ class PgConnection {
   struct Later {
     std::string what;
     AffectedCheck check;
+    std::string prepares;  // the SQL of a statement being prepared (its name goes if it fails)
   };
   // Reads the answers of the writes sent with exec_later and leaves pipeline
   // mode: their first error, a lost connection's as lost_transaction().
@@ -182,6 +183,7 @@ class PgConnection {
   std::vector<std::string> notified_;
   static constexpr std::size_t kMaxPrepared = 256;
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name, this session's
+  int prepared_seq_ = 0;                                   // names orch_1, orch_2, ... of this session
 };
 
 }  // namespace orch::detail

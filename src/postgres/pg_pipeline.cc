@@ -18,8 +18,9 @@
 namespace orch::detail {
 
 Error PgConnection::skipped(std::string_view what) const {
-  return Error{ErrorCode::Store,
-               fmt::format("{}: {}: not done: an earlier statement of the transaction failed", where(), what)};
+  return Error{
+      ErrorCode::Store,
+      fmt::format("{}: {}: not done: an earlier statement of the transaction failed", where(), what)};
 }
 
 Expected<void> PgConnection::exec_later(std::string_view what, const char* sql, const PgParams& params,
@@ -34,8 +35,7 @@ Expected<void> PgConnection::exec_later(std::string_view what, const char* sql, 
   // The transaction went with the connection: nothing more of it is sent.
   if (lost_) return std::unexpected(lost_transaction(what));
   if (later_.size() >= kMaxLater) ORCH_TRY(drain());
-  // Prepared before the pipeline starts (a synchronous call); once in it, a
-  // statement not prepared yet is sent unprepared.
+  // Prepared before the pipeline starts (a synchronous call), or in it.
   const std::string* name = nullptr;
   if (!pipelined_) {
     if (params.size() > 0) name = ORCH_TRY(prepared(what, sql, params.size()));
@@ -43,6 +43,12 @@ Expected<void> PgConnection::exec_later(std::string_view what, const char* sql, 
     pipelined_ = true;
   } else if (auto it = prepared_.find(sql); it != prepared_.end()) {
     name = &it->second;
+  } else if (params.size() > 0 && prepared_.size() < kMaxPrepared) {
+    std::string fresh = fmt::format("orch_{}", ++prepared_seq_);
+    if (pq().send_prepare(conn_.get(), fresh.c_str(), sql, params.size(), nullptr) == 1) {
+      later_.push_back({std::string(what), nullptr, sql});
+      name = &prepared_.emplace(sql, std::move(fresh)).first->second;
+    }
   }
   std::vector<const char*> values(params.values_.size());
   std::vector<int> lengths(params.values_.size());
@@ -61,7 +67,7 @@ Expected<void> PgConnection::exec_later(std::string_view what, const char* sql, 
     ORCH_TRY(drain());
     return std::unexpected(std::move(e));
   }
-  later_.push_back({std::string(what), std::move(check)});
+  later_.push_back({std::string(what), std::move(check), {}});
   return {};
 }
 
@@ -79,12 +85,16 @@ Expected<void> PgConnection::drain() {
     if (raw == nullptr) {
       // No answer: the connection went (checked() says so, and marks it lost).
       keep(checked(w.what, PgResult(nullptr)).error());
+      if (!w.prepares.empty()) prepared_.erase(w.prepares);
       continue;
     }
     PgResult result(raw);
-    if (pq().result_status(raw) == PGRES_PIPELINE_ABORTED) {
-      keep(skipped(w.what));
-    } else if (auto answered = checked(w.what, std::move(result)); !answered) {
+    const bool aborted = pq().result_status(raw) == PGRES_PIPELINE_ABORTED;
+    auto answered =
+        aborted ? Expected<PgResult>(std::unexpected(skipped(w.what))) : checked(w.what, std::move(result));
+    // A statement the server did not prepare has no name on this session.
+    if (!answered && !w.prepares.empty()) prepared_.erase(w.prepares);
+    if (!answered) {
       keep(answered.error());
     } else if (w.check) {
       if (auto e = w.check(answered->affected())) keep(std::move(*e));
@@ -99,7 +109,8 @@ Expected<void> PgConnection::drain() {
   keep_notifications();
   // A lost connection is the error to report whatever failed first: the
   // transaction is gone, and is written again (engine/turn_writer.cc).
-  if (lost_ && in_tx_) return std::unexpected(lost_transaction(later.empty() ? "writing" : later.front().what));
+  if (lost_ && in_tx_)
+    return std::unexpected(lost_transaction(later.empty() ? "writing" : later.front().what));
   if (first) return std::unexpected(std::move(*first));
   return {};
 }

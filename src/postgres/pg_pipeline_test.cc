@@ -175,6 +175,26 @@ TEST_F(PgPipelineTest, AStatementIsPreparedOnceForItsSession) {
   EXPECT_EQ(prepared_on(*conn), "2");
 }
 
+TEST_F(PgPipelineTest, AStatementThatFailsToPrepareInThePipelineLeavesNoNameBehind) {
+  auto conn = PgConnection::open(schema_->url());
+  ASSERT_TRUE(conn) << conn.error().message;
+  ASSERT_TRUE(conn->begin());
+  ASSERT_TRUE(conn->exec_later("first", "SELECT $1::int", PgParams().integer(1)));
+  // First seen inside the pipeline: prepared there, and the server refuses it.
+  ASSERT_TRUE(conn->exec_later("a typo", "SELEC $1", PgParams().integer(1)));
+  auto committed = conn->commit();
+  ASSERT_FALSE(committed);
+  EXPECT_HAS(committed.error().message, "a typo: syntax error");
+  auto again = conn->exec("a typo", "SELEC $1", PgParams().integer(1));
+  ASSERT_FALSE(again);
+  EXPECT_HAS(again.error().message, "a typo: syntax error") << "parsed again, not a name that is not there";
+  ASSERT_TRUE(conn->begin());
+  ASSERT_TRUE(conn->exec_later("first", "SELECT $1::int", PgParams().integer(2)));
+  ASSERT_TRUE(conn->exec_later("second", "SELECT $1::int * 2", PgParams().integer(2)));
+  auto fine = conn->commit();
+  EXPECT_TRUE(fine) << fine.error().message;
+}
+
 TEST_F(PgPipelineTest, ANotificationThatCameWithAnAnswerIsKeptForTheListener) {
   auto listener = PgConnection::open(schema_->url());
   auto sender = PgConnection::open(schema_->url());

@@ -100,7 +100,8 @@ Expected<int> PgConnection::reconnect(const PgReconnectPolicy& policy, bool say)
     if (fresh) {
       conn_ = std::move(fresh->conn_);
       prepared_.clear();  // the old session's statements went with it
-      later_.clear();     // and its transaction's writes (the caller writes them again)
+      prepared_seq_ = 0;
+      later_.clear();  // and its transaction's writes (the caller writes them again)
       pipelined_ = false;
       lost_ = false;
       in_tx_ = false;

@@ -51,7 +51,7 @@ AttemptRecord read_attempt(const PgResult& rows, int row);
 
 // events: the insert takes $1..$6 = run_id, ts, kind, step_id, attempt, data and returns seq.
 extern const char kInsertEvent[];
-extern const char kRecordEvent[];  // kInsertEvent without its answer (a turn's events)
+extern const char kRecordEvent[];   // kInsertEvent without its answer (a turn's events)
 extern const char kEventsOfRun[];   // $1 = run_id, $2 = after seq, $3 = limit (NULL: all)
 extern const char kEventsOfKind[];  // $1 = run_id, $2 = kind
 PgParams event_params(const EventRecord& event);

@@ -148,10 +148,11 @@ Expected<void> PgStore::finish_attempt(const AttemptRecord& attempt) {
       what, rows::kFinishAttempt, rows::attempt_params(attempt),
       [location = location_.string(), what](std::int64_t affected) -> std::optional<Error> {
         if (affected > 0) return std::nullopt;
-        return Error{ErrorCode::Store, fmt::format("{}: {}: no running attempt with that number (it is already "
-                                                   "finished, and finished attempts never change, or it was "
-                                                   "never started)",
-                                                   location, what)};
+        return Error{ErrorCode::Store,
+                     fmt::format("{}: {}: no running attempt with that number (it is already "
+                                 "finished, and finished attempts never change, or it was "
+                                 "never started)",
+                                 location, what)};
       }));
   return keep_outputs(attempt);
 }

@@ -55,6 +55,7 @@ LoadedPq load_pq_once() {
                   resolve_symbol(library, "PQfreemem", a.freemem, missing) &&
                   resolve_symbol(library, "PQsendQueryParams", a.send_query_params, missing) &&
                   resolve_symbol(library, "PQsendQueryPrepared", a.send_query_prepared, missing) &&
+                  resolve_symbol(library, "PQsendPrepare", a.send_prepare, missing) &&
                   resolve_symbol(library, "PQgetResult", a.get_result, missing);
   if (!ok) out.error = fmt::format("the libpq found lacks {} (libpq 10 or newer is needed)", missing);
   // libpq 14 and newer: a pipeline. Without it, writes go one by one.

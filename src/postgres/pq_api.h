@@ -57,6 +57,7 @@ struct PqApi {
                            const int* param_formats, int result_format);
   int (*send_query_prepared)(PGconn*, const char* name, int n_params, const char* const* param_values,
                              const int* param_lengths, const int* param_formats, int result_format);
+  int (*send_prepare)(PGconn*, const char* name, const char* query, int n_params, const Oid* param_types);
   PGresult* (*get_result)(PGconn*);
   int (*enter_pipeline_mode)(PGconn*);
   int (*exit_pipeline_mode)(PGconn*);
