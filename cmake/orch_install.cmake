@@ -32,6 +32,10 @@ add_custom_target(orch_share_files ALL
   DEPENDS ${orch_share_dir}/orch.1 ${orch_share_dir}/completion.bash ${orch_share_dir}/completion.zsh)
 
 install(TARGETS orch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# `orch serve` execs the orch-serve beside orch (src/serve/main.cc).
+if(TARGET orch-serve)
+  install(TARGETS orch-serve RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/schemas ${CMAKE_SOURCE_DIR}/templates ${CMAKE_SOURCE_DIR}/data
         DESTINATION ${CMAKE_INSTALL_DATADIR}/orch)
 install(FILES ${orch_share_dir}/orch.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)

@@ -20,10 +20,14 @@ packages=(
   # (git: the shipped plan templates apply patches with `git apply`; man-db and zsh:
   # tests/install renders the man page and loads the zsh completion script)
   libgtest-dev libgmock-dev sqlite3 python3 git man-db zsh
+  # (python3-prometheus-client: tests/serve parses `orch serve`'s /metrics with
+  # Prometheus's own parser)
+  python3-prometheus-client
   # fuzzing: libstdc++ 12's <expected> needs a compiler newer than clang 14
   clang-16 libclang-rt-16-dev
-  # benchmarks (`time` is /usr/bin/time, for peak RSS; curl is the llm baseline,
-  # cpp-httplib the llm benchmark's server)
+  # cpp-httplib: `orch serve`'s HTTP server (orch-serve), and the llm benchmark's
+  # model server; benchmarks (`time` is /usr/bin/time, for peak RSS; curl is the
+  # llm baseline)
   hyperfine time curl libcpp-httplib-dev
 )
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "orch/error.h"
 #include "orch/store.h"
@@ -33,6 +34,18 @@ Expected<nlohmann::ordered_json> build_run_report(Store& store, const std::strin
 // is moved on by the same amount, to `now_ms` for an active run. A finished run's
 // row is final and is left as it is.
 Expected<void> refresh_running_totals(Store& store, RunRecord& run, bool active, std::int64_t now_ms);
+
+// The runs of the ledger, newest first, as `orch runs` lists them: a run whose
+// row says running is `active` when a live process drives it (its lock is held);
+// one that is not had its row read again (it may have ended in between), and a
+// running run's totals are refreshed as above.
+struct ListedRun {
+  RunRecord run;
+  bool active = false;
+};
+Expected<std::vector<ListedRun>> list_runs_fresh(Store& store, std::int64_t now_ms);
+// One run of that list as `orch runs --json` prints it (schemas/runs.schema.json).
+nlohmann::ordered_json listed_run_json(const ListedRun& listed);
 
 // How a status word is shown: given the status ("failed") and the text printed
 // for it (the word, maybe padded to its column), what to print instead (the CLI

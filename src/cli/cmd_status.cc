@@ -136,54 +136,22 @@ Command add_runs(CLI::App& app) {
   return [args]() -> int {
     auto store = open_ledger(args->store, true);
     if (!store) return report_error(store.error());
-    auto runs = (*store)->runs().list_runs();
+    auto runs = list_runs_fresh((*store)->runs(), Clock::system().wall_ms());
     if (!runs) return report_error(runs.error());
-    // A run that said running when listed but whose lock is free now either ended
-    // in between (its row says so: the final status is written before the lock is
-    // let go) or was orphaned by a crash; read its row again to tell which.
-    std::vector<bool> active(runs->size(), false);
-    for (std::size_t i = 0; i < runs->size(); ++i) {
-      RunRecord& r = (*runs)[i];
-      if (r.status != RunStatus::Running) continue;
-      active[i] = (*store)->runs().locked(r.id);
-      if (!active[i]) {
-        auto again = (*store)->runs().find_run(r.id);
-        if (!again) return report_error(again.error());
-        if (*again) r = std::move(**again);
-      }
-      if (auto fresh = refresh_running_totals((*store)->runs(), r, active[i], Clock::system().wall_ms());
-          !fresh)
-        return report_error(fresh.error());
-    }
     if (args->json) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
-      for (std::size_t i = 0; i < runs->size(); ++i) {
-        const RunRecord& r = (*runs)[i];
-        list.push_back({{"id", r.id},
-                        {"name", r.name},
-                        {"status", run_status_name(r.status)},
-                        {"reason", r.reason},
-                        {"plan", r.plan_path},
-                        {"workspace", r.workspace},
-                        {"created_at", iso_time(r.created_at)},
-                        {"finished_at", iso_time(r.finished_at)},
-                        {"spent_tokens", r.spent_tokens},
-                        {"spent_cost_usd", r.spent_cost_usd},
-                        {"spent_attempts", r.spent_attempts},
-                        {"active", active[i]},
-                        {"owner", owner_json(r.owner)}});
-      }
+      for (const ListedRun& listed : *runs) list.push_back(listed_run_json(listed));
       std::printf("%s\n", json_text(list, 2).c_str());
       return kExitSucceeded;
     }
     std::printf("%-21s  %-20s  %-16s  %-24s  %8s  %s\n", "RUN", "STATUS", "NAME", "STARTED", "ATTEMPTS",
                 "PLAN");
     const bool color = color_on(stdout);
-    for (std::size_t i = 0; i < runs->size(); ++i) {
-      const RunRecord& r = (*runs)[i];
+    for (const ListedRun& listed : *runs) {
+      const RunRecord& r = listed.run;
       // A run the ledger says is running but no process drives (its orch was killed).
       std::string status = run_status_name(r.status);
-      if (r.status == RunStatus::Running && !active[i]) status += " (no process)";
+      if (r.status == RunStatus::Running && !listed.active) status += " (no process)";
       status = colored_status(run_status_name(r.status), fmt::format("{:<20}", status), color);
       std::printf("%-21s  %s  %s  %-24s  %8lld  %s\n", r.id.c_str(), status.c_str(),
                   terminal_column(r.name.empty() ? "-" : r.name, 16).c_str(), iso_time(r.created_at).c_str(),

@@ -115,6 +115,14 @@ Exit codes:
   1    the ledger cannot be read or written
   2    an unknown run or step, a step not awaiting approval, or bad usage
 )"},
+      {"serve", R"(
+Exit codes:
+  0    stopped by SIGINT, SIGTERM or SIGHUP
+  1    it could not listen (the port in use, not an address of this machine), or the
+       ledger cannot be read; orch-serve is not beside orch
+  2    no store, a token file that is not one (or that others may read), a
+       non-loopback --listen without --token-file, or bad usage
+)"},
       {"cycle", R"(
 Exit codes:
   0    every item reached a final state (run, resume); printed (status, show, audit, list)
@@ -355,6 +363,7 @@ int orch_main(int argc, char** argv) {
       {"cycle", cli::add_cycle},
       {"worker", cli::add_worker},
       {"workers", cli::add_workers},
+      {"serve", cli::add_serve},
       {"completion", cli::add_completion, true},
   };
   // Building every subcommand's options costs more than a millisecond, which short

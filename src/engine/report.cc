@@ -280,4 +280,43 @@ std::string format_report_summary(const ojson& report, const StatusStyle& style)
   return out;
 }
 
+Expected<std::vector<ListedRun>> list_runs_fresh(Store& store, std::int64_t now_ms) {
+  std::vector<RunRecord> rows = ORCH_TRY(store.list_runs());
+  std::vector<ListedRun> out;
+  out.reserve(rows.size());
+  for (RunRecord& r : rows) {
+    ListedRun listed{std::move(r), false};
+    if (listed.run.status == RunStatus::Running) {
+      // Running when listed but its lock free now: it ended in between (the final
+      // status is written before the lock is let go) or a crash orphaned it; its
+      // row, read again, tells which.
+      listed.active = store.locked(listed.run.id);
+      if (!listed.active) {
+        auto again = ORCH_TRY(store.find_run(listed.run.id));
+        if (again) listed.run = std::move(*again);
+      }
+      ORCH_TRY(refresh_running_totals(store, listed.run, listed.active, now_ms));
+    }
+    out.push_back(std::move(listed));
+  }
+  return out;
+}
+
+nlohmann::ordered_json listed_run_json(const ListedRun& listed) {
+  const RunRecord& r = listed.run;
+  return {{"id", r.id},
+          {"name", r.name},
+          {"status", run_status_name(r.status)},
+          {"reason", r.reason},
+          {"plan", r.plan_path},
+          {"workspace", r.workspace},
+          {"created_at", iso_time(r.created_at)},
+          {"finished_at", iso_time(r.finished_at)},
+          {"spent_tokens", r.spent_tokens},
+          {"spent_cost_usd", r.spent_cost_usd},
+          {"spent_attempts", r.spent_attempts},
+          {"active", listed.active},
+          {"owner", owner_json(r.owner)}};
+}
+
 }  // namespace orch

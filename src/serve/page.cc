@@ -1,0 +1,229 @@
+// The dashboard's page. See page.h.
+#include "serve/page.h"
+
+namespace orch::serve {
+
+const char kPageHtml[] = R"HTML(<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>orch</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d1d1f; background: #fafafa; }
+header { background: #20232a; color: #fff; padding: 8px 16px; display: flex; gap: 16px; align-items: center; }
+header a { color: #fff; text-decoration: none; font-weight: 600; }
+main { padding: 16px; }
+table { border-collapse: collapse; width: 100%; background: #fff; }
+th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #e5e5e5; vertical-align: top; }
+th { background: #f0f0f0; }
+.status { font-weight: 600; }
+.s-succeeded, .s-done { color: #1a7f37; } .s-failed { color: #cf222e; } .s-running { color: #0969da; }
+.s-awaiting_approval { color: #9a6700; } .s-cancelled, .s-skipped, .s-interrupted { color: #6e7781; }
+.bar { background: #e5e5e5; height: 8px; width: 120px; display: inline-block; vertical-align: middle; }
+.bar > span { background: #2da44e; height: 8px; display: block; }
+pre { background: #111; color: #eee; padding: 8px; overflow: auto; max-height: 24em; white-space: pre-wrap; }
+button { margin-right: 4px; }
+.muted { color: #6e7781; }
+#error { color: #cf222e; }
+</style>
+</head>
+<body>
+<header><a href="#/">orch</a><span id="where" class="muted"></span><span id="live" class="muted"></span></header>
+<main>
+<div id="error"></div>
+<section id="runs-view">
+  <label>status <select id="filter">
+    <option value="">all</option><option>running</option><option>succeeded</option><option>failed</option>
+    <option>cancelled</option><option>awaiting_approval</option><option>budget_exhausted</option>
+    <option>interrupted</option><option>escalated</option></select></label>
+  <span id="runs-total" class="muted"></span>
+  <button id="prev">&lt; newer</button><button id="next">older &gt;</button>
+  <table id="runs"><thead><tr><th>run</th><th>name</th><th>status</th><th>progress</th><th>spent</th>
+    <th>budget</th><th>started</th></tr></thead><tbody></tbody></table>
+</section>
+<section id="run-view" hidden>
+  <h2 id="run-title"></h2>
+  <p><span id="run-status" class="status"></span> <span id="run-reason"></span></p>
+  <p id="run-progress"></p>
+  <p id="run-budget" class="muted"></p>
+  <p><button id="cancel">Cancel run</button></p>
+  <h3>Steps</h3>
+  <table id="steps"><thead><tr><th>step</th><th>status</th><th>attempts</th><th>reason</th>
+    <th>tokens</th><th>cost</th><th></th></tr></thead><tbody></tbody></table>
+  <h3 id="output-title" hidden>Output</h3>
+  <pre id="output" hidden></pre>
+  <h3>Events</h3>
+  <table id="events"><thead><tr><th>seq</th><th>time</th><th>kind</th><th>step</th><th>data</th></tr></thead>
+    <tbody></tbody></table>
+</section>
+</main>
+<script>
+"use strict";
+// The token, for the buttons that act: from the address's #token=... (orch serve
+// prints that address), kept for this tab; also a cookie for the event streams
+// of a server that listens beyond this machine.
+(function keepToken() {
+  const m = location.hash.match(/[#&]token=([0-9a-f]+)/);
+  if (m) {
+    sessionStorage.setItem("orch_token", m[1]);
+    document.cookie = "orch_token=" + m[1] + "; SameSite=Strict; path=/";
+    location.hash = location.hash.replace(/[#&]?token=[0-9a-f]+/, "") || "#/";
+  }
+})();
+const $ = (id) => document.getElementById(id);
+const text = (el, s) => { el.textContent = s == null ? "" : String(s); return el; };
+function cell(row, value, cls) { const td = row.insertCell(); text(td, value); if (cls) td.className = cls; return td; }
+function showError(e) { text($("error"), e ? String(e) : ""); }
+async function api(path, options) {
+  const r = await fetch(path, options);
+  const body = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(body.error || (r.status + " " + r.statusText));
+  return body;
+}
+async function act(path) {
+  let token = sessionStorage.getItem("orch_token");
+  if (!token) {
+    token = prompt("The token of orch serve (printed at its first start; in its token file):");
+    if (!token) return;
+    sessionStorage.setItem("orch_token", token);
+  }
+  try {
+    await api(path, { method: "POST", headers: { "X-Orch-Token": token } });
+    showError("");
+  } catch (e) { showError(e.message); }
+}
+const money = (x) => "$" + Number(x || 0).toFixed(4);
+function budgetText(b, spentTokens, spentCost, attempts) {
+  const parts = [];
+  if (b.tokens != null) parts.push("tokens " + spentTokens + "/" + b.tokens);
+  if (b.cost_usd != null) parts.push("cost " + money(spentCost) + "/" + money(b.cost_usd));
+  if (b.attempts != null) parts.push("attempts " + attempts + "/" + b.attempts);
+  if (b.wall_ms != null) parts.push("wall " + Math.round(b.wall_ms / 1000) + " s");
+  return parts.join(", ");
+}
+
+let page = 0, source = null;
+const PAGE = 50;
+function closeSource() { if (source) { source.close(); source = null; } }
+function live(es) {
+  es.onopen = () => text($("live"), "live");
+  es.onerror = () => text($("live"), "reconnecting...");
+}
+
+async function showRuns() {
+  $("runs-view").hidden = false; $("run-view").hidden = true; text($("where"), "runs");
+  const status = $("filter").value;
+  const data = await api("/api/runs?limit=" + PAGE + "&offset=" + page * PAGE +
+                         (status ? "&status=" + encodeURIComponent(status) : ""));
+  text($("runs-total"), data.total + " runs");
+  const body = $("runs").tBodies[0];
+  body.replaceChildren();
+  for (const r of data.runs) {
+    const row = body.insertRow();
+    row.dataset.run = r.id;
+    const a = document.createElement("a"); a.href = "#/runs/" + encodeURIComponent(r.id); text(a, r.id);
+    row.insertCell().append(a);
+    cell(row, r.name);
+    cell(row, r.status, "status s-" + r.status);
+    const p = row.insertCell();
+    const bar = document.createElement("span"); bar.className = "bar";
+    const fill = document.createElement("span");
+    fill.style.width = (r.progress.total ? 100 * r.progress.done / r.progress.total : 0) + "%";
+    bar.append(fill); p.append(bar, " " + r.progress.done + "/" + r.progress.total);
+    p.className = "progress";
+    cell(row, r.spent_tokens + " tokens, " + money(r.spent_cost_usd) + ", " + r.spent_attempts + " attempts");
+    cell(row, budgetText(r.budget, r.spent_tokens, r.spent_cost_usd, r.spent_attempts));
+    cell(row, r.created_at);
+  }
+  $("prev").disabled = page === 0;
+  $("next").disabled = (page + 1) * PAGE >= data.total;
+}
+
+async function showRun(id) {
+  $("runs-view").hidden = true; $("run-view").hidden = false; text($("where"), "run " + id);
+  const report = await api("/api/runs/" + encodeURIComponent(id));
+  const run = report.run;
+  text($("run-title"), run.id + (run.name ? "  " + run.name : ""));
+  text($("run-status"), run.status).className = "status s-" + run.status;
+  text($("run-reason"), run.reason);
+  const c = report.counts || {};
+  text($("run-progress"), Object.keys(c).map((k) => k + " " + c[k]).join(", "));
+  text($("run-budget"), JSON.stringify(report.budget));
+  $("cancel").hidden = run.status !== "running" && run.status !== "awaiting_approval";
+  $("cancel").onclick = () => act("/api/runs/" + encodeURIComponent(id) + "/cancel");
+  const body = $("steps").tBodies[0];
+  body.replaceChildren();
+  for (const s of report.steps || []) {
+    const row = body.insertRow();
+    row.dataset.step = s.id;
+    cell(row, s.id);
+    cell(row, s.status, "status s-" + s.status);
+    const attempts = row.insertCell();
+    for (const a of s.attempts || []) {
+      const b = document.createElement("button");
+      text(b, "#" + a.number + " " + a.status);
+      b.title = a.reason || "";
+      b.onclick = () => showOutput(id, s.id, a.number);
+      attempts.append(b);
+    }
+    cell(row, s.reason, "reason");
+    cell(row, s.tokens_in + s.tokens_out);
+    cell(row, money(s.cost_usd));
+    const actions = row.insertCell();
+    if (s.status === "awaiting_approval") {
+      const base = "/api/runs/" + encodeURIComponent(id) + "/steps/" + encodeURIComponent(s.id);
+      const yes = document.createElement("button"); text(yes, "Approve"); yes.className = "approve";
+      yes.onclick = () => act(base + "/approve");
+      const no = document.createElement("button"); text(no, "Deny"); no.className = "deny";
+      no.onclick = () => act(base + "/deny");
+      actions.append(yes, no);
+    }
+  }
+}
+
+async function showOutput(run, step, n) {
+  const base = "/api/runs/" + encodeURIComponent(run) + "/steps/" + encodeURIComponent(step) + "/attempts/" + n;
+  const out = await api(base + "/output?stream=stdout");
+  const err = await api(base + "/output?stream=stderr");
+  text($("output-title"), "Output of " + step + " attempt " + n).hidden = false;
+  text($("output"), out.text + (err.text ? "\n--- stderr ---\n" + err.text : "")).hidden = false;
+}
+
+function addEvent(e) {
+  const row = $("events").tBodies[0].insertRow();
+  cell(row, e.seq); cell(row, new Date(e.ts).toISOString()); cell(row, e.kind); cell(row, e.step);
+  cell(row, JSON.stringify(e.data));
+}
+
+let refresh = null;
+function later(f) { if (!refresh) refresh = setTimeout(() => { refresh = null; f().catch(showError); }, 100); }
+
+async function route() {
+  closeSource(); showError("");
+  const m = location.hash.match(/^#\/runs\/(.+)$/);
+  if (m) {
+    const id = decodeURIComponent(m[1]);
+    $("events").tBodies[0].replaceChildren();
+    await showRun(id);
+    source = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream");
+    live(source);
+    source.addEventListener("ledger", (msg) => { addEvent(JSON.parse(msg.data)); later(() => showRun(id)); });
+  } else {
+    await showRuns();
+    source = new EventSource("/api/runs/stream");
+    live(source);
+    source.addEventListener("runs", () => later(showRuns));
+  }
+}
+$("filter").onchange = () => { page = 0; showRuns().catch(showError); };
+$("prev").onclick = () => { page = Math.max(0, page - 1); showRuns().catch(showError); };
+$("next").onclick = () => { page += 1; showRuns().catch(showError); };
+window.addEventListener("hashchange", () => route().catch(showError));
+route().catch(showError);
+</script>
+</body>
+</html>
+)HTML";
+
+}  // namespace orch::serve
