@@ -29,7 +29,27 @@ packages=(
   # model server; benchmarks (`time` is /usr/bin/time, for peak RSS; curl is the
   # llm baseline)
   hyperfine time curl libcpp-httplib-dev
+  # Graphviz's layout library: `orch serve` draws a run's DAG with it
+  libgraphviz-dev
+  # the browser tests of `orch serve`'s page (tests/browser): Debian's chromium,
+  # driven by playwright-core from npm (installed below) through its path
+  chromium
 )
+# Node.js and npm for playwright-core, from Debian unless the machine has a
+# node already (another distribution of it, with its own npm).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
+
+# The browser tests' npm packages, pinned by tests/browser/package-lock.json
+# (`npm ci`: exactly those versions), into tests/browser/node_modules. Done
+# after the apt packages (npm may be one of them), every time (about a second).
+npm_packages() {
+  local dir
+  dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/browser" && pwd)
+  echo "install-deps: npm ci in tests/browser"
+  (cd "$dir" && npm ci --no-audit --no-fund)
+}
 
 # One dpkg-query for all packages; a package dpkg has never heard of prints
 # nothing (its error goes to /dev/null) and so counts as missing.
@@ -44,6 +64,7 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#packages[@]} packages already installed"
+  npm_packages
   exit 0
 fi
 
@@ -60,3 +81,4 @@ echo "install-deps: installing ${missing[*]}"
 "${as_root[@]}" apt-get update
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y --no-install-recommends "${packages[@]}"
+npm_packages

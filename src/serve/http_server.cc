@@ -13,6 +13,7 @@
 #include "serve/api.h"
 #include "serve/metrics.h"
 #include "serve/page.h"
+#include "serve/run_graph.h"
 #include "serve/token.h"
 #include "util/json_text.h"
 
@@ -171,6 +172,12 @@ class Server {
     svr.Get(R"(/api/runs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
       send(res, locked([&] { return api_.run(req.matches[1]); }));
     });
+    svr.Get(R"(/api/runs/([^/]+)/graph\.svg)", [this](const httplib::Request& req, httplib::Response& res) {
+      auto svg = locked([&] { return run_graph_svg(ledger_.runs(), req.matches[1]); });
+      if (!svg) return send(res, error_reply(svg.error()));
+      res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
+      res.set_content(*svg, "image/svg+xml");
+    });
     svr.Get(R"(/api/runs/([^/]+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
       auto after = number_param(req, "after", 0, 0, INT64_MAX);
       auto limit = number_param(req, "limit", 1000, 1, 10000);
@@ -215,10 +222,15 @@ class Server {
     if (!first) return send(res, error_reply(first.error()));
     res.set_header("Cache-Control", "no-store");
     res.set_chunked_content_provider(
-        "text/event-stream", [this, run_id, after, quiet = std::chrono::steady_clock::now()](
-                                 std::size_t, httplib::DataSink& sink) mutable {
+        "text/event-stream",
+        [this, run_id, after, row = std::string(), quiet = std::chrono::steady_clock::now()](
+            std::size_t, httplib::DataSink& sink) mutable {
           auto events = locked([&] { return api_.events_after(run_id, after, 500); });
           if (!events) return false;
+          // The run's row changes without an event too (its final status, its
+          // spent figures): `event: run` when it did.
+          auto run = locked([&] { return ledger_.runs().find_run(run_id); });
+          if (!run || !*run) return false;
           std::string out;
           for (const EventRecord& e : *events) {
             auto data = nlohmann::ordered_json::parse(e.data_json, nullptr, false);
@@ -231,6 +243,14 @@ class Server {
                 {"data", data.is_discarded() ? nlohmann::ordered_json(e.data_json) : data}};
             out += fmt::format("id: {}\nevent: ledger\ndata: {}\n\n", e.seq, json_text(line));
             after = e.seq;
+          }
+          // After the events read with it: a final status comes after the last event.
+          const std::string now_row = fmt::format("{}:{}:{}", run_status_name((*run)->status),
+                                                  (*run)->updated_at, (*run)->spent_attempts);
+          if (now_row != row) {
+            row = now_row;
+            out += fmt::format("event: run\ndata: {}\n\n",
+                               json_text(nlohmann::json{{"status", run_status_name((*run)->status)}}));
           }
           const auto now = std::chrono::steady_clock::now();
           if (out.empty() && now - quiet >= kKeepAlive) out = ": keep-alive\n\n";

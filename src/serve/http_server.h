@@ -5,8 +5,10 @@
 //   GET  /api/runs?status=&limit=&offset=    a page of the runs (serve/api.h)
 //   GET  /api/runs/stream                    Server-Sent Events: "runs" when the list changed
 //   GET  /api/runs/ID                        the run report
+//   GET  /api/runs/ID/graph.svg              the run's DAG (serve/run_graph.h)
 //   GET  /api/runs/ID/events?after=&limit=   the run's events
-//   GET  /api/runs/ID/stream                 Server-Sent Events: each new event of the run
+//   GET  /api/runs/ID/stream                 Server-Sent Events: each new event of the run,
+//                                            and `run` when its row changed
 //   GET  /api/runs/ID/steps/STEP/attempts/N/output?stream=stdout|stderr&tail=BYTES
 //   POST /api/runs/ID/cancel                 (token)
 //   POST /api/runs/ID/steps/STEP/approve     (token)

@@ -48,6 +48,8 @@ button { margin-right: 4px; }
   <p id="run-progress"></p>
   <p id="run-budget" class="muted"></p>
   <p><button id="cancel">Cancel run</button></p>
+  <h3>Graph</h3>
+  <div id="graph"></div>
   <h3>Steps</h3>
   <table id="steps"><thead><tr><th>step</th><th>status</th><th>attempts</th><th>reason</th>
     <th>tokens</th><th>cost</th><th></th></tr></thead><tbody></tbody></table>
@@ -63,14 +65,16 @@ button { margin-right: 4px; }
 // The token, for the buttons that act: from the address's #token=... (orch serve
 // prints that address), kept for this tab; also a cookie for the event streams
 // of a server that listens beyond this machine.
-(function keepToken() {
+// True when the address carried one (taken, and the address changed: the
+// hashchange that follows shows the view).
+function keepToken() {
   const m = location.hash.match(/[#&]token=([0-9a-f]+)/);
-  if (m) {
-    sessionStorage.setItem("orch_token", m[1]);
-    document.cookie = "orch_token=" + m[1] + "; SameSite=Strict; path=/";
-    location.hash = location.hash.replace(/[#&]?token=[0-9a-f]+/, "") || "#/";
-  }
-})();
+  if (!m) return false;
+  sessionStorage.setItem("orch_token", m[1]);
+  document.cookie = "orch_token=" + m[1] + "; SameSite=Strict; path=/";
+  location.hash = location.hash.replace(/[#&]?token=[0-9a-f]+/, "") || "#/";
+  return true;
+}
 const $ = (id) => document.getElementById(id);
 const text = (el, s) => { el.textContent = s == null ? "" : String(s); return el; };
 function cell(row, value, cls) { const td = row.insertCell(); text(td, value); if (cls) td.className = cls; return td; }
@@ -111,11 +115,15 @@ function live(es) {
   es.onerror = () => text($("live"), "reconnecting...");
 }
 
+// Each route() is one view; an answer that comes after the view changed is dropped.
+let view = 0;
 async function showRuns() {
-  $("runs-view").hidden = false; $("run-view").hidden = true; text($("where"), "runs");
+  const mine = view;
   const status = $("filter").value;
   const data = await api("/api/runs?limit=" + PAGE + "&offset=" + page * PAGE +
                          (status ? "&status=" + encodeURIComponent(status) : ""));
+  if (mine !== view) return;
+  $("runs-view").hidden = false; $("run-view").hidden = true; text($("where"), "runs");
   text($("runs-total"), data.total + " runs");
   const body = $("runs").tBodies[0];
   body.replaceChildren();
@@ -141,18 +149,29 @@ async function showRuns() {
 }
 
 async function showRun(id) {
-  $("runs-view").hidden = true; $("run-view").hidden = false; text($("where"), "run " + id);
+  const mine = view;
   const report = await api("/api/runs/" + encodeURIComponent(id));
+  if (mine !== view) return;
+  $("runs-view").hidden = true; $("run-view").hidden = false; text($("where"), "run " + id);
   const run = report.run;
   text($("run-title"), run.id + (run.name ? "  " + run.name : ""));
   text($("run-status"), run.status).className = "status s-" + run.status;
   text($("run-reason"), run.reason);
   const c = report.counts || {};
   text($("run-progress"), Object.keys(c).map((k) => k + " " + c[k]).join(", "));
-  text($("run-budget"), JSON.stringify(report.budget));
+  const b = report.budget || {}, limits = b.limits || {}, spent = b.spent || {};
+  text($("run-budget"), "budget: " + (budgetText(limits, spent.tokens, spent.cost_usd, spent.attempts) || "no limits") +
+       "; spent " + (spent.tokens || 0) + " tokens, " + money(spent.cost_usd) + ", " + (spent.attempts || 0) +
+       " attempts, " + Math.round((spent.wall_ms || 0) / 100) / 10 + " s");
   $("cancel").hidden = run.status !== "running" && run.status !== "awaiting_approval";
   $("cancel").onclick = () => act("/api/runs/" + encodeURIComponent(id) + "/cancel");
+  // The table is rebuilt only when a step changed: a button being clicked is
+  // not replaced under the pointer by an identical one.
   const body = $("steps").tBodies[0];
+  const signature = JSON.stringify(report.steps || []);
+  if (body.dataset.run === id && body.dataset.signature === signature) return;
+  body.dataset.run = id;
+  body.dataset.signature = signature;
   body.replaceChildren();
   for (const s of report.steps || []) {
     const row = body.insertRow();
@@ -164,7 +183,7 @@ async function showRun(id) {
       const b = document.createElement("button");
       text(b, "#" + a.number + " " + a.status);
       b.title = a.reason || "";
-      b.onclick = () => showOutput(id, s.id, a.number);
+      b.onclick = () => showOutput(id, s.id, a.number).catch(showError);
       attempts.append(b);
     }
     cell(row, s.reason, "reason");
@@ -182,6 +201,23 @@ async function showRun(id) {
   }
 }
 
+// The DAG, drawn by the server (Graphviz): SVG parsed as SVG, anything active
+// in it dropped, then shown.
+async function showGraph(id) {
+  const mine = view;
+  const r = await fetch("/api/runs/" + encodeURIComponent(id) + "/graph.svg");
+  if (mine !== view) return;
+  const box = $("graph");
+  if (!r.ok) { const e = await r.json().catch(() => ({})); text(box, e.error || r.statusText); return; }
+  const doc = new DOMParser().parseFromString(await r.text(), "image/svg+xml");
+  const svg = doc.documentElement;
+  if (svg.nodeName !== "svg") { text(box, "the graph could not be read"); return; }
+  for (const el of svg.querySelectorAll("script, foreignObject, a")) el.remove();
+  for (const el of svg.querySelectorAll("*"))
+    for (const attr of [...el.attributes]) if (/^on/i.test(attr.name) || /href/i.test(attr.name)) el.removeAttribute(attr.name);
+  box.replaceChildren(document.importNode(svg, true));
+}
+
 async function showOutput(run, step, n) {
   const base = "/api/runs/" + encodeURIComponent(run) + "/steps/" + encodeURIComponent(step) + "/attempts/" + n;
   const out = await api(base + "/output?stream=stdout");
@@ -196,24 +232,44 @@ function addEvent(e) {
   cell(row, JSON.stringify(e.data));
 }
 
+// A redraw asked by the streams, at most one every 100 ms, and only in the view
+// that asked for it.
 let refresh = null;
-function later(f) { if (!refresh) refresh = setTimeout(() => { refresh = null; f().catch(showError); }, 100); }
+function later(f) {
+  if (refresh) return;
+  const mine = view;
+  refresh = setTimeout(() => { refresh = null; if (mine === view) f().catch(showError); }, 100);
+}
 
+// One view at a time: its event stream is opened before anything is awaited,
+// and whatever an older view's stream or answer brings after it is dropped.
 async function route() {
+  const mine = ++view;
+  clearTimeout(refresh);
+  refresh = null;
+  if (keepToken()) return;
   closeSource(); showError("");
+  $("output-title").hidden = true; $("output").hidden = true;
   const m = location.hash.match(/^#\/runs\/(.+)$/);
   if (m) {
     const id = decodeURIComponent(m[1]);
     $("events").tBodies[0].replaceChildren();
-    await showRun(id);
+    const redraw = () => later(() => showRun(id).then(() => showGraph(id)));
     source = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream");
     live(source);
-    source.addEventListener("ledger", (msg) => { addEvent(JSON.parse(msg.data)); later(() => showRun(id)); });
+    source.addEventListener("ledger", (msg) => {
+      if (mine !== view) return;
+      addEvent(JSON.parse(msg.data));
+      redraw();
+    });
+    source.addEventListener("run", () => { if (mine === view) redraw(); });
+    await showRun(id);
+    await showGraph(id);
   } else {
-    await showRuns();
     source = new EventSource("/api/runs/stream");
     live(source);
-    source.addEventListener("runs", () => later(showRuns));
+    source.addEventListener("runs", () => { if (mine === view) later(showRuns); });
+    await showRuns();
   }
 }
 $("filter").onchange = () => { page = 0; showRuns().catch(showError); };

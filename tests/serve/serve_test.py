@@ -77,7 +77,8 @@ class Served:
                 self.url = m.group(1)
         assert self.url, "".join(self.lines)
         # The rest of its stderr (the token lines) is read as it comes.
-        threading.Thread(target=self._drain, daemon=True).start()
+        self.drain = threading.Thread(target=self._drain, daemon=True)
+        self.drain.start()
         time.sleep(0.1)
 
     def _drain(self):
@@ -86,7 +87,9 @@ class Served:
 
     def stop(self):
         self.proc.terminate()
-        return self.proc.wait(timeout=20)
+        code = self.proc.wait(timeout=20)
+        self.drain.join(timeout=20)  # its last lines read
+        return code
 
 
 def request(url, method="GET", headers=None, body=None):
@@ -184,6 +187,29 @@ class ServeTest(unittest.TestCase):
         _, later = get_json(s.url + f"api/runs/{failed}/events?after={events['events'][2]['seq']}&limit=2")
         self.assertEqual([e["seq"] for e in later["events"]], [e["seq"] for e in events["events"][3:5]])
 
+    def test_the_graph_is_the_plans_dag_drawn_by_graphviz(self):
+        self.write("plan.yaml", PLAN)
+        rid = run_id(orch("run", "plan.yaml", cwd=self.cwd).stderr)
+        self.write("wide.yaml", "name: wide\nsteps:\n" + "".join(
+            "  - {id: w%d, executor: 'builtin:echo', inputs: {text: x}}\n" % i for i in range(2001)))
+        wide = run_id(orch("run", "wide.yaml", cwd=self.cwd).stderr)
+        s = self.serve()
+        status, headers, body = request(s.url + f"api/runs/{rid}/graph.svg")
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["Content-Type"], "image/svg+xml")
+        svg = body.decode()
+        self.assertIn("<svg", svg)
+        self.assertEqual(svg.count('class="node status&#45;'), 3, "one node a step")
+        self.assertEqual(svg.count('class="edge"'), 2, "one edge a dependency")
+        self.assertEqual(svg.count("status&#45;failed"), 1)
+        self.assertIn('id="step&#45;2"', svg)
+        self.assertNotIn("<script", svg)
+        status, body = get_json(s.url + "api/runs/nope/graph.svg")
+        self.assertEqual(status, 404)
+        status, body = get_json(s.url + f"api/runs/{wide}/graph.svg")
+        self.assertEqual(status, 409)
+        self.assertIn("2001 steps: more than 2000 are not drawn", body["error"])
+
     def test_bad_ids_routes_traversal_and_oversized_requests(self):
         self.write("plan.yaml", PLAN)
         rid = run_id(orch("run", "plan.yaml", cwd=self.cwd).stderr)
@@ -278,17 +304,24 @@ class ServeTest(unittest.TestCase):
             seen = []  # (kind, step, how late it arrived in seconds, was the run still going)
             with urllib.request.urlopen(s.url + f"api/runs/{rid}/stream", timeout=20) as stream:
                 self.assertEqual(stream.headers["Content-Type"], "text/event-stream")
-                data = None
+                data, kind, statuses = None, None, []
                 for line in stream:
                     line = line.decode().rstrip("\n")
-                    if line.startswith("data: "):
+                    if line.startswith("event: "):
+                        kind = line[7:]
+                    elif line.startswith("data: "):
                         data = json.loads(line[6:])
                     elif line == "" and data is not None:
-                        seen.append((data["kind"], data["step"], time.time() - data["ts"] / 1000.0,
-                                     runner.poll() is None))
-                        if data["kind"] == "run_finished":
-                            break
-                        data = None
+                        if kind == "run":
+                            statuses.append(data["status"])
+                            if data["status"] == "succeeded" and "run_finished" in [x[0] for x in seen]:
+                                break
+                        elif kind == "ledger":
+                            seen.append((data["kind"], data["step"], time.time() - data["ts"] / 1000.0,
+                                         runner.poll() is None))
+                        data, kind = None, None
+            self.assertEqual(statuses[0], "running")
+            self.assertEqual(statuses[-1], "succeeded", "the row's final status, as `event: run`")
             done = [x for x in seen if x[0] == "step_done"]
             self.assertEqual([x[1] for x in done], [f"s{i}" for i in range(6)])
             self.assertTrue(all(x[3] for x in done[:5]), "the first steps arrived while the run went on")

@@ -1,0 +1,176 @@
+// orch serve's page in a real browser: Debian's chromium (/usr/bin/chromium, or
+// ORCH_CHROMIUM) driven by playwright-core from npm through its executable path
+// — no browser is downloaded. Real processes: `orch run` makes the ledger, `orch
+// serve --listen 127.0.0.1:0` serves it. Screenshots of each page go to
+// ORCH_BROWSER_SHOTS (default: browser-shots/ in the current folder, which
+// CTest runs in: the build folder).
+//
+//   ORCH_BINARY=build/orch node tests/browser/dashboard_test.mjs
+//
+// Exit 0 when every check held; 1 with each failure said on stderr.
+import { chromium } from "playwright-core";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const ORCH = process.env.ORCH_BINARY;
+if (!ORCH) throw new Error("ORCH_BINARY is not set");
+const CHROMIUM = process.env.ORCH_CHROMIUM || "/usr/bin/chromium";
+const SHOTS = resolve(process.env.ORCH_BROWSER_SHOTS || "browser-shots");
+mkdirSync(SHOTS, { recursive: true });
+
+const work = mkdtempSync(join(tmpdir(), "orch-browser-"));
+const failures = [];
+function check(ok, what) {
+  if (ok) {
+    console.log("ok   " + what);
+  } else {
+    console.error("FAIL " + what);
+    failures.push(what);
+  }
+}
+
+function orch(...args) {
+  const r = spawnSync(ORCH, args, { cwd: work, encoding: "utf8", timeout: 120000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+function runId(text) {
+  const m = text.match(/\b(\d{8}-\d{6}-[0-9a-f]{4})\b/);
+  if (!m) throw new Error("no run id in: " + text);
+  return m[1];
+}
+
+writeFileSync(join(work, "demo.yaml"), `name: demo
+steps:
+  - {id: a, sh: 'echo "<script>window.pwned = 1</script><b>bold</b>"'}
+  - {id: b, deps: [a], sh: 'echo hello'}
+  - {id: c, deps: [a], sh: 'echo "the disk is full" >&2; exit 3'}
+  - {id: d, deps: [b, c], sh: 'true'}
+`);
+writeFileSync(join(work, "risky.yaml"), `name: release
+steps:
+  - id: build
+    run: [touch, built]
+  - id: deploy
+    risk: high
+    deps: [build]
+    run: [touch, deployed]
+`);
+writeFileSync(join(work, "slow.yaml"), "name: slow\nsteps:\n" +
+  Array.from({ length: 8 }, (_, i) => `  - {id: s${i}, ${i ? `deps: [s${i - 1}], ` : ""}sh: 'sleep 0.4'}\n`).join(""));
+
+const demo = runId(orch("run", "demo.yaml").err);
+const risky = orch("run", "risky.yaml", "--approve-medium");
+check(risky.code === 3, "the risky plan pauses for approval (exit 3)");
+const paused = runId(risky.err);
+
+const server = spawn(ORCH, ["serve", "--listen", "127.0.0.1:0"], { cwd: work });
+const base = await new Promise((ok, fail) => {
+  let said = "";
+  server.stderr.on("data", (d) => {
+    said += d;
+    const m = said.match(/(http:\/\/127\.0\.0\.1:\d+\/)/);
+    if (m) ok(m[1]);
+  });
+  server.on("exit", (code) => fail(new Error("orch serve exited " + code + ": " + said)));
+});
+const token = readFileSync(join(work, ".orch", "serve.token"), "utf8").trim();
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+const errors = [];
+try {
+  page.on("pageerror", (e) => errors.push(String(e)));
+
+  // The runs list.
+  await page.goto(base);
+  await page.waitForSelector(`tr[data-run="${demo}"]`);
+  const demoRow = page.locator(`tr[data-run="${demo}"]`);
+  check((await demoRow.locator(".status").textContent()) === "failed", "the runs list shows the failed run");
+  check((await page.locator(`tr[data-run="${paused}"] .status`).textContent()) === "awaiting_approval",
+        "and the paused one");
+  await page.screenshot({ path: join(SHOTS, "runs.png"), fullPage: true });
+
+  // Progress moves without a reload: a plan started now shows up and advances.
+  const runner = spawn(ORCH, ["run", "slow.yaml"], { cwd: work, stdio: "ignore" });
+  const finished = new Promise((ok) => runner.on("exit", ok));
+  const slowRow = page.locator("tr", { hasText: "slow" });
+  await slowRow.first().waitFor({ timeout: 10000 });
+  const progress = slowRow.first().locator(".progress");
+  const seen = new Set();
+  const t0 = Date.now();
+  while (Date.now() - t0 < 8000) {
+    seen.add((await progress.textContent()).trim());
+    if ((await slowRow.first().locator(".status").textContent()) === "succeeded") break;
+    await page.waitForTimeout(100);
+  }
+  check(seen.size >= 3, `the progress of a running plan moved without a reload (${[...seen].join(" | ")})`);
+  check((await progress.textContent()).trim() === "8/8", "and reached 8/8 when it finished");
+  await finished;
+
+  // A run: its failed step, its reason, its output; the DAG.
+  await page.goto(base + "#/runs/" + demo);
+  await page.waitForSelector('tr[data-step="c"]');
+  check((await page.locator('tr[data-step="c"] .status').textContent()) === "failed", "the failed step is failed");
+  check((await page.locator('tr[data-step="c"] .reason').textContent()).length > 0,
+        "and shows its reason: " + (await page.locator('tr[data-step="c"] .reason').textContent()));
+  await page.locator('tr[data-step="c"] button', { hasText: "#1" }).click();
+  await page.waitForFunction(() => document.getElementById("output").textContent.includes("the disk is full"));
+  check(true, "its output (stderr) is shown");
+  await page.waitForSelector("#graph svg g.node");
+  check((await page.locator("#graph svg g.node").count()) === 4, "the DAG has the plan's 4 nodes");
+  check((await page.locator("#graph svg g.edge").count()) === 4, "and its 4 edges");
+  check((await page.locator("#graph svg g.node.status-failed").count()) === 1, "coloured by status");
+  await page.screenshot({ path: join(SHOTS, "run.png"), fullPage: true });
+
+  // A step that prints HTML shows text, never markup.
+  await page.locator('tr[data-step="a"] button', { hasText: "#1" }).click();
+  await page.waitForFunction(() => document.getElementById("output").textContent.includes("<script>"));
+  check(await page.evaluate(() => window.pwned === undefined), "the printed <script> did not run");
+  check((await page.locator("#output b").count()) === 0 && (await page.locator("#output script").count()) === 0,
+        "and made no element: it is text");
+
+  // Approve: refused without the token, done with it, and the run then finishes.
+  const refused = await page.evaluate(async ([p]) => {
+    const r = await fetch(`/api/runs/${p}/steps/deploy/approve`, { method: "POST" });
+    return r.status;
+  }, [paused]);
+  check(refused === 403, "an approve without the token is refused (403)");
+  // The address orch serve prints: the page keeps the token and drops it from the address.
+  await page.goto(base + "#token=" + token);
+  await page.waitForFunction(() => !location.hash.includes("token") && sessionStorage.getItem("orch_token"));
+  check(!page.url().includes(token), "the token is taken out of the address");
+  await page.goto(base + "#/runs/" + paused);
+  await page.waitForSelector('tr[data-step="deploy"] button.approve');
+  await page.screenshot({ path: join(SHOTS, "approval.png"), fullPage: true });
+  await page.locator('tr[data-step="deploy"] button.approve').click();
+  let approved = false;
+  for (let i = 0; i < 50 && !approved; ++i) {
+    approved = orch("events", paused, "--json").out.includes("step_approved");
+    if (!approved) await page.waitForTimeout(100);
+  }
+  check(approved, "Approve on the page records step_approved in the ledger");
+  const resumed = orch("resume", paused);
+  check(resumed.code === 0 && existsSync(join(work, "deployed")), "and `orch resume` then finishes the run");
+  await page.waitForFunction(() => document.getElementById("run-status").textContent === "succeeded",
+                             null, { timeout: 5000 });
+  check(true, "the page shows it succeeded, live");
+
+  check(errors.length === 0, "no script error on the page " + errors.join("; "));
+} catch (e) {
+  failures.push(String(e && e.stack || e));
+  console.error(e);
+  await page.screenshot({ path: join(SHOTS, "failure.png"), fullPage: true }).catch(() => {});
+  console.error("the page when it failed: " + join(SHOTS, "failure.png") + " at " + page.url());
+  console.error("its error line: " + (await page.locator("#error").textContent().catch(() => "?")));
+  console.error("its script errors: " + errors.join("; "));
+} finally {
+  await browser.close();
+  server.kill("SIGTERM");
+}
+if (failures.length) {
+  console.error(`${failures.length} check(s) failed`);
+  process.exit(1);
+}
+console.log("all checks held; screenshots in " + SHOTS);
