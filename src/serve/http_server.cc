@@ -14,6 +14,7 @@
 #include "serve/metrics.h"
 #include "serve/page.h"
 #include "serve/run_graph.h"
+#include "serve/runtime_api.h"
 #include "serve/token.h"
 #include "util/json_text.h"
 
@@ -67,7 +68,7 @@ std::string cookie_token(const httplib::Request& req) {
 class Server {
  public:
   Server(Ledger& ledger, const Clock& clock, const ServeOptions& options)
-      : api_(ledger, clock), ledger_(ledger), clock_(clock), o_(options) {}
+      : api_(ledger, clock), runtimes_(ledger), ledger_(ledger), clock_(clock), o_(options) {}
 
   Expected<void> run() {
     httplib::Server svr;
@@ -197,6 +198,24 @@ class Server {
                                         *tail);
                    }));
             });
+    svr.Get("/api/traces", [this](const httplib::Request&, httplib::Response& res) {
+      send(res, locked([&] { return runtimes_.traces(); }));
+    });
+    svr.Get(R"(/api/traces/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      send(res, locked([&] { return runtimes_.trace(req.matches[1]); }));
+    });
+    svr.Get("/api/reviews", [this](const httplib::Request&, httplib::Response& res) {
+      send(res, locked([&] { return runtimes_.reviews(); }));
+    });
+    svr.Get(R"(/api/reviews/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      send(res, locked([&] { return runtimes_.review(req.matches[1]); }));
+    });
+    svr.Get("/api/cycles", [this](const httplib::Request&, httplib::Response& res) {
+      send(res, locked([&] { return runtimes_.cycles(); }));
+    });
+    svr.Get(R"(/api/cycles/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      send(res, locked([&] { return runtimes_.cycle(req.matches[1]); }));
+    });
     svr.Post(R"(/api/runs/([^/]+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
       send(res, locked([&] { return api_.cancel(req.matches[1]); }));
     });
@@ -293,6 +312,7 @@ class Server {
   }
 
   Api api_;
+  RuntimeApi runtimes_;
   Ledger& ledger_;
   const Clock& clock_;
   const ServeOptions& o_;

@@ -10,6 +10,9 @@
 //   GET  /api/runs/ID/stream                 Server-Sent Events: each new event of the run,
 //                                            and `run` when its row changed
 //   GET  /api/runs/ID/steps/STEP/attempts/N/output?stream=stdout|stderr&tail=BYTES
+//   GET  /api/traces, /api/traces/ID         task traces (serve/runtime_api.h)
+//   GET  /api/reviews, /api/reviews/ID       reviews
+//   GET  /api/cycles, /api/cycles/ID         cycle runs
 //   POST /api/runs/ID/cancel                 (token)
 //   POST /api/runs/ID/steps/STEP/approve     (token)
 //   POST /api/runs/ID/steps/STEP/deny        (token)

@@ -13,6 +13,7 @@ const char kPageHtml[] = R"HTML(<!doctype html>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d1d1f; background: #fafafa; }
 header { background: #20232a; color: #fff; padding: 8px 16px; display: flex; gap: 16px; align-items: center; }
 header a { color: #fff; text-decoration: none; font-weight: 600; }
+header a + a { font-weight: 400; }
 main { padding: 16px; }
 table { border-collapse: collapse; width: 100%; background: #fff; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #e5e5e5; vertical-align: top; }
@@ -29,7 +30,8 @@ button { margin-right: 4px; }
 </style>
 </head>
 <body>
-<header><a href="#/">orch</a><span id="where" class="muted"></span><span id="live" class="muted"></span></header>
+<header><a href="#/">orch</a><a href="#/">runs</a><a href="#/tasks">tasks</a><a href="#/reviews">reviews</a>
+<a href="#/cycles">cycles</a><span id="where" class="muted"></span><span id="live" class="muted"></span></header>
 <main>
 <div id="error"></div>
 <section id="runs-view">
@@ -59,6 +61,7 @@ button { margin-right: 4px; }
   <table id="events"><thead><tr><th>seq</th><th>time</th><th>kind</th><th>step</th><th>data</th></tr></thead>
     <tbody></tbody></table>
 </section>
+<section id="other-view" hidden></section>
 </main>
 <script>
 "use strict";
@@ -223,7 +226,8 @@ async function showOutput(run, step, n) {
   const out = await api(base + "/output?stream=stdout");
   const err = await api(base + "/output?stream=stderr");
   text($("output-title"), "Output of " + step + " attempt " + n).hidden = false;
-  text($("output"), out.text + (err.text ? "\n--- stderr ---\n" + err.text : "")).hidden = false;
+  const both = out.text && err.text ? "\n--- stderr ---\n" : "";
+  text($("output"), out.text + both + err.text).hidden = false;
 }
 
 function addEvent(e) {
@@ -241,6 +245,114 @@ function later(f) {
   refresh = setTimeout(() => { refresh = null; if (mine === view) f().catch(showError); }, 100);
 }
 
+// ---- task traces, reviews, cycles: read from /api, shown as tables ----
+// table(rows, [[heading, row => value], ...]): every value as text.
+function table(rows, columns, cls) {
+  const t = document.createElement("table");
+  if (cls) t.className = cls;
+  const head = t.createTHead().insertRow();
+  for (const [name] of columns) text(head.appendChild(document.createElement("th")), name);
+  const body = t.createTBody();
+  for (const r of rows) {
+    const row = body.insertRow();
+    for (const [, get] of columns) {
+      const v = get(r);
+      if (v instanceof Node) row.insertCell().append(v); else cell(row, v);
+    }
+  }
+  return t;
+}
+function heading(level, s) { return text(document.createElement("h" + level), s); }
+function para(s, cls) { const p = text(document.createElement("p"), s); if (cls) p.className = cls; return p; }
+function link(href, s) { const a = document.createElement("a"); a.href = href; return text(a, s); }
+function raw(value) { return text(document.createElement("pre"), JSON.stringify(value, null, 2)); }
+function showOther(title, ...parts) {
+  $("runs-view").hidden = true; $("run-view").hidden = true;
+  const box = $("other-view"); box.hidden = false;
+  box.replaceChildren(heading(2, title), ...parts);
+  text($("where"), title);
+}
+const statusSpan = (s) => { const e = text(document.createElement("span"), s); e.className = "status s-" + s; return e; };
+
+async function showTasks() {
+  const mine = view, all = await api("/api/traces");
+  if (mine !== view) return;
+  showOther("task traces", table(all, [["trace", (t) => link("#/tasks/" + encodeURIComponent(t.id), t.id)],
+    ["request", (t) => t.request], ["state", (t) => t.state], ["status", (t) => statusSpan(t.status)],
+    ["run", (t) => t.run_id ? link("#/runs/" + encodeURIComponent(t.run_id), t.run_id) : ""],
+    ["updated", (t) => t.updated_at]], "traces"));
+}
+async function showTask(id) {
+  const mine = view, d = await api("/api/traces/" + encodeURIComponent(id));
+  if (mine !== view) return;
+  const t = d.trace;
+  const parts = [para(t.request), para(`intent ${t.intent}, complexity ${t.complexity}, strategy ${t.strategy}; ` +
+                                       `state ${t.state}` + (t.result ? `, result ${t.result}` : ""), "muted"),
+    heading(3, "The path taken"),
+    table(t.transitions || [], [["time", (x) => x.t], ["state", (x) => x.state], ["note", (x) => x.note]], "path")];
+  for (const v of t.verifications || []) {
+    parts.push(heading(3, `VERIFY: ${v.verdict} (confidence ${v.confidence}, retry ${v.retry})`));
+    parts.push(table(v.items || [], [["check", (x) => x.check], ["kind", (x) => x.kind],
+      ["status", (x) => statusSpan(x.status)], ["detail", (x) => x.detail]], "checklist"));
+  }
+  parts.push(heading(3, "Engines (lessons recalled)"), raw(t.engine_results || {}));
+  parts.push(heading(3, "Learning"), raw(t.learning_results || {}));
+  showOther("task " + id, ...parts);
+}
+async function showReviews() {
+  const mine = view, all = await api("/api/reviews");
+  if (mine !== view) return;
+  showOther("reviews", table(all, [["review", (r) => link("#/reviews/" + encodeURIComponent(r.id), r.id)],
+    ["name", (r) => r.name], ["status", (r) => statusSpan(r.status)], ["verdict", (r) => r.verdict],
+    ["rounds", (r) => r.rounds], ["updated", (r) => r.updated_at]], "reviews"));
+}
+async function showReview(id) {
+  const mine = view, r = await api("/api/reviews/" + encodeURIComponent(id));
+  if (mine !== view) return;
+  const counts = (c) => ["critical", "major", "minor", "nit"].map((k) => `${k} ${(c || {})[k] || 0}`).join(", ");
+  const parts = [para(`${r.status}, verdict ${r.verdict || "-"}` + (r.stop_reason ? `: ${r.stop_reason}` : "")),
+    r.score ? para(`score ${r.score.score} (${r.score.band})`) : para("no score", "muted"),
+    heading(3, "Rounds"),
+    table(r.rounds || [], [["round", (x) => x.round], ["gate verdict", (x) => x.verdict],
+      ["findings by severity", (x) => counts(x.counts)], ["dry", (x) => x.dry], ["escalated", (x) => x.escalated]],
+      "rounds"),
+    heading(3, "Findings"),
+    table(r.findings || [], [["id", (f) => f.id], ["severity", (f) => f.severity],
+      ["where", (f) => f.file + (f.line ? ":" + f.line : "")], ["claim", (f) => f.claim],
+      ["quote", (f) => f.evidence], ["verdict", (f) => f.verdict || ""]], "findings"),
+    heading(3, "Escalations"),
+    table(r.escalations || [], [["finding", (e) => e.id], ["round", (e) => e.round]], "escalations")];
+  showOther("review " + id, ...parts);
+}
+async function showCycles() {
+  const mine = view, all = await api("/api/cycles");
+  if (mine !== view) return;
+  showOther("cycles", table(all, [["cycle run", (c) => link("#/cycles/" + encodeURIComponent(c.id), c.id)],
+    ["name", (c) => c.name], ["status", (c) => statusSpan(c.status)], ["cycles", (c) => c.cycles],
+    ["updated", (c) => c.updated_at]], "cycles"));
+}
+async function showCycle(id) {
+  const mine = view, d = await api("/api/cycles/" + encodeURIComponent(id));
+  if (mine !== view) return;
+  const st = d.status;
+  const byState = Object.entries(st.by_state || {}).map(([k, v]) => `${k} ${v}`).join(", ");
+  const parts = [para(`${st.status}, ${st.cycles} cycle(s)` + (st.stop_reason ? `: ${st.stop_reason}` : "")),
+    para("items by state: " + byState, "by-state"),
+    heading(3, "Items"),
+    table(st.items || [], [["item", (i) => i.id], ["file", (i) => i.file], ["state", (i) => i.state],
+      ["stuck", (i) => i.stuck ? "stuck" : ""], ["last", (i) => i.last ? `cycle ${i.last.cycle}: ${i.last.outcome} ${i.last.why}` : ""]],
+      "items"),
+    heading(3, "Stuck"), para((st.stuck || []).map((x) => typeof x === "string" ? x : x.id).join(", ") || "none"),
+    heading(3, "Milestones per cycle"),
+    table(st.per_cycle || [], [["cycle", (c) => c.cycle], ["progress", (c) => c.progress], ["jobs", (c) => c.jobs],
+      ["outcomes", (c) => Object.entries(c.outcomes || {}).map(([k, v]) => `${k} ${v}`).join(", ")],
+      ["advanced", (c) => (c.advanced || []).map((x) => typeof x === "string" ? x : x.id).join(", ")]], "milestones"),
+    heading(3, "Audit"),
+    table(d.audit.transitions || [], [["cycle", (a) => a.cycle], ["item", (a) => a.id], ["from", (a) => a.from],
+      ["to", (a) => a.to], ["gate", (a) => a.gate], ["job", (a) => a.job]], "audit")];
+  showOther("cycle run " + id, ...parts);
+}
+
 // One view at a time: its event stream is opened before anything is awaited,
 // and whatever an older view's stream or answer brings after it is dropped.
 async function route() {
@@ -250,6 +362,14 @@ async function route() {
   if (keepToken()) return;
   closeSource(); showError("");
   $("output-title").hidden = true; $("output").hidden = true;
+  $("other-view").hidden = true;
+  const other = location.hash.match(/^#\/(tasks|reviews|cycles)(?:\/(.+))?$/);
+  if (other) {
+    const id = other[2] ? decodeURIComponent(other[2]) : null;
+    const show = { tasks: [showTasks, showTask], reviews: [showReviews, showReview], cycles: [showCycles, showCycle] };
+    await (id ? show[other[1]][1](id) : show[other[1]][0]());
+    return;
+  }
   const m = location.hash.match(/^#\/runs\/(.+)$/);
   if (m) {
     const id = decodeURIComponent(m[1]);

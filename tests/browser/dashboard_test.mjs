@@ -10,14 +10,16 @@
 // Exit 0 when every check held; 1 with each failure said on stderr.
 import { chromium } from "playwright-core";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, existsSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, existsSync, cpSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join, resolve, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const ORCH = process.env.ORCH_BINARY;
 if (!ORCH) throw new Error("ORCH_BINARY is not set");
 const CHROMIUM = process.env.ORCH_CHROMIUM || "/usr/bin/chromium";
 const SHOTS = resolve(process.env.ORCH_BROWSER_SHOTS || "browser-shots");
+const SOURCE = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 mkdirSync(SHOTS, { recursive: true });
 
 const work = mkdtempSync(join(tmpdir(), "orch-browser-"));
@@ -59,6 +61,37 @@ steps:
 `);
 writeFileSync(join(work, "slow.yaml"), "name: slow\nsteps:\n" +
   Array.from({ length: 8 }, (_, i) => `  - {id: s${i}, ${i ? `deps: [s${i - 1}], ` : ""}sh: 'sleep 0.4'}\n`).join(""));
+
+// A task trace, a scripted review and the cycle example, for their pages.
+const task = JSON.parse(orch("task", "plan", "fix the crash in the date parser", "--json").out);
+mkdirSync(join(work, "review", "lenses"), { recursive: true });
+writeFileSync(join(work, "review", "doc.md"), "# Parser\n\nThe buffer in copy_name holds 16 bytes but the name may be longer.\n");
+writeFileSync(join(work, "review", "lenses", "safety.md"), "Review for memory safety.\n");
+writeFileSync(join(work, "review", "scenario.json"), JSON.stringify({ reviewer: { safety: { default: {
+  findings: [{ file: "review/doc.md", locus: "copy_name", severity: "CRITICAL", line: 3, mechanical: false,
+               claim: "the name can overflow the 16-byte buffer",
+               evidence: "holds 16 bytes but the name may be longer" }], scorecard: {} } } } }));
+writeFileSync(join(work, "review", "workers.yaml"), `workers:
+  fake:
+    argv: [python3, ${join(SOURCE, "tests", "agents", "fake_reviewer.py")}, ${join(work, "review", "scenario.json")}, "{prompt}"]
+    output: text
+`);
+writeFileSync(join(work, "review", "RUN.yaml"), `name: parser doc
+artifacts: [review/doc.md]
+workers: workers.yaml
+lenses:
+  - {name: safety, prompt: lenses/safety.md, worker: fake}
+max_rounds: 1
+dry_rounds: 1
+`);
+const reviewed = orch("review", "--config", "review/RUN.yaml", "--yes", "--json");
+const review = JSON.parse(reviewed.out || "{}");
+check(review.verdict === "BLOCK", "the scripted review blocks: " + reviewed.err.slice(-300));
+cpSync(join(SOURCE, "examples", "cycle"), join(work, "example"), { recursive: true });
+rmSync(join(work, "example", ".orch"), { recursive: true, force: true });
+rmSync(join(work, "example", "build"), { recursive: true, force: true });
+const cycled = JSON.parse(orch("cycle", "run", "example/cycle.yaml", "--json").out || "{}");
+check(cycled.status === "converged", "the cycle example converges");
 
 const demo = runId(orch("run", "demo.yaml").err);
 const risky = orch("run", "risky.yaml", "--approve-medium");
@@ -156,6 +189,35 @@ try {
   await page.waitForFunction(() => document.getElementById("run-status").textContent === "succeeded",
                              null, { timeout: 5000 });
   check(true, "the page shows it succeeded, live");
+
+  // The runtimes' pages: a task trace's path, a review's findings and gate, a cycle's items and milestones.
+  await page.goto(base + "#/tasks/" + encodeURIComponent(task.id));
+  await page.waitForSelector("#other-view table.path tbody tr");
+  const states = await page.locator("#other-view table.path tbody tr td:nth-child(2)").allTextContents();
+  check(states.length >= 3 && states[0] === "CLASSIFY", "the task trace shows the path taken: " + states.join(" -> "));
+  await page.screenshot({ path: join(SHOTS, "task.png"), fullPage: true });
+
+  await page.goto(base + "#/reviews");
+  await page.waitForSelector("#other-view table.reviews tbody tr");
+  await page.locator("#other-view table.reviews a").first().click();
+  await page.waitForSelector("#other-view table.findings tbody tr");
+  const finding = await page.locator("#other-view table.findings tbody tr").first().textContent();
+  check(finding.includes("CRITICAL") && finding.includes("the name can overflow the 16-byte buffer") &&
+        finding.includes("holds 16 bytes but the name may be longer"),
+        "the review page shows the finding, its severity and its quote");
+  check((await page.locator("#other-view table.rounds tbody tr td:nth-child(2)").first().textContent()) === "BLOCK",
+        "and the gate's verdict of its round");
+  await page.screenshot({ path: join(SHOTS, "review.png"), fullPage: true });
+
+  await page.goto(base + "#/cycles/" + encodeURIComponent(cycled.id));
+  await page.waitForSelector("#other-view table.items tbody tr");
+  check((await page.locator("#other-view table.items tbody tr").count()) === 7, "the cycle page lists its 7 items");
+  const stuckRow = await page.locator("#other-view table.items tbody tr", { hasText: "stuck" }).allTextContents();
+  check(stuckRow.length === 1 && stuckRow[0].includes("is_prime"), "is_prime is marked stuck");
+  check((await page.locator("#other-view table.milestones tbody tr").count()) === cycled.cycles.length,
+        `a milestones row per cycle (${cycled.cycles.length})`);
+  check((await page.locator("#other-view table.audit tbody tr").count()) > 0, "and its audit entries");
+  await page.screenshot({ path: join(SHOTS, "cycle.png"), fullPage: true });
 
   check(errors.length === 0, "no script error on the page " + errors.join("; "));
 } catch (e) {
