@@ -35,7 +35,8 @@ Expected<void> check_partial_success(const std::string& body) {
     if (it->is_string()) rejected = std::atoll(it->get<std::string>().c_str());
   }
   if (rejected <= 0) return {};
-  std::string message = partial.value("errorMessage", std::string());
+  std::string message;
+  if (auto it = partial.find("errorMessage"); it != partial.end() && it->is_string()) message = *it;
   return fail(ErrorCode::Io,
               fmt::format("the collector rejected {} span{}{}", rejected, rejected == 1 ? "" : "s",
                           message.empty() ? "" : ": " + quote_for_message(message, 200)));

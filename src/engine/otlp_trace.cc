@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 
 namespace orch {
@@ -117,7 +118,7 @@ ojson attempt_span(const std::string& trace_id, const std::string& step_span, co
     if (a.signal > 0) attrs.push_back(integer("orch.attempt.signal", a.signal));
   }
   attrs.push_back(attribute("orch.attempt.counted", {{"boolValue", a.counted}}));
-  if (!a.host.empty()) attrs.push_back(text("host.name", a.host));
+  if (!a.host.empty()) attrs.push_back(text("orch.attempt.host", a.host));
   Usage usage;
   usage.add(a);
   usage.put(attrs);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -237,6 +238,17 @@ TEST(CliOtlp, ACollectorErrorIsALineOnStderrAndTheExitCodeIsTheRuns) {
   EXPECT_EQ(collector.received().size(), 1u);
 }
 
+// A 200 whose ExportTraceServiceResponse reports rejected spans is a failure too.
+TEST(CliOtlp, RejectedSpansAreALineOnStderr) {
+  Collector collector(
+      {"--answer", R"({"partialSuccess": {"rejectedSpans": "2", "errorMessage": "spans too old"}})"});
+  TempDir d;
+  write_file(d / "plan.yaml", kPlan);
+  auto r = run_orch({"run", "plan.yaml"}, d.path(), {{"OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint()}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_HAS(r.err, "/v1/traces failed: the collector rejected 2 spans: spans too old");
+}
+
 TEST(CliOtlp, ABadSettingIsALineOnStderrAndNothingIsSent) {
   Collector collector;
   TempDir d;
@@ -302,6 +314,41 @@ steps:
   for (const json& s : spans_of(done)) EXPECT_EQ(s.at("traceId"), spans_of(failed).at(0).at("traceId"));
   for (const char* name : {"run flaky", "a", "b", "b attempt 1"})
     EXPECT_TRUE(failed_ids.contains(span_named(done, name).at("spanId").get<std::string>())) << name;
+}
+
+// A collector that takes the connection and never answers: a stop signal ends
+// the wait at once (not the 60 s timeout), and the exit code is still the run's.
+TEST(CliOtlp, AStopSignalAbandonsAnExportThatWaits) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  TempDir d;
+  write_file(d / "plan.yaml", kPlan);
+  // spawn_orch passes this process's environment on.
+  ::setenv("OTEL_EXPORTER_OTLP_ENDPOINT",
+           ("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port))).c_str(), 1);
+  ::setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "60000", 1);
+  const pid_t pid = testing::spawn_orch({"run", "plan.yaml"}, d.path(), d / "out.txt");
+  ::unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+  ::unsetenv("OTEL_EXPORTER_OTLP_TIMEOUT");
+  // A connection waiting to be accepted: the run has ended and the export is under way.
+  pollfd ready{listener, POLLIN, 0};
+  ASSERT_EQ(::poll(&ready, 1, 60'000), 1) << read_file(d / "out.txt");
+  const auto signalled = std::chrono::steady_clock::now();
+  ::kill(pid, SIGTERM);
+  const int code = testing::wait_exit(pid);
+  const auto waited = std::chrono::steady_clock::now() - signalled;
+  ::close(listener);
+  const std::string out = read_file(d / "out.txt");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_LT(waited, std::chrono::seconds(10)) << out;
+  EXPECT_HAS(out, "/v1/traces failed: stopped by a signal before the answer came");
+  EXPECT_HAS(out, "succeeded");
 }
 
 TEST(CliOtlp, ExportOtlpSaysWhatIsMissing) {
