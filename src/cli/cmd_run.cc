@@ -12,6 +12,7 @@
 #include "cli/plan_input.h"
 #include "cli/progress.h"
 #include "cli/request_plan.h"
+#include "cli/trace_export.h"
 #include "cli/workers_dispatch.h"
 #include "orch/engine.h"
 #include "orch/plan_loader.h"
@@ -53,7 +54,27 @@ void add_approval_flags(CLI::App* sub, RunArgs& args) {
   sub->add_flag("--approve-medium", args.approve_medium, "approve every medium-risk step");
 }
 
-// Drives `start` (a new run or a resume) with progress output and prints the result.
+// Prints the report of the run that ended with `outcome`; the exit code: the run's, or an error's.
+int print_run_report(const RunArgs& args, ProgressPrinter::Mode mode, Store& store,
+                     const RunOutcome& outcome) {
+  // In Lines mode the per-step lines were printed as steps finished: end with the summary.
+  const bool lines = !args.json && mode != ProgressPrinter::Mode::Live;
+  auto report = build_run_report(store, outcome.run_id, lines ? ReportDetail::Summary : ReportDetail::Full);
+  if (!report) return report_error(report.error());
+  if (args.json) {
+    std::printf("%s\n", json_text(*report, 2).c_str());
+  } else if (quiet()) {
+    // --quiet: the exit code says how it ended; `orch status` shows the rest.
+  } else if (lines) {
+    std::printf("%s", format_report_summary(*report, status_style(stdout)).c_str());
+  } else {
+    std::printf("%s", format_report_table(*report, status_style(stdout)).c_str());
+  }
+  return outcome.exit_code();
+}
+
+// Drives `start` (a new run or a resume) with progress output, prints the
+// result and exports the run's trace (when OTEL_* asks for it).
 int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> executors,
           const std::function<Expected<RunOutcome>(Engine&)>& start) {
   ProgressPrinter::Mode mode = args.json || quiet() ? ProgressPrinter::Mode::Quiet
@@ -88,20 +109,13 @@ int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> e
   run_has_ended();  // the report is printed whatever comes
   progress.finish();
   if (!outcome) return report_error(outcome.error());
-  // In Lines mode the per-step lines were printed as steps finished: end with the summary.
-  const bool lines = !args.json && mode != ProgressPrinter::Mode::Live;
-  auto report = build_run_report(store, outcome->run_id, lines ? ReportDetail::Summary : ReportDetail::Full);
-  if (!report) return report_error(report.error());
-  if (args.json) {
-    std::printf("%s\n", json_text(*report, 2).c_str());
-  } else if (quiet()) {
-    // --quiet: the exit code says how it ended; `orch status` shows the rest.
-  } else if (lines) {
-    std::printf("%s", format_report_summary(*report, status_style(stdout)).c_str());
-  } else {
-    std::printf("%s", format_report_table(*report, status_style(stdout)).c_str());
-  }
-  return outcome->exit_code();
+  const int code = print_run_report(args, mode, store, *outcome);
+  // The trace goes once the run is over in the ledger and the report is out (a
+  // slow collector delays only the exit); its failure is a line on stderr, never
+  // the run's exit code.
+  std::fflush(stdout);
+  export_trace_if_asked(store, outcome->run_id);
+  return code;
 }
 
 // run --on-workers --detach: the run recorded and left to the workers, one of

@@ -158,10 +158,14 @@ Expected<void> check_workspace(const std::string& workspace) {
 
 namespace {
 volatile std::sig_atomic_t g_run_ended = 0;
+volatile std::sig_atomic_t g_stop_after_end = 0;  // a signal came after run_has_ended()
 std::atomic<unsigned> g_caught_before{0};  // SignalWatch::caught() when this handler was put in
 
 void on_stop_signal(int sig) {
-  if (g_run_ended != 0) return;
+  if (g_run_ended != 0) {
+    g_stop_after_end = 1;
+    return;
+  }
   // The engine caught an earlier signal of this burst and has stopped the run
   // (or is stopping it): this one comes after its handler went, before
   // run_has_ended(). The report of the stopped run is still to be printed.
@@ -189,12 +193,17 @@ void on_stop_signals(void (*handler)(int)) {
 
 void catch_stop_signals() {
   g_run_ended = 0;
+  g_stop_after_end = 0;
   g_caught_before.store(SignalWatch::caught(), std::memory_order_relaxed);
   on_stop_signals(on_stop_signal);
 }
 
 void run_has_ended() {
   g_run_ended = 1;
+}
+
+bool stop_asked_after_run() {
+  return g_stop_after_end != 0;
 }
 
 Expected<std::string> latest_run_id(Store& store) {

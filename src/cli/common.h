@@ -81,6 +81,9 @@ Expected<void> check_workspace(const std::string& workspace);
 // neither loses it nor changes the exit code.
 void catch_stop_signals();
 void run_has_ended();
+// Whether a stop signal came after run_has_ended() (and was dropped): what
+// waits after the report — the trace's export — gives up then.
+bool stop_asked_after_run();
 // Puts `handler` in for SIGINT, SIGTERM and SIGHUP (SA_RESTART), leaving one that
 // was ignored when orch started ignored (`nohup`, a script's `&`).
 void on_stop_signals(void (*handler)(int));

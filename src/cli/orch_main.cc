@@ -123,6 +123,15 @@ Exit codes:
   2    no store, a token file that is not one (or that others may read), a
        non-loopback --listen without --token-file, or bad usage
 )"},
+      {"export-otlp", R"(
+Exit codes:
+  0    the collector took the trace
+  1    the export failed (the collector's answer, or why none came), or the ledger
+       cannot be read
+  2    no endpoint set (OTEL_EXPORTER_OTLP_ENDPOINT), an OTEL_* variable orch cannot
+       use, an unknown run, no store, or bad usage
+  130  interrupted (SIGINT/SIGTERM/SIGHUP) before the collector answered
+)"},
       {"cycle", R"(
 Exit codes:
   0    every item reached a final state (run, resume); printed (status, show, audit, list)
@@ -364,6 +373,7 @@ int orch_main(int argc, char** argv) {
       {"worker", cli::add_worker},
       {"workers", cli::add_workers},
       {"serve", cli::add_serve},
+      {"export-otlp", cli::add_export_otlp},
       {"completion", cli::add_completion, true},
   };
   // Building every subcommand's options costs more than a millisecond, which short
