@@ -35,6 +35,9 @@
 #      (smoke: 500 and 100) with 1, 2 and 4 workers; steps/s and µs per step
 #      against the same plans on SQLite in one process and against a bare
 #      SELECT ... FOR UPDATE SKIP LOCKED claim/complete loop (bench_skip_locked_loop).
+#   8. `orch serve` on a large ledger (bench/serve.sh): a run of 100,000 steps and
+#      a ledger of 10,000 runs (smoke: 1000 and 200), each route the page opens
+#      timed against one second.
 #
 # --only 2,5 runs those sections only. Each timing is the mean of --runs runs (default 3) measured with hyperfine when
 # it is installed (and --no-hyperfine is not given), else with bash's clock. --smoke runs everything small (200
@@ -71,9 +74,11 @@ done
 if ((smoke)); then
   n=200 chain=100 big=2000 kill_after=100 runs=${runs:-1} llm_steps=48 task_logs=5 cycle_items=24
   workers_flat=500 workers_chain=100
+  serve_steps=1000 serve_runs=200
 else
   n=5000 chain=1000 big=100000 kill_after=1000 runs=${runs:-3} llm_steps=200 task_logs=31 cycle_items=200
   workers_flat=10000 workers_chain=1000
+  serve_steps=100000 serve_runs=10000
 fi
 llm_jobs=16 llm_delay_ms=20
 
@@ -353,6 +358,22 @@ if ((have_orch)); then
   fi
 else
   note "orch worker: skipped (no orch binary)"
+fi
+fi
+
+# --- 8. orch serve on a large ledger ---------------------------------------------------
+if want 8; then
+banner "8. orch serve: a run of $serve_steps steps, a ledger of $serve_runs runs, each route against 1 s"
+if ((have_orch)) && [[ -x $(dirname "$orch")/orch-serve ]]; then
+  mkdir -p "$work/serve"
+  if out=$(ORCH_BENCH_JUDGE=$((!smoke)) "$repo/bench/serve.sh" "$orch" "$serve_steps" "$serve_runs" "$work/serve"); then
+    while IFS= read -r line; do note "$line"; done <<<"$out"
+  else
+    [[ -n "${out:-}" ]] && while IFS= read -r line; do note "$line"; done <<<"$out"
+    note "orch serve: FAILED"; failures=$((failures + 1))
+  fi
+else
+  note "orch serve: skipped (no orch or orch-serve binary)"
 fi
 fi
 

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,17 @@ enum class ReportDetail { Full, WithResults, Summary };
 
 Expected<nlohmann::ordered_json> build_run_report(Store& store, const std::string& run_id,
                                                   ReportDetail detail = ReportDetail::Full);
+
+// A page of a run's steps in plan order (those in `status` only, when given),
+// each as the full report shows it with its attempts; only that page's attempts
+// are read: {"run", "total" (the matching steps), "offset", "limit", "steps"}.
+struct StepsPage {
+  int offset = 0;
+  int limit = 50;
+  std::optional<StepStatus> status;
+};
+Expected<nlohmann::ordered_json> build_steps_page(Store& store, const std::string& run_id,
+                                                  const StepsPage& page);
 
 // For a run whose row says running: its spent totals (tokens, cost, counted
 // attempts) summed from its attempts, which are written in every turn, where the

@@ -77,6 +77,67 @@ ojson attempt_json(const AttemptRecord& a, std::int64_t until) {
           {"host", a.host}};
 }
 
+// The attempts of a running run executed by workers that no live worker can
+// take, and why (their driver's attempt_waiting events; one claimed since is not
+// waiting any more), shown as the running step's reason.
+using Waiting = std::map<std::pair<std::string, int>, std::string>;
+Expected<Waiting> waiting_attempts(Store& store, const RunRecord& run) {
+  Waiting waiting;
+  if (run.status != RunStatus::Running || run.dispatch != Dispatch::Workers) return waiting;
+  for (const auto& e : ORCH_TRY(store.events_of_kind(run.id, "attempt_waiting"))) {
+    auto data = ojson::parse(e.data_json, nullptr, false);
+    if (data.is_object() && data.contains("reason") && data["reason"].is_string())
+      waiting[{e.step_id, e.attempt}] = data["reason"].get<std::string>();
+  }
+  if (!waiting.empty())
+    for (const auto& e : ORCH_TRY(store.events_of_kind(run.id, "attempt_claimed")))
+      waiting.erase({e.step_id, e.attempt});
+  return waiting;
+}
+
+// One step of the report, with its attempts.
+ojson step_json(const StepRecord& s, const std::vector<const AttemptRecord*>& attempts, const RunRecord& run,
+                bool active, std::int64_t now, const Waiting& waiting, ReportDetail detail) {
+  // Built by assignment and moves: an initializer list would deep-copy every attempt.
+  ojson att = ojson::array();
+  std::int64_t cache_read = 0, cache_write = 0;
+  for (const AttemptRecord* a : attempts) {
+    att.push_back(attempt_json(*a, active ? now : run.updated_at));
+    cache_read += a->cache_read_tokens;
+    cache_write += a->cache_write_tokens;
+  }
+  ojson step = ojson::object();
+  step["id"] = s.step_id;
+  step["goal"] = s.goal;
+  step["executor"] = s.executor;
+  step["status"] = step_status_name(s.status);
+  step["reason"] = s.reason;
+  if (s.status == StepStatus::Running)
+    if (auto w = waiting.find({s.step_id, s.last_attempt}); w != waiting.end())
+      step["reason"] = "waiting: " + w->second;
+  step["attempts"] = std::move(att);
+  step["tokens_in"] = s.tokens_in;
+  step["tokens_out"] = s.tokens_out;
+  step["tokens_cache_read"] = cache_read;
+  step["tokens_cache_write"] = cache_write;
+  step["cost_usd"] = s.cost_usd;
+  // A step running now has run for as long as its running attempt, on top: to
+  // now, or for an orphaned run to its driver's last sign of life (what a
+  // resume or cancel will charge the attempt when it closes it).
+  std::int64_t duration = s.wall_ms;
+  if (run.status == RunStatus::Running && s.status == StepStatus::Running && !attempts.empty()) {
+    const AttemptRecord& last = *attempts.back();
+    const std::int64_t until = active ? now : run.updated_at;
+    if (last.status == AttemptStatus::Running && last.started_at > 0)
+      duration += std::max<std::int64_t>(0, until - last.started_at);
+  }
+  step["duration_ms"] = duration;
+  step["fingerprint"] = s.fingerprint;
+  step["result_bytes"] = s.result.size();
+  if (detail == ReportDetail::WithResults) step["result"] = s.result;
+  return step;
+}
+
 }  // namespace
 
 nlohmann::ordered_json owner_json(const RunOwner& owner) {
@@ -137,62 +198,12 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
       counts[step_status_name(status)] += n;
     }
   }
-  // A running run executed by workers: the attempts queued that no live worker
-  // can take, and why (their driver's attempt_waiting events; one claimed since
-  // is not waiting any more), shown as the running step's reason.
-  std::map<std::pair<std::string, int>, std::string> waiting;
-  if (full && run.status == RunStatus::Running && run.dispatch == Dispatch::Workers) {
-    for (const auto& e : ORCH_TRY(store.events_of_kind(run_id, "attempt_waiting"))) {
-      auto data = ojson::parse(e.data_json, nullptr, false);
-      if (data.is_object() && data.contains("reason") && data["reason"].is_string())
-        waiting[{e.step_id, e.attempt}] = data["reason"].get<std::string>();
-    }
-    if (!waiting.empty())
-      for (const auto& e : ORCH_TRY(store.events_of_kind(run_id, "attempt_claimed")))
-        waiting.erase({e.step_id, e.attempt});
-  }
+  const Waiting waiting = full ? ORCH_TRY(waiting_attempts(store, run)) : Waiting{};
   ojson step_list = ojson::array();
   for (const auto& s : steps) {
     ++counts["total"];
     ++counts[step_status_name(s.status)];
-    // Built by assignment and moves: an initializer list would deep-copy every attempt.
-    ojson att = ojson::array();
-    std::int64_t cache_read = 0, cache_write = 0;
-    for (const AttemptRecord* a : by_step[s.step_id]) {
-      att.push_back(attempt_json(*a, active ? now : run.updated_at));
-      cache_read += a->cache_read_tokens;
-      cache_write += a->cache_write_tokens;
-    }
-    ojson step = ojson::object();
-    step["id"] = s.step_id;
-    step["goal"] = s.goal;
-    step["executor"] = s.executor;
-    step["status"] = step_status_name(s.status);
-    step["reason"] = s.reason;
-    if (s.status == StepStatus::Running)
-      if (auto w = waiting.find({s.step_id, s.last_attempt}); w != waiting.end())
-        step["reason"] = "waiting: " + w->second;
-    step["attempts"] = std::move(att);
-    step["tokens_in"] = s.tokens_in;
-    step["tokens_out"] = s.tokens_out;
-    step["tokens_cache_read"] = cache_read;
-    step["tokens_cache_write"] = cache_write;
-    step["cost_usd"] = s.cost_usd;
-    // A step running now has run for as long as its running attempt, on top: to
-    // now, or for an orphaned run to its driver's last sign of life (what a
-    // resume or cancel will charge the attempt when it closes it).
-    std::int64_t duration = s.wall_ms;
-    if (run.status == RunStatus::Running && s.status == StepStatus::Running && !by_step[s.step_id].empty()) {
-      const AttemptRecord& last = *by_step[s.step_id].back();
-      const std::int64_t until = active ? now : run.updated_at;
-      if (last.status == AttemptStatus::Running && last.started_at > 0)
-        duration += std::max<std::int64_t>(0, until - last.started_at);
-    }
-    step["duration_ms"] = duration;
-    step["fingerprint"] = s.fingerprint;
-    step["result_bytes"] = s.result.size();
-    if (detail == ReportDetail::WithResults) step["result"] = s.result;
-    step_list.push_back(std::move(step));
+    step_list.push_back(step_json(s, by_step[s.step_id], run, active, now, waiting, detail));
   }
   // A live run's time goes on between ledger writes (a step may run for minutes);
   // an orphaned one's ends at the last thing the ledger recorded of it.
@@ -278,6 +289,36 @@ std::string format_report_summary(const ojson& report, const StatusStyle& style)
   if (!reason.empty()) out += "\n  " + terminal_text(reason);
   out += "\n";
   return out;
+}
+
+Expected<ojson> build_steps_page(Store& store, const std::string& run_id, const StepsPage& page) {
+  const bool held = store.locked(run_id);
+  auto found = ORCH_TRY(store.find_run(run_id));
+  if (!found) return std::unexpected(store.no_run(run_id));
+  const bool active = found->status == RunStatus::Running && held;
+  const std::int64_t now = Clock::system().wall_ms();
+  ORCH_TRY(refresh_running_totals(store, *found, active, now));
+  const RunRecord& run = *found;
+  const Waiting waiting = ORCH_TRY(waiting_attempts(store, run));
+  std::vector<StepRecord> steps = ORCH_TRY(store.steps(run_id));
+  std::vector<const StepRecord*> matching;
+  for (const StepRecord& s : steps)
+    if (!page.status || s.status == *page.status) matching.push_back(&s);
+  ojson list = ojson::array();
+  const auto first = std::min(static_cast<std::size_t>(page.offset), matching.size());
+  const auto last = std::min(first + static_cast<std::size_t>(page.limit), matching.size());
+  for (std::size_t i = first; i < last; ++i) {
+    // Only this page's attempts are read.
+    const std::vector<AttemptRecord> attempts = ORCH_TRY(store.attempts(run_id, matching[i]->step_id));
+    std::vector<const AttemptRecord*> mine;
+    for (const AttemptRecord& a : attempts) mine.push_back(&a);
+    list.push_back(step_json(*matching[i], mine, run, active, now, waiting, ReportDetail::Full));
+  }
+  return ojson{{"run", run.id},
+               {"total", matching.size()},
+               {"offset", page.offset},
+               {"limit", page.limit},
+               {"steps", std::move(list)}};
 }
 
 Expected<std::vector<ListedRun>> list_runs_fresh(Store& store, std::int64_t now_ms) {

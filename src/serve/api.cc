@@ -87,10 +87,17 @@ Reply Api::runs(const RunsQuery& query) {
                      {"runs", page}});
 }
 
-Reply Api::run(const std::string& run_id) {
-  auto report = build_run_report(ledger_.runs(), run_id, ReportDetail::Full);
+Reply Api::run(const std::string& run_id, bool with_steps) {
+  auto report =
+      build_run_report(ledger_.runs(), run_id, with_steps ? ReportDetail::Full : ReportDetail::Summary);
   if (!report) return error_reply(report.error());
   return json_reply(*report);
+}
+
+Reply Api::steps(const std::string& run_id, const StepsPage& page) {
+  auto steps = build_steps_page(ledger_.runs(), run_id, page);
+  if (!steps) return error_reply(steps.error());
+  return json_reply(*steps);
 }
 
 Expected<std::vector<EventRecord>> Api::events_after(const std::string& run_id, std::int64_t after,

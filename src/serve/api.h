@@ -16,6 +16,7 @@
 
 #include "orch/clock.h"
 #include "orch/ledger.h"
+#include "orch/report.h"
 
 namespace orch::serve {
 
@@ -39,8 +40,11 @@ class Api {
   // {"total": N, "offset": K, "limit": L, "counts": {status: n}, "runs": [...]}
   // (each run as `orch runs --json` lists it, plus "progress": {done, total}).
   Reply runs(const RunsQuery& query);
-  // The run report (schemas/run-report.schema.json), as `orch status --json`.
-  Reply run(const std::string& run_id);
+  // The run report (schemas/run-report.schema.json), as `orch status --json`;
+  // without `steps` (the run, budget and counts only) when `with_steps` is false.
+  Reply run(const std::string& run_id, bool with_steps = true);
+  // A page of the run's steps (orch/report.h, build_steps_page).
+  Reply steps(const std::string& run_id, const StepsPage& page);
   // {"events": [...], "last_seq": N}: the run's events after seq `after`, at most `limit`.
   Reply events(const std::string& run_id, std::int64_t after, int limit);
   // The last `tail` bytes of an attempt's stdout or stderr, as JSON

@@ -171,7 +171,28 @@ class Server {
     svr.Get("/api/runs/stream",
             [this](const httplib::Request&, httplib::Response& res) { runs_stream(res); });
     svr.Get(R"(/api/runs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      send(res, locked([&] { return api_.run(req.matches[1]); }));
+      auto with = number_param(req, "steps", 1, 0, 1);
+      if (!with) return bad_request(res, with.error());
+      send(res, locked([&] { return api_.run(req.matches[1], *with == 1); }));
+    });
+    svr.Get(R"(/api/runs/([^/]+)/steps)", [this](const httplib::Request& req, httplib::Response& res) {
+      StepsPage page;
+      auto offset = number_param(req, "offset", 0, 0, 1'000'000'000);
+      auto limit = number_param(req, "limit", 100, 1, 1000);
+      if (!offset) return bad_request(res, offset.error());
+      if (!limit) return bad_request(res, limit.error());
+      page.offset = static_cast<int>(*offset);
+      page.limit = static_cast<int>(*limit);
+      if (req.has_param("status")) {
+        page.status = parse_step_status(req.get_param_value("status"));
+        if (!page.status)
+          return bad_request(
+              res, Error{ErrorCode::InvalidInput,
+                         fmt::format("?status={}: not a step status (pending, running, done, failed, "
+                                     "skipped, cancelled, awaiting_approval)",
+                                     req.get_param_value("status"))});
+      }
+      send(res, locked([&] { return api_.steps(req.matches[1], page); }));
     });
     svr.Get(R"(/api/runs/([^/]+)/graph\.svg)", [this](const httplib::Request& req, httplib::Response& res) {
       auto svg = locked([&] { return run_graph_svg(ledger_.runs(), req.matches[1]); });

@@ -53,6 +53,8 @@ button { margin-right: 4px; }
   <h3>Graph</h3>
   <div id="graph"></div>
   <h3>Steps</h3>
+  <p><button id="steps-prev">&lt; earlier steps</button><button id="steps-next">later steps &gt;</button>
+    <span id="steps-shown" class="muted"></span></p>
   <table id="steps"><thead><tr><th>step</th><th>status</th><th>attempts</th><th>reason</th>
     <th>tokens</th><th>cost</th><th></th></tr></thead><tbody></tbody></table>
   <h3 id="output-title" hidden>Output</h3>
@@ -151,10 +153,22 @@ async function showRuns() {
   $("next").disabled = (page + 1) * PAGE >= data.total;
 }
 
+// A run's steps come a page at a time (a run may have 100,000): the report
+// without its steps, then the page shown.
+const STEPS = 100;
+let stepsPage = 0;
 async function showRun(id) {
   const mine = view;
-  const report = await api("/api/runs/" + encodeURIComponent(id));
+  const [report, page] = await Promise.all([
+    api("/api/runs/" + encodeURIComponent(id) + "?steps=0"),
+    api("/api/runs/" + encodeURIComponent(id) + "/steps?limit=" + STEPS + "&offset=" + stepsPage * STEPS)]);
   if (mine !== view) return;
+  report.steps = page.steps;
+  text($("steps-shown"), page.total ? `steps ${page.offset + 1}-${page.offset + page.steps.length} of ${page.total}` : "");
+  $("steps-prev").disabled = stepsPage === 0;
+  $("steps-next").disabled = (stepsPage + 1) * STEPS >= page.total;
+  $("steps-prev").onclick = () => { stepsPage = Math.max(0, stepsPage - 1); showRun(id).catch(showError); };
+  $("steps-next").onclick = () => { stepsPage += 1; showRun(id).catch(showError); };
   $("runs-view").hidden = true; $("run-view").hidden = false; text($("where"), "run " + id);
   const run = report.run;
   text($("run-title"), run.id + (run.name ? "  " + run.name : ""));
@@ -230,8 +244,11 @@ async function showOutput(run, step, n) {
   text($("output"), out.text + both + err.text).hidden = false;
 }
 
+// The newest 500 events are kept in the table.
 function addEvent(e) {
-  const row = $("events").tBodies[0].insertRow();
+  const body = $("events").tBodies[0];
+  if (body.rows.length >= 500) body.deleteRow(0);
+  const row = body.insertRow();
   cell(row, e.seq); cell(row, new Date(e.ts).toISOString()); cell(row, e.kind); cell(row, e.step);
   cell(row, JSON.stringify(e.data));
 }
@@ -373,6 +390,7 @@ async function route() {
   const m = location.hash.match(/^#\/runs\/(.+)$/);
   if (m) {
     const id = decodeURIComponent(m[1]);
+    stepsPage = 0;
     $("events").tBodies[0].replaceChildren();
     const redraw = () => later(() => showRun(id).then(() => showGraph(id)));
     source = new EventSource("/api/runs/" + encodeURIComponent(id) + "/stream");

@@ -64,6 +64,14 @@ const char* status_colour(StepStatus status) {
 Expected<std::string> run_graph_svg(Store& store, const std::string& run_id) {
   auto run = ORCH_TRY(store.find_run(run_id));
   if (!run) return std::unexpected(store.no_run(run_id));
+  // Counted first, without reading the plan: a run too large to draw is said at once.
+  int total = 0;
+  for (const auto& [status, n] : ORCH_TRY(store.step_status_counts(run_id))) total += n;
+  if (total > kMaxDrawnSteps)
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("run {} has {} steps: more than {} are not drawn (the steps "
+                            "table lists them)",
+                            run_id, total, kMaxDrawnSteps));
   const PlanVersion version = ORCH_TRY(store.latest_plan(run_id));
   LoadResult loaded = parse_plan(version.text, version.path);
   if (!loaded.checkable)

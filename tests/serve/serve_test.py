@@ -210,6 +210,32 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(status, 409)
         self.assertIn("2001 steps: more than 2000 are not drawn", body["error"])
 
+    def test_a_runs_steps_come_a_page_at_a_time(self):
+        self.write("many.yaml", "name: many\nsteps:\n" + "".join(
+            "  - {id: m%03d, executor: 'builtin:echo', inputs: {text: x}}\n" % i for i in range(120)) +
+            "  - {id: bad, sh: 'exit 1'}\n")
+        rid = run_id(orch("run", "many.yaml", cwd=self.cwd).stderr)
+        s = self.serve()
+        _, summary = get_json(s.url + f"api/runs/{rid}?steps=0")
+        self.assertNotIn("steps", summary, "the report without its steps")
+        self.assertEqual(summary["counts"]["total"], 121)
+        _, page = get_json(s.url + f"api/runs/{rid}/steps?offset=50&limit=50")
+        self.assertEqual((page["total"], page["offset"], page["limit"]), (121, 50, 50))
+        self.assertEqual([st["id"] for st in page["steps"]], ["m%03d" % i for i in range(50, 100)])
+        self.assertEqual(page["steps"][0]["attempts"][0]["status"], "succeeded", "with its attempts")
+        _, last = get_json(s.url + f"api/runs/{rid}/steps?offset=100&limit=50")
+        self.assertEqual(len(last["steps"]), 21)
+        _, failed = get_json(s.url + f"api/runs/{rid}/steps?status=failed")
+        self.assertEqual([st["id"] for st in failed["steps"]], ["bad"])
+        self.assertEqual(failed["total"], 1)
+        _, full = get_json(s.url + f"api/runs/{rid}")
+        self.assertEqual(page["steps"], full["steps"][50:100], "the same entries as the whole report")
+        for bad in ("status=done-ish", "limit=0", "offset=x"):
+            status, body = get_json(s.url + f"api/runs/{rid}/steps?" + bad)
+            self.assertEqual(status, 400, bad)
+        self.assertEqual(get_json(s.url + "api/runs/nope/steps")[0], 404)
+        self.assertEqual(get_json(s.url + f"api/runs/{rid}?steps=2")[0], 400)
+
     def test_bad_ids_routes_traversal_and_oversized_requests(self):
         self.write("plan.yaml", PLAN)
         rid = run_id(orch("run", "plan.yaml", cwd=self.cwd).stderr)
