@@ -235,13 +235,19 @@ async function showGraph(id) {
   box.replaceChildren(document.importNode(svg, true));
 }
 
-async function showOutput(run, step, n) {
+// An attempt's output; while the attempt runs, read again every half second
+// (its log file grows) for as long as it is the one shown.
+let shownOutput = 0;
+async function showOutput(run, step, n, again) {
+  const mine = again || ++shownOutput, v = view;
   const base = "/api/runs/" + encodeURIComponent(run) + "/steps/" + encodeURIComponent(step) + "/attempts/" + n;
   const out = await api(base + "/output?stream=stdout");
   const err = await api(base + "/output?stream=stderr");
-  text($("output-title"), "Output of " + step + " attempt " + n).hidden = false;
+  if (mine !== shownOutput || v !== view) return;
+  text($("output-title"), "Output of " + step + " attempt " + n + (out.running ? " (running)" : "")).hidden = false;
   const both = out.text && err.text ? "\n--- stderr ---\n" : "";
   text($("output"), out.text + both + err.text).hidden = false;
+  if (out.running) setTimeout(() => showOutput(run, step, n, mine).catch(showError), 500);
 }
 
 // The newest 500 events are kept in the table.

@@ -142,6 +142,21 @@ try {
   check((await progress.textContent()).trim() === "8/8", "and reached 8/8 when it finished");
   await finished;
 
+  // An attempt's output follows while it runs.
+  writeFileSync(join(work, "talk.yaml"), "name: talk\nsteps:\n  - {id: talk, sh: 'echo first; sleep 2; echo second; sleep 1'}\n");
+  const talker = spawn(ORCH, ["run", "talk.yaml"], { cwd: work, stdio: "ignore" });
+  const talked = new Promise((ok) => talker.on("exit", ok));
+  const talkRow = page.locator("tr", { hasText: "talk" }).first();
+  await talkRow.waitFor({ timeout: 10000 });
+  await talkRow.locator("a").click();
+  await page.locator('tr[data-step="talk"] button', { hasText: "#1" }).click();
+  await page.waitForFunction(() => document.getElementById("output").textContent.includes("first"));
+  check(!(await page.locator("#output").textContent()).includes("second"), "a running attempt's output so far");
+  await page.waitForFunction(() => document.getElementById("output").textContent.includes("second"), null,
+                             { timeout: 10000 });
+  check(true, "and what it printed next, without another click");
+  await talked;
+
   // A run: its failed step, its reason, its output; the DAG.
   await page.goto(base + "#/runs/" + demo);
   await page.waitForSelector('tr[data-step="c"]');
