@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "postgres/pg_store.h"
 #include "serve/api.h"
 #include "serve/metrics.h"
 #include "serve/page.h"
@@ -153,7 +154,15 @@ class Server {
     svr.Get("/healthz",
             [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
     svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      auto text = locked([&] { return render_metrics(ledger_.runs(), clock_); });
+      auto text = locked([&]() -> Expected<std::string> {
+        // A PostgreSQL ledger: its workers too, asked on the store's connection.
+        if (auto* pg = dynamic_cast<PgStore*>(&ledger_.runs())) {
+          distrib::WorkQueue queue(pg->connection());
+          auto workers = ORCH_TRY(queue.workers());
+          return render_metrics(ledger_.runs(), clock_, &workers);
+        }
+        return render_metrics(ledger_.runs(), clock_);
+      });
       if (!text) return send(res, error_reply(text.error()));
       res.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
     });

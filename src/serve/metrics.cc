@@ -66,7 +66,8 @@ std::string reason_class(const AttemptRecord& a) {
   return attempt_ending_name(a.ending);
 }
 
-Expected<std::string> render_metrics(Store& store, const Clock& clock) {
+Expected<std::string> render_metrics(Store& store, const Clock& clock,
+                                     const std::vector<distrib::WorkerRow>* workers) {
   const std::vector<RunRecord> runs = ORCH_TRY(store.list_runs());
   std::map<std::string, int> runs_by_status;
   std::map<std::string, long> steps_by_status;
@@ -164,6 +165,25 @@ Expected<std::string> render_metrics(Store& store, const Clock& clock) {
   h.sample("orch_stalls_total", "", static_cast<double>(stalls));
   h.family("orch_approvals_pending", "gauge", "Steps waiting for a person's approval.");
   h.sample("orch_approvals_pending", "", static_cast<double>(pending_approvals));
+  if (workers != nullptr) {
+    long live = 0, gone = 0, slots = 0, leases = 0;
+    for (const distrib::WorkerRow& w : *workers) {
+      if (w.live) {
+        ++live;
+        slots += w.slots;
+      } else if (w.stopped_at == 0) {
+        ++gone;  // stopped heartbeating without saying it stopped
+      }
+      leases += static_cast<long>(w.running.size());
+    }
+    h.family("orch_workers", "gauge", "Registered orch workers: live, or gone (silent past their lease).");
+    h.sample("orch_workers", "state=\"live\"", static_cast<double>(live));
+    h.sample("orch_workers", "state=\"gone\"", static_cast<double>(gone));
+    h.family("orch_worker_slots", "gauge", "The live workers' slots.");
+    h.sample("orch_worker_slots", "", static_cast<double>(slots));
+    h.family("orch_leases", "gauge", "Attempts claimed by a worker under a lease now.");
+    h.sample("orch_leases", "", static_cast<double>(leases));
+  }
   return text + h.take();
 }
 

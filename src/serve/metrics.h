@@ -16,19 +16,26 @@
 //   orch_attempt_duration_seconds              histogram of finished attempts
 //   orch_stalls_total                          counter: attempts ended as stalled
 //   orch_approvals_pending                     gauge: steps awaiting approval
-// A distributed ledger's workers (active workers, leases held) are not read
-// here yet (docs/serve.md says so).
+// And, for a PostgreSQL ledger that `orch worker`s serve (distrib/):
+//   orch_workers{state}                        gauge: registered workers, live or gone
+//   orch_worker_slots                          gauge: the live workers' slots
+//   orch_leases                                gauge: attempts claimed under a lease now
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "distrib/work_queue.h"
 #include "orch/clock.h"
 #include "orch/error.h"
 #include "orch/store.h"
 
 namespace orch::serve {
 
-Expected<std::string> render_metrics(Store& store, const Clock& clock);
+// `workers`: the ledger's workers (WorkQueue::workers), or null for a ledger
+// that has none to ask about (SQLite).
+Expected<std::string> render_metrics(Store& store, const Clock& clock,
+                                     const std::vector<distrib::WorkerRow>* workers = nullptr);
 
 // The reason class of an attempt, for a label: its ending as the ledger names
 // it, with "postcondition" when its process succeeded but a check did not hold.

@@ -381,3 +381,35 @@ TEST_F(Workers, AWorkerWithoutTheStepsExecutorReportsASetUpFailure) {
 
 }  // namespace
 }  // namespace orch::pg_workers_test
+
+namespace orch::pg_workers_test {
+namespace {
+
+TEST_F(Workers, OrchServesMetricsSayTheLiveWorkersTheirSlotsAndLeases) {
+  start_worker("w1", {"--slots", "3"});
+  ASSERT_TRUE(live({"w1"}));
+  const pid_t server =
+      spawn_orch({"serve", "--store", url_, "--listen", "127.0.0.1:0"}, d_.path(), d_ / "serve.log");
+  std::string url;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const std::string log = read_file(d_ / "serve.log");
+        const auto at = log.find("http://127.0.0.1:");
+        if (at == std::string::npos) return false;
+        url = log.substr(at, log.find('/', at + 7) - at + 1);
+        return true;
+      },
+      20000))
+      << read_file(d_ / "serve.log");
+  auto metrics = orch::testing::run_command({"curl", "-s", url + "metrics"}, d_.path(), {}, 30);
+  ::kill(server, SIGTERM);
+  wait_exit(server);
+  ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
+  EXPECT_NE(metrics.out.find("orch_workers{state=\"live\"} 1\n"), std::string::npos) << metrics.out;
+  EXPECT_NE(metrics.out.find("orch_worker_slots 3\n"), std::string::npos) << metrics.out;
+  EXPECT_NE(metrics.out.find("orch_leases 0\n"), std::string::npos) << metrics.out;
+  EXPECT_NE(metrics.out.find("orch_runs{status=\"running\"} 0\n"), std::string::npos) << metrics.out;
+}
+
+}  // namespace
+}  // namespace orch::pg_workers_test
