@@ -288,6 +288,8 @@ class Store {
   // an index, so an owner with many runs in a large ledger is found at once.
   virtual Expected<std::vector<RunRecord>> owned_runs(OwnerKind kind, const std::string& owner_id) = 0;
   virtual Expected<PlanVersion> latest_plan(const std::string& run_id) = 0;
+  // Every version of a run's plan (one per --replan), oldest first; none for an unknown run.
+  virtual Expected<std::vector<PlanVersion>> plan_versions(const std::string& run_id) = 0;
   virtual Expected<std::vector<StepRecord>> steps(const std::string& run_id) = 0;  // by idx
   // One step's row. The default looks through what steps() returns.
   virtual Expected<std::optional<StepRecord>> find_step(const std::string& run_id,

@@ -110,6 +110,9 @@ class LosingStore final : public Store {
     return inner_.owned_runs(kind, owner);
   }
   Expected<PlanVersion> latest_plan(const std::string& id) override { return inner_.latest_plan(id); }
+  Expected<std::vector<PlanVersion>> plan_versions(const std::string& id) override {
+    return inner_.plan_versions(id);
+  }
   Expected<std::vector<StepRecord>> steps(const std::string& id) override { return inner_.steps(id); }
   Expected<std::vector<AttemptRecord>> attempts(const std::string& id, const std::string& step) override {
     return inner_.attempts(id, step);

@@ -112,6 +112,7 @@ RunRecord read_run(const Statement& s) {
 const char kInsertPlan[] = "INSERT INTO plans (" ORCH_PLAN_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5)";
 const char kLatestPlan[] =
     "SELECT " ORCH_PLAN_COLUMNS " FROM plans WHERE run_id = ?1 ORDER BY version DESC LIMIT 1";
+const char kPlanVersions[] = "SELECT " ORCH_PLAN_COLUMNS " FROM plans WHERE run_id = ?1 ORDER BY version";
 
 void bind_plan(Statement& s, const PlanVersion& p) {
   s.bind_text(1, p.run_id);

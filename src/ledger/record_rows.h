@@ -29,6 +29,7 @@ RunRecord read_run(const Statement& row);
 // plans: ?1..?5 in the order of PlanVersion.
 extern const char kInsertPlan[];
 extern const char kLatestPlan[];  // ?1 = run_id
+extern const char kPlanVersions[];  // ?1 = run_id
 void bind_plan(Statement& statement, const PlanVersion& plan);
 PlanVersion read_plan(const Statement& row);
 

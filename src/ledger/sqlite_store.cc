@@ -260,6 +260,13 @@ Expected<PlanVersion> SqliteStore::latest_plan(const std::string& run_id) {
   return std::move(*plan);
 }
 
+Expected<std::vector<PlanVersion>> SqliteStore::plan_versions(const std::string& run_id) {
+  Statement& plan_versions_sql = *ORCH_TRY(prepared(sql_.plan_versions, rows::kPlanVersions));
+  plan_versions_sql.bind_text(1, run_id);
+  return collect(plan_versions_sql, rows::read_plan,
+                 [&] { return fmt::format("reading the plan versions of run '{}'", run_id); });
+}
+
 Expected<std::vector<StepRecord>> SqliteStore::steps(const std::string& run_id) {
   Statement& count_steps_of_run_sql = *ORCH_TRY(prepared(sql_.count_steps_of_run, rows::kCountStepsOfRun));
   Statement& steps_of_run_sql = *ORCH_TRY(prepared(sql_.steps_of_run, rows::kStepsOfRun));

@@ -72,6 +72,7 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore, p
   Expected<std::vector<RunRecord>> list_runs() override;
   Expected<std::vector<RunRecord>> owned_runs(OwnerKind kind, const std::string& owner_id) override;
   Expected<PlanVersion> latest_plan(const std::string& run_id) override;
+  Expected<std::vector<PlanVersion>> plan_versions(const std::string& run_id) override;
   Expected<std::vector<StepRecord>> steps(const std::string& run_id) override;
   Expected<std::map<StepStatus, int>> step_status_counts(const std::string& run_id) override;
   Expected<std::optional<StepRecord>> find_step(const std::string& run_id,
@@ -126,7 +127,7 @@ class SqliteStore final : public Store, public TraceStore, public ReviewStore, p
     Statement begin, commit, rollback;
     Statement insert_run, update_run, find_run, list_runs, owned_runs, request_cancel, cancel_requested,
         attempt_totals;
-    Statement insert_plan, latest_plan;
+    Statement insert_plan, latest_plan, plan_versions;
     Statement upsert_step, update_step, steps_of_run, count_steps_of_run, step_status_counts, find_step;
     Statement insert_attempt, finish_attempt, attempts_of_run, attempts_of_step;
     Statement insert_event, events_of_run, events_of_kind;

@@ -174,6 +174,13 @@ TEST_P(StoreContract, ThePlanIsItsLatestVersionAndVersionsNeverChange) {
   EXPECT_FALSE(store_->insert_plan_version(PlanVersion{"r", 2, "/p.yaml", "other", 3}));
   EXPECT_EQ(store_->latest_plan("r")->text, "v2");
   EXPECT_FALSE(store_->latest_plan("no-such-run"));
+  auto versions = store_->plan_versions("r");
+  ASSERT_TRUE(versions) << versions.error().message;
+  ASSERT_EQ(versions->size(), 2u);
+  EXPECT_EQ((*versions)[0].version, 1);
+  EXPECT_EQ((*versions)[0].text, "v1");
+  EXPECT_EQ((*versions)[1].text, "v2");
+  EXPECT_TRUE(store_->plan_versions("no-such-run")->empty());
 }
 
 TEST_P(StoreContract, StepsAreKeptByIdxAndUpdatedInPlace) {

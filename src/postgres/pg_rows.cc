@@ -102,6 +102,7 @@ RunRecord read_run(const PgResult& s, int i) {
 const char kInsertPlan[] = "INSERT INTO plans (" ORCH_PG_PLAN_COLUMNS ") VALUES ($1, $2, $3, $4, $5)";
 const char kLatestPlan[] =
     "SELECT " ORCH_PG_PLAN_COLUMNS " FROM plans WHERE run_id = $1 ORDER BY version DESC LIMIT 1";
+const char kPlanVersions[] = "SELECT " ORCH_PG_PLAN_COLUMNS " FROM plans WHERE run_id = $1 ORDER BY version";
 
 PgParams plan_params(const PlanVersion& p) {
   return PgParams().text(p.run_id).integer(p.version).text(p.path).text(p.text).integer(p.created_at);

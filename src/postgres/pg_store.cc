@@ -203,6 +203,12 @@ Expected<PlanVersion> PgStore::latest_plan(const std::string& run_id) {
   return rows::read_plan(plan, 0);
 }
 
+Expected<std::vector<PlanVersion>> PgStore::plan_versions(const std::string& run_id) {
+  return all_rows(ORCH_TRY(conn_->exec(fmt::format("reading the plan versions of run '{}'", run_id),
+                                       rows::kPlanVersions, PgParams().text(run_id))),
+                  rows::read_plan);
+}
+
 Expected<std::vector<StepRecord>> PgStore::steps(const std::string& run_id) {
   auto steps = ORCH_TRY(conn_->exec(fmt::format("reading the steps of run '{}'", run_id), rows::kStepsOfRun,
                                     PgParams().text(run_id)));

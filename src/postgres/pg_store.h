@@ -86,6 +86,7 @@ class PgStore final : public Store, public TraceStore, public ReviewStore, publi
   Expected<std::vector<RunRecord>> list_runs() override;
   Expected<std::vector<RunRecord>> owned_runs(OwnerKind kind, const std::string& owner_id) override;
   Expected<PlanVersion> latest_plan(const std::string& run_id) override;
+  Expected<std::vector<PlanVersion>> plan_versions(const std::string& run_id) override;
   Expected<std::vector<StepRecord>> steps(const std::string& run_id) override;
   Expected<std::map<StepStatus, int>> step_status_counts(const std::string& run_id) override;
   Expected<std::optional<StepRecord>> find_step(const std::string& run_id,

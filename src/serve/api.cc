@@ -94,6 +94,20 @@ Reply Api::run(const std::string& run_id, bool with_steps) {
   return json_reply(*report);
 }
 
+Reply Api::plans(const std::string& run_id) {
+  Store& store = ledger_.runs();
+  auto run = store.find_run(run_id);
+  if (!run) return error_reply(run.error());
+  if (!*run) return error_reply(store.no_run(run_id));
+  auto versions = store.plan_versions(run_id);
+  if (!versions) return error_reply(versions.error());
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const PlanVersion& p : *versions)
+    out.push_back(
+        {{"version", p.version}, {"path", p.path}, {"created_at", iso_time(p.created_at)}, {"text", p.text}});
+  return json_reply(out);
+}
+
 Reply Api::steps(const std::string& run_id, const StepsPage& page) {
   auto steps = build_steps_page(ledger_.runs(), run_id, page);
   if (!steps) return error_reply(steps.error());

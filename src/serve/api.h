@@ -43,6 +43,8 @@ class Api {
   // The run report (schemas/run-report.schema.json), as `orch status --json`;
   // without `steps` (the run, budget and counts only) when `with_steps` is false.
   Reply run(const std::string& run_id, bool with_steps = true);
+  // [{version, path, created_at, text}]: every version of the run's plan, oldest first.
+  Reply plans(const std::string& run_id);
   // A page of the run's steps (orch/report.h, build_steps_page).
   Reply steps(const std::string& run_id, const StepsPage& page);
   // {"events": [...], "last_seq": N}: the run's events after seq `after`, at most `limit`.

@@ -184,6 +184,9 @@ class Server {
       if (!with) return bad_request(res, with.error());
       send(res, locked([&] { return api_.run(req.matches[1], *with == 1); }));
     });
+    svr.Get(R"(/api/runs/([^/]+)/plans)", [this](const httplib::Request& req, httplib::Response& res) {
+      send(res, locked([&] { return api_.plans(req.matches[1]); }));
+    });
     svr.Get(R"(/api/runs/([^/]+)/steps)", [this](const httplib::Request& req, httplib::Response& res) {
       StepsPage page;
       auto offset = number_param(req, "offset", 0, 0, 1'000'000'000);

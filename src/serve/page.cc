@@ -57,6 +57,8 @@ button { margin-right: 4px; }
     <span id="steps-shown" class="muted"></span></p>
   <table id="steps"><thead><tr><th>step</th><th>status</th><th>attempts</th><th>reason</th>
     <th>tokens</th><th>cost</th><th></th></tr></thead><tbody></tbody></table>
+  <h3>Plan versions</h3>
+  <div id="plans"></div>
   <h3 id="output-title" hidden>Output</h3>
   <pre id="output" hidden></pre>
   <h3>Events</h3>
@@ -250,6 +252,20 @@ async function showOutput(run, step, n, again) {
   if (out.running) setTimeout(() => showOutput(run, step, n, mine).catch(showError), 500);
 }
 
+// Every version of the run's plan (one per --replan), each one's text on a click.
+async function showPlans(id) {
+  const mine = view, versions = await api("/api/runs/" + encodeURIComponent(id) + "/plans");
+  if (mine !== view) return;
+  const shown = text(document.createElement("pre"), "");
+  shown.hidden = true;
+  const t = table(versions, [["version", (p) => {
+    const b = text(document.createElement("button"), "v" + p.version);
+    b.onclick = () => { text(shown, p.text).hidden = false; };
+    return b;
+  }], ["file", (p) => p.path], ["recorded", (p) => p.created_at]], "plans");
+  $("plans").replaceChildren(t, shown);
+}
+
 // The newest 500 events are kept in the table.
 function addEvent(e) {
   const body = $("events").tBodies[0];
@@ -409,6 +425,7 @@ async function route() {
     source.addEventListener("run", () => { if (mine === view) redraw(); });
     await showRun(id);
     await showGraph(id);
+    await showPlans(id);
   } else {
     source = new EventSource("/api/runs/stream");
     live(source);

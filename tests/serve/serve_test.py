@@ -210,6 +210,22 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(status, 409)
         self.assertIn("2001 steps: more than 2000 are not drawn", body["error"])
 
+    def test_the_plan_versions_of_a_replanned_run(self):
+        self.write("plan.yaml", PLAN)
+        rid = run_id(orch("run", "plan.yaml", cwd=self.cwd).stderr)
+        fixed = PLAN.replace("echo bad >&2; exit 3", "echo fixed")
+        self.write("fixed.yaml", fixed)
+        resumed = orch("resume", rid, "--replan", "fixed.yaml", cwd=self.cwd)
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        s = self.serve()
+        status, versions = get_json(s.url + f"api/runs/{rid}/plans")
+        self.assertEqual(status, 200)
+        self.assertEqual([v["version"] for v in versions], [1, 2])
+        self.assertEqual(versions[0]["text"], PLAN)
+        self.assertEqual(versions[1]["text"], fixed)
+        self.assertTrue(versions[1]["path"].endswith("fixed.yaml"))
+        self.assertEqual(get_json(s.url + "api/runs/nope/plans")[0], 404)
+
     def test_a_runs_steps_come_a_page_at_a_time(self):
         self.write("many.yaml", "name: many\nsteps:\n" + "".join(
             "  - {id: m%03d, executor: 'builtin:echo', inputs: {text: x}}\n" % i for i in range(120)) +

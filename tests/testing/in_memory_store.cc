@@ -145,6 +145,13 @@ Expected<PlanVersion> InMemoryStore::latest_plan(const std::string& run_id) {
   return *latest;
 }
 
+Expected<std::vector<PlanVersion>> InMemoryStore::plan_versions(const std::string& run_id) {
+  std::vector<PlanVersion> out;
+  for (const auto& [key, plan] : tables_.plans)
+    if (key.first == run_id) out.push_back(plan);  // versions ascend within a run
+  return out;
+}
+
 Expected<std::vector<StepRecord>> InMemoryStore::steps(const std::string& run_id) {
   std::vector<StepRecord> out;
   for (const auto& [key, step] : tables_.steps)

@@ -46,6 +46,7 @@ class InMemoryStore final : public Store {
   Expected<std::vector<RunRecord>> list_runs() override;
   Expected<std::vector<RunRecord>> owned_runs(OwnerKind kind, const std::string& owner_id) override;
   Expected<PlanVersion> latest_plan(const std::string& run_id) override;
+  Expected<std::vector<PlanVersion>> plan_versions(const std::string& run_id) override;
   Expected<std::vector<StepRecord>> steps(const std::string& run_id) override;
   Expected<std::vector<AttemptRecord>> attempts(const std::string& run_id,
                                                 const std::string& step_id) override;
