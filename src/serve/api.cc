@@ -94,6 +94,36 @@ Reply Api::run(const std::string& run_id, bool with_steps) {
   return json_reply(*report);
 }
 
+Reply Api::approvals(const std::string& run_id) {
+  Store& store = ledger_.runs();
+  auto run = store.find_run(run_id);
+  if (!run) return error_reply(run.error());
+  if (!*run) return error_reply(store.no_run(run_id));
+  auto counts = store.step_status_counts(run_id);
+  if (!counts) return error_reply(counts.error());
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  if (!counts->contains(StepStatus::AwaitingApproval)) return json_reply(out);
+  auto requests = store.events_of_kind(run_id, "approval_requested");
+  if (!requests) return error_reply(requests.error());
+  std::map<std::string, nlohmann::ordered_json> latest;  // the last request of each step
+  for (const EventRecord& e : *requests) {
+    auto data = nlohmann::ordered_json::parse(e.data_json, nullptr, false);
+    if (!data.is_object()) continue;
+    latest[e.step_id] = {{"step", e.step_id},
+                         {"risk", data.value("risk", "")},
+                         {"command", data.value("command", "")},
+                         {"requested_at", iso_time(e.ts)}};
+  }
+  for (auto& [step_id, request] : latest) {
+    auto step = store.find_step(run_id, step_id);
+    if (!step) return error_reply(step.error());
+    if (!*step || (*step)->status != StepStatus::AwaitingApproval) continue;
+    request["reason"] = (*step)->reason;
+    out.push_back(std::move(request));
+  }
+  return json_reply(out);
+}
+
 Reply Api::plans(const std::string& run_id) {
   Store& store = ledger_.runs();
   auto run = store.find_run(run_id);

@@ -43,6 +43,9 @@ class Api {
   // The run report (schemas/run-report.schema.json), as `orch status --json`;
   // without `steps` (the run, budget and counts only) when `with_steps` is false.
   Reply run(const std::string& run_id, bool with_steps = true);
+  // [{step, risk, command, requested_at, reason}]: the run's steps awaiting
+  // approval, with what each will do and its risk (its approval_requested event).
+  Reply approvals(const std::string& run_id);
   // [{version, path, created_at, text}]: every version of the run's plan, oldest first.
   Reply plans(const std::string& run_id);
   // A page of the run's steps (orch/report.h, build_steps_page).

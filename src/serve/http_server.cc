@@ -184,6 +184,9 @@ class Server {
       if (!with) return bad_request(res, with.error());
       send(res, locked([&] { return api_.run(req.matches[1], *with == 1); }));
     });
+    svr.Get(R"(/api/runs/([^/]+)/approvals)", [this](const httplib::Request& req, httplib::Response& res) {
+      send(res, locked([&] { return api_.approvals(req.matches[1]); }));
+    });
     svr.Get(R"(/api/runs/([^/]+)/plans)", [this](const httplib::Request& req, httplib::Response& res) {
       send(res, locked([&] { return api_.plans(req.matches[1]); }));
     });

@@ -7,6 +7,7 @@
 //   GET  /api/runs/ID?steps=0|1              the run report (steps=0: without its steps)
 //   GET  /api/runs/ID/steps?offset=&limit=&status=   a page of its steps, with their attempts
 //   GET  /api/runs/ID/plans                  every version of its plan (replans)
+//   GET  /api/runs/ID/approvals              its steps awaiting approval: risk and command
 //   GET  /api/runs/ID/graph.svg              the run's DAG (serve/run_graph.h)
 //   GET  /api/runs/ID/events?after=&limit=   the run's events
 //   GET  /api/runs/ID/stream                 Server-Sent Events: each new event of the run,

@@ -50,6 +50,7 @@ button { margin-right: 4px; }
   <p id="run-progress"></p>
   <p id="run-budget" class="muted"></p>
   <p><button id="cancel">Cancel run</button></p>
+  <div id="approvals"></div>
   <h3>Graph</h3>
   <div id="graph"></div>
   <h3>Steps</h3>
@@ -59,6 +60,7 @@ button { margin-right: 4px; }
     <th>tokens</th><th>cost</th><th></th></tr></thead><tbody></tbody></table>
   <h3>Plan versions</h3>
   <div id="plans"></div>
+  <p id="attempt" class="muted"></p>
   <h3 id="output-title" hidden>Output</h3>
   <pre id="output" hidden></pre>
   <h3>Events</h3>
@@ -184,6 +186,16 @@ async function showRun(id) {
        " attempts, " + Math.round((spent.wall_ms || 0) / 100) / 10 + " s");
   $("cancel").hidden = run.status !== "running" && run.status !== "awaiting_approval";
   $("cancel").onclick = () => act("/api/runs/" + encodeURIComponent(id) + "/cancel");
+  // What a paused step will do, and its risk: decided on from the page.
+  const box = $("approvals");
+  if (c.awaiting_approval) {
+    const pending = await api("/api/runs/" + encodeURIComponent(id) + "/approvals");
+    if (mine !== view) return;
+    box.replaceChildren(heading(3, "Waiting for approval"), table(pending, [["step", (a) => a.step],
+      ["risk", (a) => a.risk], ["will run", (a) => a.command], ["asked", (a) => a.requested_at]], "approvals"));
+  } else {
+    box.replaceChildren();
+  }
   // The table is rebuilt only when a step changed: a button being clicked is
   // not replaced under the pointer by an identical one.
   const body = $("steps").tBodies[0];
@@ -202,7 +214,7 @@ async function showRun(id) {
       const b = document.createElement("button");
       text(b, "#" + a.number + " " + a.status);
       b.title = a.reason || "";
-      b.onclick = () => showOutput(id, s.id, a.number).catch(showError);
+      b.onclick = () => { attemptDetails(s.id, a); showOutput(id, s.id, a.number).catch(showError); };
       attempts.append(b);
     }
     cell(row, s.reason, "reason");
@@ -235,6 +247,14 @@ async function showGraph(id) {
   for (const el of svg.querySelectorAll("*"))
     for (const attr of [...el.attributes]) if (/^on/i.test(attr.name) || /href/i.test(attr.name)) el.removeAttribute(attr.name);
   box.replaceChildren(document.importNode(svg, true));
+}
+
+// An attempt: how it ended, its postconditions, what it spent.
+function attemptDetails(step, a) {
+  const checks = (a.checks || []).map((c) => `${c.kind} ${c.held ? "held" : "failed"}` + (c.reason ? ` (${c.reason})` : ""));
+  text($("attempt"), `${step} attempt ${a.number}: ${a.status}` + (a.reason ? ` - ${a.reason}` : "") +
+       `; checks: ${checks.join(", ") || "none"}; tokens ${a.tokens_in + a.tokens_out}, ${money(a.cost_usd)}, ` +
+       `${a.duration_ms} ms`);
 }
 
 // An attempt's output; while the attempt runs, read again every half second
@@ -400,7 +420,7 @@ async function route() {
   refresh = null;
   if (keepToken()) return;
   closeSource(); showError("");
-  $("output-title").hidden = true; $("output").hidden = true;
+  $("output-title").hidden = true; $("output").hidden = true; text($("attempt"), "");
   $("other-view").hidden = true;
   const other = location.hash.match(/^#\/(tasks|reviews|cycles)(?:\/(.+))?$/);
   if (other) {

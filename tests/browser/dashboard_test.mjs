@@ -98,16 +98,22 @@ const risky = orch("run", "risky.yaml", "--approve-medium");
 check(risky.code === 3, "the risky plan pauses for approval (exit 3)");
 const paused = runId(risky.err);
 
-const server = spawn(ORCH, ["serve", "--listen", "127.0.0.1:0"], { cwd: work });
-const base = await new Promise((ok, fail) => {
-  let said = "";
-  server.stderr.on("data", (d) => {
-    said += d;
-    const m = said.match(/(http:\/\/127\.0\.0\.1:\d+\/)/);
-    if (m) ok(m[1]);
+// orch serve on LISTEN; resolves to its address once it says it.
+function startServer(listen) {
+  const proc = spawn(ORCH, ["serve", "--listen", listen], { cwd: work });
+  const address = new Promise((ok, fail) => {
+    let said = "";
+    proc.stderr.on("data", (d) => {
+      said += d;
+      const m = said.match(/(http:\/\/127\.0\.0\.1:\d+\/)/);
+      if (m) ok(m[1]);
+    });
+    proc.on("exit", (code) => fail(new Error("orch serve exited " + code + ": " + said)));
   });
-  server.on("exit", (code) => fail(new Error("orch serve exited " + code + ": " + said)));
-});
+  return { proc, address };
+}
+let server = startServer("127.0.0.1:0");
+const base = await server.address;
 const token = readFileSync(join(work, ".orch", "serve.token"), "utf8").trim();
 
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
@@ -166,6 +172,9 @@ try {
   await page.locator('tr[data-step="c"] button', { hasText: "#1" }).click();
   await page.waitForFunction(() => document.getElementById("output").textContent.includes("the disk is full"));
   check(true, "its output (stderr) is shown");
+  const details = await page.locator("#attempt").textContent();
+  check(details.includes("c attempt 1: failed") && details.includes("exit_zero failed") && details.includes("tokens 0"),
+        "with how the attempt ended, its postcondition and its spend: " + details);
   await page.waitForSelector("#graph svg g.node");
   check((await page.locator("#graph svg g.node").count()) === 4, "the DAG has the plan's 4 nodes");
   check((await page.locator("#graph svg g.edge").count()) === 4, "and its 4 edges");
@@ -191,6 +200,10 @@ try {
   check(!page.url().includes(token), "the token is taken out of the address");
   await page.goto(base + "#/runs/" + paused);
   await page.waitForSelector('tr[data-step="deploy"] button.approve');
+  await page.waitForSelector("#approvals table.approvals tbody tr");
+  const asked = await page.locator("#approvals table.approvals tbody tr").first().textContent();
+  check(asked.includes("deploy") && asked.includes("high") && asked.includes("touch") && asked.includes("deployed"),
+        "the paused step shows what it will run and its risk: " + asked);
   await page.screenshot({ path: join(SHOTS, "approval.png"), fullPage: true });
   await page.locator('tr[data-step="deploy"] button.approve').click();
   let approved = false;
@@ -234,6 +247,20 @@ try {
   check((await page.locator("#other-view table.audit tbody tr").count()) > 0, "and its audit entries");
   await page.screenshot({ path: join(SHOTS, "cycle.png"), fullPage: true });
 
+  // The server restarts: the page's stream reconnects by itself and goes on.
+  await page.goto(base);
+  await page.waitForSelector(`tr[data-run="${demo}"]`);
+  const stopped = new Promise((ok) => server.proc.on("exit", ok));
+  server.proc.kill("SIGTERM");
+  await stopped;
+  await page.waitForFunction(() => document.getElementById("live").textContent !== "live", null, { timeout: 10000 });
+  server = startServer(base.replace("http://", "").replace(/\/$/, ""));
+  await server.address;
+  const later = runId(orch("run", "demo.yaml").err);
+  await page.waitForSelector(`tr[data-run="${later}"]`, { timeout: 15000 });
+  check((await page.locator("#live").textContent()) === "live", "after the server restarted, the page reconnected " +
+        "and showed a run started then, without a reload");
+
   check(errors.length === 0, "no script error on the page " + errors.join("; "));
 } catch (e) {
   failures.push(String(e && e.stack || e));
@@ -244,7 +271,7 @@ try {
   console.error("its script errors: " + errors.join("; "));
 } finally {
   await browser.close();
-  server.kill("SIGTERM");
+  server.proc.kill("SIGTERM");
 }
 if (failures.length) {
   console.error(`${failures.length} check(s) failed`);

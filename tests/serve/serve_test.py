@@ -287,6 +287,11 @@ class ServeTest(unittest.TestCase):
         token = self.token()
         self.assertIn(token, said)
         self.assertEqual(os.stat(os.path.join(self.cwd, ".orch", "serve.token")).st_mode & 0o777, 0o600)
+        status, pending = get_json(s.url + f"api/runs/{rid}/approvals")
+        self.assertEqual(status, 200)
+        self.assertEqual([(a["step"], a["risk"]) for a in pending], [("migrate", "high")])
+        self.assertIn("touch", pending[0]["command"])
+        self.assertIn("awaiting approval", pending[0]["reason"])
         approve = s.url + f"api/runs/{rid}/steps/migrate/approve"
         for headers, why in [({}, "needs the server's token"),
                              ({"X-Orch-Token": "0" * 64}, "needs the server's token"),
@@ -305,6 +310,7 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(status, 200, "approving twice records it again, as orch approve does")
         resumed = orch("resume", rid, cwd=self.cwd)
         self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        self.assertEqual(get_json(s.url + f"api/runs/{rid}/approvals")[1], [], "none waits any more")
         self.assertTrue(os.path.exists(os.path.join(self.cwd, "migrated")))
         # A second start reads the token back and does not print it.
         s.stop()
