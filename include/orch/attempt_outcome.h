@@ -80,6 +80,9 @@ struct AttemptOutcome {
   // The machine that ran it, when its executor ran it on another one (an `orch
   // worker`'s host name): the attempt's record names it instead of this one.
   std::string host;
+  // The model a call went to, as "PROVIDER/MODEL" (the llm executor's; "" for
+  // an attempt that called none, or did not say).
+  std::string model;
 };
 
 }  // namespace orch

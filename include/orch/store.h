@@ -177,6 +177,9 @@ struct AttemptRecord {
   // (v12) The machine that ran it (its host name): its log files while it runs
   // and its snapshot are on that machine. "" for attempts recorded before v12.
   std::string host;
+  // (v15) The model the attempt called, "PROVIDER/MODEL" ("" when none, and for
+  // attempts recorded before v15): /metrics counts tokens and cost by it.
+  std::string model;
 };
 
 // What a run's attempts spent, summed from the append-only attempts table (the

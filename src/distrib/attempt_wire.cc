@@ -93,6 +93,7 @@ AttemptOutcome read_outcome(const Json& j) {
   o.stdout_text = read_text(j.at("stdout_text"));
   o.stderr_text = read_text(j.at("stderr_text"));
   o.host = j.at("host").get<std::string>();
+  o.model = j.value("model", std::string());
   return o;
 }
 
@@ -153,7 +154,8 @@ std::string encode_outcome(const AttemptOutcome& o) {
             {"retry_after", optional_ms(o.retry_after)},
             {"stdout_text", text_or_null(o.stdout_text)},
             {"stderr_text", text_or_null(o.stderr_text)},
-            {"host", o.host}};
+            {"host", o.host},
+            {"model", o.model}};
   return cbor(j);
 }
 

@@ -66,6 +66,7 @@ TEST(AttemptWire, AnOutcomeComesBackAsItWasSent) {
   o.retry_after = std::chrono::milliseconds(2000);
   o.stdout_text = kBytes;
   o.host = "gpu-7";
+  o.model = "local/llama-test";
   auto back = decode_outcome(encode_outcome(o));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->ending, AttemptEnding::TimedOut);
@@ -81,6 +82,7 @@ TEST(AttemptWire, AnOutcomeComesBackAsItWasSent) {
   EXPECT_EQ(back->stdout_text, kBytes);
   EXPECT_FALSE(back->stderr_text);
   EXPECT_EQ(back->host, "gpu-7");
+  EXPECT_EQ(back->model, "local/llama-test");
 }
 
 TEST(AttemptWire, BytesThatAreNoSpecAreRefusedClearly) {

@@ -120,6 +120,12 @@ steps:
   EXPECT_DOUBLE_EQ(claude.cost_usd, (2000 * 3.0 + 100 * 15.0) / 1e6);
   auto run_row = store_->find_run(out.run_id);
   EXPECT_EQ((*run_row)->spent_tokens, 3600);
+  // Each attempt names the model it called, as PROVIDER/MODEL (ledger v15).
+  auto ask_attempts = store_->attempts(out.run_id, "ask");
+  auto claude_attempts = store_->attempts(out.run_id, "claude");
+  ASSERT_TRUE(ask_attempts && claude_attempts && !ask_attempts->empty() && !claude_attempts->empty());
+  EXPECT_EQ(ask_attempts->back().model, "oa/gpt-test");
+  EXPECT_EQ(claude_attempts->back().model, "an/claude-test");
 }
 
 TEST_F(LlmEngineTest, AnEmptyCompletionOrMissingUsageFailsTheAttempt) {

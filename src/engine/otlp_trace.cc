@@ -119,6 +119,11 @@ ojson attempt_span(const std::string& trace_id, const std::string& step_span, co
   }
   attrs.push_back(attribute("orch.attempt.counted", {{"boolValue", a.counted}}));
   if (!a.host.empty()) attrs.push_back(text("orch.attempt.host", a.host));
+  // The model it called (ledger v15), as OpenTelemetry's GenAI conventions name it.
+  if (const auto slash = a.model.find('/'); slash != std::string::npos) {
+    attrs.push_back(text("gen_ai.system", a.model.substr(0, slash)));
+    attrs.push_back(text("gen_ai.request.model", a.model.substr(slash + 1)));
+  }
   Usage usage;
   usage.add(a);
   usage.put(attrs);

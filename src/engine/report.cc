@@ -74,7 +74,8 @@ ojson attempt_json(const AttemptRecord& a, std::int64_t until) {
           {"stderr", stream_json(a.stderr_path, a.stderr_bytes, a.stderr_truncated,
                                  a.status != AttemptStatus::Running)},
           {"snapshot", a.snapshot_dir},
-          {"host", a.host}};
+          {"host", a.host},
+          {"model", a.model}};
 }
 
 // The attempts of a running run executed by workers that no live worker can

@@ -179,6 +179,7 @@ void Scheduler::finish_attempt(int i, AttemptStatus status, const std::string& r
   a.output_tail = secrets_->mask(tail_of(o.output_tail, kTailBytes));
   a.cache_read_tokens = o.cache_read_tokens;
   a.cache_write_tokens = o.cache_write_tokens;
+  a.model = o.model;
   a.tokens_in = o.tokens_in;
   a.tokens_out = o.tokens_out;
   a.cost_usd = o.cost_usd;

@@ -349,6 +349,8 @@ void LlmExecutor::launch(const std::shared_ptr<Call>& call) {
     release_slot(call->provider);
     AttemptOutcome o;
     o.duration = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - started);
+    // The model the call went to, whatever came back: what it spent is its.
+    if (call->model != nullptr) o.model = call->provider + "/" + call->model->model;
     const AttemptSpec& spec = call->spec;
     // A completion (or an error body) comes whole: one that fits is kept in the
     // attempt's ledger row instead of a file of its own.

@@ -18,7 +18,7 @@ namespace orch::detail::rows {
   "run_id, step_id, number, status, counted, ending, exit_code, signal, reason, checks_json, " \
   "fingerprint, stdout_path, stderr_path, stdout_bytes, stderr_bytes, stdout_truncated, "      \
   "stderr_truncated, output_tail, tokens_in, tokens_out, cost_usd, started_at, finished_at, "  \
-  "duration_ms, snapshot_dir, stdout_text, stderr_text, cache_read_tokens, cache_write_tokens, host"
+  "duration_ms, snapshot_dir, stdout_text, stderr_text, cache_read_tokens, cache_write_tokens, host, model"
 #define ORCH_EVENT_COLUMNS "seq, run_id, ts, kind, step_id, attempt, data"
 
 // ---- runs -------------------------------------------------------------------------
@@ -201,14 +201,14 @@ StepRecord read_step(const Statement& s) {
 const char kInsertAttempt[] =
     "INSERT INTO attempts (" ORCH_ATTEMPT_COLUMNS
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-    "?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)";
+    "?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)";
 const char kFinishAttempt[] =
     "UPDATE attempts SET status = ?4, counted = ?5, ending = ?6, exit_code = ?7, signal = ?8, "
     "reason = ?9, checks_json = ?10, fingerprint = ?11, stdout_path = ?12, stderr_path = ?13, "
     "stdout_bytes = ?14, stderr_bytes = ?15, stdout_truncated = ?16, stderr_truncated = ?17, "
     "output_tail = ?18, tokens_in = ?19, tokens_out = ?20, cost_usd = ?21, started_at = ?22, "
     "finished_at = ?23, duration_ms = ?24, snapshot_dir = ?25, stdout_text = ?26, stderr_text = ?27, "
-    "cache_read_tokens = ?28, cache_write_tokens = ?29, host = ?30 "
+    "cache_read_tokens = ?28, cache_write_tokens = ?29, host = ?30, model = ?31 "
     "WHERE run_id = ?1 AND step_id = ?2 AND number = ?3 AND status = 'running'";
 // Steps are ordered by their plan position; a correlated lookup (by the steps
 // primary key) keeps the select list free of join ambiguity.
@@ -250,6 +250,7 @@ void bind_attempt(Statement& s, const AttemptRecord& a) {
   s.bind_int(28, a.cache_read_tokens);
   s.bind_int(29, a.cache_write_tokens);
   s.bind_text(30, a.host);
+  s.bind_text(31, a.model);
 }
 
 AttemptRecord read_attempt(const Statement& s) {
@@ -284,6 +285,7 @@ AttemptRecord read_attempt(const Statement& s) {
   a.cache_read_tokens = s.column_int(27);
   a.cache_write_tokens = s.column_int(28);
   a.host = s.column_text(29);
+  a.model = s.column_text(30);
   return a;
 }
 

@@ -343,7 +343,13 @@ CREATE TABLE workers (
 );
 )sql";
 
-const std::array<Migration, 14> kMigrations{{
+// v15: the model an attempt called ("PROVIDER/MODEL"; the llm executor's), so
+// that tokens and cost can be told by model (`orch serve`'s /metrics).
+constexpr const char* kSchemaV15 = R"sql(
+ALTER TABLE attempts ADD COLUMN model TEXT NOT NULL DEFAULT '';
+)sql";
+
+const std::array<Migration, 15> kMigrations{{
     {1, "initial schema: runs, plans, steps, attempts, events", schema_v1_sql()},
     {2, "runs.budget_json: the plan's budget limits", kSchemaV2},
     {3, "statuses awaiting_approval (runs, steps) and stalled (attempts)", kSchemaV3, true, kVerifyV3},
@@ -361,6 +367,7 @@ const std::array<Migration, 14> kMigrations{{
     {12, "attempts.host: the machine that ran the attempt", kSchemaV12},
     {13, "cycles and cycle_transitions: the cycle runtime (orch cycle)", kSchemaV13},
     {14, "runs.dispatch, work_items, workers: runs executed by orch worker processes", kSchemaV14},
+    {15, "attempts.model: the model an attempt called", kSchemaV15},
 }};
 
 }  // namespace

@@ -383,7 +383,7 @@ TEST(SqliteStore, ErrorsNameTheFileAndTheOperation) {
 }
 
 TEST(SqliteStore, SchemaVersionIsTheLastMigration) {
-  EXPECT_EQ(store_schema_version(), 14);
+  EXPECT_EQ(store_schema_version(), 15);
   EXPECT_EQ(store_schema_version(), schema_migrations().back().version);
 }
 

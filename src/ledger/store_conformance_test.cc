@@ -224,6 +224,7 @@ TEST_P(StoreContract, AFinishedAttemptNeverChangesAndARetryIsANewRow) {
   failed.reason = "exit 1";
   failed.ending = AttemptEnding::Interrupted;
   failed.host = "build-7.example";
+  failed.model = "anthropic/claude-test";
   failed.tokens_in = 10;
   failed.tokens_out = 5;
   failed.cost_usd = 0.5;
@@ -247,6 +248,7 @@ TEST_P(StoreContract, AFinishedAttemptNeverChangesAndARetryIsANewRow) {
   EXPECT_EQ((*all)[0].reason, "exit 1");
   EXPECT_EQ((*all)[0].ending, AttemptEnding::Interrupted);
   EXPECT_EQ((*all)[0].host, "build-7.example");
+  EXPECT_EQ((*all)[0].model, "anthropic/claude-test");
   EXPECT_EQ((*all)[1].step_id, "early");
   EXPECT_EQ((*all)[1].number, 2);
   EXPECT_EQ((*all)[2].step_id, "late");

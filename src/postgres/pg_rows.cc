@@ -18,7 +18,7 @@ namespace orch::detail::pg_rows {
   "run_id, step_id, number, status, counted, ending, exit_code, signal, reason, checks_json, " \
   "fingerprint, stdout_path, stderr_path, stdout_bytes, stderr_bytes, stdout_truncated, "      \
   "stderr_truncated, output_tail, tokens_in, tokens_out, cost_usd, started_at, finished_at, "  \
-  "duration_ms, snapshot_dir, stdout_text, stderr_text, cache_read_tokens, cache_write_tokens, host"
+  "duration_ms, snapshot_dir, stdout_text, stderr_text, cache_read_tokens, cache_write_tokens, host, model"
 #define ORCH_PG_EVENT_COLUMNS "seq, run_id, ts, kind, step_id, attempt, data"
 
 // ---- runs -------------------------------------------------------------------------
@@ -170,14 +170,14 @@ StepRecord read_step(const PgResult& s, int i) {
 const char kInsertAttempt[] =
     "INSERT INTO attempts (" ORCH_PG_ATTEMPT_COLUMNS
     ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
-    "$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)";
+    "$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)";
 const char kFinishAttempt[] =
     "UPDATE attempts SET status = $4, counted = $5, ending = $6, exit_code = $7, signal = $8, "
     "reason = $9, checks_json = $10, fingerprint = $11, stdout_path = $12, stderr_path = $13, "
     "stdout_bytes = $14, stderr_bytes = $15, stdout_truncated = $16, stderr_truncated = $17, "
     "output_tail = $18, tokens_in = $19, tokens_out = $20, cost_usd = $21, started_at = $22, "
     "finished_at = $23, duration_ms = $24, snapshot_dir = $25, stdout_text = $26, stderr_text = $27, "
-    "cache_read_tokens = $28, cache_write_tokens = $29, host = $30 "
+    "cache_read_tokens = $28, cache_write_tokens = $29, host = $30, model = $31 "
     "WHERE run_id = $1 AND step_id = $2 AND number = $3 AND status = 'running'";
 // Steps are ordered by their plan position; a correlated lookup (by the steps
 // primary key) keeps the select list free of join ambiguity.
@@ -198,7 +198,7 @@ PgParams attempt_params(const AttemptRecord& a) {
   p.integer(a.tokens_in).integer(a.tokens_out).real(a.cost_usd);
   p.integer(a.started_at).integer(a.finished_at).integer(a.duration_ms).text(a.snapshot_dir);
   p.bytes(a.stdout_text).bytes(a.stderr_text).integer(a.cache_read_tokens).integer(a.cache_write_tokens);
-  p.text(a.host);
+  p.text(a.host).text(a.model);
   return p;
 }
 
@@ -234,6 +234,7 @@ AttemptRecord read_attempt(const PgResult& s, int i) {
   a.cache_read_tokens = s.integer(i, 27);
   a.cache_write_tokens = s.integer(i, 28);
   a.host = s.text(i, 29);
+  a.model = s.text(i, 30);
   return a;
 }
 

@@ -320,6 +320,11 @@ CREATE TABLE workers (
 );
 )sql";
 
+// v15 (ledger/schema_migrations.cc): the model an attempt called.
+constexpr const char* kPgSchemaV15 = R"sql(
+ALTER TABLE attempts ADD COLUMN model TEXT NOT NULL DEFAULT '';
+)sql";
+
 // The migrations after v13, the PostgreSQL ledger's first version, in order.
 struct PgMigration {
   int version;
@@ -328,6 +333,7 @@ struct PgMigration {
 };
 constexpr PgMigration kPgMigrations[] = {
     {14, "runs.dispatch, work_items, workers: runs executed by orch worker processes", kPgSchemaV14},
+    {15, "attempts.model: the model an attempt called", kPgSchemaV15},
 };
 
 Expected<void> apply_pg_migrations(PgConnection& conn, std::int64_t from, std::int64_t now_ms) {

@@ -13,7 +13,7 @@ namespace orch::detail {
 // The schema version the PostgreSQL DDL of this orch produces. It must equal
 // store_schema_version(): a SQLite migration is a PostgreSQL one too (a test
 // checks it).
-inline constexpr int kPgSchemaVersion = 14;
+inline constexpr int kPgSchemaVersion = 15;
 
 // Makes the connection's schema (the first of its search_path) a current orch
 // ledger: creates the tables in an empty one, refuses one written by a newer

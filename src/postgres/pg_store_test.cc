@@ -100,21 +100,24 @@ TEST_F(PgStoreTest, AVersion13LedgerIsMigrated) {
     r.name = "n";
     ASSERT_TRUE(store->insert_run(r));
   }
-  // What v13 had: no dispatch column, no queue, no workers.
-  ASSERT_EQ(schema_->exec("DROP TABLE work_items; DROP TABLE workers; ALTER TABLE runs DROP COLUMN dispatch; "
-                          "DELETE FROM schema_version WHERE version > 13"),
-            "");
+  // What v13 had: no dispatch column, no queue, no workers (v14), no attempts.model (v15).
+  ASSERT_EQ(
+      schema_->exec("DROP TABLE work_items; DROP TABLE workers; ALTER TABLE runs DROP COLUMN dispatch; "
+                    "ALTER TABLE attempts DROP COLUMN model; DELETE FROM schema_version WHERE version > 13"),
+      "");
   auto store = open();
   ASSERT_TRUE(store);
   auto run = store->find_run("old");
   ASSERT_TRUE(run && *run);
   EXPECT_EQ((*run)->dispatch, Dispatch::Local);
-  EXPECT_EQ(
-      schema_->exec(fmt::format("DO $$ BEGIN IF (SELECT max(version) FROM schema_version) <> {} OR "
-                                "to_regclass('work_items') IS NULL THEN RAISE EXCEPTION 'not migrated'; "
-                                "END IF; END $$",
-                                detail::kPgSchemaVersion)),
-      "");
+  EXPECT_EQ(schema_->exec(fmt::format(
+                "DO $$ BEGIN IF (SELECT max(version) FROM schema_version) <> {} OR "
+                "to_regclass('work_items') IS NULL OR NOT EXISTS (SELECT 1 FROM "
+                "information_schema.columns WHERE table_name = 'attempts' AND column_name = "
+                "'model' AND table_schema = current_schema()) THEN RAISE EXCEPTION 'not migrated'; "
+                "END IF; END $$",
+                detail::kPgSchemaVersion)),
+            "");
 }
 
 TEST_F(PgStoreTest, ALedgerFromANewerOrchIsRefused) {

@@ -72,7 +72,9 @@ Expected<std::string> render_metrics(Store& store, const Clock& clock,
   std::map<std::string, int> runs_by_status;
   std::map<std::string, long> steps_by_status;
   std::map<std::pair<std::string, std::string>, long> attempts_by_outcome;
-  std::map<std::pair<std::string, std::string>, std::pair<std::int64_t, double>> spent;  // (run, executor)
+  // By run, executor, provider and model: what each spent (tokens, cost).
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::pair<std::int64_t, double>>
+      spent;
   std::array<long, kDurationBuckets.size()> buckets{};
   long durations = 0, running = 0, stalls = 0, pending_approvals = 0;
   double duration_sum = 0;
@@ -102,7 +104,11 @@ Expected<std::string> render_metrics(Store& store, const Clock& clock,
         ++durations;
         duration_sum += seconds;
       }
-      auto& [tokens, cost] = spent[{run.id, executor_of[a.step_id]}];
+      // "PROVIDER/MODEL" (ledger v15); "" for an attempt that called no model.
+      const std::size_t slash = a.model.find('/');
+      const std::string provider = slash == std::string::npos ? "" : a.model.substr(0, slash);
+      const std::string model = slash == std::string::npos ? a.model : a.model.substr(slash + 1);
+      auto& [tokens, cost] = spent[{run.id, executor_of[a.step_id], provider, model}];
       tokens += a.tokens_in + a.tokens_out;
       cost += a.cost_usd;
     }
@@ -141,15 +147,17 @@ Expected<std::string> render_metrics(Store& store, const Clock& clock,
              static_cast<double>(n));
   x.family("orch_attempts_running", "gauge", "Attempts running now.");
   x.sample("orch_attempts_running", "", static_cast<double>(running));
-  x.family("orch_tokens_total", "counter", "Tokens spent (input and output), by run and executor.");
+  const auto spend_labels = [](const auto& key) {
+    return fmt::format("run=\"{}\",executor=\"{}\",provider=\"{}\",model=\"{}\"", label(std::get<0>(key)),
+                       label(std::get<1>(key)), label(std::get<2>(key)), label(std::get<3>(key)));
+  };
+  x.family("orch_tokens_total", "counter",
+           "Tokens spent (input and output), by run, executor, and the provider and model called.");
   for (const auto& [key, value] : spent)
-    x.sample("orch_tokens_total",
-             fmt::format("run=\"{}\",executor=\"{}\"", label(key.first), label(key.second)),
-             static_cast<double>(value.first));
-  x.family("orch_cost_usd_total", "counter", "Cost spent in US dollars, by run and executor.");
-  for (const auto& [key, value] : spent)
-    x.sample("orch_cost_usd_total",
-             fmt::format("run=\"{}\",executor=\"{}\"", label(key.first), label(key.second)), value.second);
+    x.sample("orch_tokens_total", spend_labels(key), static_cast<double>(value.first));
+  x.family("orch_cost_usd_total", "counter",
+           "Cost spent in US dollars, by run, executor, and the provider and model called.");
+  for (const auto& [key, value] : spent) x.sample("orch_cost_usd_total", spend_labels(key), value.second);
   x.family("orch_budget_headroom", "gauge",
            "What is left of each budget limit of a running run (tokens, cost_usd, attempts, wall_seconds).");
   std::string text = x.take() + headroom;

@@ -8,8 +8,9 @@
 //   orch_steps{status}                         gauge: steps of every run by status
 //   orch_attempts_total{outcome,reason_class}  counter: finished attempts
 //   orch_attempts_running                      gauge
-//   orch_tokens_total{run,executor}            counter: tokens spent (in + out)
-//   orch_cost_usd_total{run,executor}          counter: cost spent
+//   orch_tokens_total{run,executor,provider,model}    counter: tokens spent (in + out)
+//   orch_cost_usd_total{run,executor,provider,model}  counter: cost spent
+//                                              (provider and model: the attempt's call, ledger v15)
 //   orch_budget_headroom{run,resource}         gauge: limit less spent, running runs
 //                                              with a limit (tokens, cost_usd,
 //                                              attempts, wall_seconds)

@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -407,6 +408,54 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(value("orch_attempt_duration_seconds_count"), 4)
         self.assertEqual(value("orch_attempt_duration_seconds_bucket", le="+Inf"), 4)
         self.assertEqual(value("orch_stalls_total"), 0)
+
+    def test_metrics_tell_tokens_and_cost_by_provider_and_model(self):
+        # A local OpenAI/Anthropic-compatible server of the project's (tests/fake_llm).
+        here = os.path.dirname(os.path.abspath(__file__))
+        port_file = os.path.join(self.cwd, "llm.port")
+        fake = subprocess.Popen([sys.executable, os.path.join(here, "..", "fake_llm", "server.py"),
+                                 "--port-file", port_file])
+        try:
+            deadline = time.time() + 20
+            while not (os.path.exists(port_file) and open(port_file).read().strip()) and time.time() < deadline:
+                time.sleep(0.05)
+            llm = "http://127.0.0.1:%s" % open(port_file).read().strip()
+            self.write("models.yaml", f"""providers:
+  oa: {{api: openai, base_url: "{llm}/v1", api_key_env: ORCH_TEST_LLM_KEY}}
+  an: {{api: anthropic, base_url: "{llm}/v1", api_key_env: ORCH_TEST_LLM_KEY}}
+models:
+  fast: {{provider: oa, model: gpt-test, max_tokens: 64, price_in: 1.0, price_out: 2.0}}
+  claude: {{provider: an, model: claude-test, max_tokens: 64, price_in: 3.0, price_out: 15.0}}
+default_model: fast
+""")
+            self.write("ask.yaml", """name: ask
+steps:
+  - {id: ask, executor: llm, inputs: {prompt: "[[reply: yes]] [[usage: 1000 500]]"}}
+  - {id: claude, executor: 'llm:claude', deps: [ask], inputs: {prompt: "[[reply: ok]] [[usage: 2000 100]]"}}
+  - {id: shell, deps: [claude], sh: 'true'}
+""")
+            env = dict(os.environ, ORCH_TEST_LLM_KEY="k")
+            ran = subprocess.run([ORCH, "run", "ask.yaml", "--models", "models.yaml"], cwd=self.cwd, env=env,
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(ran.returncode, 0, ran.stderr)
+        finally:
+            fake.terminate()
+            fake.wait(timeout=20)
+        rid = run_id(ran.stderr)
+        s = self.serve()
+        _, _, body = request(s.url + "metrics")
+        samples = [x for f in text_string_to_metric_families(body.decode()) for x in f.samples]
+        def spent(name, **labels):
+            return sum(x.value for x in samples
+                       if x.name == name and all(x.labels.get(k) == v for k, v in labels.items()))
+        self.assertEqual(spent("orch_tokens_total", run=rid, provider="oa", model="gpt-test"), 1500)
+        self.assertEqual(spent("orch_tokens_total", run=rid, provider="an", model="claude-test"), 2100)
+        self.assertEqual(spent("orch_tokens_total", run=rid, executor="shell", provider="", model=""), 0)
+        self.assertAlmostEqual(spent("orch_cost_usd_total", provider="an", model="claude-test"),
+                               (2000 * 3.0 + 100 * 15.0) / 1e6)
+        _, report = get_json(s.url + f"api/runs/{rid}")
+        models = {st["id"]: st["attempts"][0]["model"] for st in report["steps"]}
+        self.assertEqual(models, {"ask": "oa/gpt-test", "claude": "an/claude-test", "shell": ""})
 
     def test_refusals_at_start(self):
         self.write("ok.yaml", "name: ok\nsteps:\n  - {id: x, sh: 'true'}\n")
