@@ -76,6 +76,9 @@ Expected<std::string> render_metrics(Store& store, const Clock& clock,
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::pair<std::int64_t, double>>
       spent;
   std::array<long, kDurationBuckets.size()> buckets{};
+  std::array<long, kDurationBuckets.size()> step_buckets{};
+  long steps_timed = 0;
+  double step_seconds = 0;
   long durations = 0, running = 0, stalls = 0, pending_approvals = 0;
   double duration_sum = 0;
   Exposition x;
@@ -89,6 +92,14 @@ Expected<std::string> render_metrics(Store& store, const Clock& clock,
     std::map<std::string, std::string> executor_of;
     for (const StepRecord& s : ORCH_TRY(store.steps(run.id))) {
       ++steps_by_status[step_status_name(s.status)];
+      // A step that ended after running: how long its attempts took, summed.
+      if ((s.status == StepStatus::Done || s.status == StepStatus::Failed) && s.last_attempt > 0) {
+        const double seconds = static_cast<double>(s.wall_ms) / 1000.0;
+        for (std::size_t i = 0; i < kDurationBuckets.size(); ++i)
+          if (seconds <= kDurationBuckets[i]) ++step_buckets[i];
+        ++steps_timed;
+        step_seconds += seconds;
+      }
       if (s.status == StepStatus::AwaitingApproval) ++pending_approvals;
       executor_of[s.step_id] = s.executor;
     }
@@ -169,6 +180,14 @@ Expected<std::string> render_metrics(Store& store, const Clock& clock,
   h.sample("orch_attempt_duration_seconds_bucket", "le=\"+Inf\"", static_cast<double>(durations));
   h.sample("orch_attempt_duration_seconds_sum", "", duration_sum);
   h.sample("orch_attempt_duration_seconds_count", "", static_cast<double>(durations));
+  h.family("orch_step_duration_seconds", "histogram",
+           "How long finished steps (done or failed) took: their attempts' durations summed.");
+  for (std::size_t i = 0; i < kDurationBuckets.size(); ++i)
+    h.sample("orch_step_duration_seconds_bucket", fmt::format("le=\"{}\"", number(kDurationBuckets[i])),
+             static_cast<double>(step_buckets[i]));
+  h.sample("orch_step_duration_seconds_bucket", "le=\"+Inf\"", static_cast<double>(steps_timed));
+  h.sample("orch_step_duration_seconds_sum", "", step_seconds);
+  h.sample("orch_step_duration_seconds_count", "", static_cast<double>(steps_timed));
   h.family("orch_stalls_total", "counter", "Attempts stopped for making no progress.");
   h.sample("orch_stalls_total", "", static_cast<double>(stalls));
   h.family("orch_approvals_pending", "gauge", "Steps waiting for a person's approval.");

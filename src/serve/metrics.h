@@ -15,6 +15,7 @@
 //                                              with a limit (tokens, cost_usd,
 //                                              attempts, wall_seconds)
 //   orch_attempt_duration_seconds              histogram of finished attempts
+//   orch_step_duration_seconds                 histogram of finished steps (done or failed)
 //   orch_stalls_total                          counter: attempts ended as stalled
 //   orch_approvals_pending                     gauge: steps awaiting approval
 // And, for a PostgreSQL ledger that `orch worker`s serve (distrib/):

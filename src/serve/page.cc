@@ -42,7 +42,7 @@ button { margin-right: 4px; }
   <span id="runs-total" class="muted"></span>
   <button id="prev">&lt; newer</button><button id="next">older &gt;</button>
   <table id="runs"><thead><tr><th>run</th><th>name</th><th>status</th><th>progress</th><th>spent</th>
-    <th>budget</th><th>started</th></tr></thead><tbody></tbody></table>
+    <th>budget</th><th>started</th><th>duration</th></tr></thead><tbody></tbody></table>
 </section>
 <section id="run-view" hidden>
   <h2 id="run-title"></h2>
@@ -107,12 +107,18 @@ async function act(path) {
   } catch (e) { showError(e.message); }
 }
 const money = (x) => "$" + Number(x || 0).toFixed(4);
-function budgetText(b, spentTokens, spentCost, attempts) {
+// A duration in ms as seconds ("12.3 s"), or minutes past ten minutes.
+function seconds(ms) {
+  const s = (ms || 0) / 1000;
+  return s < 600 ? (Math.round(s * 10) / 10) + " s" : Math.round(s / 60) + " min";
+}
+// What a run spent against each limit its plan set.
+function budgetText(b, spentTokens, spentCost, attempts, wallMs) {
   const parts = [];
   if (b.tokens != null) parts.push("tokens " + spentTokens + "/" + b.tokens);
   if (b.cost_usd != null) parts.push("cost " + money(spentCost) + "/" + money(b.cost_usd));
   if (b.attempts != null) parts.push("attempts " + attempts + "/" + b.attempts);
-  if (b.wall_ms != null) parts.push("wall " + Math.round(b.wall_ms / 1000) + " s");
+  if (b.wall_ms != null) parts.push("wall " + seconds(wallMs) + "/" + seconds(b.wall_ms));
   return parts.join(", ");
 }
 
@@ -150,8 +156,9 @@ async function showRuns() {
     bar.append(fill); p.append(bar, " " + r.progress.done + "/" + r.progress.total);
     p.className = "progress";
     cell(row, r.spent_tokens + " tokens, " + money(r.spent_cost_usd) + ", " + r.spent_attempts + " attempts");
-    cell(row, budgetText(r.budget, r.spent_tokens, r.spent_cost_usd, r.spent_attempts));
+    cell(row, budgetText(r.budget, r.spent_tokens, r.spent_cost_usd, r.spent_attempts, r.spent_wall_ms));
     cell(row, r.created_at);
+    cell(row, seconds(r.spent_wall_ms), "duration");
   }
   $("prev").disabled = page === 0;
   $("next").disabled = (page + 1) * PAGE >= data.total;
@@ -181,7 +188,8 @@ async function showRun(id) {
   const c = report.counts || {};
   text($("run-progress"), Object.keys(c).map((k) => k + " " + c[k]).join(", "));
   const b = report.budget || {}, limits = b.limits || {}, spent = b.spent || {};
-  text($("run-budget"), "budget: " + (budgetText(limits, spent.tokens, spent.cost_usd, spent.attempts) || "no limits") +
+  text($("run-budget"), "budget: " + (budgetText(limits, spent.tokens, spent.cost_usd, spent.attempts, spent.wall_ms) ||
+                                       "no limits") +
        "; spent " + (spent.tokens || 0) + " tokens, " + money(spent.cost_usd) + ", " + (spent.attempts || 0) +
        " attempts, " + Math.round((spent.wall_ms || 0) / 100) / 10 + " s");
   $("cancel").hidden = run.status !== "running" && run.status !== "awaiting_approval";

@@ -129,6 +129,7 @@ try {
   check((await demoRow.locator(".status").textContent()) === "failed", "the runs list shows the failed run");
   check((await page.locator(`tr[data-run="${paused}"] .status`).textContent()) === "awaiting_approval",
         "and the paused one");
+  check(/^\d+(\.\d)? s$/.test(await demoRow.locator(".duration").textContent()), "with its duration");
   await page.screenshot({ path: join(SHOTS, "runs.png"), fullPage: true });
 
   // Progress moves without a reload: a plan started now shows up and advances.

@@ -188,6 +188,28 @@ class ServeTest(unittest.TestCase):
         _, later = get_json(s.url + f"api/runs/{failed}/events?after={events['events'][2]['seq']}&limit=2")
         self.assertEqual([e["seq"] for e in later["events"]], [e["seq"] for e in events["events"][3:5]])
 
+    def test_the_runtimes_routes(self):
+        self.write("ok.yaml", "name: ok\nsteps:\n  - {id: x, sh: 'true'}\n")
+        orch("run", "ok.yaml", cwd=self.cwd)
+        task = json.loads(orch("task", "plan", "fix the crash in the date parser", "--json", cwd=self.cwd).stdout)
+        s = self.serve()
+        status, traces = get_json(s.url + "api/traces")
+        self.assertEqual(status, 200)
+        self.assertEqual([t["id"] for t in traces], [task["id"]])
+        self.assertEqual(traces[0]["status"], "open")
+        status, one = get_json(s.url + "api/traces/" + task["id"])
+        self.assertEqual(status, 200)
+        self.assertEqual(one["trace"]["id"], task["id"])
+        self.assertEqual([e["kind"] for e in one["events"]][0], "trace_created")
+        for route in ("api/reviews", "api/cycles"):
+            status, listed = get_json(s.url + route)
+            self.assertEqual((status, listed), (200, []), route)
+        for route, what in (("api/traces/nope", "no task trace 'nope'"), ("api/reviews/nope", "no review 'nope'"),
+                            ("api/cycles/nope", "no cycle run 'nope'")):
+            status, body = get_json(s.url + route)
+            self.assertEqual(status, 404, route)
+            self.assertIn(what, body["error"])
+
     def test_the_graph_is_the_plans_dag_drawn_by_graphviz(self):
         self.write("plan.yaml", PLAN)
         rid = run_id(orch("run", "plan.yaml", cwd=self.cwd).stderr)
@@ -407,6 +429,8 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(families["orch_attempt_duration_seconds"].type, "histogram")
         self.assertEqual(value("orch_attempt_duration_seconds_count"), 4)
         self.assertEqual(value("orch_attempt_duration_seconds_bucket", le="+Inf"), 4)
+        self.assertEqual(families["orch_step_duration_seconds"].type, "histogram")
+        self.assertEqual(value("orch_step_duration_seconds_count"), 4, "a, b, c (failed) and build: not migrate (paused)")
         self.assertEqual(value("orch_stalls_total"), 0)
 
     def test_metrics_tell_tokens_and_cost_by_provider_and_model(self):
