@@ -400,6 +400,42 @@ class ServeTest(unittest.TestCase):
         finally:
             runner.wait(timeout=60)
 
+    def test_the_runs_stream_says_when_the_list_changed_and_cancel_stops_a_run(self):
+        self.write("ok.yaml", "name: ok\nsteps:\n  - {id: x, sh: 'true'}\n")
+        orch("run", "ok.yaml", cwd=self.cwd)
+        self.write("slow.yaml", "name: slow\nsteps:\n  - {id: nap, sh: 'sleep 30'}\n  - {id: after, deps: [nap], sh: 'true'}\n")
+        s = self.serve()
+        said = []
+        with urllib.request.urlopen(s.url + "api/runs/stream", timeout=20) as stream:
+            self.assertEqual(stream.headers["Content-Type"], "text/event-stream")
+            runner = None
+            for line in stream:
+                line = line.decode().rstrip("\n")
+                if line.startswith("data: "):
+                    said.append(json.loads(line[6:])["runs"])
+                    if len(said) == 1:
+                        # A run started now changes the list: a second event.
+                        runner = subprocess.Popen([ORCH, "run", "slow.yaml"], cwd=self.cwd,
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                    elif said[-1] == 2:
+                        break
+        self.assertEqual(said[0], 1)
+        self.assertEqual(said[-1], 2)
+        rid = None
+        deadline = time.time() + 20
+        while rid is None and time.time() < deadline:
+            for r in get_json(s.url + "api/runs?status=running")[1]["runs"]:
+                if r["active"]:
+                    rid = r["id"]
+            time.sleep(0.05)
+        self.assertIsNotNone(rid)
+        status, _, body = request(s.url + f"api/runs/{rid}/cancel", "POST", {"X-Orch-Token": self.token()})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(runner.wait(timeout=30), 130, "its driver stopped it: cancelled")
+        _, report = get_json(s.url + "api/runs/" + rid)
+        self.assertEqual(report["run"]["status"], "cancelled")
+        self.assertIn("cancel_requested", [e["kind"] for e in get_json(s.url + f"api/runs/{rid}/events")[1]["events"]])
+
     def test_metrics_read_by_prometheus_parser(self):
         self.write("plan.yaml", PLAN)
         orch("run", "plan.yaml", cwd=self.cwd)
