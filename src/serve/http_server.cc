@@ -29,6 +29,8 @@ constexpr int kStreamThreads = 32;
 constexpr auto kKeepAlive = std::chrono::seconds(15);
 
 std::atomic<httplib::Server*> g_server{nullptr};
+// Set by stop_serving(): the event streams end at their next look at the ledger.
+std::atomic<bool> g_stopping{false};
 
 // A query parameter as a number in [low, high]; `fallback` when absent; an
 // error message when it is not one.
@@ -314,7 +316,7 @@ class Server {
             if (!sink.write(out.data(), out.size())) return false;
           }
           if (events->empty()) std::this_thread::sleep_for(o_.stream_poll);
-          return sink.is_writable() && g_server.load() != nullptr;
+          return sink.is_writable() && !g_stopping.load();
         });
   }
 
@@ -343,7 +345,7 @@ class Server {
             if (!sink.write(out.data(), out.size())) return false;
           }
           std::this_thread::sleep_for(o_.stream_poll);
-          return sink.is_writable() && g_server.load() != nullptr;
+          return sink.is_writable() && !g_stopping.load();
         });
   }
 
@@ -371,6 +373,7 @@ Expected<void> serve(Ledger& ledger, const Clock& clock, const ServeOptions& opt
 }
 
 void stop_serving() {
+  g_stopping = true;
   if (httplib::Server* s = g_server.load()) s->stop();
 }
 
