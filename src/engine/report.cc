@@ -162,7 +162,16 @@ Expected<void> refresh_running_totals(Store& store, RunRecord& run, bool active,
   return {};
 }
 
-Expected<ojson> build_run_report(Store& store, const std::string& run_id, ReportDetail detail) {
+namespace {
+
+// A run's row as the reports show it: whether a live process drives it, and a
+// running run's totals refreshed.
+struct ShownRun {
+  RunRecord run;
+  bool active = false;
+  std::int64_t now = 0;
+};
+Expected<ShownRun> shown_run(Store& store, const std::string& run_id) {
   // Only a live process holds the run's lock: after kill -9 the run still says
   // running, but nothing drives it until `orch resume`. The lock is looked at
   // before the row is read: a driver writes its final status and only then lets
@@ -171,10 +180,19 @@ Expected<ojson> build_run_report(Store& store, const std::string& run_id, Report
   const bool held = store.locked(run_id);
   auto found = ORCH_TRY(store.find_run(run_id));
   if (!found) return std::unexpected(store.no_run(run_id));
-  const bool active = found->status == RunStatus::Running && held;
-  const std::int64_t now = Clock::system().wall_ms();
-  ORCH_TRY(refresh_running_totals(store, *found, active, now));
-  const RunRecord& run = *found;
+  ShownRun out{std::move(*found), false, Clock::system().wall_ms()};
+  out.active = out.run.status == RunStatus::Running && held;
+  ORCH_TRY(refresh_running_totals(store, out.run, out.active, out.now));
+  return out;
+}
+
+}  // namespace
+
+Expected<ojson> build_run_report(Store& store, const std::string& run_id, ReportDetail detail) {
+  const ShownRun shown = ORCH_TRY(shown_run(store, run_id));
+  const RunRecord& run = shown.run;
+  const bool active = shown.active;
+  const std::int64_t now = shown.now;
   const bool full = detail != ReportDetail::Summary;
   // The summary needs only the counts: the steps (and their results) are not read.
   std::vector<StepRecord> steps;
@@ -293,13 +311,10 @@ std::string format_report_summary(const ojson& report, const StatusStyle& style)
 }
 
 Expected<ojson> build_steps_page(Store& store, const std::string& run_id, const StepsPage& page) {
-  const bool held = store.locked(run_id);
-  auto found = ORCH_TRY(store.find_run(run_id));
-  if (!found) return std::unexpected(store.no_run(run_id));
-  const bool active = found->status == RunStatus::Running && held;
-  const std::int64_t now = Clock::system().wall_ms();
-  ORCH_TRY(refresh_running_totals(store, *found, active, now));
-  const RunRecord& run = *found;
+  const ShownRun shown = ORCH_TRY(shown_run(store, run_id));
+  const RunRecord& run = shown.run;
+  const bool active = shown.active;
+  const std::int64_t now = shown.now;
   const Waiting waiting = ORCH_TRY(waiting_attempts(store, run));
   std::vector<StepRecord> steps = ORCH_TRY(store.steps(run_id));
   std::vector<const StepRecord*> matching;
