@@ -1,147 +1,22 @@
 #!/usr/bin/env python3
-"""`orch serve` over HTTP, with no browser: every route, its errors, the token
-and same-site rules, the event stream of a running plan, and /metrics read by
-Prometheus's own parser (Debian's python3-prometheus-client).
+"""`orch serve` over HTTP, with no browser: every route of the ledger's runs and
+of the runtimes, their errors (bad ids and numbers, path traversal sent raw, an
+oversized request), the token and same-site rules, approve/deny, and the
+refusals at start. The streams, the graph and /metrics: serve_live_test.py.
 
 Real processes throughout: `orch run` makes the ledger, `orch serve --listen
-127.0.0.1:0` serves it on a free port, and the requests are plain HTTP over
-loopback (urllib, and a raw socket for what urllib would tidy away).
-ORCH_BINARY names the orch binary (orch-serve beside it).
+127.0.0.1:0` serves it, and the requests are plain HTTP over loopback.
 """
 import json
 import os
 import re
-import socket
 import subprocess
-import sys
-import tempfile
-import threading
-import time
 import unittest
-import urllib.error
-import urllib.request
 
-from prometheus_client.parser import text_string_to_metric_families
-
-ORCH = os.environ["ORCH_BINARY"]
-
-PLAN = """name: demo
-steps:
-  - {id: a, sh: 'echo "<script>alert(1)</script>"'}
-  - {id: b, deps: [a], sh: 'echo hello'}
-  - {id: c, deps: [a], sh: 'echo bad >&2; exit 3'}
-"""
-
-RISKY = """name: release
-steps:
-  - id: build
-    run: [touch, built]
-  - id: migrate
-    risk: high
-    deps: [build]
-    run: [touch, migrated]
-"""
-
-SLOW = "name: slow\nsteps:\n" + "".join(
-    "  - {id: s%d, %ssh: 'sleep 0.3'}\n" % (i, "deps: [s%d], " % (i - 1) if i else "") for i in range(6))
+from serve_support import ORCH, PLAN, RISKY, ServeCase, get_json, orch, raw, request, run_id
 
 
-def orch(*args, cwd, check=True):
-    done = subprocess.run([ORCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
-    if check and done.returncode not in (0, 1, 3):
-        raise AssertionError(f"orch {' '.join(args)}: {done.returncode}\n{done.stdout}\n{done.stderr}")
-    return done
-
-
-def run_id(stderr):
-    m = re.search(r"\b(\d{8}-\d{6}-[0-9a-f]{4})\b", stderr)
-    assert m, stderr
-    return m.group(1)
-
-
-class Served:
-    """`orch serve` on a free loopback port, stopped with SIGTERM."""
-
-    def __init__(self, cwd, *extra):
-        self.proc = subprocess.Popen([ORCH, "serve", "--listen", "127.0.0.1:0", *extra], cwd=cwd,
-                                     stderr=subprocess.PIPE, text=True)
-        self.lines = []
-        deadline = time.time() + 20
-        self.url = None
-        while time.time() < deadline and self.url is None:
-            line = self.proc.stderr.readline()
-            if not line:
-                break
-            self.lines.append(line)
-            m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
-            if m:
-                self.url = m.group(1)
-        assert self.url, "".join(self.lines)
-        # The rest of its stderr (the token lines) is read as it comes.
-        self.drain = threading.Thread(target=self._drain, daemon=True)
-        self.drain.start()
-        time.sleep(0.1)
-
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.lines.append(line)
-
-    def stop(self):
-        self.proc.terminate()
-        code = self.proc.wait(timeout=20)
-        self.drain.join(timeout=20)  # its last lines read
-        return code
-
-
-def request(url, method="GET", headers=None, body=None):
-    req = urllib.request.Request(url, method=method, headers=headers or {},
-                                 data=body if body is not None else (b"" if method == "POST" else None))
-    try:
-        with urllib.request.urlopen(req, timeout=20) as r:
-            return r.status, r.headers, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers, e.read()
-
-
-def get_json(url, **kw):
-    status, _, body = request(url, **kw)
-    return status, json.loads(body)
-
-
-def raw(url, text):
-    """Sends `text` as it is (no client tidying the path) and returns the status."""
-    host, port = re.match(r"http://([^:]+):(\d+)/", url).groups()
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(text.encode())
-        answer = s.recv(4096).decode(errors="replace")
-    return int(answer.split()[1])
-
-
-class ServeTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-        self.cwd = self.dir.name
-        self.servers = []
-
-    def tearDown(self):
-        for s in self.servers:
-            if s.proc.poll() is None:
-                s.stop()
-        self.dir.cleanup()
-
-    def serve(self, *extra):
-        s = Served(self.cwd, *extra)
-        self.servers.append(s)
-        return s
-
-    def write(self, name, text):
-        with open(os.path.join(self.cwd, name), "w") as f:
-            f.write(text)
-
-    def token(self):
-        with open(os.path.join(self.cwd, ".orch", "serve.token")) as f:
-            return f.read().strip()
-
+class ServeTest(ServeCase):
     def test_runs_run_events_and_output(self):
         self.write("plan.yaml", PLAN)
         failed = run_id(orch("run", "plan.yaml", cwd=self.cwd).stderr)
@@ -209,29 +84,6 @@ class ServeTest(unittest.TestCase):
             status, body = get_json(s.url + route)
             self.assertEqual(status, 404, route)
             self.assertIn(what, body["error"])
-
-    def test_the_graph_is_the_plans_dag_drawn_by_graphviz(self):
-        self.write("plan.yaml", PLAN)
-        rid = run_id(orch("run", "plan.yaml", cwd=self.cwd).stderr)
-        self.write("wide.yaml", "name: wide\nsteps:\n" + "".join(
-            "  - {id: w%d, executor: 'builtin:echo', inputs: {text: x}}\n" % i for i in range(2001)))
-        wide = run_id(orch("run", "wide.yaml", cwd=self.cwd).stderr)
-        s = self.serve()
-        status, headers, body = request(s.url + f"api/runs/{rid}/graph.svg")
-        self.assertEqual(status, 200)
-        self.assertEqual(headers["Content-Type"], "image/svg+xml")
-        svg = body.decode()
-        self.assertIn("<svg", svg)
-        self.assertEqual(svg.count('class="node status&#45;'), 3, "one node a step")
-        self.assertEqual(svg.count('class="edge"'), 2, "one edge a dependency")
-        self.assertEqual(svg.count("status&#45;failed"), 1)
-        self.assertIn('id="step&#45;2"', svg)
-        self.assertNotIn("<script", svg)
-        status, body = get_json(s.url + "api/runs/nope/graph.svg")
-        self.assertEqual(status, 404)
-        status, body = get_json(s.url + f"api/runs/{wide}/graph.svg")
-        self.assertEqual(status, 409)
-        self.assertIn("2001 steps: more than 2000 are not drawn", body["error"])
 
     def test_the_plan_versions_of_a_replanned_run(self):
         self.write("plan.yaml", PLAN)
@@ -356,167 +208,6 @@ class ServeTest(unittest.TestCase):
         self.assertIn("step_denied", kinds)
         self.assertFalse(os.path.exists(os.path.join(self.cwd, "migrated")))
 
-    def test_the_event_stream_follows_a_running_plan(self):
-        self.write("slow.yaml", SLOW)
-        # A ledger first, so that the server has one to open.
-        self.write("ok.yaml", "name: ok\nsteps:\n  - {id: x, sh: 'true'}\n")
-        orch("run", "ok.yaml", cwd=self.cwd)
-        s = self.serve()
-        runner = subprocess.Popen([ORCH, "run", "slow.yaml"], cwd=self.cwd, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        try:
-            rid = None
-            deadline = time.time() + 20
-            while rid is None and time.time() < deadline:
-                for r in get_json(s.url + "api/runs?status=running")[1]["runs"]:
-                    rid = r["id"]
-                time.sleep(0.05)
-            self.assertIsNotNone(rid, "the running run is listed")
-            seen = []  # (kind, step, how late it arrived in seconds, was the run still going)
-            with urllib.request.urlopen(s.url + f"api/runs/{rid}/stream", timeout=20) as stream:
-                self.assertEqual(stream.headers["Content-Type"], "text/event-stream")
-                data, kind, statuses = None, None, []
-                for line in stream:
-                    line = line.decode().rstrip("\n")
-                    if line.startswith("event: "):
-                        kind = line[7:]
-                    elif line.startswith("data: "):
-                        data = json.loads(line[6:])
-                    elif line == "" and data is not None:
-                        if kind == "run":
-                            statuses.append(data["status"])
-                            if data["status"] == "succeeded" and "run_finished" in [x[0] for x in seen]:
-                                break
-                        elif kind == "ledger":
-                            seen.append((data["kind"], data["step"], time.time() - data["ts"] / 1000.0,
-                                         runner.poll() is None))
-                        data, kind = None, None
-            self.assertEqual(statuses[0], "running")
-            self.assertEqual(statuses[-1], "succeeded", "the row's final status, as `event: run`")
-            done = [x for x in seen if x[0] == "step_done"]
-            self.assertEqual([x[1] for x in done], [f"s{i}" for i in range(6)])
-            self.assertTrue(all(x[3] for x in done[:5]), "the first steps arrived while the run went on")
-            self.assertLess(max(x[2] for x in done), 1.0, "each within a second of the ledger")
-        finally:
-            runner.wait(timeout=60)
-
-    def test_the_runs_stream_says_when_the_list_changed_and_cancel_stops_a_run(self):
-        self.write("ok.yaml", "name: ok\nsteps:\n  - {id: x, sh: 'true'}\n")
-        orch("run", "ok.yaml", cwd=self.cwd)
-        self.write("slow.yaml", "name: slow\nsteps:\n  - {id: nap, sh: 'sleep 30'}\n  - {id: after, deps: [nap], sh: 'true'}\n")
-        s = self.serve()
-        said = []
-        with urllib.request.urlopen(s.url + "api/runs/stream", timeout=20) as stream:
-            self.assertEqual(stream.headers["Content-Type"], "text/event-stream")
-            runner = None
-            for line in stream:
-                line = line.decode().rstrip("\n")
-                if line.startswith("data: "):
-                    said.append(json.loads(line[6:])["runs"])
-                    if len(said) == 1:
-                        # A run started now changes the list: a second event.
-                        runner = subprocess.Popen([ORCH, "run", "slow.yaml"], cwd=self.cwd,
-                                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                    elif said[-1] == 2:
-                        break
-        self.assertEqual(said[0], 1)
-        self.assertEqual(said[-1], 2)
-        rid = None
-        deadline = time.time() + 20
-        while rid is None and time.time() < deadline:
-            for r in get_json(s.url + "api/runs?status=running")[1]["runs"]:
-                if r["active"]:
-                    rid = r["id"]
-            time.sleep(0.05)
-        self.assertIsNotNone(rid)
-        status, _, body = request(s.url + f"api/runs/{rid}/cancel", "POST", {"X-Orch-Token": self.token()})
-        self.assertEqual(status, 200, body)
-        self.assertEqual(runner.wait(timeout=30), 130, "its driver stopped it: cancelled")
-        _, report = get_json(s.url + "api/runs/" + rid)
-        self.assertEqual(report["run"]["status"], "cancelled")
-        self.assertIn("cancel_requested", [e["kind"] for e in get_json(s.url + f"api/runs/{rid}/events")[1]["events"]])
-
-    def test_metrics_read_by_prometheus_parser(self):
-        self.write("plan.yaml", PLAN)
-        orch("run", "plan.yaml", cwd=self.cwd)
-        self.write("risky.yaml", RISKY)
-        orch("run", "risky.yaml", "--approve-medium", cwd=self.cwd)
-        s = self.serve()
-        status, headers, body = request(s.url + "metrics")
-        self.assertEqual(status, 200)
-        self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
-        families = {f.name: f for f in text_string_to_metric_families(body.decode())}
-        def value(name, **labels):
-            for fam in families.values():
-                for sample in fam.samples:
-                    if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
-                        return sample.value
-            raise AssertionError(f"no sample {name} {labels}")
-        self.assertEqual(families["orch_runs"].type, "gauge")
-        self.assertEqual(value("orch_runs", status="failed"), 1)
-        self.assertEqual(value("orch_runs", status="awaiting_approval"), 1)
-        self.assertEqual(value("orch_runs", status="succeeded"), 0)
-        self.assertEqual(value("orch_steps", status="done"), 3)
-        self.assertEqual(value("orch_steps", status="failed"), 1)
-        self.assertEqual(value("orch_approvals_pending"), 1)
-        self.assertEqual(families["orch_attempts"].type, "counter")
-        self.assertEqual(value("orch_attempts_total", outcome="succeeded"), 3)
-        self.assertEqual(value("orch_attempts_total", outcome="failed", reason_class="exited"), 1)
-        self.assertEqual(families["orch_attempt_duration_seconds"].type, "histogram")
-        self.assertEqual(value("orch_attempt_duration_seconds_count"), 4)
-        self.assertEqual(value("orch_attempt_duration_seconds_bucket", le="+Inf"), 4)
-        self.assertEqual(families["orch_step_duration_seconds"].type, "histogram")
-        self.assertEqual(value("orch_step_duration_seconds_count"), 4, "a, b, c (failed) and build: not migrate (paused)")
-        self.assertEqual(value("orch_stalls_total"), 0)
-
-    def test_metrics_tell_tokens_and_cost_by_provider_and_model(self):
-        # A local OpenAI/Anthropic-compatible server of the project's (tests/fake_llm).
-        here = os.path.dirname(os.path.abspath(__file__))
-        port_file = os.path.join(self.cwd, "llm.port")
-        fake = subprocess.Popen([sys.executable, os.path.join(here, "..", "fake_llm", "server.py"),
-                                 "--port-file", port_file])
-        try:
-            deadline = time.time() + 20
-            while not (os.path.exists(port_file) and open(port_file).read().strip()) and time.time() < deadline:
-                time.sleep(0.05)
-            llm = "http://127.0.0.1:%s" % open(port_file).read().strip()
-            self.write("models.yaml", f"""providers:
-  oa: {{api: openai, base_url: "{llm}/v1", api_key_env: ORCH_TEST_LLM_KEY}}
-  an: {{api: anthropic, base_url: "{llm}/v1", api_key_env: ORCH_TEST_LLM_KEY}}
-models:
-  fast: {{provider: oa, model: gpt-test, max_tokens: 64, price_in: 1.0, price_out: 2.0}}
-  claude: {{provider: an, model: claude-test, max_tokens: 64, price_in: 3.0, price_out: 15.0}}
-default_model: fast
-""")
-            self.write("ask.yaml", """name: ask
-steps:
-  - {id: ask, executor: llm, inputs: {prompt: "[[reply: yes]] [[usage: 1000 500]]"}}
-  - {id: claude, executor: 'llm:claude', deps: [ask], inputs: {prompt: "[[reply: ok]] [[usage: 2000 100]]"}}
-  - {id: shell, deps: [claude], sh: 'true'}
-""")
-            env = dict(os.environ, ORCH_TEST_LLM_KEY="k")
-            ran = subprocess.run([ORCH, "run", "ask.yaml", "--models", "models.yaml"], cwd=self.cwd, env=env,
-                                 capture_output=True, text=True, timeout=120)
-            self.assertEqual(ran.returncode, 0, ran.stderr)
-        finally:
-            fake.terminate()
-            fake.wait(timeout=20)
-        rid = run_id(ran.stderr)
-        s = self.serve()
-        _, _, body = request(s.url + "metrics")
-        samples = [x for f in text_string_to_metric_families(body.decode()) for x in f.samples]
-        def spent(name, **labels):
-            return sum(x.value for x in samples
-                       if x.name == name and all(x.labels.get(k) == v for k, v in labels.items()))
-        self.assertEqual(spent("orch_tokens_total", run=rid, provider="oa", model="gpt-test"), 1500)
-        self.assertEqual(spent("orch_tokens_total", run=rid, provider="an", model="claude-test"), 2100)
-        self.assertEqual(spent("orch_tokens_total", run=rid, executor="shell", provider="", model=""), 0)
-        self.assertAlmostEqual(spent("orch_cost_usd_total", provider="an", model="claude-test"),
-                               (2000 * 3.0 + 100 * 15.0) / 1e6)
-        _, report = get_json(s.url + f"api/runs/{rid}")
-        models = {st["id"]: st["attempts"][0]["model"] for st in report["steps"]}
-        self.assertEqual(models, {"ask": "oa/gpt-test", "claude": "an/claude-test", "shell": ""})
-
     def test_refusals_at_start(self):
         self.write("ok.yaml", "name: ok\nsteps:\n  - {id: x, sh: 'true'}\n")
         orch("run", "ok.yaml", cwd=self.cwd)
@@ -581,7 +272,6 @@ steps:
         self.assertEqual(request(s.url + "healthz")[2], b"ok\n")
         self.assertEqual(s.stop(), 0)
         self.assertIn("orch serve: stopped", "".join(s.lines))
-
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
