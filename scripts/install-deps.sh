@@ -41,14 +41,18 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   packages+=(nodejs npm)
 fi
 
-# The browser tests' npm packages, pinned by tests/browser/package-lock.json
-# (`npm ci`: exactly those versions), into tests/browser/node_modules. Done
-# after the apt packages (npm may be one of them), every time (about a second).
+# The tests' npm packages, each folder's pinned by its package-lock.json (`npm
+# ci`: exactly those versions), into its node_modules: tests/browser (the
+# dashboard in Debian's chromium, through playwright-core) and tests/mcp (the
+# official MCP SDK's client and published MCP servers). Done after the apt
+# packages (npm may be one of them), every time (about a second each).
 npm_packages() {
-  local dir
-  dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/browser" && pwd)
-  echo "install-deps: npm ci in tests/browser"
-  (cd "$dir" && npm ci --no-audit --no-fund)
+  local root dir
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  for dir in tests/browser tests/mcp; do
+    echo "install-deps: npm ci in $dir"
+    (cd "$root/$dir" && npm ci --no-audit --no-fund)
+  done
 }
 
 # One dpkg-query for all packages; a package dpkg has never heard of prints
