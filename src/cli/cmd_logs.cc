@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/json_docs.h"
 #include "cli/number_option.h"
 #include "util/json_text.h"
 #include "util/strings.h"
@@ -31,42 +32,6 @@ struct LogsArgs {
   std::string store = kDefaultStore;
 };
 
-const char* source_name(OutputSource s) {
-  switch (s) {
-    case OutputSource::File:
-      return "file";
-    case OutputSource::Ledger:
-      return "ledger";
-    case OutputSource::None:
-      return "none";
-  }
-  return "none";
-}
-
-// The --json document (schemas/logs.schema.json) of the stream read into `text`.
-nlohmann::ordered_json logs_json(const LogsArgs& args, const AttemptRecord& a, std::size_t attempts,
-                                 const OutputRead& read, const std::string& text) {
-  std::int64_t bytes = args.err ? a.stderr_bytes : a.stdout_bytes;
-  // A running attempt's byte count is written when it ends: until then, its file's.
-  if (a.status == AttemptStatus::Running) bytes = std::max<std::int64_t>(bytes, std::ssize(text));
-  // json_text() replaces what is not UTF-8; read back, such a text is not the stream's.
-  const nlohmann::ordered_json as_text = text;
-  const bool lossy = nlohmann::ordered_json::parse(json_text(as_text)).get<std::string>() != text;
-  return {{"run_id", args.run_id},
-          {"step", args.step},
-          {"attempt", a.number},
-          {"attempts", attempts},
-          {"status", attempt_status_name(a.status)},
-          {"stream", args.err ? "stderr" : "stdout"},
-          {"source", source_name(read.source)},
-          {"path", read.file},
-          {"bytes", bytes},
-          {"truncated", args.err ? a.stderr_truncated : a.stdout_truncated},
-          {"text", as_text},
-          {"text_bytes", text.size()},
-          {"lossy", lossy},
-          {"output_tail", a.output_tail}};
-}
 }  // namespace
 
 Command add_logs(CLI::App& app) {
@@ -86,46 +51,21 @@ Command add_logs(CLI::App& app) {
   return [args]() -> int {
     auto store = open_ledger(args->store, true);
     if (!store) return report_error(store.error());
-    auto run = (*store)->runs().find_run(args->run_id);
-    if (!run) return report_error(run.error());
-    if (!*run) return report_error((*store)->runs().no_run(args->run_id));
-    auto attempts = (*store)->runs().attempts(args->run_id, args->step);
-    if (!attempts) return report_error(attempts.error());
-    if (attempts->empty()) {
-      // A step the run does not have is not the same as one that never ran.
-      auto steps = (*store)->runs().steps(args->run_id);
-      if (!steps) return report_error(steps.error());
-      std::vector<std::string> ids;
-      for (const auto& s : *steps) ids.push_back(s.step_id);
-      if (std::find(ids.begin(), ids.end(), args->step) == ids.end())
-        return report_error(
-            Error{ErrorCode::NotFound, fmt::format("run {} has no step '{}'{}", args->run_id, args->step,
-                                                   did_you_mean(args->step, ids))});
-      return report_error(Error{
-          ErrorCode::NotFound, fmt::format("run {} has no attempts of step '{}'", args->run_id, args->step)});
-    }
-    const AttemptRecord* chosen = &attempts->back();
-    if (args->attempt > 0) {
-      chosen = nullptr;
-      for (const auto& a : *attempts)
-        if (a.number == args->attempt) chosen = &a;
-      if (!chosen)
-        return report_error(
-            Error{ErrorCode::NotFound, fmt::format("step '{}' has no attempt {} (it has {})", args->step,
-                                                   args->attempt, attempts->size())});
-    }
+    const LogsQuery query{args->run_id, args->step, args->attempt, args->err};
+    auto chosen = find_attempt((*store)->runs(), query);
+    if (!chosen) return report_error(chosen.error());
     if (!args->json) {
       auto read = (*store)->runs().read_attempt_output(
-          *chosen, args->err ? AttemptStream::Stderr : AttemptStream::Stdout,
+          chosen->attempt, args->err ? AttemptStream::Stderr : AttemptStream::Stdout,
           [](std::string_view bytes) { std::fwrite(bytes.data(), 1, bytes.size(), stdout); });
       return read ? kExitSucceeded : report_error(read.error());
     }
     std::string text;
     auto read = (*store)->runs().read_attempt_output(
-        *chosen, args->err ? AttemptStream::Stderr : AttemptStream::Stdout,
+        chosen->attempt, args->err ? AttemptStream::Stderr : AttemptStream::Stdout,
         [&](std::string_view bytes) { text += bytes; });
     if (!read) return report_error(read.error());
-    std::printf("%s\n", json_text(logs_json(*args, *chosen, attempts->size(), *read, text), 2).c_str());
+    std::printf("%s\n", json_text(logs_json(query, *chosen, *read, text), 2).c_str());
     return kExitSucceeded;
   };
 }

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/json_docs.h"
 #include "cli/number_option.h"
 #include "memory/memory.h"
 #include "util/json_text.h"
@@ -94,15 +95,7 @@ int run_similarity(const MemoryArgs& args) {
       query_memory(args, [&](memory::MemoryIndex& index) { return index.similar(args.text, args.limit); });
   if (!hits) return report_error(hits.error());
   if (args.json) {
-    ordered_json matches = ordered_json::array();
-    for (const auto& h : *hits)
-      matches.push_back({{"kind", h.kind},
-                         {"id", h.id},
-                         {"title", h.title},
-                         {"path", h.path},
-                         {"score", h.score},
-                         {"similar", h.score >= memory::kSimilarThreshold}});
-    print({{"query", args.text}, {"threshold", memory::kSimilarThreshold}, {"matches", matches}});
+    print(similarity_json(args.text, *hits));
     return kExitSucceeded;
   }
   if (hits->empty()) std::printf("no matches\n");

@@ -12,11 +12,12 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/json_docs.h"
 #include "cli/number_option.h"
 #include "cli/request_plan.h"
 #include "flows/plan_decision.h"
-#include "util/strings.h"
 #include "util/json_text.h"
+#include "util/strings.h"
 
 namespace orch::cli {
 
@@ -33,30 +34,6 @@ struct PlanArgs {
   bool explain = false;
   RequestPlanArgs planner;
 };
-
-nlohmann::ordered_json trigger_json(const flows::TriggerResult& t) {
-  nlohmann::ordered_json trigger = {{"signal", flows::job_signal_name(t.signal)},
-                                    {"job", t.is_job()},
-                                    {"explanation", t.explanation()}};
-  if (!t.items.empty()) trigger["items"] = t.items;
-  if (!t.phrase.empty()) trigger["phrase"] = t.phrase;
-  if (!t.verbs.empty()) trigger["verbs"] = t.verbs;
-  return trigger;
-}
-
-nlohmann::ordered_json planned_json(const flows::PlannedRequest& p) {
-  nlohmann::ordered_json problems = nlohmann::ordered_json::array();
-  for (const auto& d : p.model_problems) problems.push_back(d.to_string());
-  nlohmann::ordered_json out = {{"path", flows::plan_path_name(p.path)}};
-  if (!p.template_name.empty()) out["template"] = p.template_name;
-  out["why"] = p.why;
-  out["trigger"] = trigger_json(p.trigger);
-  out["planning_runs"] = p.planning_runs;
-  out["model_problems"] = problems;
-  out["steps"] = p.plan.steps.size();
-  out["plan"] = p.text;
-  return out;
-}
 
 // What the planner would do with the request, and why; nothing is planned.
 int explain_plan(const PlanArgs& args) {

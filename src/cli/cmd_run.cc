@@ -7,6 +7,7 @@
 #include "cli/approval_prompt.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/detached_driver.h"
 #include "cli/number_option.h"
 #include "cli/output_style.h"
 #include "cli/plan_input.h"
@@ -118,8 +119,10 @@ int drive(const RunArgs& args, Store& store, std::shared_ptr<ExecutorRegistry> e
   return code;
 }
 
-// run --on-workers --detach: the run recorded and left to the workers, one of
-// which starts its driver (distrib/worker.h).
+// run --detach: the run recorded and left to another process to drive — an
+// `orch worker` (with --on-workers: one of them starts its driver,
+// distrib/worker.h), or else an `orch resume` started here in a session of its
+// own (cli/detached_driver.h).
 int submit(const RunArgs& args, Store& store, const std::shared_ptr<ExecutorRegistry>& executors,
            PlanInput in) {
   if (!args.approve.empty() || args.approve_medium) {
@@ -133,17 +136,36 @@ int submit(const RunArgs& args, Store& store, const std::shared_ptr<ExecutorRegi
   options.workspace = args.workspace;
   if (args.jobs > 0) options.concurrency = args.jobs;
   options.keep_going = args.keep_going;
-  options.dispatch = Dispatch::Workers;
+  options.dispatch = args.on_workers ? Dispatch::Workers : Dispatch::Local;
   options.executors = executors;
   Engine engine(store, options);
   auto id = engine.submit(std::move(in.plan), in.text);
   if (!id) return report_error(id.error());
+  nlohmann::ordered_json doc = {
+      {"run_id", *id}, {"status", "running"}, {"dispatch", args.on_workers ? "workers" : "local"}};
+  if (!args.on_workers) {
+    DetachedDriver driver{
+        orch_binary_path(),           *id, args.store, args.models, args.registry, args.workers,
+        detached_log_path(store, *id)};
+    auto pid = start_detached_driver(driver);
+    if (!pid) {
+      // Recorded but not driven: said plainly, with the way on.
+      return report_error(
+          Error{pid.error().code, fmt::format("run {} is recorded but {}; `orch resume {}` drives it", *id,
+                                              pid.error().message, *id)});
+    }
+    doc["driver_pid"] = *pid;
+    doc["log"] = driver.log.string();
+  }
   if (args.json) {
-    nlohmann::ordered_json doc = {{"run_id", *id}, {"status", "running"}, {"dispatch", "workers"}};
     std::printf("%s\n", json_text(doc, 2).c_str());
-  } else {
+  } else if (args.on_workers) {
     std::printf("run %s submitted: orch worker processes run it (follow it: orch status %s --store URL)\n",
                 id->c_str(), id->c_str());
+  } else {
+    std::printf("run %s started in the background (driver pid %d, log %s; follow it: orch status %s)\n",
+                id->c_str(), doc["driver_pid"].get<int>(), doc["log"].get<std::string>().c_str(),
+                id->c_str());
   }
   return kExitSucceeded;
 }
@@ -172,15 +194,12 @@ Command add_run(CLI::App& app) {
                 "print the run report (schemas/run-report.schema.json) instead of progress");
   add_executor_file_flags(*sub, args->models, args->registry, args->workers);
   add_approval_flags(sub, *args);
-  CLI::Option* on_workers = sub->add_flag(
-      "--on-workers", args->on_workers,
-      "execute the steps on `orch worker` processes, which claim them from the PostgreSQL ledger "
-      "(docs/workers-distributed.md); this process drives the run and reports");
-  sub->add_flag(
-         "--detach", args->detach,
-         "with --on-workers: record the run, print its id and exit; a worker drives it (orch status follows "
-         "it)")
-      ->needs(on_workers);
+  sub->add_flag("--on-workers", args->on_workers,
+                "execute the steps on `orch worker` processes, which claim them from the PostgreSQL ledger "
+                "(docs/workers-distributed.md); this process drives the run and reports");
+  sub->add_flag("--detach", args->detach,
+                "record the run, print its id and exit: an `orch resume` started in the background drives it "
+                "(with --on-workers: a worker does); orch status follows it");
   return [args]() -> int {
     auto executors = cli_executors(args->models, args->registry, args->workers);
     if (!executors) return report_error(executors.error());

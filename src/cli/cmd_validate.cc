@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/json_docs.h"
 #include "cli/number_option.h"
 #include "cli/plan_input.h"
 #include "orch/plan_loader.h"
@@ -26,37 +27,9 @@ struct ValidateArgs {
 
 // With --json the answer is JSON whatever it is: a plan that cannot be checked (its file,
 // the executors' files or the workspace cannot be read) is an invalid one, each line of the
-// reason one error (said on stderr too). A line "FILE:LINE: ..." keeps its file and line.
+// reason one error (said on stderr too).
 void print_invalid_json(const std::string& plan, const std::string& reason) {
-  nlohmann::ordered_json errors = nlohmann::ordered_json::array();
-  std::size_t start = 0;
-  while (start <= reason.size()) {
-    std::size_t end = reason.find('\n', start);
-    if (end == std::string::npos) end = reason.size();
-    std::string line = reason.substr(start, end - start);
-    start = end + 1;
-    if (line.empty()) continue;
-    std::string file = plan;
-    int number = 0;
-    std::string message = line;
-    if (auto colon = line.find(':'); colon != std::string::npos && colon > 0) {
-      std::size_t digits = colon + 1;
-      while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9') ++digits;
-      // A line number too large for an int is not one: the line stays whole.
-      if (digits > colon + 1 && line.compare(digits, 2, ": ") == 0 &&
-          std::from_chars(line.data() + colon + 1, line.data() + digits, number).ec == std::errc()) {
-        file = line.substr(0, colon);
-        message = line.substr(digits + 2);
-      }
-    }
-    errors.push_back({{"file", file}, {"line", number}, {"step", ""}, {"message", message}});
-  }
-  nlohmann::ordered_json out = {{"valid", false},
-                                {"plan", plan},
-                                {"steps", 0},
-                                {"errors", errors},
-                                {"warnings", nlohmann::ordered_json::array()}};
-  std::printf("%s\n", json_text(out, 2).c_str());
+  std::printf("%s\n", json_text(invalid_plan_json(plan, reason), 2).c_str());
 }
 
 }  // namespace
@@ -84,34 +57,10 @@ Command add_validate(CLI::App& app) {
     // A valid plan may still hold a step the risk guard refuses whatever is
     // approved (a tool the registry has as pending or planned): it would fail at
     // run time. Said here as a warning; the plan is valid and may run its other steps.
-    std::vector<Diagnostic> warnings;
-    if (in.problems.empty()) {
-      for (const Step& step : in.plan.steps) {
-        const Executor* executor = (*executors)->find(step.executor);
-        if (executor == nullptr || executor->risk(step) != RiskLevel::Critical) continue;
-        std::string why = step.risk == RiskLevel::Critical
-                              ? std::string("the step is declared risk: critical")
-                              : fmt::format("executor '{}' rates it critical", step.executor);
-        if (std::string cause = executor->risk_reason(step);
-            !cause.empty() && step.risk != RiskLevel::Critical)
-          why += ": " + cause;
-        warnings.push_back(Diagnostic{step.loc.file.empty() ? shown : step.loc.file, step.loc.line, step.id,
-                                      "warning: the risk guard will refuse this step (" + why + ")"});
-      }
-    }
+    Diagnostics warnings;
+    if (in.problems.empty()) warnings = critical_step_warnings(in.plan, **executors, shown);
     if (args->json) {
-      nlohmann::ordered_json errors = nlohmann::ordered_json::array();
-      for (const auto& d : in.problems)
-        errors.push_back({{"file", d.file}, {"line", d.line}, {"step", d.step_id}, {"message", d.message}});
-      nlohmann::ordered_json warned = nlohmann::ordered_json::array();
-      for (const auto& d : warnings)
-        warned.push_back({{"file", d.file}, {"line", d.line}, {"step", d.step_id}, {"message", d.message}});
-      nlohmann::ordered_json out = {{"valid", in.problems.empty()},
-                                    {"plan", shown},
-                                    {"steps", in.plan.steps.size()},
-                                    {"errors", errors},
-                                    {"warnings", warned}};
-      std::printf("%s\n", json_text(out, 2).c_str());
+      std::printf("%s\n", json_text(validation_json(shown, in, warnings), 2).c_str());
     } else if (in.problems.empty()) {
       print_problems(warnings);
       std::printf(

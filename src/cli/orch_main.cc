@@ -123,6 +123,16 @@ Exit codes:
   2    no store, a token file that is not one (or that others may read), a
        non-loopback --listen without --token-file, or bad usage
 )"},
+      {"mcp", R"(
+Exit codes:
+  0    standard input ended (the client closed it), or stopped by SIGINT, SIGTERM or
+       SIGHUP (with --listen)
+  1    standard output could not be written, it could not listen (the port in use), or
+       the ledger cannot be read; orch-serve is not beside orch
+  2    bad usage, a workspace that is not a folder, a models, registry or workers file
+       that is not valid, a token file that is not one, or a non-loopback --listen
+  A tool that fails is not an exit: it is answered as a tool error (isError).
+)"},
       {"export-otlp", R"(
 Exit codes:
   0    the collector took the trace
@@ -373,6 +383,7 @@ int orch_main(int argc, char** argv) {
       {"worker", cli::add_worker},
       {"workers", cli::add_workers},
       {"serve", cli::add_serve},
+      {"mcp", cli::add_mcp},
       {"export-otlp", cli::add_export_otlp},
       {"completion", cli::add_completion, true},
   };

@@ -35,6 +35,17 @@ PlanInput read_and_validate(const std::string& path, const std::string& workspac
   return in;
 }
 
+PlanInput validate_plan_text(std::string text, const std::string& name, const std::string& workspace,
+                             const ExecutorRegistry& executors) {
+  PlanInput in;
+  in.text = std::move(text);
+  LoadResult loaded = parse_plan_from(in.text, name);
+  in.problems =
+      plan_problems(loaded, validate_options_for(workspace, "", executors));  // the workspace is its folder
+  in.plan = std::move(loaded.plan);
+  return in;
+}
+
 void say_reading_stdin() {
   // Typed at a terminal, the plan ends with Ctrl-D; piped in, nothing is said.
   if (isatty(STDIN_FILENO) == 1)

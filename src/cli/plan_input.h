@@ -20,6 +20,11 @@ struct PlanInput {
 PlanInput read_and_validate(const std::string& path, const std::string& workspace,
                             const ExecutorRegistry& executors);
 
+// The same for a plan given as text (`orch mcp`'s validate and run tools):
+// `name` labels the messages and says the format (a name ending in .json: JSON).
+PlanInput validate_plan_text(std::string text, const std::string& name, const std::string& workspace,
+                             const ExecutorRegistry& executors);
+
 // For PLAN "-" read from a terminal: says on stderr that orch waits for the plan
 // there and how to end it (a plan piped in is read without a word).
 void say_reading_stdin();

@@ -360,6 +360,24 @@ class Server {
 
 }  // namespace
 
+Expected<std::pair<std::string, int>> parse_listen(const std::string& text) {
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos)
+    return fail(ErrorCode::InvalidInput,
+                fmt::format("--listen {}: give HOST:PORT (e.g. 127.0.0.1:8470)", text));
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "127.0.0.1";
+  const std::string port_text = text.substr(colon + 1);
+  int port = -1;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535)
+    return fail(
+        ErrorCode::InvalidInput,
+        fmt::format("--listen {}: '{}' is not a port (0 to 65535; 0 picks a free one)", text, port_text));
+  return std::make_pair(host, port);
+}
+
 bool is_loopback(const std::string& host) {
   if (host == "localhost" || host == "::1") return true;
   in_addr v4{};

@@ -50,6 +50,9 @@ struct ServeOptions {
   std::function<void(const std::string& url)> on_listening;
 };
 
+// --listen's value: "HOST:PORT", "[::1]:PORT" or ":PORT" (loopback).
+Expected<std::pair<std::string, int>> parse_listen(const std::string& text);
+
 // Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
 bool is_loopback(const std::string& host);
 

@@ -24,30 +24,12 @@
 #include "orch/clock.h"
 #include "orch/engine.h"
 #include "serve/http_server.h"
+#include "serve/mcp_main.h"
 #include "serve/token.h"
 
 namespace {
 
 using namespace orch;
-
-// "HOST:PORT", "[::1]:PORT" or ":PORT" (loopback).
-Expected<std::pair<std::string, int>> parse_listen(const std::string& text) {
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string::npos)
-    return fail(ErrorCode::InvalidInput,
-                fmt::format("--listen {}: give HOST:PORT (e.g. 127.0.0.1:8470)", text));
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host.empty()) host = "127.0.0.1";
-  const std::string port_text = text.substr(colon + 1);
-  int port = -1;
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535)
-    return fail(
-        ErrorCode::InvalidInput,
-        fmt::format("--listen {}: '{}' is not a port (0 to 65535; 0 picks a free one)", text, port_text));
-  return std::make_pair(host, port);
-}
 
 int run(int argc, char** argv) {
   CLI::App app{"orch serve: a live web dashboard over the ledger, with Prometheus /metrics (docs/serve.md)",
@@ -65,7 +47,7 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitSucceeded : kExitInvalid;
   }
-  auto where = parse_listen(listen);
+  auto where = serve::parse_listen(listen);
   if (!where) return cli::report_error(where.error());
   serve::ServeOptions options;
   options.host = where->first;
@@ -120,5 +102,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `orch mcp` (cli/cmd_mcp.cc) runs `orch-serve mcp ...`: the MCP server.
+  if (argc > 1 && std::string_view(argv[1]) == "mcp") return serve::mcp_main(argc - 1, argv + 1);
   return run(argc, argv);
 }

@@ -12,8 +12,6 @@
 
 namespace orch::serve {
 
-namespace {
-
 Expected<std::string> random_hex(std::size_t bytes) {
   std::string raw(bytes, '\0');
   std::size_t got = 0;
@@ -27,8 +25,6 @@ Expected<std::string> random_hex(std::size_t bytes) {
   for (unsigned char c : raw) hex += fmt::format("{:02x}", c);
   return hex;
 }
-
-}  // namespace
 
 Expected<Token> load_or_make_token(const std::filesystem::path& file) {
   std::error_code ec;

@@ -21,6 +21,9 @@ struct Token {
 
 Expected<Token> load_or_make_token(const std::filesystem::path& file);
 
+// `bytes` random bytes from getrandom(2), as hex (a token, an MCP session's id).
+Expected<std::string> random_hex(std::size_t bytes);
+
 // Whether `given` is `token`, in time that does not depend on where they differ.
 bool same_token(const std::string& token, std::string_view given);
 
