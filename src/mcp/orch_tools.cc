@@ -39,6 +39,12 @@ const std::map<std::string, OrchTools::Handler>& OrchTools::handlers() {
   return table;
 }
 
+std::vector<std::string> OrchTools::tool_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, handler] : handlers()) names.push_back(name);
+  return names;
+}
+
 ToolResult OrchTools::call(const std::string& name, const nlohmann::json& arguments) {
   auto handler = handlers().find(name);
   if (handler == handlers().end()) return ToolResult::error(fmt::format("orch has no tool '{}'", name));

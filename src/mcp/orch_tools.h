@@ -17,6 +17,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/task_env.h"
 #include "orch/error.h"
@@ -44,6 +45,9 @@ class OrchTools {
  public:
   // Opens the ledger (created when missing) and the executors. Errors name the file.
   static Expected<std::unique_ptr<OrchTools>> open(const ServerOptions& options);
+
+  // The tools this class answers (the catalogue must list exactly these).
+  static std::vector<std::string> tool_names();
 
   // The ledger's folder (where `orch mcp --listen` keeps its token).
   const std::filesystem::path& ledger_folder() const { return open_.ledger->runs().folder(); }
