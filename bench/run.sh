@@ -38,6 +38,9 @@
 #   8. `orch serve` on a large ledger (bench/serve.sh): a run of 100,000 steps and
 #      a ledger of 10,000 runs (smoke: 1000 and 200), each route the page opens
 #      timed against one second.
+#   9. `orch mcp` (bench/mcp.sh): 1000 `task_log` calls (smoke: 50) over one stdio
+#      session, the median and p90 in ms, against `orch task log` as a process per
+#      call in the same invocation (goal: a median under 1 ms).
 #
 # --only 2,5 runs those sections only. Each timing is the mean of --runs runs (default 3) measured with hyperfine when
 # it is installed (and --no-hyperfine is not given), else with bash's clock. --smoke runs everything small (200
@@ -75,10 +78,12 @@ if ((smoke)); then
   n=200 chain=100 big=2000 kill_after=100 runs=${runs:-1} llm_steps=48 task_logs=5 cycle_items=24
   workers_flat=500 workers_chain=100
   serve_steps=1000 serve_runs=200
+  mcp_calls=50
 else
   n=5000 chain=1000 big=100000 kill_after=1000 runs=${runs:-3} llm_steps=200 task_logs=31 cycle_items=200
   workers_flat=10000 workers_chain=1000
   serve_steps=100000 serve_runs=10000
+  mcp_calls=1000
 fi
 llm_jobs=16 llm_delay_ms=20
 
@@ -374,6 +379,22 @@ if ((have_orch)) && [[ -x $(dirname "$orch")/orch-serve ]]; then
   fi
 else
   note "orch serve: skipped (no orch or orch-serve binary)"
+fi
+fi
+
+# --- 9. orch mcp: task_log over one session ----------------------------------------------
+if want 9; then
+banner "9. orch mcp: $mcp_calls task_log calls over one stdio session, against orch task log as a process"
+if ((have_orch)) && [[ -x $(dirname "$orch")/orch-serve ]]; then
+  mkdir -p "$work/mcp"
+  if out=$(ORCH_BENCH_JUDGE=$((!smoke)) "$repo/bench/mcp.sh" "$orch" "$mcp_calls" "$work/mcp" 2>&1); then
+    while IFS= read -r line; do note "$line"; done <<<"$out"
+  else
+    [[ -n "${out:-}" ]] && while IFS= read -r line; do note "$line"; done <<<"$out"
+    note "orch mcp: FAILED"; failures=$((failures + 1))
+  fi
+else
+  note "orch mcp: skipped (no orch or orch-serve binary)"
 fi
 fi
 

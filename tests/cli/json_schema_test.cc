@@ -305,6 +305,28 @@ void check_task_and_memory() {
           "memory-search.schema.json");
 }
 
+// orch run --detach (no workers): the run recorded, its driver an `orch resume`
+// in the background that runs it to its end, its output in the log it names.
+void check_detached_run() {
+  TempDir d;
+  write_file(d / "plan.yaml", "steps:\n  - id: a\n    sh: echo detached\n");
+  const json doc =
+      checked("run", {"run", "plan.yaml", "--detach", "--json"}, d.path(), 0, "run-submitted.schema.json");
+  EXPECT_EQ(doc["dispatch"], "local");
+  EXPECT_GT(doc.value("driver_pid", 0), 0);
+  const std::string id = doc.value("run_id", "");
+  json status;
+  EXPECT_TRUE(orch::testing::wait_for(
+      [&] {
+        status = json::parse(run_orch({"status", id, "--json"}, d.path()).out, nullptr, false);
+        return !status.is_discarded() && status["run"]["status"] == "succeeded";
+      },
+      20000))
+      << status.dump(2);
+  EXPECT_NE(read_file(doc.value("log", "")).find("succeeded"), std::string::npos);
+  EXPECT_EQ(run_orch({"logs", id, "a"}, d.path()).out, "detached\n");
+}
+
 void check_review() {
   TempDir d;
   write_file(d / "doc.md", "# Parser\n\nThe function parse_args reads argv[1] without checking argc.\n");
@@ -425,6 +447,7 @@ TEST(CliJsonSchema, EveryCommandsJsonFollowsItsSchema) {
   check_runs_and_the_ledger();
   check_plan_chain_route_and_budget();
   check_task_and_memory();
+  check_detached_run();
   check_review();
   check_cycle();
   check_coverage();
