@@ -26,7 +26,8 @@ namespace {
 constexpr const char* kDocumentation = R"(
 Documentation: man orch; docs/cli.md, docs/plan-format.md, docs/store.md, docs/models.md,
 docs/workers.md, docs/tools.md, docs/planner.md, docs/chains.md, docs/task.md,
-docs/routing.md, docs/memory.md, docs/review.md (installed in share/doc/orch/))";
+docs/routing.md, docs/memory.md, docs/review.md, docs/serve.md, docs/mcp.md (installed in
+share/doc/orch/))";
 
 // The exit codes of orch as a whole (`orch --help`, and the commands with no table of their own).
 constexpr const char* kExitCodes = R"(
