@@ -95,6 +95,9 @@ struct Step {
   std::optional<std::string> output;  // result = this file's content instead of stdout
   // Declared risk; the executor may raise it (a registry tool's own level), never lower it.
   std::optional<RiskLevel> risk;
+  // `when:` — a condition on what earlier steps did (docs/plan-format.md,
+  // "Conditions"); false: the step is skipped, not run. Unset: always run.
+  std::optional<std::string> when;
   int index = 0;                      // position in Plan::steps (the #E<idx> number)
   // The loader could not read the step's command (`run` or `sh`) and said so:
   // validation does not report it again as missing or empty. (A flag, not a set of

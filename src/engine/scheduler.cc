@@ -443,6 +443,10 @@ int Scheduler::dispatch_ready(std::vector<int>& to_start) {
       ++it;
       continue;
     }
+    if (s.step->when && !s.condition_held && !condition_holds(i)) {
+      it = ready_.erase(it);
+      continue;
+    }
     if (!s.cleared) {
       Gate gate = risk_gate(i);
       if (gate == Gate::Ask) {
@@ -570,7 +574,8 @@ Expected<RunOutcome> Scheduler::finish_run() {
     if (!s.in_plan) continue;
     if (s.rec.status == StepStatus::Failed) at_end.failed.push_back(s.step->id);
     if (s.rec.status == StepStatus::AwaitingApproval) at_end.waiting.push_back(s.step->id);
-    if (s.rec.status != StepStatus::Done) ++at_end.not_done;
+    // A step its condition skipped is settled as the plan said: not a step left undone.
+    if (s.rec.status != StepStatus::Done && !s.skipped_by_condition) ++at_end.not_done;
   }
   const std::optional<std::string> over = budget_->overspent();
   if (over) writer_.event("budget_overspent", "", 0, {{"reason", overspent_reason(*over)}});

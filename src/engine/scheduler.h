@@ -133,6 +133,11 @@ class Scheduler {
   // question is put after the turn's commit, and the step stays ready).
   enum class Gate { Go, Wait, Refused, Ask };
   Gate risk_gate(int i);
+  // Step i's `when:` (scheduler_condition.cc), read once it is ready: true when
+  // it held; false when it was false (the step skipped, scheduler_condition.cc's
+  // skip_by_condition) or could not be evaluated (the step failed with why).
+  bool condition_holds(int i);
+  void skip_by_condition(int i, const std::string& reason);
   void ask_pending_questions();
 
   // Settling.

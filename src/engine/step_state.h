@@ -79,6 +79,10 @@ struct StepState {
 
   // The risk guard let the step run (checked once per process, before its first attempt).
   bool cleared = false;
+  // Its `when:` was read: it held (the step may run), or it did not (the step is
+  // skipped: its dependents count it as settled, not as done).
+  bool condition_held = false;
+  bool skipped_by_condition = false;
   // The answer of ask_approval: 0 not asked yet, 1 approved, -1 declined.
   std::int8_t answer = 0;
 

@@ -42,9 +42,10 @@ using detail::Field;
 using detail::ReadContext;
 
 const std::vector<std::string> kPlanKeys{"name", "concurrency", "on_failure", "budget", "defaults", "steps"};
-const std::vector<std::string> kStepKeys{"id",     "goal", "deps",    "executor", "run",         "sh",
-                                         "inputs", "env",  "timeout", "attempts", "retry_delay", "max_output",
-                                         "budget", "post", "writes",  "output",   "risk", "runs-on"};
+const std::vector<std::string> kStepKeys{"id",          "goal",       "deps",    "executor", "run",
+                                         "sh",          "inputs",     "env",     "timeout",  "attempts",
+                                         "retry_delay", "max_output", "budget",  "post",     "writes",
+                                         "output",      "risk",       "runs-on", "when"};
 const std::vector<std::string> kBudgetKeys{"tokens", "cost_usd", "wall", "attempts"};
 const std::vector<std::string> kDefaultsKeys{"attempts", "timeout", "retry_delay", "max_output",
                                              "kill_grace"};
@@ -196,6 +197,8 @@ void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
     step.runs_on = read_list_with_locs(ctx, f, k, /*allow_single=*/true, step);
   else if (k == "output")
     step.output = read_string(ctx, f, k);
+  else if (k == "when")
+    step.when = read_string(ctx, f, k);
   else if (k == "risk") {
     auto v = read_string(ctx, f, k);
     if (!v) return;

@@ -345,6 +345,7 @@ Diagnostics validate_plan(const Plan& plan, const ValidateOptions& options) {
     check_step_limits(ctx, step);
     check_executor(ctx, step);
     detail::check_placeholders(ctx, step);
+    detail::check_condition(ctx, step);
     detail::check_postconditions(ctx, step);
     detail::check_step_paths(ctx, step);
     detail::check_nul_bytes(ctx, step);

@@ -40,6 +40,8 @@ struct ValidateContext {
 
 void check_placeholders(const ValidateContext& ctx, const Step& step);
 void check_postconditions(const ValidateContext& ctx, const Step& step);
+// `when:`: it parses, names ancestors only, and its types hold (plan/condition.h).
+void check_condition(const ValidateContext& ctx, const Step& step);
 // writes, output: inside the workspace.
 void check_step_paths(const ValidateContext& ctx, const Step& step);
 // Strings that reach a process or the file system must not hold a NUL byte.
