@@ -26,7 +26,9 @@
 #      tool (`curl --parallel --parallel-max 16`) in the same invocation.
 #   5. `orch task log` (issue 4): 31 traces (smoke: 5) are planned, then one
 #      `orch task log TRACE --state EXECUTE` per trace is timed, interleaved with
-#      `python3 -c pass` as the baseline; the medians, in ms.
+#      `python3 -c pass`, `orch --version` and `/bin/true` as baselines (start-up
+#      cost: issue 38's target is a task log within 2x `orch --version`); the
+#      medians, in ms.
 #   6. `orch cycle` over 200 items (smoke: 24), one per file, a scripted worker
 #      that sleeps 50 ms, -j 8 (bench/cycle.sh): the wall time against the ideal
 #      ceil(items/8) x 50 ms.
@@ -296,7 +298,7 @@ source "$repo/bench/llm_steps.sh"
 
 # --- 5. orch task log --------------------------------------------------------------
 if want 5; then
-banner "5. orch task log: median of $task_logs calls, against python3 -c pass"
+banner "5. orch task log: median of $task_logs calls, against python3 -c pass, orch --version and /bin/true"
 if ((have_orch)); then
   mkdir -p "$work/task"
   if out=$(python3 - "$orch" "$work/task" "$task_logs" <<'TASKLOG' 2>&1
@@ -312,16 +314,23 @@ def timed(cmd):
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return (time.perf_counter() - start) * 1000
-logs, py = [], []
+# Interleaved, so that each figure sees the same moments of the machine: the
+# start-up cost of any process (/bin/true), of orch itself (orch --version) and
+# of python3, against a task log.
+logs, py, version, true = [], [], [], []
 for trace in ids:
+    true.append(timed(["/bin/true"]))
+    version.append(timed([orch, "--version"]))
     py.append(timed(["python3", "-c", "pass"]))
     logs.append(timed([orch, "task", "log", trace, "--state", "EXECUTE", "--workspace", ws]))
-print("%.2f %.2f" % (statistics.median(logs), statistics.median(py)))
+print("%.2f %.2f %.2f %.2f" % tuple(statistics.median(x) for x in (logs, py, version, true)))
 TASKLOG
   ); then
-    read -r log_ms py_ms <<<"$out"
+    read -r log_ms py_ms version_ms true_ms <<<"$out"
     note "$(printf '%-28s %9.2f ms  python3 -c pass %.2f ms   %sx   target < %s ms   %s' "orch task log (median)" \
       "$log_ms" "$py_ms" "$(calc "$log_ms / $py_ms" "%.2f")" "$target_task_log_ms" "$(judge "$log_ms" "<" "$target_task_log_ms")")"
+    note "$(printf '%-28s %9.2f ms  /bin/true %.2f ms   task log / --version %sx   target <= 2x   %s' "orch --version (median)" \
+      "$version_ms" "$true_ms" "$(calc "$log_ms / $version_ms" "%.2f")" "$(judge "$(calc "$log_ms / $version_ms" "%.3f")" "<=" 2)")"
   else
     echo "$out" >&2
     note "orch task log: FAILED"; failures=$((failures + 1))
