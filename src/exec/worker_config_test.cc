@@ -113,11 +113,16 @@ TEST(WorkerConfig, JsonPathsWalkObjectsAndArrays) {
 }
 
 TEST(WorkerConfig, ShippedTemplatesParse) {
+  int files = 0;
   for (const auto& entry :
        std::filesystem::directory_iterator(testing::source_dir() / "templates" / "workers")) {
+    // The workers files; templates/workers/mcp/ holds the agents' MCP configuration (docs/mcp.md).
+    if (!entry.is_regular_file()) continue;
+    ++files;
     auto c = load_worker_catalog(entry.path());
     EXPECT_TRUE(c) << entry.path() << ": " << (c ? "" : c.error().message);
   }
+  EXPECT_GE(files, 1);
 }
 
 // The shipped templates load, and carry what the CLIs need headless: the prompt

@@ -161,9 +161,12 @@ TEST_F(Workers, ASQLiteStoreIsRefusedWithTheReason) {
   auto worker = run_orch({"worker", "--store", (d_ / "x.db").string()}, d_.path());
   EXPECT_EQ(worker.exit_code, 2) << worker.err;
   EXPECT_NE(worker.err.find("orch worker needs a PostgreSQL ledger"), std::string::npos) << worker.err;
-  auto detach = run_orch({"run", "p.yaml", "--detach"}, d_.path());
+  // --detach alone starts a local driver in the background (json_schema_test);
+  // with --on-workers it needs PostgreSQL as --on-workers does.
+  auto detach = run_orch({"run", "p.yaml", "--on-workers", "--detach"}, d_.path());
   EXPECT_EQ(detach.exit_code, 2) << detach.err;
-  EXPECT_NE(detach.err.find("--detach requires --on-workers"), std::string::npos) << detach.err;
+  EXPECT_NE(detach.err.find("--on-workers needs a PostgreSQL ledger"), std::string::npos) << detach.err;
+  EXPECT_FALSE(fs::exists(d_ / ".orch/orch.db")) << "nothing was recorded";
 }
 
 TEST_F(Workers, ATakenNameIsRefused) {
