@@ -5,12 +5,6 @@
 // beside this binary (as for `orch serve`: its HTTP transport is cpp-httplib,
 // a shared library built against the shared libstdc++): this command checks
 // the options, then hands them to it (execv), so stdin and stdout are orch-serve's.
-#include <fmt/format.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -73,18 +67,9 @@ Command add_mcp(CLI::App& app) {
   add_mcp_flags(*sub, *args);
   sub->get_option("--token-file")->needs(sub->get_option("--listen"));
   return [args]() -> int {
-    const std::filesystem::path server = orch_binary_path().parent_path() / "orch-serve";
-    std::vector<std::string> words = {"orch-serve", "mcp"};
+    std::vector<std::string> words = {"mcp"};
     for (std::string& w : mcp_words(*args)) words.push_back(std::move(w));
-    std::vector<char*> argv;
-    for (std::string& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-    std::fflush(nullptr);
-    ::execv(server.c_str(), argv.data());
-    return report_error(
-        Error{ErrorCode::Io, fmt::format("cannot start {}: {} (orch-serve is built and installed beside orch "
-                                         "when cpp-httplib is there: scripts/install-deps.sh installs it)",
-                                         server.string(), std::strerror(errno))});
+    return exec_orch_serve(words);
   };
 }
 

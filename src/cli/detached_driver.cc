@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+
+#include "cli/common.h"
 
 namespace orch::cli {
 
@@ -23,6 +26,21 @@ fs::path orch_binary_path() {
   if (ec) return "orch";
   if (self.filename() == "orch") return self;
   return self.parent_path() / "orch";
+}
+
+int exec_orch_serve(const std::vector<std::string>& words) {
+  const fs::path server = orch_binary_path().parent_path() / "orch-serve";
+  std::vector<std::string> all = {"orch-serve"};
+  all.insert(all.end(), words.begin(), words.end());
+  std::vector<char*> argv;
+  for (std::string& w : all) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execv(server.c_str(), argv.data());
+  return report_error(
+      Error{ErrorCode::Io, fmt::format("cannot start {}: {} (orch-serve is built and installed beside orch "
+                                       "when cpp-httplib is there: scripts/install-deps.sh installs it)",
+                                       server.string(), std::strerror(errno))});
 }
 
 Expected<int> start_detached_driver(const DetachedDriver& d) {

@@ -1,4 +1,5 @@
-// cli/detached_driver.h — a run's driver started in a process of its own.
+// cli/detached_driver.h — the other processes orch starts as programs of its
+// own: a run's driver in the background, and orch-serve in its place.
 //
 // `orch run PLAN --detach` (and `orch mcp`'s run tool) record the run
 // (Engine::submit) and leave its driving to `orch resume RUN` started here:
@@ -34,6 +35,11 @@ Expected<int> start_detached_driver(const DetachedDriver& d);
 
 // Where the driver of run `run_id` writes: detached/RUN.log in the store's folder.
 std::filesystem::path detached_log_path(const Store& store, const std::string& run_id);
+
+// Replaces this process with the program orch-serve beside the orch binary
+// (`orch serve`, `orch mcp`: cpp-httplib lives there), argv[0] "orch-serve" then
+// `words`. Returns only when it could not: the exit code of the error said.
+int exec_orch_serve(const std::vector<std::string>& words);
 
 // The orch binary of this process (/proc/self/exe), or, from another program of
 // orch's (orch-serve), the `orch` beside it.

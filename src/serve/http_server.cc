@@ -12,6 +12,7 @@
 
 #include "postgres/pg_store.h"
 #include "serve/api.h"
+#include "serve/listen.h"
 #include "serve/metrics.h"
 #include "serve/page.h"
 #include "serve/run_graph.h"
@@ -77,12 +78,7 @@ class Server {
     httplib::Server svr;
     svr.new_task_queue = [] { return new httplib::ThreadPool(kStreamThreads); };
     svr.set_payload_max_length(kMaxRequestBytes);
-    // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
-    // second server (anyone's) would bind the same port and share its requests.
-    svr.set_socket_options([](socket_t sock) {
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
+    reuse_address_only(svr);
     svr.set_keep_alive_timeout(5);
     svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       return guard(req, res) ? httplib::Server::HandlerResponse::Unhandled
@@ -96,14 +92,8 @@ class Server {
       res.set_content(json_text(nlohmann::json{{"error", why}}), "application/json");
     });
     routes(svr);
-    const int port =
-        o_.port == 0 ? svr.bind_to_any_port(o_.host) : (svr.bind_to_port(o_.host, o_.port) ? o_.port : -1);
-    if (port < 0)
-      return fail(ErrorCode::Io, fmt::format("cannot listen on {}:{} (in use, or not an address of this "
-                                             "machine): give another with --listen HOST:PORT",
-                                             o_.host, o_.port));
-    origin_ = fmt::format("http://{}:{}",
-                          o_.host.find(':') != std::string::npos ? "[" + o_.host + "]" : o_.host, port);
+    const int port = ORCH_TRY(bind_server(svr, o_.host, o_.port));
+    origin_ = origin_of(o_.host, port);
     g_server = &svr;
     if (o_.on_listening) o_.on_listening(origin_ + "/");
     svr.listen_after_bind();

@@ -12,18 +12,17 @@
 // address without --token-file; 1 it could not listen (the port in use) or the
 // ledger failed.
 #include <fmt/format.h>
-#include <pthread.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdio>
-#include <thread>
 
 #include "cli/common.h"
 #include "orch/clock.h"
 #include "orch/engine.h"
 #include "serve/http_server.h"
+#include "serve/listen.h"
 #include "serve/mcp_main.h"
 #include "serve/token.h"
 
@@ -76,27 +75,8 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "orch serve: the token is in %s\n", token_path.c_str());
     std::fflush(stderr);
   };
-  // Signals are waited for by a thread of their own, which stops the server.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    serve::stop_serving();
-  });
-  auto served = serve::serve(**ledger, Clock::system(), options);
-  if (!served) {
-    waiter.detach();
-    return cli::report_error(served.error());
-  }
-  waiter.join();
-  std::fprintf(stderr, "orch serve: stopped\n");
-  return kExitSucceeded;
+  return serve::serve_until_signal(
+      "orch serve", [&] { return serve::serve(**ledger, Clock::system(), options); }, serve::stop_serving);
 }
 
 }  // namespace

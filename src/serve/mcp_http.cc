@@ -11,6 +11,7 @@
 
 #include "mcp/session.h"
 #include "serve/http_server.h"
+#include "serve/listen.h"
 #include "serve/token.h"
 #include "util/jsonrpc.h"
 
@@ -42,10 +43,7 @@ class McpHttpServer {
   Expected<void> run() {
     httplib::Server svr;
     svr.set_payload_max_length(kMaxBodyBytes);
-    svr.set_socket_options([](socket_t sock) {
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
+    reuse_address_only(svr);
     svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       return guard(req, res) ? httplib::Server::HandlerResponse::Unhandled
                              : httplib::Server::HandlerResponse::Handled;
@@ -63,14 +61,8 @@ class McpHttpServer {
       res.set_header("Allow", "POST, DELETE");
       refuse(res, 405, "orch sends no messages of its own: no stream to GET; POST each message");
     });
-    const int port =
-        o_.port == 0 ? svr.bind_to_any_port(o_.host) : (svr.bind_to_port(o_.host, o_.port) ? o_.port : -1);
-    if (port < 0)
-      return fail(ErrorCode::Io, fmt::format("cannot listen on {}:{} (in use, or not an address of this "
-                                             "machine): give another with --listen HOST:PORT",
-                                             o_.host, o_.port));
-    const std::string host = o_.host.find(':') != std::string::npos ? "[" + o_.host + "]" : o_.host;
-    origins_ = {fmt::format("http://{}:{}", host, port), fmt::format("http://localhost:{}", port),
+    const int port = ORCH_TRY(bind_server(svr, o_.host, o_.port));
+    origins_ = {origin_of(o_.host, port), fmt::format("http://localhost:{}", port),
                 fmt::format("http://127.0.0.1:{}", port), fmt::format("http://[::1]:{}", port)};
     g_mcp_server = &svr;
     if (o_.on_listening) o_.on_listening(origins_.front() + "/mcp");

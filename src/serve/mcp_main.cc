@@ -3,13 +3,11 @@
 #include "serve/mcp_main.h"
 
 #include <fmt/format.h>
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <thread>
 
 #include "cli/common.h"
 #include "cli/mcp_flags.h"
@@ -18,6 +16,7 @@
 #include "mcp/stdio_server.h"
 #include "orch/engine.h"
 #include "serve/http_server.h"
+#include "serve/listen.h"
 #include "serve/mcp_http.h"
 #include "serve/token.h"
 
@@ -63,26 +62,8 @@ int serve_http(const cli::McpArgs& args, const mcp::ToolCatalog& catalog, mcp::O
     std::fprintf(stderr, "orch mcp: %s (token in %s)\n", url.c_str(), token_path.c_str());
     std::fflush(stderr);
   };
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    stop_mcp_http();
-  });
-  auto served = serve_mcp_http(catalog, tools, options);
-  if (!served) {
-    waiter.detach();
-    return cli::report_error(served.error());
-  }
-  waiter.join();
-  std::fprintf(stderr, "orch mcp: stopped\n");
-  return kExitSucceeded;
+  return serve_until_signal(
+      "orch mcp", [&] { return serve_mcp_http(catalog, tools, options); }, stop_mcp_http);
 }
 
 }  // namespace
