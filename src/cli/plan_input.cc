@@ -43,6 +43,7 @@ PlanInput validate_plan_text(std::string text, const std::string& name, const st
   in.problems =
       plan_problems(loaded, validate_options_for(workspace, "", executors));  // the workspace is its folder
   in.plan = std::move(loaded.plan);
+  in.plan.source_path.clear();  // no file: a run records no plan path, as for standard input
   return in;
 }
 
