@@ -374,6 +374,7 @@ int orch_main(int argc, char** argv) {
       {"workers", cli::add_workers},
       {"serve", cli::add_serve},
       {"export-otlp", cli::add_export_otlp},
+      {"tools", cli::add_tools},
       {"completion", cli::add_completion, true},
   };
   // Building every subcommand's options costs more than a millisecond, which short
