@@ -49,12 +49,16 @@ void McpClient::run() {
   });
   while (true) {
     std::deque<std::function<void()>> tasks;
+    bool stopping = false;
     {
       std::lock_guard lock(mutex_);
-      if (stopping_) break;
       tasks.swap(tasks_);
+      stopping = stopping_;
     }
+    // What was asked before the end is done first: a cancel posted by the run's
+    // last attempt still reaches its server (notifications/cancelled).
     for (auto& task : tasks) task();
+    if (stopping) break;
     loop_->run_once(std::chrono::milliseconds(1000));
   }
   // The end of the run: every server shut down cleanly, one after the other.
@@ -90,14 +94,30 @@ Expected<std::vector<mcp::ToolInfo>> McpClient::tools(const std::string& server,
                                                       std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
   if (auto it = tools_.find(server); it != tools_.end()) {
-    if (it->second) return it->second;
-    tools_.erase(it);  // a failure is not remembered: ask again
+    // A failure is not remembered once its listing has ended: ask again. One
+    // still in flight (it outlived a caller's wait) is waited for, not repeated.
+    if (it->second || listing_.contains(server)) return it->second;
+    tools_.erase(it);
   }
+  const bool in_flight = !listing_.insert(server).second;
   lock.unlock();
+  if (!in_flight) post_listing(server);
+  lock.lock();
+  const bool answered = tools_ready_.wait_for(lock, timeout, [&] { return tools_.contains(server); });
+  if (!answered)
+    tools_.emplace(
+        server,
+        fail(ErrorCode::Io, fmt::format("MCP server '{}' did not list its tools within {} s", server,
+                                        std::chrono::duration_cast<std::chrono::seconds>(timeout).count())));
+  return tools_.at(server);
+}
+
+void McpClient::post_listing(const std::string& server) {
   post([this, server] {
     McpSession* s = session(server);
     auto finish = [this, server](Expected<std::vector<mcp::ToolInfo>> result) {
       std::lock_guard done_lock(mutex_);
+      listing_.erase(server);
       tools_.insert_or_assign(server, std::move(result));
       tools_ready_.notify_all();
     };
@@ -105,38 +125,33 @@ Expected<std::vector<mcp::ToolInfo>> McpClient::tools(const std::string& server,
       finish(fail(ErrorCode::NotFound, fmt::format("'{}' is not an MCP server of the registry", server)));
       return;
     }
+    // One page after the other, following nextCursor; `page` holds itself until the last.
     auto found = std::make_shared<std::vector<mcp::ToolInfo>>();
     auto page = std::make_shared<std::function<void(std::string, int)>>();
     *page = [this, s, server, found, page, finish](std::string cursor, int number) {
-      nlohmann::json params = cursor.empty() ? nlohmann::json::object() : nlohmann::json{{"cursor", cursor}};
-      s->request("tools/list", params, "tools/list", [=](Expected<nlohmann::json> result) mutable {
+      json params = cursor.empty() ? json::object() : json{{"cursor", cursor}};
+      s->request("tools/list", params, "tools/list", [=](Expected<json> result) {
         auto next =
             result ? mcp::parse_tool_page(*result) : Expected<mcp::ToolPage>(std::unexpected(result.error()));
-        if (!next) {
+        if (next && !next->next_cursor.empty() && number < kMaxToolPages) {
+          for (auto& tool : next->tools) found->push_back(std::move(tool));
+          (*page)(next->next_cursor, number + 1);
+          return;
+        }
+        if (next) {
+          for (auto& tool : next->tools) found->push_back(std::move(tool));
+          finish(std::move(*found));
+        } else {
           std::string why = next.error().message;
           if (!why.starts_with("MCP server"))
             why = fmt::format("MCP server '{}': tools/list: {}", server, why);
           finish(fail(ErrorCode::InvalidInput, why));
-        } else {
-          for (auto& tool : next->tools) found->push_back(std::move(tool));
-          if (next->next_cursor.empty() || number >= kMaxToolPages)
-            finish(std::move(*found));
-          else
-            (*page)(next->next_cursor, number + 1);
         }
-        if (next && next->next_cursor.empty()) page->operator=(nullptr);  // ends the self-reference
-        if (!next) page->operator=(nullptr);
+        *page = nullptr;  // the listing is over: let it go
       });
     };
     (*page)("", 1);
   });
-  lock.lock();
-  const bool answered = tools_ready_.wait_for(lock, timeout, [&] { return tools_.contains(server); });
-  if (!answered)
-    return fail(ErrorCode::Io,
-                fmt::format("MCP server '{}' did not list its tools within {} s", server,
-                            std::chrono::duration_cast<std::chrono::seconds>(timeout).count()));
-  return tools_.at(server);
 }
 
 std::uint64_t McpClient::call(const std::string& server, const std::string& tool, json arguments,

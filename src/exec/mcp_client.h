@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,6 +68,7 @@ class McpClient {
 
  private:
   void post(std::function<void()> task);           // runs `task` on the client's thread
+  void post_listing(const std::string& server);    // tools/list, every page, into tools_
   void run();                                      // the thread
   McpSession* session(const std::string& server);  // client thread only
 
@@ -80,6 +82,7 @@ class McpClient {
   int wake_fd_ = -1;  // eventfd: a task was posted
   std::thread thread_;
   std::map<std::string, Expected<std::vector<mcp::ToolInfo>>> tools_;  // under mutex_
+  std::set<std::string> listing_;  // the servers whose tools/list is in flight, under mutex_
   std::uint64_t next_call_ = 1;                                        // under mutex_
 
   // Client thread only.

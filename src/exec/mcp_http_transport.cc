@@ -52,7 +52,7 @@ std::vector<std::string> sse_data(const std::string& body) {
 class HttpTransport final : public McpTransport {
  public:
   HttpTransport(const RegisteredTool& server, EventLoop& loop, Handlers handlers)
-      : name_(server.name), url_(server.mcp.url), loop_(loop), http_(loop), handlers_(std::move(handlers)) {}
+      : url_(server.mcp.url), loop_(loop), http_(loop), handlers_(std::move(handlers)) {}
 
   void send(const nlohmann::json& message) override {
     if (closed_) return;
@@ -102,10 +102,9 @@ class HttpTransport final : public McpTransport {
     if (closed_) return;
     if (response.status == 0 || response.status >= 400) {
       if (id.is_null()) return;  // a notification or response that did not land: nothing waits for it
-      std::string why = response.status == 0
-                            ? fmt::format("MCP server '{}' at {}: {}", name_, url_, response.error)
-                            : fmt::format("MCP server '{}' at {}: HTTP {}: {}", name_, url_, response.status,
-                                          quote_for_message(response.body, 200));
+      std::string why = response.status == 0 ? fmt::format("{}: {}", url_, response.error)
+                                             : fmt::format("{}: HTTP {}: {}", url_, response.status,
+                                                           quote_for_message(response.body, 200));
       jsonrpc::Message error;
       error.kind = jsonrpc::Kind::Error;
       error.id = id;
@@ -129,7 +128,6 @@ class HttpTransport final : public McpTransport {
     }
   }
 
-  std::string name_;
   std::string url_;
   EventLoop& loop_;
   HttpClient http_;

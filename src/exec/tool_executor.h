@@ -57,6 +57,8 @@ class ToolExecutor final : public Executor {
   std::string risk_reason(const Step& step) const override;
   // The exact argv, shell-quoted, then "inputs: " and the inputs as JSON.
   std::string describe(const AttemptSpec& spec) const override;
+  // A tool of an MCP server runs where its server is: in the run's driver.
+  bool runs_in_driver(const AttemptSpec& spec) const override { return mcp_for(spec.executor) != nullptr; }
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                   DoneCallback done) override;
 
