@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "exec/output_sink.h"
 #include "exec/refused_attempt.h"
 #include "exec/tool_executor.h"
 #include "orch/validate.h"
@@ -47,7 +48,7 @@ std::vector<std::string> tool_names(const std::vector<mcp::ToolInfo>& tools) {
 }
 
 // "" when `value` satisfies `schema`; else the failing paths, said once.
-Expected<std::string> schema_problems(const json& schema, const json& value) {
+Expected<std::string> schema_violations(const json& schema, const json& value) {
   auto compiled = JsonSchema::parse(schema);
   if (!compiled) return std::unexpected(compiled.error());
   auto violations = compiled->validate(value);
@@ -57,6 +58,15 @@ Expected<std::string> schema_problems(const json& schema, const json& value) {
                          : "";
   violations.resize(std::min(violations.size(), kShownViolations));
   return join(violations, "; ") + more;
+}
+
+// The attempt's secrets, and those the registry hands the server in its `env`
+// (a token under a secret-looking name), which a tool might echo back.
+std::shared_ptr<const SecretMasker> secrets_of(const RegisteredTool& server, const AttemptSpec& spec) {
+  SecretMasker secrets = spec.secrets ? *spec.secrets : SecretMasker();
+  bool added = false;
+  for (const auto& [name, value] : server.mcp.env) added = secrets.add_if_secret(name, value) || added;
+  return added ? std::make_shared<const SecretMasker>(std::move(secrets)) : spec.secrets;
 }
 
 // The arguments a tools/call sends: the step's inputs (an object; none is {}).
@@ -80,13 +90,14 @@ struct McpCallState {
 class McpExecutor::Attempt final : public RunningAttempt {
  public:
   Attempt(McpClient& client, EventLoop& loop, DoneCallback done, std::string label, json output_schema,
-          std::shared_ptr<const SecretMasker> secrets)
+          std::shared_ptr<const SecretMasker> secrets, std::int64_t max_output)
       : client_(client),
         loop_(loop),
         done_(std::move(done)),
         label_(std::move(label)),
         output_schema_(std::move(output_schema)),
         secrets_(std::move(secrets)),
+        max_output_(max_output),
         state_(std::make_shared<McpCallState>()),
         started_(SteadyClock::now()) {}
 
@@ -179,7 +190,7 @@ class McpExecutor::Attempt final : public RunningAttempt {
       std::string problem;
       if (!result.structured) {
         problem = "it gave no structuredContent, though the tool declares an outputSchema";
-      } else if (auto violations = schema_problems(output_schema_, *result.structured); !violations) {
+      } else if (auto violations = schema_violations(output_schema_, *result.structured); !violations) {
         problem = fmt::format("its outputSchema cannot be used: {}", violations.error().message);
       } else if (!violations->empty()) {
         problem = fmt::format("its structuredContent violates the outputSchema: {}", *violations);
@@ -193,6 +204,13 @@ class McpExecutor::Attempt final : public RunningAttempt {
     outcome.ending = AttemptEnding::Exited;
     outcome.exit_code = 0;
     outcome.result = result.structured ? json_text(*result.structured) : result.text;
+    if (static_cast<std::int64_t>(outcome.result.size()) > max_output_) {
+      // Cut, it would be a result the server never gave (and JSON no longer).
+      outcome.ending = AttemptEnding::Error;
+      outcome.message = fmt::format("{}: its result is {} bytes, more than the step's max_output ({})",
+                                    label_, outcome.result.size(), max_output_);
+      outcome.result.clear();
+    }
     return outcome;
   }
 
@@ -203,6 +221,15 @@ class McpExecutor::Attempt final : public RunningAttempt {
       outcome.result = secrets_->mask(outcome.result);
       outcome.message = secrets_->mask(outcome.message);
       if (outcome.stdout_text) outcome.stdout_text = secrets_->mask(*outcome.stdout_text);
+    }
+    if (outcome.stdout_text) {
+      outcome.stdout_bytes = static_cast<std::int64_t>(outcome.stdout_text->size());
+      if (outcome.stdout_bytes > max_output_) {
+        outcome.stdout_text->resize(static_cast<std::size_t>(max_output_));
+        *outcome.stdout_text +=
+            OutputSink::truncation_marker(max_output_, outcome.stdout_bytes - max_output_);
+        outcome.stdout_truncated = true;
+      }
     }
     outcome.output_tail = outcome.stdout_text.value_or(outcome.message);
     if (outcome.output_tail.size() > 2048)
@@ -222,6 +249,7 @@ class McpExecutor::Attempt final : public RunningAttempt {
   std::string label_;
   json output_schema_;
   std::shared_ptr<const SecretMasker> secrets_;
+  std::int64_t max_output_;
   std::shared_ptr<McpCallState> state_;
   SteadyClock::time_point started_;
   std::uint64_t call_ = 0;
@@ -277,7 +305,7 @@ void McpExecutor::check_step(const Step& step, Diagnostics& out) const {
   if (!literal) return;  // placeholders: checked when an attempt starts
   json arguments = arguments_of(*literal);
   coerce_rendered_text(arguments, tool->input_schema);
-  auto problems = schema_problems(tool->input_schema, arguments);
+  auto problems = schema_violations(tool->input_schema, arguments);
   if (!problems)
     problem({"executor"}, fmt::format("tool:{}: the tool's inputSchema cannot be used by orch: {}", name,
                                       problems.error().message));
@@ -365,13 +393,13 @@ Expected<std::unique_ptr<RunningAttempt>> McpExecutor::start(const AttemptSpec& 
         std::move(done), AttemptEnding::SetupFailed);
   json arguments = arguments_of(json(spec.inputs));
   coerce_rendered_text(arguments, tool->input_schema);
-  auto problems = schema_problems(tool->input_schema, arguments);
+  auto problems = schema_violations(tool->input_schema, arguments);
   if (!problems || !problems->empty())
     return refused_attempt(fmt::format("tool:{}: the inputs do not match the tool's inputSchema: {}", name,
                                        problems ? *problems : problems.error().message),
                            loop, std::move(done));
   auto attempt = std::make_unique<Attempt>(client(), loop, std::move(done), fmt::format("tool:{}", name),
-                                           tool->output_schema, spec.secrets);
+                                           tool->output_schema, secrets_of(*server, spec), spec.max_output);
   ORCH_TRY(attempt->start(server->name, tool_name, std::move(arguments), spec.timeout));
   return std::unique_ptr<RunningAttempt>(std::move(attempt));
 }

@@ -214,6 +214,26 @@ class PlanTest(McpToolsCase):
         self.assertEqual(steps["echo"]["result"], "Echo: hello", "no structuredContent: the text")
         self.assertEqual(steps["echo"]["attempts"][0]["ending"], "exited")
 
+    def test_a_secret_the_registry_gives_the_server_is_masked_in_what_it_answers(self):
+        self.registry("""\
+            withenv:
+              kind: mcp
+              command: [%s, %s, stdio]
+              env: {MCP_TEST_TOKEN: sekrit-value-123456, MCP_TEST_PLAIN: plain-value-123456}
+              status: prod_ready
+              safe_for_agents: true
+              risk: low
+            """ % (NODE, EVERYTHING))
+        self.write("plan.yaml", "steps:\n  - {id: env, executor: tool:withenv.get-env}\n")
+        r = self.orch("run", "plan.yaml", "--registry", "registry.yml")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        run = run_id(r.stderr)
+        result = self.report(run)["env"]["result"]
+        self.assertIn("plain-value-123456", result, "the server got its env")
+        self.assertNotIn("sekrit-value-123456", result)
+        self.assertIn('"MCP_TEST_TOKEN": "***"', result)
+        self.assertNotIn("sekrit-value-123456", self.orch("logs", run, "env").stdout)
+
     def test_a_schema_invalid_argument_is_a_validation_error_with_its_line(self):
         self.registry()
         self.write("plan.yaml", """\
