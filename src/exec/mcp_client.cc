@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -43,6 +45,11 @@ void McpClient::post(std::function<void()> task) {
 }
 
 void McpClient::run() {
+  // Signals are the main thread's to take (the engine's handlers); a write to a
+  // server that has gone is EPIPE here, never SIGPIPE.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   loop_->watch(wake_fd_, POLLIN, [this](short) {
     std::uint64_t count = 0;
     [[maybe_unused]] auto n = ::read(wake_fd_, &count, sizeof count);

@@ -78,7 +78,9 @@ class HttpTransport final : public McpTransport {
     closed_ = true;
     for (const auto& [_, request] : in_flight_) http_.cancel(request);
     in_flight_.clear();
-    if (session_.empty()) return;
+    // No grace: dropped at once (this may be inside a handler, where the loop
+    // must not be turned); the server ends the session by its own timeout.
+    if (session_.empty() || grace.count() == 0) return;
     HttpRequest request;
     request.method = "DELETE";
     request.url = url_;

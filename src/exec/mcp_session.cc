@@ -98,7 +98,7 @@ void McpSession::on_initialized(Expected<json> result) {
   if (!version) {
     std::string tail = transport_ ? transport_->stderr_tail() : "";
     if (transport_) transport_->shut_down(std::chrono::milliseconds(0));
-    transport_.reset();
+    retire_transport();  // this may run inside the transport's own handler
     state_ = State::Stopped;
     dead_ = fmt::format("MCP server '{}' could not be initialized: {}{}", server_.name,
                         version.error().message, stderr_note(tail));
@@ -140,12 +140,10 @@ void McpSession::on_message(jsonrpc::Message message) {
 }
 
 void McpSession::on_closed(const std::string& why) {
-  // Called from inside the transport: it is destroyed once this turn is over.
-  std::shared_ptr<McpTransport> gone(std::move(transport_));
-  loop_.defer([gone] {});
+  std::shared_ptr<McpTransport> gone = retire_transport();
   if (initialize_timer_ != 0) loop_.cancel_timer(initialize_timer_);
   initialize_timer_ = 0;
-  const std::string note = stderr_note(gone->stderr_tail());
+  const std::string note = stderr_note(gone ? gone->stderr_tail() : "");
   const bool starting = state_ == State::Starting;
   state_ = State::Stopped;
   ++deaths_;
@@ -168,6 +166,12 @@ void McpSession::on_closed(const std::string& why) {
     return;
   }
   if (!pending_.empty()) start_server();  // once: the calls that waited go to the new server
+}
+
+std::shared_ptr<McpTransport> McpSession::retire_transport() {
+  std::shared_ptr<McpTransport> gone(std::move(transport_));
+  if (gone) loop_.defer([gone] {});
+  return gone;
 }
 
 void McpSession::pump() {

@@ -80,6 +80,9 @@ class McpSession {
   void on_closed(const std::string& why);
   void on_initialized(Expected<json> result);
   void pump();  // sends what may be sent now
+  // Lets go of the transport, destroying it in the loop's next turn: this may be
+  // called from inside one of its handlers, which must not see it destroyed.
+  std::shared_ptr<McpTransport> retire_transport();
   void send(std::uint64_t id, Pending& pending);
   bool limited(const Pending& pending) const { return pending.method == "tools/call"; }
   void fail_all(const std::string& why, bool only_sent);

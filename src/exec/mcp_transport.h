@@ -42,7 +42,8 @@ class McpTransport {
   virtual void set_protocol_version(const std::string&) {}
   // Ends the connection: stdio closes the server's stdin, waits `grace` for it
   // to exit, then SIGTERM to its process group, another `grace`, then SIGKILL;
-  // HTTP ends its session (DELETE). Blocks for at most about twice `grace`. No
+  // HTTP ends its session (DELETE, turning the loop while it waits: never with a
+  // grace from inside a handler). Blocks for at most about twice `grace`. No
   // handler is called afterwards.
   virtual void shut_down(std::chrono::milliseconds grace) = 0;
   // The last bytes the server wrote to its stderr log ("" when none or HTTP).
