@@ -402,6 +402,25 @@ class LifecycleTest(McpToolsCase):
             self.assertIn("timed out after 1000 ms", f.read(), "notifications/cancelled with the reason")
         self.assert_gone(self.marks("starts"))
 
+    def test_orch_cancel_cancels_the_call_at_the_server(self):
+        self.registry()
+        self.write("plan.yaml", "steps:\n  - {id: slow, executor: tool:fx.slow, inputs: {seconds: 60}}\n")
+        run = subprocess.Popen([ORCH, "run", "plan.yaml", "--registry", "registry.yml"], cwd=self.cwd,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: run.poll() is None and run.kill())
+        deadline = time.monotonic() + 30
+        while "slow" not in self.marks("calls"):
+            self.assertLess(time.monotonic(), deadline, "the call never reached the server")
+            time.sleep(0.1)
+        runs = json.loads(self.orch("runs", "--json").stdout)
+        c = self.orch("cancel", runs[0]["id"], "--wait", "30")
+        self.assertEqual(c.returncode, 0, c.stdout + c.stderr)
+        out, err = run.communicate(timeout=60)
+        steps = self.report(runs[0]["id"])
+        self.assertEqual(steps["slow"]["attempts"][0]["ending"], "cancelled", steps)
+        self.assertTrue(self.marks("cancelled"), "notifications/cancelled reached the server")
+        self.assert_gone(self.marks("starts"))
+
     def test_calls_wait_for_the_servers_concurrency(self):
         self.registry()
         self.write("plan.yaml", """\
