@@ -90,6 +90,14 @@ ojson mcp_entry(const RegisteredTool& server, const McpExecutor& executor, std::
     list.push_back(std::move(t));
   }
   out["tools"] = std::move(list);
+  // A rule for a tool the server does not have is most likely a misspelt name.
+  ojson unmatched = ojson::array();
+  for (const auto& [name, _] : server.mcp.tools) {
+    bool listed = false;
+    for (const auto& tool : *tools) listed = listed || tool.name == name;
+    if (!listed) unmatched.push_back(name);
+  }
+  if (!unmatched.empty()) out["unmatched_rules"] = std::move(unmatched);
   return out;
 }
 
@@ -129,6 +137,9 @@ int run_tools_list(const ToolsArgs& args) {
       for (const auto& c : entry.value("commands", ojson::array()))
         std::printf("  %s %s\n", c["name"].get<std::string>().c_str(),
                     c["description"].get<std::string>().c_str());
+      for (const auto& rule : entry.value("unmatched_rules", ojson::array()))
+        std::printf("  note: the registry's rule tools.%s.tools.%s names no tool of the server\n",
+                    name.c_str(), rule.get<std::string>().c_str());
       if (tool.kind == ToolKind::Mcp && failure.empty()) {
         auto tools = executor.server_tools(name);
         for (const auto& info : *tools) {

@@ -130,12 +130,34 @@ class ToolsListTest(McpToolsCase):
         self.assertEqual(set(fx_tools), {"fail", "crash", "crash_once", "slow", "whoami", "bad_output", "nuke"})
         self.assertEqual(fx_tools["nuke"]["annotations"], {}, "no annotations")
         self.assertEqual(fx_tools["nuke"]["risk"], "medium", "MCP's default: a tool with no annotations may destroy")
+        self.assertNotIn("unmatched_rules", entries["fx"])
         self.assert_gone(self.marks("starts"))
 
         text = self.orch("tools", "list", "--registry", "registry.yml")
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertRegex(text.stdout, r"tool:fs\.write_file\s+medium\s+destructive")
         self.assertRegex(text.stdout, r"tool:everything\.echo\s+low\s+read-only")
+
+    def test_a_rule_for_a_tool_the_server_does_not_have_is_pointed_out(self):
+        self.registry("""\
+            fs4:
+              kind: mcp
+              command: [%s, %s, %s]
+              status: prod_ready
+              safe_for_agents: true
+              risk: low
+              tools: {write_fiel: {risk: low}, read_text_file: {risk: high}}
+            """ % (NODE, FILESYSTEM, self.root))
+        r = self.orch("tools", "list", "--registry", "registry.yml", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        entry = {t["name"]: t for t in json.loads(r.stdout)["tools"]}["fs4"]
+        self.assertEqual(entry["unmatched_rules"], ["write_fiel"])
+        risks = {t["name"]: t["risk"] for t in entry["tools"]}
+        self.assertEqual(risks["read_text_file"], "high", "the registry's rule, raising it")
+        self.assertEqual(risks["write_file"], "medium", "the misspelt rule does not lower it")
+        self.assertEqual(risks["read_file"], "low")
+        text = self.orch("tools", "list", "--registry", "registry.yml")
+        self.assertIn("note: the registry's rule tools.fs4.tools.write_fiel names no tool of the server", text.stdout)
 
     def test_a_server_that_cannot_start_is_named_and_the_others_listed(self):
         self.write("registry.yml", f"""\
