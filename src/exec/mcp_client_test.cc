@@ -1,4 +1,4 @@
-// McpClient and McpSession against a real MCP server: tests/mcp/fixture_server.mjs,
+// McpClient and McpSession against a real MCP server: tests/mcp/tool_fixture.mjs,
 // written with the official SDK (node, and tests/mcp/node_modules from `npm ci`;
 // without them these tests fail, never skip).
 #include "exec/mcp_client.h"
@@ -32,7 +32,7 @@ class McpClientTest : public ::testing::Test {
   std::shared_ptr<const ToolRegistry> fixture_registry(int max_concurrency) {
     auto registry =
         parse_tool_registry("tools:\n  fx:\n    kind: mcp\n    command: [node, " +
-                                (source_dir() / "tests" / "mcp" / "fixture_server.mjs").string() +
+                                (source_dir() / "tests" / "mcp" / "tool_fixture.mjs").string() +
                                 "]\n    env: {FIXTURE_STATE_DIR: " + dir_.path().string() +
                                 "}\n    status: prod_ready\n    risk: low\n    max_concurrency: " +
                                 std::to_string(max_concurrency) + "\n",

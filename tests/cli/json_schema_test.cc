@@ -234,7 +234,7 @@ void check_plan_chain_route_and_budget() {
                  "    status: prod_ready\n    safe_for_agents: true\n    risk: low\n"
                  "  say:\n    command: [/bin/echo]\n    status: prod_ready\n    risk: low\n"
                  "    commands:\n      run: {{output_schema: {{}}, capabilities: [say]}}\n",
-                 (source_dir() / "tests" / "mcp" / "fixture_server.mjs").string(), d.path().string()));
+                 (source_dir() / "tests" / "mcp" / "tool_fixture.mjs").string(), d.path().string()));
   const json listed = checked("tools list", {"tools", "list", "--registry", "mcp-registry.yml", "--json"},
                               d.path(), 0, "tools-list.schema.json");
   ASSERT_EQ(listed["tools"].size(), 2u) << listed.dump(2);

@@ -2,7 +2,7 @@
 """MCP servers as tools (docs/tools.md, "MCP servers"), black-box: the real orch
 binary against published MCP servers nobody here wrote — @modelcontextprotocol/
 server-everything (stdio, and streamable HTTP on loopback) and server-filesystem
-— and tests/mcp/fixture_server.mjs (the official SDK's Server) for what the
+— and tests/mcp/tool_fixture.mjs (the official SDK's Server) for what the
 published ones cannot be made to do: fail, crash, be slow.
 
 Needs ORCH_BINARY, node (ORCH_NODE or PATH) and tests/mcp/node_modules (`npm ci`
@@ -25,7 +25,7 @@ NODE = os.environ.get("ORCH_NODE") or shutil.which("node") or "node"
 MODULES = os.path.join(HERE, "node_modules", "@modelcontextprotocol")
 EVERYTHING = os.path.join(MODULES, "server-everything", "dist", "index.js")
 FILESYSTEM = os.path.join(MODULES, "server-filesystem", "dist", "index.js")
-FIXTURE = os.path.join(HERE, "fixture_server.mjs")
+FIXTURE = os.path.join(HERE, "tool_fixture.mjs")
 
 
 def run_id(stderr):

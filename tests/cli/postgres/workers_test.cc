@@ -425,7 +425,7 @@ TEST_F(Workers, AnMcpToolStepRunsInTheDriverBesideTheWorkersSteps) {
              fmt::format(
                  "tools:\n  fx:\n    kind: mcp\n    command: [node, {}]\n    env: {{FIXTURE_STATE_DIR: {}}}\n"
                  "    status: prod_ready\n    safe_for_agents: true\n    risk: low\n",
-                 (orch::testing::source_dir() / "tests" / "mcp" / "fixture_server.mjs").string(),
+                 (orch::testing::source_dir() / "tests" / "mcp" / "tool_fixture.mjs").string(),
                  d_.path().string()));
   write_file(d_ / "p.yaml", R"(steps:
   - {id: who, executor: tool:fx.whoami}

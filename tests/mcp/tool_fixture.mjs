@@ -3,7 +3,7 @@
 // on purpose — fail (isError), die during a call, be slow (and notice being
 // cancelled), break its own outputSchema, list its tools over several pages.
 //
-//   node fixture_server.mjs            (env: FIXTURE_STATE_DIR — where it leaves marks)
+//   node tool_fixture.mjs            (env: FIXTURE_STATE_DIR — where it leaves marks)
 //
 // Tools: fail, crash, crash_once, slow, whoami, bad_output, nuke (no annotations).
 import fs from "node:fs";
