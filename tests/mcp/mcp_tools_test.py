@@ -56,7 +56,9 @@ class McpToolsCase(unittest.TestCase):
         return path
 
     def orch(self, *args, timeout=120):
-        return subprocess.run([ORCH, *args], cwd=self.cwd, capture_output=True, text=True, timeout=timeout)
+        # TMPDIR: the servers' stderr logs (kept when one died) go with the test's folder.
+        return subprocess.run([ORCH, *args], cwd=self.cwd, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "TMPDIR": self.cwd})
 
     def registry(self, extra=""):
         return self.write("registry.yml", textwrap.dedent(f"""\
@@ -387,6 +389,10 @@ class LifecycleTest(McpToolsCase):
         self.assertTrue(reason.startswith("MCP server 'fx' exited (status 3) during tools/call crash"), reason)
         self.assertIn("fixture: crashing on purpose", reason, "the server's stderr, from its log")
         self.assertEqual(steps["who2"]["status"], "done", "the server was started again")
+        logs = [f for f in os.listdir(self.cwd) if f.startswith("orch-mcp-")]
+        self.assertEqual(len(logs), 1, "a server died: its stderr log is kept")
+        with open(os.path.join(self.cwd, logs[0], "fx.stderr.log")) as f:
+            self.assertIn("fixture: crashing on purpose", f.read())
         starts = self.marks("starts")
         self.assertEqual(len(starts), 2, starts)
         self.assertEqual(json.loads(steps["who2"]["result"])["pid"], int(starts[1]))
@@ -428,7 +434,8 @@ class LifecycleTest(McpToolsCase):
         self.registry()
         self.write("plan.yaml", "steps:\n  - {id: slow, executor: tool:fx.slow, inputs: {seconds: 60}}\n")
         run = subprocess.Popen([ORCH, "run", "plan.yaml", "--registry", "registry.yml"], cwd=self.cwd,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "TMPDIR": self.cwd})
         self.addCleanup(lambda: run.poll() is None and run.kill())
         deadline = time.monotonic() + 30
         while "slow" not in self.marks("calls"):
