@@ -154,6 +154,11 @@ class Executor {
   // the first attempt, which reports any error itself. Work begun here is joined
   // when the executor is destroyed.
   virtual void warm_up() {}
+  // True when the attempt must run in the process that drives the run, even in
+  // a run whose other attempts `orch worker` processes execute (--on-workers):
+  // a tool of an MCP server, whose server the driver starts once and shares
+  // between the run's steps (docs/tools.md, "MCP servers"). Default: false.
+  virtual bool runs_in_driver(const AttemptSpec&) const { return false; }
   // Starts an attempt; `done` is called exactly once from within `loop`.
   virtual Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                           DoneCallback done) = 0;

@@ -33,6 +33,7 @@ Command add_serve(CLI::App& app);
 Command add_mcp(CLI::App& app);
 Command add_export_otlp(CLI::App& app);
 // Needs the whole tree: orch_main builds every command when this one is asked for.
+Command add_tools(CLI::App& app);
 Command add_completion(CLI::App& app);
 
 }  // namespace orch::cli

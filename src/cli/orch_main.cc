@@ -386,6 +386,7 @@ int orch_main(int argc, char** argv) {
       {"serve", cli::add_serve},
       {"mcp", cli::add_mcp},
       {"export-otlp", cli::add_export_otlp},
+      {"tools", cli::add_tools},
       {"completion", cli::add_completion, true},
   };
   // Building every subcommand's options costs more than a millisecond, which short

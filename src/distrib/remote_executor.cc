@@ -47,12 +47,16 @@ class RemoteExecutor final : public Executor {
   std::string describe(const AttemptSpec& spec) const override { return local_->describe(spec); }
   SpendEstimate estimate(const Step& step) const override { return local_->estimate(step); }
   std::vector<std::string> secret_env() const override { return local_->secret_env(); }
-  // The attempt holds no descriptor here; what this machine has installed says
-  // nothing of the workers' (each checks at start, and says so in the outcome).
+  // The attempt holds no descriptor here (an MCP tool's, run in the driver,
+  // holds one eventfd); what this machine has installed says nothing of the
+  // workers' (each checks at start, and says so in the outcome).
   int open_files_per_attempt() const override { return 0; }
+  bool runs_in_driver(const AttemptSpec& spec) const override { return local_->runs_in_driver(spec); }
 
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                   DoneCallback done) override {
+    // A tool of an MCP server: the driver's own server runs it (docs/tools.md).
+    if (local_->runs_in_driver(spec)) return local_->start(spec, loop, std::move(done));
     ORCH_TRY(dispatch_->start(spec, loop, std::move(done)));
     return std::make_unique<RemoteAttempt>(dispatch_, WorkKey{spec.run_id, spec.step_id, spec.attempt});
   }

@@ -8,7 +8,9 @@
 // attempt (work_queue.h) and report its outcome when a worker has finished it;
 // everything else (validation, risk, estimates, default postconditions) is the
 // local executor's. In-process builtins stay in the driver: they have no
-// outside effect to place anywhere.
+// outside effect to place anywhere; so do the attempts an executor says run in
+// the driver (Executor::runs_in_driver: a tool of an MCP server, whose server
+// the driver started and shares between the run's steps).
 //
 // The dispatch listens on orch_done: a notification makes it read the finished
 // attempts and acknowledge them (in the run's next statement, not a round trip

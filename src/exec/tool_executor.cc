@@ -59,8 +59,12 @@ std::optional<std::string> missing_program(const ToolRegistry& registry, const R
                      std::strerror(err), rule);
 }
 
-// The step's inputs with every template rendered, when none holds a placeholder
-// ("$${" escapes become "${"); nullopt when some value can only be known at run time.
+std::string label_of(const ToolInvocation& call) {
+  return fmt::format("tool '{}' {}", call.tool->name, call.command->name);
+}
+
+}  // namespace
+
 std::optional<json> literal_inputs(const json& value) {
   if (value.is_string()) {
     auto tmpl = parse_template(value.get<std::string>());
@@ -84,27 +88,33 @@ std::optional<json> literal_inputs(const json& value) {
   return value;
 }
 
-std::string label_of(const ToolInvocation& call) {
-  return fmt::format("tool '{}' {}", call.tool->name, call.command->name);
-}
-
-}  // namespace
-
 std::string tool_name_of(const std::string& executor) {
   return executor.starts_with("tool:") ? executor.substr(5) : std::string();
 }
 
 ToolExecutor::ToolExecutor(std::shared_ptr<const ToolRegistry> registry) : registry_(std::move(registry)) {
   if (!registry_) registry_ = std::make_shared<ToolRegistry>();
+  mcp_ = std::make_unique<McpExecutor>(registry_);
+}
+
+McpExecutor* ToolExecutor::mcp_for(const std::string& executor) const {
+  return registry_->find_mcp(tool_name_of(executor)) ? mcp_.get() : nullptr;
 }
 
 void ToolExecutor::check_step(const Step& step, Diagnostics& out) const {
+  if (auto* mcp = mcp_for(step.executor)) return mcp->check_step(step, out);
   auto problem = [&](std::initializer_list<std::string_view> fields, std::string message) {
     out.push_back(step_diagnostic(step, fields, std::move(message)));
   };
   const std::string name = tool_name_of(step.executor);
   if (!registry_->find(name)) {
     problem({"executor"}, tool_invocation(*registry_, name, json::object()).error().message);
+    return;
+  }
+  if (registry_->find(name)->kind == ToolKind::Mcp) {
+    problem({"executor"}, fmt::format("'{}' is an MCP server: a step calls one of its tools, "
+                                      "`tool:{}.TOOL` (`orch tools list` shows them)",
+                                      name, name));
     return;
   }
   const json inputs(step.inputs);
@@ -132,6 +142,7 @@ std::vector<Postcondition> ToolExecutor::default_post() const {
 }
 
 RiskLevel ToolExecutor::risk(const Step& step) const {
+  if (auto* mcp = mcp_for(step.executor)) return mcp->risk(step);
   RiskLevel declared = step.risk.value_or(RiskLevel::Low);
   const RegisteredTool* tool = registry_->find(tool_name_of(step.executor));
   if (!tool || tool->status == ToolStatus::Pending || tool->status == ToolStatus::Planned)
@@ -151,6 +162,7 @@ RiskLevel ToolExecutor::risk(const Step& step) const {
 }
 
 std::string ToolExecutor::risk_reason(const Step& step) const {
+  if (auto* mcp = mcp_for(step.executor)) return mcp->risk_reason(step);
   const std::string name = tool_name_of(step.executor);
   const RegisteredTool* tool = registry_->find(name);
   if (!tool) return fmt::format("tool '{}' is not in the registry", name);
@@ -165,6 +177,7 @@ std::string ToolExecutor::risk_reason(const Step& step) const {
 }
 
 std::string ToolExecutor::describe(const AttemptSpec& spec) const {
+  if (auto* mcp = mcp_for(spec.executor)) return mcp->describe(spec);
   const std::string name = tool_name_of(spec.executor);
   auto call = tool_invocation(*registry_, name, json(spec.inputs));
   std::string out;
@@ -180,6 +193,7 @@ std::string ToolExecutor::describe(const AttemptSpec& spec) const {
 
 Expected<std::unique_ptr<RunningAttempt>> ToolExecutor::start(const AttemptSpec& spec, EventLoop& loop,
                                                               DoneCallback done) {
+  if (auto* mcp = mcp_for(spec.executor)) return mcp->start(spec, loop, std::move(done));
   auto call = tool_invocation(*registry_, tool_name_of(spec.executor), json(spec.inputs));
   if (!call) return refused_attempt(call.error().message, loop, std::move(done));
   if (auto missing = missing_program(*registry_, *call->tool, spec))

@@ -21,6 +21,9 @@
 // so a tool step's result always satisfies its contract. The exit code is left to
 // the postconditions: the default is [exit_zero].
 //
+// A step naming a tool of an MCP server (`tool:SERVER.TOOL`, a `kind: mcp`
+// entry) is the McpExecutor's: every method below hands it over.
+//
 // Risk (for the engine's risk guard): the step's declared risk, raised to the
 // tool's and the sub-command's levels; at least medium for an in_progress tool,
 // at least high for one that is not safe_for_agents; critical for a tool that is
@@ -31,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/mcp_executor.h"
 #include "exec/shell_executor.h"
 #include "exec/tool_registry.h"
 #include "orch/executor.h"
@@ -53,15 +57,27 @@ class ToolExecutor final : public Executor {
   std::string risk_reason(const Step& step) const override;
   // The exact argv, shell-quoted, then "inputs: " and the inputs as JSON.
   std::string describe(const AttemptSpec& spec) const override;
+  // A tool of an MCP server runs where its server is: in the run's driver.
+  bool runs_in_driver(const AttemptSpec& spec) const override { return mcp_for(spec.executor) != nullptr; }
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                   DoneCallback done) override;
 
   const ToolRegistry& registry() const { return *registry_; }
+  // The executor of the registry's MCP servers' tools (`orch tools list` asks it too).
+  McpExecutor& mcp() const { return *mcp_; }
 
  private:
+  // The MCP executor when `executor` names a tool of an MCP server, else null.
+  McpExecutor* mcp_for(const std::string& executor) const;
+
   std::shared_ptr<const ToolRegistry> registry_;
   ShellExecutor shell_;
+  std::unique_ptr<McpExecutor> mcp_;
 };
+
+// The step's inputs with every template rendered, when none holds a placeholder
+// ("$${" escapes become "${"); nullopt when some value can only be known at run time.
+std::optional<nlohmann::json> literal_inputs(const nlohmann::json& value);
 
 // "tool:NAME" → "NAME" ("" when `executor` is not a tool executor name).
 std::string tool_name_of(const std::string& executor);

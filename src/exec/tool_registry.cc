@@ -16,6 +16,7 @@
 #include <set>
 
 #include "exec/config_check.h"
+#include "exec/mcp_registry_entry.h"
 #include "plan/json_reader.h"
 #include "util/doc_node.h"
 #include "util/read_file.h"
@@ -105,12 +106,12 @@ std::string field_of(const std::string& pointer) {
 }
 
 // Builds the registry from the parsed document while collecting every problem.
-class RegistryReader {
+class RegistryReader final : public RegistryFields {
  public:
   RegistryReader(std::string file, const Places& places, fs::path base_dir)
       : file_(std::move(file)), places_(places), base_dir_(std::move(base_dir)) {}
 
-  void problem(const std::string& pointer, const std::string& message, bool at_key = false) {
+  void problem(const std::string& pointer, const std::string& message, bool at_key = false) override {
     const Places::Place* place = places_.find(pointer);
     int line = place ? (at_key ? place->key_line : place->value_line) : 0;
     std::string field = place && !place->field.empty() ? place->field : field_of(pointer);
@@ -144,10 +145,9 @@ class RegistryReader {
     return registry;
   }
 
- private:
   // Keys starting with "x-" are notes (and YAML anchors' homes), except in `args` entries.
   void only_keys(const ojson& object, const std::string& pointer, const std::vector<std::string>& known,
-                 bool notes_allowed = true) {
+                 bool notes_allowed = true) override {
     for (const auto& [key, value] : object.items()) {
       if ((notes_allowed && key.starts_with("x-")) ||
           std::find(known.begin(), known.end(), key) != known.end())
@@ -156,7 +156,8 @@ class RegistryReader {
     }
   }
 
-  std::optional<std::string> text(const ojson& object, const std::string& pointer, const std::string& key) {
+  std::optional<std::string> text(const ojson& object, const std::string& pointer,
+                                  const std::string& key) override {
     auto it = object.find(key);
     if (it == object.end()) return std::nullopt;
     if (!it->is_string()) {
@@ -167,7 +168,7 @@ class RegistryReader {
   }
 
   std::optional<std::vector<std::string>> words(const ojson& object, const std::string& pointer,
-                                                const std::string& key, bool allow_empty_word) {
+                                                const std::string& key, bool allow_empty_word) override {
     auto it = object.find(key);
     if (it == object.end()) return std::nullopt;
     if (it->is_string()) {
@@ -194,7 +195,7 @@ class RegistryReader {
     return out;
   }
 
-  std::optional<RiskLevel> risk(const ojson& object, const std::string& pointer) {
+  std::optional<RiskLevel> risk(const ojson& object, const std::string& pointer) override {
     auto name = text(object, pointer, "risk");
     if (!name) return std::nullopt;
     std::string lower = *name;
@@ -211,6 +212,7 @@ class RegistryReader {
     return level;
   }
 
+ private:
   std::optional<JsonSchema> schema(const ojson& object, const std::string& pointer, const std::string& key,
                                    nlohmann::json* raw) {
     auto it = object.find(key);
@@ -235,10 +237,26 @@ class RegistryReader {
       problem(pointer, "must be a mapping (command, status, risk, commands, ...)");
       return tool;
     }
-    only_keys(value, pointer,
-              {"description", "command", "status", "safe_for_agents", "risk", "output_schema", "commands"});
-    for (const char* key : {"command", "status", "risk", "commands"})
-      if (!value.contains(key)) problem(pointer, fmt::format("missing `{}`", key), true);
+    if (auto kind = text(value, pointer, "kind"); kind && *kind != "cli") {
+      if (*kind == "mcp") {
+        tool.kind = ToolKind::Mcp;
+      } else {
+        problem(child(pointer, "kind"), fmt::format("'{}' is not a kind: cli (the default) or mcp{}", *kind,
+                                                    did_you_mean(*kind, {"cli", "mcp"})));
+        return tool;
+      }
+    }
+    if (tool.kind == ToolKind::Mcp) {
+      only_keys(value, pointer, kMcpEntryKeys);
+      for (const char* key : {"status", "risk"})
+        if (!value.contains(key)) problem(pointer, fmt::format("missing `{}`", key), true);
+    } else {
+      only_keys(value, pointer,
+                {"kind", "description", "command", "status", "safe_for_agents", "risk", "output_schema",
+                 "commands"});
+      for (const char* key : {"command", "status", "risk", "commands"})
+        if (!value.contains(key)) problem(pointer, fmt::format("missing `{}`", key), true);
+    }
     tool.description = text(value, pointer, "description").value_or("");
     if (auto command = words(value, pointer, "command", false)) {
       if (command->empty()) problem(child(pointer, "command"), "must name at least the program to run");
@@ -265,6 +283,10 @@ class RegistryReader {
         problem(child(pointer, "safe_for_agents"), fmt::format("must be true or false, not {}", it->dump()));
     }
     tool.risk = risk(value, pointer).value_or(RiskLevel::Low);
+    if (tool.kind == ToolKind::Mcp) {
+      read_mcp_server(*this, value, pointer, base_dir_, tool);
+      return tool;
+    }
     nlohmann::json tool_output;
     auto tool_contract = schema(value, pointer, "output_schema", &tool_output);
 
@@ -483,6 +505,16 @@ bool RegisteredTool::selectable() const {
 const RegisteredTool* ToolRegistry::find(const std::string& name) const {
   auto it = tools.find(name);
   return it == tools.end() ? nullptr : &it->second;
+}
+
+std::optional<std::pair<const RegisteredTool*, std::string>> ToolRegistry::find_mcp(
+    const std::string& name) const {
+  if (tools.contains(name)) return std::nullopt;
+  const auto dot = name.find('.');
+  if (dot == std::string::npos) return std::nullopt;
+  const RegisteredTool* server = find(name.substr(0, dot));
+  if (server == nullptr || server->kind != ToolKind::Mcp) return std::nullopt;
+  return std::make_pair(server, name.substr(dot + 1));
 }
 
 std::vector<std::string> ToolRegistry::names() const {

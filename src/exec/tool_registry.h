@@ -21,6 +21,10 @@
 //           output_schema: {type: object, required: [lines]}     # the JSON output contract
 //           capabilities: [count-lines]
 //
+// An entry with `kind: mcp` is an MCP server instead (docs/tools.md, "MCP servers"):
+// `command` (stdio) or `url` (streamable HTTP), no `commands`; its tools are what
+// the server's tools/list says, called by steps `tool:SERVER.TOOL`.
+//
 // Loading checks the file against schemas/registry.schema.json (embedded in the
 // binary) and then its meaning: unknown keys (with a did-you-mean), bad statuses
 // and risk levels, JSON Schemas that do not compile, inputs an input_schema
@@ -35,6 +39,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "orch/error.h"
@@ -77,9 +82,29 @@ struct ToolCommand {
   JsonSchema output_contract;                              // compiled output_schema
 };
 
+enum class ToolKind { Cli, Mcp };
+
+// What the registry says of one tool of an MCP server (`tools: {NAME: {risk: ...}}`).
+struct McpToolRule {
+  std::optional<RiskLevel> risk;  // replaces the level its annotations give (docs/tools.md, "Risk")
+};
+
+// How to reach an MCP server (a `kind: mcp` entry): exactly one of `command`
+// (RegisteredTool::command, stdio) and `url` (streamable HTTP).
+struct McpServerSpec {
+  static constexpr int kDefaultMaxConcurrency = 4;
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> env;  // added to orch's environment
+  std::filesystem::path cwd;                             // empty: orch's working folder
+  int max_concurrency = kDefaultMaxConcurrency;          // tools/call requests in flight at once
+  std::map<std::string, McpToolRule> tools;              // per-tool rules, by the server's tool name
+};
+
 struct RegisteredTool {
   std::string name;
   std::string description;
+  ToolKind kind = ToolKind::Cli;
+  McpServerSpec mcp;                 // kind Mcp only
   std::vector<std::string> command;  // a relative program path is made absolute at load
   ToolStatus status = ToolStatus::Planned;
   bool safe_for_agents = false;
@@ -99,6 +124,10 @@ class ToolRegistry {
 
   const RegisteredTool* find(const std::string& name) const;
   std::vector<std::string> names() const;
+  // "SERVER.TOOL" → the `kind: mcp` entry SERVER and "TOOL" (a server's name has
+  // no '.', so the first one splits); nullopt when `name` is a CLI tool's name or
+  // names no MCP server.
+  std::optional<std::pair<const RegisteredTool*, std::string>> find_mcp(const std::string& name) const;
 };
 
 // Reads and checks a registry file (YAML, or JSON when the name ends in .json).
@@ -153,6 +182,9 @@ struct ToolInvocation {
 // read as that type when it parses as one — placeholders always render text.
 Expected<ToolInvocation> tool_invocation(const ToolRegistry& registry, const std::string& tool,
                                          const nlohmann::json& inputs);
+// A placeholder renders text: a string argument whose schema property wants an
+// integer, number or boolean (and not a string) is read as one when it parses as one.
+void coerce_rendered_text(nlohmann::json& arguments, const nlohmann::json& schema);
 // Only the names: the tool, inputs.command and that every other input is passed by
 // an `args` entry (argv left empty). For checking a plan whose input values hold
 // placeholders, which only an attempt can fill.

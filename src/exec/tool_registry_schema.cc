@@ -43,9 +43,55 @@ const char* tool_registry_schema_text() {
       "description": "A JSON Schema (draft 4/6/7 keywords as valijson supports them)."
     },
     "tool": {
+      "description": "A command-line tool (kind cli, the default) or an MCP server (kind mcp).",
+      "if": {"type": "object", "required": ["kind"], "properties": {"kind": {"const": "mcp"}}},
+      "then": {"$ref": "#/definitions/mcpServer"},
+      "else": {"$ref": "#/definitions/cliTool"}
+    },
+    "mcpServer": {
+      "type": "object",
+      "description": "An MCP server whose tools steps call as `tool:SERVER.TOOL` (docs/tools.md, \"MCP servers\"). Exactly one of command and url.",
+      "required": ["kind", "status", "risk"],
+      "oneOf": [{"required": ["command"], "not": {"required": ["url"]}}, {"required": ["url"], "not": {"required": ["command"]}}],
+      "properties": {
+        "kind": {"const": "mcp"},
+        "description": {"type": "string"},
+        "command": {
+          "type": "array",
+          "minItems": 1,
+          "items": {"type": "string", "minLength": 1},
+          "description": "The server's argv (stdio transport: one JSON-RPC message per line on its stdin and stdout; its stderr goes to a log). The program as for a CLI tool's command."
+        },
+        "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Variables added to orch's environment for the server."},
+        "cwd": {"type": "string", "minLength": 1, "description": "The server's working folder, relative to the registry file's folder; default orch's own."},
+        "url": {"type": "string", "pattern": "^https?://", "description": "The server's MCP endpoint (streamable HTTP transport)."},
+        "status": {"$ref": "#/definitions/status"},
+        "safe_for_agents": {"type": "boolean", "default": false},
+        "risk": {"$ref": "#/definitions/risk", "description": "The least risk of any step calling one of the server's tools."},
+        "max_concurrency": {"type": "integer", "minimum": 1, "maximum": 64, "default": 4, "description": "tools/call requests in flight at once on the server; more wait."},
+        "tools": {
+          "type": "object",
+          "description": "Rules for the server's tools, by name.",
+          "additionalProperties": {
+            "type": "object",
+            "properties": {"risk": {"$ref": "#/definitions/risk", "description": "The tool's level, replacing the one its annotations give (a destructive tool is at least medium)."}},
+            "patternProperties": {"^x-": {}},
+            "additionalProperties": false
+          }
+        }
+      },
+      "patternProperties": {"^x-": {}},
+      "additionalProperties": false
+    },
+    "status": {
+      "enum": ["planned", "in_progress", "dry_run_validated", "prod_ready", "pending"],
+      "description": "Only dry_run_validated and prod_ready tools that are safe_for_agents are chosen automatically. pending and planned tools are CRITICAL for the risk guard (refused); in_progress ones at least MEDIUM."
+    },
+    "cliTool": {
       "type": "object",
       "required": ["command", "status", "risk", "commands"],
       "properties": {
+        "kind": {"const": "cli"},
         "description": {"type": "string"},
         "command": {
           "type": "array",
@@ -53,10 +99,7 @@ const char* tool_registry_schema_text() {
           "items": {"type": "string", "minLength": 1},
           "description": "The argv prefix: the program (looked up in PATH when it has no '/'; relative to the registry file's folder when it has one) and fixed arguments. Never split on spaces or run by a shell."
         },
-        "status": {
-          "enum": ["planned", "in_progress", "dry_run_validated", "prod_ready", "pending"],
-          "description": "Only dry_run_validated and prod_ready tools that are safe_for_agents are chosen automatically. pending and planned tools are CRITICAL for the risk guard (refused); in_progress ones at least MEDIUM."
-        },
+        "status": {"$ref": "#/definitions/status"},
         "safe_for_agents": {"type": "boolean", "default": false, "description": "May be chosen automatically; when false, a step naming the tool is at least HIGH risk."},
         "risk": {"$ref": "#/definitions/risk", "description": "The tool's own risk level: a step using it is at least this risky."},
         "output_schema": {"$ref": "#/definitions/jsonSchema", "description": "The JSON output contract of every sub-command that does not give its own."},

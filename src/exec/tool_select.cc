@@ -74,7 +74,8 @@ std::set<std::string> non_string_types(const json& schema, const std::string& na
   return out;
 }
 
-// A placeholder renders text: "5" where the schema wants an integer is read as 5.
+}  // namespace
+
 void coerce_rendered_text(json& arguments, const json& schema) {
   for (auto& [name, value] : arguments.items()) {
     if (!value.is_string()) continue;
@@ -91,6 +92,8 @@ void coerce_rendered_text(json& arguments, const json& schema) {
     if (types.contains("number") || parsed.is_number_integer() || parsed.is_number_unsigned()) value = parsed;
   }
 }
+
+namespace {
 
 std::string tool_label(const RegisteredTool& tool, const ToolCommand& command) {
   return fmt::format("tool '{}' {}", tool.name, command.name);

@@ -226,6 +226,22 @@ void check_plan_chain_route_and_budget() {
           "skill-output.schema.json");
   checked("route", {"route", "the thing", "--json"}, d.path(), 3, "skill-output.schema.json");
 
+  // orch tools list: a CLI tool, and an MCP server (the SDK-built fixture of tests/mcp,
+  // whose tools/list comes in pages) started to list its tools.
+  write_file(d / "mcp-registry.yml",
+             fmt::format(
+                 "tools:\n  fx:\n    kind: mcp\n    command: [node, {}]\n    env: {{FIXTURE_STATE_DIR: {}}}\n"
+                 "    status: prod_ready\n    safe_for_agents: true\n    risk: low\n"
+                 "  say:\n    command: [/bin/echo]\n    status: prod_ready\n    risk: low\n"
+                 "    commands:\n      run: {{output_schema: {{}}, capabilities: [say]}}\n",
+                 (source_dir() / "tests" / "mcp" / "tool_fixture.mjs").string(), d.path().string()));
+  const json listed = checked("tools list", {"tools", "list", "--registry", "mcp-registry.yml", "--json"},
+                              d.path(), 0, "tools-list.schema.json");
+  ASSERT_EQ(listed["tools"].size(), 2u) << listed.dump(2);
+  EXPECT_EQ(listed["tools"][0]["kind"], "mcp");
+  EXPECT_EQ(listed["tools"][0]["tools"].size(), 7u) << "every page of the fixture's tools/list";
+  EXPECT_EQ(listed["tools"][1]["commands"][0]["name"], "run");
+
   json b = checked("budget-check",
                    {"budget-check", "--intent", "query", "--input", "how many runs failed?", "--json"},
                    d.path(), 0, "budget-check.schema.json");

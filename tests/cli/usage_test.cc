@@ -122,7 +122,7 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
       {{},
        "orch: a command is required: validate, run, resume, status, runs, logs, events, cancel, plan, "
        "approve, chain, task, route, budget-check, similarity, memory, review, cycle, worker, workers, "
-       "serve, mcp, export-otlp, completion\nRun `orch "
+       "serve, mcp, export-otlp, tools, completion\nRun `orch "
        "--help` "
        "for usage.\n"},
       {{"task"},
@@ -143,7 +143,7 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
        "orch: unknown command 'stauts' (did you mean 'status'?); commands: validate, run, resume, status, "
        "runs, "
        "logs, events, cancel, plan, approve, chain, task, route, budget-check, similarity, memory, review, "
-       "cycle, worker, workers, serve, mcp, export-otlp, completion\nRun `orch --help` for usage.\n"},
+       "cycle, worker, workers, serve, mcp, export-otlp, tools, completion\nRun `orch --help` for usage.\n"},
       {{"task", "rnu"},
        "orch: unknown subcommand 'rnu' (did you mean 'run'?); subcommands: plan, log, close, show, list, gc, "
        "run\nRun `orch task --help` for usage.\n"},
@@ -151,7 +151,7 @@ TEST(CliUsage, UsageErrorsSayWhatIsWrongAndWhichHelpToRead) {
        "orch: unknown option '--bogus' before the command (options go after it: orch COMMAND --help); "
        "commands: validate, run, resume, status, runs, logs, events, cancel, plan, approve, chain, task, "
        "route, budget-check, similarity, memory, review, cycle, worker, workers, serve, mcp, export-otlp, "
-       "completion\nRun "
+       "tools, completion\nRun "
        "`orch "
        "--help` for usage.\n"},
       {{"--store", "x", "runs"},

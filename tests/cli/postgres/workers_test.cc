@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -412,6 +413,43 @@ TEST_F(Workers, OrchServesMetricsSayTheLiveWorkersTheirSlotsAndLeases) {
   EXPECT_NE(metrics.out.find("orch_worker_slots 3\n"), std::string::npos) << metrics.out;
   EXPECT_NE(metrics.out.find("orch_leases 0\n"), std::string::npos) << metrics.out;
   EXPECT_NE(metrics.out.find("orch_runs{status=\"running\"} 0\n"), std::string::npos) << metrics.out;
+}
+
+}  // namespace
+}  // namespace orch::pg_workers_test
+
+namespace orch::pg_workers_test {
+namespace {
+
+// A tool of an MCP server runs in the driver, where its server is (started once
+// for the run and shared), even in a run whose other steps the workers execute.
+TEST_F(Workers, AnMcpToolStepRunsInTheDriverBesideTheWorkersSteps) {
+  write_file(d_ / "registry.yml",
+             fmt::format(
+                 "tools:\n  fx:\n    kind: mcp\n    command: [node, {}]\n    env: {{FIXTURE_STATE_DIR: {}}}\n"
+                 "    status: prod_ready\n    safe_for_agents: true\n    risk: low\n",
+                 (orch::testing::source_dir() / "tests" / "mcp" / "tool_fixture.mjs").string(),
+                 d_.path().string()));
+  write_file(d_ / "p.yaml", R"(steps:
+  - {id: who, executor: tool:fx.whoami}
+  - {id: cmd, deps: [who], sh: 'echo "pid ${steps.who.json.pid}"'}
+)");
+  start_worker("w1");
+  ASSERT_TRUE(live({"w1"}));
+  auto ran = orch({"run", "p.yaml", "--on-workers", "--registry", "registry.yml", "--json"});
+  ASSERT_EQ(ran.exit_code, 0) << ran.out << ran.err;
+  const std::string id = parse(ran.out)["run"]["id"];
+  EXPECT_EQ(q(fmt::format("SELECT string_agg(step_id, ',') FROM events WHERE run_id = '{}' AND kind = "
+                          "'attempt_claimed'",
+                          id)),
+            "cmd")
+      << "only the shell step went to a worker";
+  // The fixture was started once, by the driver, and is gone with it.
+  const std::string starts = read_file(d_ / "starts");
+  EXPECT_EQ(std::count(starts.begin(), starts.end(), '\n'), 1) << starts;
+  auto logs = orch({"logs", id, "cmd"});
+  EXPECT_NE(logs.out.find(fmt::format("pid {}", starts.substr(0, starts.find('\n')))), std::string::npos)
+      << logs.out << logs.err;
 }
 
 }  // namespace
