@@ -106,6 +106,10 @@ class PgConnection {
   // Several statements without parameters (the schema's DDL).
   Expected<void> exec_script(std::string_view what, const char* sql);
 
+  // With libpq 14 or newer, BEGIN is sent in the pipeline, answered while the
+  // transaction's writes are made (its error, if any, is the next exec()'s or
+  // commit()'s), and COMMIT behind the writes: a transaction that reads
+  // nothing is one round trip (pg_pipeline.cc).
   Expected<void> begin();
   // A transaction that a failed statement aborted is rolled back, and the
   // commit fails (the server would answer COMMIT with ROLLBACK, silently).
