@@ -29,6 +29,7 @@
 namespace orch {
 
 class SecretMasker;  // util/secrets.h
+class Store;         // orch/store.h
 
 // One attempt, fully rendered. Paths are absolute.
 struct AttemptSpec {
@@ -159,6 +160,19 @@ class Executor {
   // a tool of an MCP server, whose server the driver starts once and shares
   // between the run's steps (docs/tools.md, "MCP servers"). Default: false.
   virtual bool runs_in_driver(const AttemptSpec&) const { return false; }
+  // Writes of the attempt the executor makes in the ledger transaction that
+  // records it running, before that commits: an executor whose attempts other
+  // processes take from the ledger (distrib/remote_executor.h) queues it there,
+  // so that the attempt is durable and claimable in one commit. Called once the
+  // attempt's row is written, and called again with the same `spec` should the
+  // store lose the transaction and the turn write it again (it writes the same
+  // rows). start() follows once the commit succeeded; an attempt recorded but
+  // never started (cancelled at the commit) is taken back with withdraw(). The
+  // default writes nothing.
+  virtual Expected<void> record(const AttemptSpec& spec, Store& store);
+  // What record() queued for `spec`, which will not be started: taken back, so
+  // that nothing runs it (`reason`: why).
+  virtual void withdraw(const AttemptSpec& /*spec*/, const std::string& /*reason*/) {}
   // Starts an attempt; `done` is called exactly once from within `loop`.
   virtual Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                           DoneCallback done) = 0;

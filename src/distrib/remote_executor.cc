@@ -8,6 +8,7 @@
 
 #include "distrib/attempt_wire.h"
 #include "postgres/pg_reconnect.h"
+#include "postgres/pg_store.h"
 #include "util/json_text.h"
 #include "util/strings.h"
 
@@ -52,6 +53,17 @@ class RemoteExecutor final : public Executor {
   // workers' (each checks at start, and says so in the outcome).
   int open_files_per_attempt() const override { return 0; }
   bool runs_in_driver(const AttemptSpec& spec) const override { return local_->runs_in_driver(spec); }
+
+  // An attempt that runs in the driver (an MCP server's tool) is never queued
+  // for workers: nothing to record, nothing to take back.
+  Expected<void> record(const AttemptSpec& spec, Store& store) override {
+    if (local_->runs_in_driver(spec)) return local_->record(spec, store);
+    return dispatch_->record(spec, store);
+  }
+  void withdraw(const AttemptSpec& spec, const std::string& reason) override {
+    if (local_->runs_in_driver(spec)) return local_->withdraw(spec, reason);
+    dispatch_->withdraw(WorkKey{spec.run_id, spec.step_id, spec.attempt}, reason);
+  }
 
   Expected<std::unique_ptr<RunningAttempt>> start(const AttemptSpec& spec, EventLoop& loop,
                                                   DoneCallback done) override {
@@ -144,12 +156,27 @@ void RemoteDispatch::watch(EventLoop& loop) {
   });
 }
 
+Expected<void> RemoteDispatch::record(const AttemptSpec& spec, Store& store) {
+  auto* ledger = dynamic_cast<PgStore*>(&store);
+  if (ledger == nullptr) return {};
+  const WorkKey key{spec.run_id, spec.step_id, spec.attempt};
+  // The acknowledgement of what was taken rides on it (undone with the
+  // transaction should it not commit: the items are read again, and
+  // acknowledged again, by a later statement).
+  auto [it, first] = recorded_.try_emplace(key);
+  if (first) it->second = std::exchange(unsettled_[spec.run_id], {});
+  return WorkQueue(ledger->connection())
+      .enqueue_in_transaction(key, spec.executor, spec.runs_on, encode_spec(spec), it->second);
+}
+
 Expected<void> RemoteDispatch::start(const AttemptSpec& spec, EventLoop& loop, Done done) {
   watch(loop);
   const WorkKey key{spec.run_id, spec.step_id, spec.attempt};
-  std::vector<WorkKey>& unsettled = unsettled_[spec.run_id];
-  ORCH_TRY(queue_->enqueue(key, spec.executor, spec.runs_on, encode_spec(spec), unsettled));
-  unsettled.clear();
+  if (recorded_.erase(key) == 0) {
+    std::vector<WorkKey>& unsettled = unsettled_[spec.run_id];
+    ORCH_TRY(queue_->enqueue(key, spec.executor, spec.runs_on, encode_spec(spec), unsettled));
+    unsettled.clear();
+  }
   pending_[key] = std::move(done);
   if (auto l = listening(); !l) lost_connection(l.error());
   take_waiting_notifications();
@@ -179,6 +206,11 @@ void RemoteDispatch::stop(const WorkKey& key, const std::string& reason) {
   take_waiting_notifications();
 }
 
+void RemoteDispatch::withdraw(const WorkKey& key, const std::string& reason) {
+  if (recorded_.erase(key) == 0) return;
+  stop(key, reason);
+}
+
 void RemoteDispatch::cancel(const WorkKey& key, const std::string& reason) {
   if (!pending_.contains(key)) return;
   stop(key, reason);
@@ -202,8 +234,28 @@ void RemoteDispatch::on_readable() {
     lost_connection(channels.error());
     return;
   }
-  if (!channels->empty()) poll(false);
+  // An outcome the notification carries is delivered as read (and
+  // acknowledged by the run's next statement); any other makes it read.
+  bool read = false;
+  for (const detail::PgNotification& n : *channels) {
+    std::optional<TakenOutcome> note = done_note(n.payload);
+    if (!note || !pending_.contains(note->key)) {
+      read = read || !note;
+      continue;
+    }
+    taken(std::move(*note));
+  }
+  if (read) poll(false);
   take_waiting_notifications();
+}
+
+void RemoteDispatch::taken(TakenOutcome t) {
+  auto outcome = decode_outcome(t.outcome);
+  std::vector<WorkKey>& unsettled = unsettled_[t.key.run_id];
+  unsettled.push_back(t.key);
+  deliver(t.key, outcome ? std::move(*outcome)
+                         : ended(AttemptEnding::Error,
+                                 fmt::format("worker '{}': {}", t.worker, outcome.error().message)));
 }
 
 void RemoteDispatch::deliver(const WorkKey& key, AttemptOutcome outcome) {
@@ -237,13 +289,7 @@ void RemoteDispatch::poll(bool all) {
     auto finished = queue_->finished(run, unsettled);
     if (!finished) return lost_connection(finished.error());
     unsettled.clear();
-    for (TakenOutcome& t : *finished) {
-      auto outcome = decode_outcome(t.outcome);
-      deliver(t.key, outcome ? std::move(*outcome)
-                             : ended(AttemptEnding::Error,
-                                     fmt::format("worker '{}': {}", t.worker, outcome.error().message)));
-      unsettled.push_back(t.key);
-    }
+    for (TakenOutcome& t : *finished) taken(std::move(t));
     // A notification says an attempt finished; the rest is the timer's.
     if (!all) continue;
     if (auto settled = queue_->settle(run, unsettled); !settled) return lost_connection(settled.error());

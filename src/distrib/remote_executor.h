@@ -6,15 +6,17 @@
 // processes run on `orch worker` processes. RemoteDispatch::wrap gives the
 // engine executors that, instead of starting a process, queue the rendered
 // attempt (work_queue.h) and report its outcome when a worker has finished it;
+// (in the transaction that records the attempt running: Executor::record);
 // everything else (validation, risk, estimates, default postconditions) is the
 // local executor's. In-process builtins stay in the driver: they have no
 // outside effect to place anywhere; so do the attempts an executor says run in
 // the driver (Executor::runs_in_driver: a tool of an MCP server, whose server
 // the driver started and shares between the run's steps).
 //
-// The dispatch listens on orch_done: a notification makes it read the finished
-// attempts and acknowledge them (in the run's next statement, not a round trip
-// of its own); every poll_interval its timer (also the
+// The dispatch listens on orch_done: a notification carries the outcome of the
+// attempt that finished (work_queue.h), or makes it read the finished attempts;
+// either way it acknowledges them in the run's next statement, not a round
+// trip of its own; every poll_interval its timer (also the
 // fallback) reads those and expires the attempts whose worker stopped
 // heartbeating (the engine starts them again, told "lease expired on
 // WORKER"), and says once per attempt when no live worker can take it (no
@@ -52,7 +54,17 @@ class RemoteDispatch : public std::enable_shared_from_this<RemoteDispatch> {
 
   // (RemoteExecutor, RemoteAttempt)
   using Done = std::function<void(AttemptOutcome)>;
+  // Executor::record: the attempt queued in `store`'s open transaction — the
+  // turn that records it running — when `store` is the PostgreSQL ledger
+  // (else start() queues it): durable and claimable in that one commit, the
+  // workers woken by it. Called again for a transaction written again, it
+  // writes the same rows.
+  Expected<void> record(const AttemptSpec& spec, Store& store);
+  // Queues the attempt unless record() did; waits for its outcome.
   Expected<void> start(const AttemptSpec& spec, EventLoop& loop, Done done);
+  // An attempt record() queued that will not start (cancelled at its commit):
+  // withdrawn, or its worker asked to stop it should one have claimed it.
+  void withdraw(const WorkKey& key, const std::string& reason);
   void cancel(const WorkKey& key, const std::string& reason);
   void forget(const WorkKey& key);
 
@@ -71,6 +83,9 @@ class RemoteDispatch : public std::enable_shared_from_this<RemoteDispatch> {
   // Reads, on the loop's next turn, notifications its statements' answers brought.
   void take_waiting_notifications();
   void deliver(const WorkKey& key, AttemptOutcome outcome);
+  // A finished item read (or carried by its notification): delivered, and
+  // acknowledged by the run's next statement.
+  void taken(TakenOutcome t);
   void lost_connection(const Error& e);
 
   std::string url_;
@@ -82,6 +97,9 @@ class RemoteDispatch : public std::enable_shared_from_this<RemoteDispatch> {
   int watched_fd_ = -1;
   std::map<WorkKey, Done> pending_;         // attempts out on workers
   std::map<WorkKey, std::string> waiting_;  // what was said of those no worker can take
+  // Queued by record() in a turn's transaction, not started yet: the finished
+  // items its statement acknowledged (the same again when it is written again).
+  std::map<WorkKey, std::vector<WorkKey>> recorded_;
   // Finished items taken, by run, not yet acknowledged: their acknowledgement
   // rides on the next enqueue or read of the run (work_queue.h), or the timer's.
   std::map<std::string, std::vector<WorkKey>> unsettled_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "postgres/pg_rows.h"
 #include "util/strings.h"
@@ -124,12 +125,18 @@ constexpr const char kRenew[] = "UPDATE work_items SET lease_until = " ORCH_NOW_
 // statement. Its one row counts the items it finished, plus the item when this
 // worker had finished it already with this very outcome (the statement sent
 // again after a lost connection whose answer was lost): accepted when not 0.
+// The wake-up carries the outcome when it fits a notification (kDoneNote).
 constexpr const char kComplete[] =
     "WITH done AS (UPDATE work_items w SET state = 'finished', outcome = $5, finished_at = " ORCH_NOW_MS
     " WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND state = 'claimed' AND worker = $4 "
     "AND EXISTS (SELECT 1 FROM attempts a WHERE a.run_id = w.run_id AND a.step_id = w.step_id "
     "            AND a.number = w.attempt AND a.status = 'running') RETURNING w.run_id), "
-    "woke AS MATERIALIZED (SELECT pg_notify($6, run_id) FROM done) "
+    "note AS (SELECT run_id, json_build_array(run_id, $2::text, $3::integer, $4::text, encode($5, "
+    "'hex'))::text "
+    "         AS said FROM done), "
+    "woke AS MATERIALIZED (SELECT pg_notify($6, CASE WHEN octet_length(said) <= 7000 THEN said ELSE run_id "
+    "END) "
+    "FROM note) "
     "SELECT (SELECT count(*) FROM woke) + "
     "(SELECT count(*) FROM work_items WHERE run_id = $1 AND step_id = $2 AND attempt = $3 AND worker = $4 "
     "AND state IN ('finished', 'settled') AND outcome = $5)";
@@ -200,6 +207,30 @@ std::vector<std::string> split_labels(const std::string& joined) {
 
 }  // namespace
 
+std::optional<TakenOutcome> done_note(std::string_view payload) {
+  if (!payload.starts_with('[')) return std::nullopt;
+  const nlohmann::json note = nlohmann::json::parse(payload, nullptr, false);
+  if (!note.is_array() || note.size() != 5 || !note[0].is_string() || !note[1].is_string() ||
+      !note[2].is_number_integer() || !note[3].is_string() || !note[4].is_string())
+    return std::nullopt;
+  const std::string& hex = note[4].get_ref<const std::string&>();
+  if (hex.size() % 2 != 0) return std::nullopt;
+  const auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string outcome(hex.size() / 2, '\0');
+  for (std::size_t i = 0; i < outcome.size(); ++i) {
+    const int high = digit(hex[2 * i]), low = digit(hex[2 * i + 1]);
+    if (high < 0 || low < 0) return std::nullopt;
+    outcome[i] = static_cast<char>(high * 16 + low);
+  }
+  return TakenOutcome{{note[0].get<std::string>(), note[1].get<std::string>(), note[2].get<int>()},
+                      std::move(outcome),
+                      note[3].get<std::string>()};
+}
+
 std::string label_array(const std::vector<std::string>& labels) {
   return "{" + join(labels, ",") + "}";
 }
@@ -230,6 +261,16 @@ Expected<void> WorkQueue::enqueue(const WorkKey& key, const std::string& executo
       conn_.exec(fmt::format("queueing attempt {} of step '{}' for the workers", key.attempt, key.step_id),
                  kEnqueueAndWake, add_keys(params, settle)));
   return {};
+}
+
+Expected<void> WorkQueue::enqueue_in_transaction(const WorkKey& key, const std::string& executor,
+                                                 const std::vector<std::string>& labels,
+                                                 const std::string& spec,
+                                                 const std::vector<WorkKey>& settle) {
+  PgParams params = key_params(key).text(executor).text(label_array(labels)).bytes(spec).text(kWorkChannel);
+  return conn_.exec_later(
+      fmt::format("queueing attempt {} of step '{}' for the workers", key.attempt, key.step_id),
+      kEnqueueAndWake, add_keys(params, settle));
 }
 
 Expected<std::vector<TakenOutcome>> WorkQueue::finished(const std::string& run_id,

@@ -17,13 +17,18 @@
 //     starts a new one, which any worker may claim), acknowledging each once it
 //     has it — every statement may be sent again after a lost connection.
 // Waiting sides are woken by LISTEN/NOTIFY (channel orch_work for workers,
-// orch_done for drivers), with polling as the fallback. Times are the server's
+// orch_done for drivers), with polling as the fallback. A completion's
+// notification (sent only when it committed) carries its outcome when that
+// fits (done_note): its driver has it without reading the row, and
+// acknowledges it as one it read. Times are the server's
 // (clock_timestamp()), so machines whose clocks differ agree on every lease.
 // One WorkQueue is one connection's statements, used from one thread.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "orch/error.h"
@@ -54,6 +59,11 @@ struct TakenOutcome {
   std::string outcome;  // attempt_wire.h
   std::string worker;
 };
+
+// The outcome an orch_done notification carries: [run, step, attempt, worker,
+// outcome in hex] (JSON); nullopt for one that carries only the run's id (an
+// outcome too large for a notification, or a worker of an earlier orch).
+std::optional<TakenOutcome> done_note(std::string_view payload);
 
 struct LostItem {
   WorkKey key;
@@ -103,6 +113,12 @@ class WorkQueue {
   Expected<void> enqueue(const WorkKey& key, const std::string& executor,
                          const std::vector<std::string>& labels, const std::string& spec,
                          const std::vector<WorkKey>& settle = {});
+  // enqueue() as a write of the connection's open transaction (answered at its
+  // commit, PgConnection::exec_later): the item is queued, and the workers
+  // woken, only if and when that transaction commits.
+  Expected<void> enqueue_in_transaction(const WorkKey& key, const std::string& executor,
+                                        const std::vector<std::string>& labels, const std::string& spec,
+                                        const std::vector<WorkKey>& settle);
   // The outcomes of the run's finished items, until acknowledged: this
   // acknowledges `settle` (taken by an earlier read) and returns the others.
   Expected<std::vector<TakenOutcome>> finished(const std::string& run_id,

@@ -93,6 +93,12 @@ class Worker {
   std::map<std::string, pid_t> drivers_;  // runs this worker started a driver for
   int stops_ = 0;
   bool claim_now_ = true;
+  // Work may be queued that this worker had no free slot for (a claim that
+  // filled every slot, or a wake-up while none was free): a slot that frees
+  // claims at once. Else a freed slot waits to be woken (or the poll timer):
+  // a claim after every completion would mostly find nothing, and cost the
+  // server a query (the chain's every step, docs/benchmarks.md, session 44).
+  bool room_wanted_ = true;
   bool broken_ = false;       // a statement failed this turn: wait, then try again
   bool outage_said_ = false;  // said once an outage
   int listened_session_ = 0;
@@ -127,8 +133,8 @@ void Worker::take_notifications() {
     listened_session_ = -1;
     return on_connection_error(channels.error());
   }
-  for (const std::string& channel : *channels) {
-    if (channel == kCancelChannel) {
+  for (const detail::PgNotification& n : *channels) {
+    if (n.channel == kCancelChannel) {
       beat_due_ = true;  // the heartbeat's answer names the attempts to stop
     } else {
       claim_now_ = true;
@@ -145,9 +151,17 @@ void Worker::on_connection_error(const Error& e) {
 
 void Worker::claim() {
   const int free = o_.slots - static_cast<int>(jobs_.size());
-  if (free <= 0 || stops_ > 0) return;
+  if (stops_ > 0) return;
+  if (free <= 0) {
+    room_wanted_ = true;
+    return;
+  }
+  room_wanted_ = false;
   auto items = queue_.claim(o_.name, o_.host, o_.labels, free, o_.lease.count());
-  if (!items) return on_connection_error(items.error());
+  if (!items) {
+    room_wanted_ = true;  // not claimed: tried again (broken_), and when a slot frees
+    return on_connection_error(items.error());
+  }
   for (ClaimedItem& item : *items) start(std::move(item));
   // A full batch: there may be more queued than a notification said.
   if (static_cast<int>(items->size()) == free) claim_now_ = true;
@@ -209,7 +223,7 @@ void Worker::finish(Finished f) {
     fs::remove(it->second.spec.stderr_path, ec);
     fs::remove(it->second.spec.usage_path, ec);
     jobs_.erase(it);
-    claim_now_ = true;
+    claim_now_ = claim_now_ || room_wanted_;
     return;
   }
   f.outcome.host = o_.host;
@@ -235,7 +249,7 @@ void Worker::finish(Finished f) {
   for (const OutputFile& out : outputs) fs::remove(out.path, ec);
   fs::remove(it->second.spec.usage_path, ec);
   jobs_.erase(it);
-  claim_now_ = true;
+  claim_now_ = claim_now_ || room_wanted_;
 }
 
 void Worker::beat() {

@@ -287,14 +287,17 @@ Expected<RunOutcome> Scheduler::run_loop() {
       run_.spent_attempts = sp.attempts;
       writer_.run_row(run_);
     }
+    // A Ctrl-C that came while this turn prepared its attempts (a snapshot of a
+    // large `writes:` takes seconds) stops them before they start: before the
+    // commit, which would queue them for workers (Executor::record), and after
+    // it, for one that came meanwhile.
+    if (!to_start.empty() && SignalWatch::pending()) loop_.run_once(milliseconds(0));
     if (writer_.failed()) break;
     if (auto c = commit(); !c) {
       writer_.fail(c.error());
       break;
     }
     report(ProgressEvent::Kind::Committed);
-    // A Ctrl-C that came while this turn prepared its attempts (a snapshot of a
-    // large `writes:` takes seconds) stops them before they start.
     if (!to_start.empty() && SignalWatch::pending()) loop_.run_once(milliseconds(0));
     for (int i : to_start) start_attempt(i);
     if (gate_.has_questions()) {

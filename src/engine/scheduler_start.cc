@@ -122,6 +122,7 @@ bool Scheduler::prepare_attempt(int i) {
   s.flight().cancel_is_wall_budget = false;
   s.flight().pending_render_error.clear();
   s.flight().pending_error_is_setup = false;
+  s.flight().recorded = false;
 
   AttemptRecord& a = s.flight().attempt;
   a = AttemptRecord{};
@@ -288,9 +289,13 @@ void Scheduler::start_attempt(int i) {
   if (s.flight().cancel_reason.empty() && (stop_ == StopKind::Interrupt || stop_ == StopKind::Cancel))
     s.flight().cancel_reason = stop_reason_;
   if (!s.flight().cancel_reason.empty()) {
+    // Queued with its row for another process to claim: taken back.
+    if (s.flight().recorded) s.executor->withdraw(s.flight().spec, s.flight().cancel_reason);
+    s.flight().recorded = false;
     queue_failure(AttemptEnding::Cancelled, s.flight().cancel_reason);
     return;
   }
+  s.flight().recorded = false;
   auto started = s.executor->start(s.flight().spec, loop_, [this, i](AttemptOutcome outcome) {
     Completion c;
     c.kind = Completion::Kind::AttemptDone;

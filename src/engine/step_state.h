@@ -47,6 +47,9 @@ struct Flight {
   // when the attempt ends in the transaction that started it (a builtin), else
   // as running when that transaction commits (before any process is spawned).
   bool row_unwritten = false;
+  // The executor's record() was made in the commit of the attempt's row (the
+  // attempt is queued for another process): one not started is withdrawn.
+  bool recorded = false;
   int open_files = 0;  // the descriptors the attempt counts against the open-files limit (InFlight)
   // Set when the attempt's timeout is what was left of a wall budget (the step's
   // or the plan's): running out of it is said as the budget, not as a timeout.

@@ -151,6 +151,12 @@ Expected<void> TurnWriter::commit(std::vector<StepState>& steps) {
     Flight& f = s.flight();
     f.row_unwritten = false;
     make([this, a = f.attempt](bool) { return store_.insert_attempt(a); });
+    // What the executor writes with it (a queued item a worker claims), unless
+    // it will not start: it failed to render, or was cancelled meanwhile.
+    if (s.executor == nullptr || !f.pending_render_error.empty() || !f.cancel_reason.empty()) continue;
+    f.recorded = true;
+    // The spec does not change before the commit (the write made again reads it).
+    make([this, executor = s.executor, spec = &f.spec](bool) { return executor->record(*spec, store_); });
   }
   unwritten_attempts_.clear();
   // Each changed step is written once per transaction, however often it changed

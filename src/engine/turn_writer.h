@@ -5,9 +5,11 @@
 // it. What changes many times in a turn is written once, at commit: a step row
 // (step_changed), and the row of an attempt that started in the turn
 // (attempt_started: inserted finished if it also ended in the turn — a builtin
-// — else inserted running, before any process is spawned). Events and finished
-// attempts of earlier turns are written as they come. Snapshots of attempts
-// that ended go only once that is committed (snapshot_spent).
+// — else inserted running, before any process is spawned; with it what its
+// executor records of it, Executor::record: a work item a worker claims).
+// Events and finished attempts of earlier turns are written as they come.
+// Snapshots of attempts that ended go only once that is committed
+// (snapshot_spent).
 //
 // The first ledger error is kept (error()) and nothing more is written after it:
 // the scheduler sees it at the end of the turn, stops what runs, and the open

@@ -58,6 +58,10 @@ SpendEstimate Executor::estimate(const Step&) const {
   return {};
 }
 
+Expected<void> Executor::record(const AttemptSpec&, Store&) {
+  return {};
+}
+
 void ExecutorRegistry::add(std::string name, std::shared_ptr<Executor> executor) {
   executors_[std::move(name)] = std::move(executor);
 }

@@ -241,6 +241,8 @@ bool PgConnection::in_transaction() const {
 Expected<void> PgConnection::begin() {
   (void)drain();   // nothing is waiting outside a transaction; should anything be, it is over
   in_tx_ = false;  // one the connection was lost in is over
+  // Sent in the pipeline, answered with what follows (pg_pipeline.cc).
+  if (!may_resend() && begin_later()) return {};
   // The transaction's id comes with BEGIN, in the same round trip (PQexec
   // answers with the last statement's result): a COMMIT whose answer is lost
   // with the connection is settled by asking the server about it (pg_reconnect.cc).
@@ -266,6 +268,8 @@ Expected<void> PgConnection::begin() {
 }
 
 Expected<void> PgConnection::commit() {
+  // Behind the writes, in the pipeline (pg_pipeline.cc).
+  if (auto done = commit_later()) return std::move(*done);
   // The transaction's writes answered first: one that failed rolls it back.
   if (auto written = drain(); !written) {
     if (lost_) {
@@ -312,14 +316,14 @@ int PgConnection::socket() const {
 void PgConnection::keep_notifications() {
   if (!conn_) return;
   while (PGnotify* n = pq().notifies(conn_.get())) {
-    notified_.emplace_back(n->relname);
+    notified_.push_back({n->relname, n->extra != nullptr ? n->extra : ""});
     pq().freemem(n);
   }
 }
 
-Expected<std::vector<std::string>> PgConnection::notifications() {
+Expected<std::vector<PgNotification>> PgConnection::notifications() {
   ORCH_TRY(drain());
-  std::vector<std::string> channels = std::exchange(notified_, {});
+  std::vector<PgNotification> channels = std::exchange(notified_, {});
   if (pq().consume_input(conn_.get()) == 0 || pq().status(conn_.get()) != CONNECTION_OK)
     return std::unexpected(error("waiting for notifications", nullptr));
   keep_notifications();

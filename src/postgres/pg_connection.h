@@ -76,6 +76,12 @@ class PgResult {
   std::unique_ptr<PGresult, void (*)(PGresult*)> result_;
 };
 
+// A notification (LISTEN/NOTIFY): its channel and what it says.
+struct PgNotification {
+  std::string channel;
+  std::string payload;
+};
+
 class PgConnection {
  public:
   // Connects to `conninfo` (a postgresql:// URL or key=value pairs). A server
@@ -100,6 +106,10 @@ class PgConnection {
   // Several statements without parameters (the schema's DDL).
   Expected<void> exec_script(std::string_view what, const char* sql);
 
+  // With libpq 14 or newer, BEGIN is sent in the pipeline, answered while the
+  // transaction's writes are made (its error, if any, is the next exec()'s or
+  // commit()'s), and COMMIT behind the writes: a transaction that reads
+  // nothing is one round trip (pg_pipeline.cc).
   Expected<void> begin();
   // A transaction that a failed statement aborted is rolled back, and the
   // commit fails (the server would answer COMMIT with ROLLBACK, silently).
@@ -130,13 +140,13 @@ class PgConnection {
   std::string where() const;
 
   // LISTEN/NOTIFY: the socket to wait on for notifications (poll for POLLIN),
-  // and the channels of those that arrived, read off it without blocking (a
+  // and those that arrived, read off it without blocking (a
   // Store error when the connection is lost). A notification that came with
   // the answer to a statement was read off the socket with it, and no poll
   // will see it: notifications_waiting() says so, and its owner takes it with
   // notifications() before it waits on the socket again.
   int socket() const;
-  Expected<std::vector<std::string>> notifications();
+  Expected<std::vector<PgNotification>> notifications();
   bool notifications_waiting() const { return !notified_.empty(); }
 
  private:
@@ -162,17 +172,42 @@ class PgConnection {
   std::string lost_why_;
   std::string xid_;  // the transaction's id (txid_current()), from begin()
   // ---- the pipeline (pg_pipeline.cc) ----
+  // What a statement sent in the pipeline answers: a write's rows touched (its
+  // check), the id of the transaction begun in it, or the COMMIT.
+  enum class Answer { Write, TransactionId, Commit };
   struct Later {
     std::string what;
     AffectedCheck check;
     std::string prepares;  // the SQL of a statement being prepared (its name goes if it fails)
+    Answer answer = Answer::Write;
+    // Sent guarded (a write with a check): it fails on the server when it
+    // touches no row, and answers with the rows it touched (pg_pipeline.cc).
+    bool guarded = false;
   };
+  // In libpq's pipeline mode (entered now if not yet); false when it cannot be.
+  bool pipeline();
+  // Sends `sql` in the pipeline (prepared when it has parameters), its answer
+  // read later; an error when it could not be sent (the connection is gone).
+  Expected<void> send_later(std::string_view what, const char* sql, const PgParams& params,
+                            AffectedCheck check, Answer answer);
+  // begin() in the pipeline: BEGIN and the transaction's id asked for, their
+  // answers flushed back by the server while the transaction's writes go on.
+  // False when they could not be sent (begin() then asks in a round trip).
+  bool begin_later();
+  // commit() in the pipeline, behind the writes: one round trip for all of
+  // them. Nullopt when it cannot be (the transaction's id is not known:
+  // commit() then reads the writes' answers first).
+  std::optional<Expected<void>> commit_later();
+  // Reads the answer of the first statement waiting (its error kept for drain()).
+  void answer_first();
   // Reads the answers of the writes sent with exec_later and leaves pipeline
   // mode: their first error, a lost connection's as lost_transaction().
   Expected<void> drain();
   // The error of a write the pipeline skipped, an earlier one having failed.
   Error skipped(std::string_view what) const;
   std::vector<Later> later_;  // sent, not yet answered, in order
+  std::size_t answered_ = 0;  // of later_, those whose answer was read (answer_first)
+  std::optional<Error> later_error_;  // the first error of those
   bool pipelined_ = false;    // in libpq's pipeline mode
   // Past this many writes waiting, they are answered at once: the server's
   // answers must never fill the socket while orch is still sending.
@@ -180,7 +215,7 @@ class PgConnection {
 
   // Those libpq read with a statement's answer, kept for notifications().
   void keep_notifications();
-  std::vector<std::string> notified_;
+  std::vector<PgNotification> notified_;
   static constexpr std::size_t kMaxPrepared = 256;
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name, this session's
   int prepared_seq_ = 0;                                   // names orch_1, orch_2, ... of this session

@@ -214,7 +214,8 @@ TEST_F(PgPipelineTest, ANotificationThatCameWithAnAnswerIsKeptForTheListener) {
   auto channels = listener->notifications();
   ASSERT_TRUE(channels) << channels.error().message;
   ASSERT_EQ(channels->size(), 1u);
-  EXPECT_EQ((*channels)[0], "orch_test");
+  EXPECT_EQ((*channels)[0].channel, "orch_test");
+  EXPECT_EQ((*channels)[0].payload, "x");
   EXPECT_FALSE(listener->notifications_waiting());
 }
 

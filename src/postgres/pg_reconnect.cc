@@ -147,8 +147,8 @@ Expected<void> PgConnection::settle_lost_commit(const Error& lost) {
     if (said == "committed") return {};
     if (said == "aborted")
       return std::unexpected(Error{ErrorCode::Disconnected,
-                                   fmt::format("{}: committing: the connection to the server was lost ({}), "
-                                               "and the server rolled the transaction back",
+                                   fmt::format("{}: committing: the connection to the server was lost in "
+                                               "this transaction ({}), which the server rolled back",
                                                where(), lost_why_.empty() ? lost.message : lost_why_)});
     const auto took = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - began);
     if (said != "in progress" || took >= reconnect_->give_up_after)

@@ -62,7 +62,9 @@ LoadedPq load_pq_once() {
   std::string no_pipeline;
   if (!(resolve_symbol(library, "PQenterPipelineMode", a.enter_pipeline_mode, no_pipeline) &&
         resolve_symbol(library, "PQexitPipelineMode", a.exit_pipeline_mode, no_pipeline) &&
-        resolve_symbol(library, "PQpipelineSync", a.pipeline_sync, no_pipeline)))
+        resolve_symbol(library, "PQpipelineSync", a.pipeline_sync, no_pipeline) &&
+        resolve_symbol(library, "PQsendFlushRequest", a.send_flush_request, no_pipeline) &&
+        resolve_symbol(library, "PQflush", a.flush, no_pipeline)))
     a.enter_pipeline_mode = nullptr;
   return out;
 }

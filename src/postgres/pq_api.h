@@ -62,6 +62,11 @@ struct PqApi {
   int (*enter_pipeline_mode)(PGconn*);
   int (*exit_pipeline_mode)(PGconn*);
   int (*pipeline_sync)(PGconn*);
+  // Asks the server to send what it has answered so far without a sync, and
+  // sends it: a transaction begun in the pipeline has its id back while its
+  // writes are made (pg_pipeline.cc). Null without a pipeline.
+  int (*send_flush_request)(PGconn*);
+  int (*flush)(PGconn*);
   int (*socket)(const PGconn*);
   int (*consume_input)(PGconn*);
   PGnotify* (*notifies)(PGconn*);
