@@ -62,7 +62,12 @@ std::vector<std::vector<int>> StepGraph::cycles() const {
         }
         continue;
       }
-      if (at(low, node) == at(index, node)) {
+      if (at(low, node) == at(index, node) && stack.back() == node) {
+        // A step alone in its component is on no cycle (deps_ holds no self-loops):
+        // it gets no group (a plan of 100,000 independent steps would hold 100,000).
+        stack.pop_back();
+        at(on_stack, node) = 0;
+      } else if (at(low, node) == at(index, node)) {
         std::vector<int> group;
         int member = -1;
         do {
