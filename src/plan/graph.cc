@@ -8,26 +8,39 @@
 
 namespace orch::detail {
 
-StepGraph::StepGraph(const Plan& plan) {
-  index_.reserve(plan.steps.size());
-  for (std::size_t i = 0; i < plan.steps.size(); ++i) index_.emplace(plan.steps[i].id, static_cast<int>(i));
+StepGraph::StepGraph(const Plan& plan) : plan_(plan) {
+  std::size_t capacity = 16;
+  while (capacity < 2 * plan.steps.size()) capacity *= 2;
+  slots_.assign(capacity, -1);
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    int& slot = slots_[slot_of(plan.steps[i].id)];
+    if (slot == -1) slot = static_cast<int>(i);  // a later step with the same id: the first stays
+  }
   offsets_.reserve(plan.steps.size() + 1);
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
     const auto first = static_cast<std::ptrdiff_t>(edges_.size());
     for (const auto& dep : plan.steps[i].deps) {
-      auto it = index_.find(dep);
-      if (it == index_.end() || it->second == static_cast<int>(i)) continue;
-      if (std::find(edges_.begin() + first, edges_.end(), it->second) == edges_.end())
-        edges_.push_back(it->second);
+      auto at = index_of(dep);
+      if (!at || *at == static_cast<int>(i)) continue;
+      if (std::find(edges_.begin() + first, edges_.end(), *at) == edges_.end()) edges_.push_back(*at);
     }
     offsets_.push_back(edges_.size());
   }
 }
 
+// The slot that holds the id's step, or the empty slot where it would go.
+std::size_t StepGraph::slot_of(std::string_view id) const {
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t slot = std::hash<std::string_view>{}(id)&mask;; slot = (slot + 1) & mask) {
+    const int step = slots_[slot];
+    if (step == -1 || plan_.steps[static_cast<std::size_t>(step)].id == id) return slot;
+  }
+}
+
 std::optional<int> StepGraph::index_of(std::string_view id) const {
-  auto it = index_.find(id);
-  if (it == index_.end()) return std::nullopt;
-  return it->second;
+  const int step = slots_[slot_of(id)];
+  if (step == -1) return std::nullopt;
+  return step;
 }
 
 std::vector<std::vector<int>> StepGraph::cycles() const {
