@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "orch/field_lines.h"
+
 namespace orch {
 
 using Millis = std::chrono::milliseconds;
@@ -104,7 +106,7 @@ struct Step {
   // names: a 100,000-step plan pays for it in every step.)
   bool command_unread = false;
   SourceLoc loc;                      // where the step starts
-  std::map<std::string, SourceLoc> field_locs;  // where each field of the step was written
+  FieldLines field_lines;             // where each field of the step was written (orch/field_lines.h)
 };
 
 struct PlanDefaults {
@@ -126,7 +128,7 @@ struct Plan {
   bool from_stepspec = false;  // loaded from the seed's StepSpec JSON list
   // Where each plan-level field was written ("concurrency", "budget.tokens",
   // "defaults.attempts", "steps"), so validation can name the line.
-  std::map<std::string, SourceLoc> field_locs;
+  FieldLines field_lines;
 
   const Step* find_step(std::string_view id) const;
 };

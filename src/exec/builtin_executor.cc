@@ -63,9 +63,7 @@ void BuiltinExecutor::check_step(const Step& step, Diagnostics& out) const {
   Diagnostic d;
   d.file = step.loc.file;
   d.line = step.loc.line;
-  if (auto it = step.field_locs.find("inputs"); it != step.field_locs.end() && it->second.line > 0) {
-    d.line = it->second.line;
-  }
+  if (int line = step.field_lines.line("inputs"); line > 0) d.line = line;
   d.step_id = step.id;
   d.message = "a builtin:echo step needs an input named 'text' (inputs: {text: ...})";
   out.push_back(std::move(d));

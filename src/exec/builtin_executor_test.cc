@@ -121,7 +121,7 @@ Step builtin_step(const std::string& executor) {
   step.id = "b";
   step.executor = executor;
   step.loc = {"plan.yaml", 7};
-  step.field_locs["inputs"] = {"plan.yaml", 9};
+  step.field_lines.set("inputs", 9);
   return step;
 }
 

@@ -124,7 +124,7 @@ class ToolExecutorTest : public ::testing::Test {
     s.executor = "tool:" + tool;
     s.inputs = nlohmann::ordered_json(inputs);
     s.loc = {"plan.yaml", 3};
-    s.field_locs["inputs"] = {"plan.yaml", 5};
+    s.field_lines.set("inputs", 5);
     return s;
   }
 

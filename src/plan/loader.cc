@@ -8,7 +8,7 @@
 // should not (attempts 0, a dep on a missing step, a path outside the workspace)
 // is validate_plan's to report, so a plan built in code gets the same checks.
 //
-// Step::field_locs gets one entry per key ("timeout", "budget.tokens") plus one
+// Step::field_lines gets one entry per key ("timeout", "budget.tokens") plus one
 // per item of a list or map that is not on its key's line ("run.2", "deps.0",
 // "inputs.NAME", "env.NAME", "writes.1"), so validation can point at the exact
 // line. (Items on the key's line get none: 100,000-step plans add up.)
@@ -57,12 +57,11 @@ bool expect_map(const ReadContext& ctx, const Field& f, const std::string& name)
 }
 
 // A plan's or step's budget; each key's line goes into `locs` as "budget.tokens" etc.
-void read_budget(const ReadContext& ctx, const Field& f, BudgetLimits& budget,
-                 std::map<std::string, SourceLoc>& locs) {
+void read_budget(const ReadContext& ctx, const Field& f, BudgetLimits& budget, FieldLines& locs) {
   if (!expect_map(ctx, f, "budget")) return;
   detail::for_each_field(ctx, f.value, kBudgetKeys, [&](const Field& b) {
     std::string name = "budget." + b.key;
-    locs[name] = ctx.loc(b.line);
+    locs.set(name, b.line);
     if (b.key == "tokens") budget.tokens = detail::read_int(ctx, b, name);
     if (b.key == "cost_usd") budget.cost_usd = detail::read_number(ctx, b, name);
     if (b.key == "wall") budget.wall = detail::read_duration(ctx, b, name);
@@ -75,7 +74,7 @@ void read_defaults(const ReadContext& ctx, const Field& f, Plan& plan) {
   PlanDefaults& d = plan.defaults;
   detail::for_each_field(ctx, f.value, kDefaultsKeys, [&](const Field& k) {
     std::string name = "defaults." + k.key;
-    plan.field_locs[name] = ctx.loc(k.line);
+    plan.field_lines.set(name, k.line);
     if (k.key == "attempts") d.attempts = detail::read_small_int(ctx, k, name).value_or(d.attempts);
     if (k.key == "timeout") d.timeout = detail::read_duration(ctx, k, name);
     if (k.key == "retry_delay") d.retry_delay = detail::read_duration(ctx, k, name).value_or(d.retry_delay);
@@ -91,13 +90,12 @@ std::vector<std::string> read_list_with_locs(const ReadContext& ctx, const Field
   auto items = detail::read_string_list(ctx, f, name, allow_single, &lines);
   if (!items) return {};
   for (std::size_t i = 0; i < lines.size(); ++i)
-    if (lines[i] != f.line) step.field_locs[fmt::format("{}.{}", name, i)] = ctx.loc(lines[i]);
+    if (lines[i] != f.line) step.field_lines.set(fmt::format("{}.{}", name, i), lines[i]);
   return *items;
 }
 
 int item_line(const Step& step, const std::string& key, int fallback) {
-  auto it = step.field_locs.find(key);
-  return it == step.field_locs.end() ? fallback : it->second.line;
+  return step.field_lines.contains(key) ? step.field_lines.line(key) : fallback;
 }
 
 void read_inputs(const ReadContext& ctx, const Field& f, Step& step) {
@@ -116,7 +114,7 @@ void read_inputs(const ReadContext& ctx, const Field& f, Step& step) {
     }
     detail::check_data_value(ctx, value);
     step.inputs[name] = yaml_to_ordered_json(value);
-    if (line != f.line) step.field_locs["inputs." + name] = ctx.loc(line);
+    if (line != f.line) step.field_lines.set("inputs." + name, line);
   }
 }
 
@@ -141,13 +139,13 @@ void read_env(const ReadContext& ctx, const Field& f, Step& step) {
       continue;
     }
     step.env[name] = value.scalar;
-    if (line != f.line) step.field_locs["env." + name] = ctx.loc(line);
+    if (line != f.line) step.field_lines.set("env." + name, line);
   }
 }
 
 void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
   using namespace detail;
-  step.field_locs[f.key] = ctx.loc(f.line);
+  step.field_lines.set(f.key, f.line);
   const std::string& k = f.key;
   if (k == "id")
     step.id = read_string(ctx, f, k).value_or("");
@@ -166,7 +164,7 @@ void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
       std::vector<int> lines;
       if (auto items = detail::read_string_list(ctx, f, k, /*allow_single=*/false, &lines)) {
         for (std::size_t i = 0; i < lines.size(); ++i)
-          if (lines[i] != f.line) step.field_locs[fmt::format("run.{}", i)] = ctx.loc(lines[i]);
+          if (lines[i] != f.line) step.field_lines.set(fmt::format("run.{}", i), lines[i]);
         step.run = std::move(*items);
       } else {
         step.command_unread = true;
@@ -188,7 +186,7 @@ void read_step_field(const ReadContext& ctx, const Field& f, Step& step) {
   else if (k == "max_output")
     step.max_output = read_size(ctx, f, k);
   else if (k == "budget")
-    read_budget(ctx, f, step.budget, step.field_locs);
+    read_budget(ctx, f, step.budget, step.field_lines);
   else if (k == "post")
     step.post = read_postconditions(ctx, f);
   else if (k == "writes")
@@ -251,7 +249,7 @@ void read_orch_plan(ReadContext& ctx, DocNode& root, Plan& plan) {
   const DocNode* steps = nullptr;
   int steps_line = 0;
   detail::for_each_field(ctx, root, kPlanKeys, [&](const Field& f) {
-    plan.field_locs[f.key] = ctx.loc(f.line);
+    plan.field_lines.set(f.key, f.line);
     if (f.key == "name") {
       plan.name = detail::read_string(ctx, f, "name").value_or("");
     } else if (f.key == "concurrency") {
@@ -266,7 +264,7 @@ void read_orch_plan(ReadContext& ctx, DocNode& root, Plan& plan) {
         ctx.error(f.line, fmt::format("'on_failure' must be 'abort' or 'continue', got '{}'{}",
                                       quote_for_message(*v), did_you_mean(*v, {"abort", "continue"})));
     } else if (f.key == "budget") {
-      read_budget(ctx, f, plan.budget, plan.field_locs);
+      read_budget(ctx, f, plan.budget, plan.field_lines);
     } else if (f.key == "defaults") {
       read_defaults(ctx, f, plan);
     } else if (f.key == "steps") {
@@ -300,6 +298,18 @@ void read_root(ReadContext& ctx, DocNode& root, Plan& plan) {
   }
 }
 
+// How many times `c` occurs in the text: memchr from one to the next, a fraction
+// of std::count's time on a 3 MB plan (docs/benchmarks.md, session 44).
+std::size_t count_of(std::string_view text, char c) {
+  std::size_t n = 0;
+  const char* end = text.data() + text.size();
+  for (const char* p = text.data(); p < end; ++n, ++p) {
+    p = static_cast<const char*>(std::memchr(p, c, static_cast<std::size_t>(end - p)));
+    if (p == nullptr) break;
+  }
+  return n;
+}
+
 // The sink that reads each step of a streamed step list as the reader parses it.
 detail::ItemSink step_reader(ReadContext& ctx, Plan& plan) {
   return [&ctx, &plan](detail::StreamedList list, DocNode& item) {
@@ -326,7 +336,7 @@ bool read_json_plan(ReadContext& ctx, std::string_view body, LoadResult& result)
   // Reserve for the most steps there can be (no more than objects in the text):
   // growing a vector of 100,000 Steps moves each one twice. Untouched capacity
   // costs address space, not memory.
-  plan.steps.reserve(static_cast<std::size_t>(std::count(body.begin(), body.end(), '{')));
+  plan.steps.reserve(count_of(body, '{'));
   auto doc = detail::read_json_doc(body, step_reader(ctx, plan));
   if (!doc) {
     start_over(result);
@@ -344,8 +354,7 @@ void read_yaml_plan(ReadContext& ctx, std::string_view body, LoadResult& result)
   Plan& plan = result.plan;
   // As for JSON: no more steps than block items ('-') and flow items (',' + 1),
   // nor (to keep a text full of dashes from reserving gigabytes) than one per 8 bytes.
-  auto most = static_cast<std::size_t>(std::count(body.begin(), body.end(), '-') +
-                                       std::count(body.begin(), body.end(), ',') + 1);
+  std::size_t most = count_of(body, '-') + count_of(body, ',') + 1;
   plan.steps.reserve(std::min(most, body.size() / 8 + 1));
   std::vector<detail::YamlSyntaxError> problems;
   auto doc = detail::read_yaml_doc(body, step_reader(ctx, plan), detail::YamlDocuments::OnlyOne, &problems);

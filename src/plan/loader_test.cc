@@ -161,26 +161,26 @@ TEST(ParsePlan, ReadsEveryField) {
 TEST(ParsePlan, RecordsLines) {
   LoadResult r = parse_ok(kFullYaml);
   const Plan& p = r.plan;
-  EXPECT_EQ(p.field_locs.at("concurrency").line, 2);
-  EXPECT_EQ(p.field_locs.at("budget.tokens").line, 5);
-  EXPECT_EQ(p.field_locs.at("defaults.attempts").line, 10);
-  EXPECT_EQ(p.field_locs.at("steps").line, 15);
+  EXPECT_EQ(p.field_lines.line("concurrency"), 2);
+  EXPECT_EQ(p.field_lines.line("budget.tokens"), 5);
+  EXPECT_EQ(p.field_lines.line("defaults.attempts"), 10);
+  EXPECT_EQ(p.field_lines.line("steps"), 15);
   const Step& s = p.steps[0];
   EXPECT_EQ(s.loc.line, 16);
   EXPECT_EQ(s.loc.file, "plan.yaml");
-  EXPECT_EQ(s.field_locs.at("id").line, 16);
-  EXPECT_EQ(s.field_locs.at("run").line, 18);
-  EXPECT_FALSE(s.field_locs.contains("run.2")) << "items on their key's line get no entry of their own";
-  EXPECT_EQ(s.field_locs.at("inputs").line, 19);
-  EXPECT_EQ(s.field_locs.at("inputs.count").line, 21);
-  EXPECT_FALSE(s.field_locs.contains("budget.wall.0"));
-  EXPECT_EQ(s.field_locs.at("env.PORT").line, 29);
-  EXPECT_EQ(s.field_locs.at("budget.wall").line, 34);
-  EXPECT_EQ(s.field_locs.at("writes").line, 49);
+  EXPECT_EQ(s.field_lines.line("id"), 16);
+  EXPECT_EQ(s.field_lines.line("run"), 18);
+  EXPECT_FALSE(s.field_lines.contains("run.2")) << "items on their key's line get no entry of their own";
+  EXPECT_EQ(s.field_lines.line("inputs"), 19);
+  EXPECT_EQ(s.field_lines.line("inputs.count"), 21);
+  EXPECT_FALSE(s.field_lines.contains("budget.wall.0"));
+  EXPECT_EQ(s.field_lines.line("env.PORT"), 29);
+  EXPECT_EQ(s.field_lines.line("budget.wall"), 34);
+  EXPECT_EQ(s.field_lines.line("writes"), 49);
   EXPECT_EQ(p.steps[1].loc.line, 51);
-  EXPECT_FALSE(p.steps[1].field_locs.contains("deps.0"));
+  EXPECT_FALSE(p.steps[1].field_lines.contains("deps.0"));
   LoadResult multi = parse_ok("steps:\n  - id: a\n    run:\n      - echo\n      - hi\n");
-  EXPECT_EQ(multi.plan.steps[0].field_locs.at("run.1").line, 5);
+  EXPECT_EQ(multi.plan.steps[0].field_lines.line("run.1"), 5);
 }
 
 TEST(ParsePlan, Defaults) {
@@ -274,8 +274,8 @@ steps:
   }
   // JSON lines are real lines too.
   EXPECT_EQ(j.plan.steps[0].loc.line, 5);
-  EXPECT_EQ(j.plan.steps[0].field_locs.at("timeout").line, 9);
-  EXPECT_EQ(j.plan.steps[1].field_locs.at("sh").line, 15);
+  EXPECT_EQ(j.plan.steps[0].field_lines.line("timeout"), 9);
+  EXPECT_EQ(j.plan.steps[1].field_lines.line("sh"), 15);
   EXPECT_EQ(j.plan.steps[0].post[0].loc.line, 10);
 }
 

@@ -28,7 +28,7 @@ void read_deps(const ReadContext& ctx, const Field& f, Step& step) {
       continue;
     }
     if (ctx.out->size() != errors) continue;
-    if (line != f.line) step.field_locs[fmt::format("deps.{}", step.deps.size())] = ctx.loc(line);
+    if (line != f.line) step.field_lines.set(fmt::format("deps.{}", step.deps.size()), line);
     step.deps.push_back(fmt::format("s{}", *index));
   }
 }
@@ -49,7 +49,7 @@ void read_stepspec_inputs(const ReadContext& ctx, const Field& f, Step& step) {
     const std::string& name = key_node.scalar;
     if (step.inputs.contains(name)) {
       ctx.error(line, fmt::format("duplicate input '{}' (first at line {})", name,
-                                  step.field_locs["inputs." + name].line));
+                                  step.field_lines.line("inputs." + name)));
       continue;
     }
     if (!value.is_scalar() && !value.is_null()) {
@@ -57,7 +57,7 @@ void read_stepspec_inputs(const ReadContext& ctx, const Field& f, Step& step) {
       continue;
     }
     step.inputs[name] = value.is_null() ? std::string() : value.scalar;
-    step.field_locs["inputs." + name] = ctx.loc(line);
+    step.field_lines.set("inputs." + name, line);
   }
 }
 
@@ -114,7 +114,7 @@ void read_stepspec_step(ReadContext& ctx, const DocNode& node, Step& step) {
   }
   bool goal_unreadable = false;
   for_each_field(ctx, node, kStepSpecKeys, [&](const Field& f) {
-    step.field_locs[f.key == "postcondition" ? "post" : f.key] = ctx.loc(f.line);
+    step.field_lines.set(f.key == "postcondition" ? "post" : f.key, f.line);
     if (f.key == "goal") {
       auto goal = read_string(ctx, f, "goal");
       goal_unreadable = !goal;
@@ -133,24 +133,23 @@ void read_stepspec_step(ReadContext& ctx, const DocNode& node, Step& step) {
   // The seed's StepSpec always has a goal: it is what the step is for, and what
   // a model or worker executor is asked to do. Blank is as empty as "".
   if (!goal_unreadable && trim(step.goal).empty()) {
-    auto at = step.field_locs.find("goal");
-    ctx.error(at == step.field_locs.end() ? line : at->second.line,
-              at == step.field_locs.end()
-                  ? std::string("a StepSpec needs a 'goal': say what the step is for")
-                  : std::string("'goal' is empty (or only spaces): say what the step is for"));
+    const bool written = step.field_lines.contains("goal");
+    ctx.error(written ? step.field_lines.line("goal") : line,
+              !written ? std::string("a StepSpec needs a 'goal': say what the step is for")
+                       : std::string("'goal' is empty (or only spaces): say what the step is for"));
   }
   if (step.executor.empty()) step.executor = "shell";
   if (step.executor == "shell" && step.inputs.contains("cmd") && step.inputs["cmd"].is_string()) {
     step.sh = step.inputs["cmd"].get<std::string>();
     step.inputs.erase("cmd");
-    step.field_locs["sh"] = step.field_locs["inputs.cmd"];
+    step.field_lines.set("sh", step.field_lines.line("inputs.cmd"));
   }
   ctx.step_id.clear();
 }
 
 void read_stepspec_plan(ReadContext& ctx, DocNode& list, Plan& plan) {
   plan.from_stepspec = true;
-  plan.field_locs["steps"] = ctx.loc(list.line ? list.line : 1);
+  plan.field_lines.set("steps", list.line ? list.line : 1);
   if (list.streamed) return;  // the reader already handed every item to read_stepspec_step
   plan.steps.reserve(list.items.size());
   for (DocNode& item : list.items) {

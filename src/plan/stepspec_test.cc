@@ -51,8 +51,8 @@ TEST(StepSpec, ReadsTheSeedFormat) {
 
   // Lines point into the JSON.
   EXPECT_EQ(p.steps[1].loc.line, 4);
-  EXPECT_EQ(p.steps[1].field_locs.at("deps").line, 4);
-  EXPECT_EQ(p.steps[1].field_locs.at("post").line, 5);
+  EXPECT_EQ(p.steps[1].field_lines.line("deps"), 4);
+  EXPECT_EQ(p.steps[1].field_lines.line("post"), 5);
 }
 
 TEST(StepSpec, ValidationReportsUnknownExecutorsAndMissingCommands) {

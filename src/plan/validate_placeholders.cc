@@ -16,7 +16,7 @@ namespace {
 
 struct TemplateSite {
   std::string where;  // as shown in messages: "run", "sh", "inputs.prompt", "env.TOKEN"
-  std::string field;  // the field_locs key of its line
+  std::string field;  // the field_lines name of its line
   bool in_inputs = false;
 };
 

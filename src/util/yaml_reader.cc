@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "util/item_relay.h"
+
 namespace orch::detail {
 
 namespace {
@@ -473,9 +475,7 @@ struct Event {
   Event& operator=(const Event&) = delete;
 };
 
-}  // namespace
-
-std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, const ItemSink& sink,
+std::expected<DocNode, YamlSyntaxError> read_document(std::string_view text, const ItemSink& sink,
                                                       YamlDocuments documents,
                                                       std::vector<YamlSyntaxError>* problems) {
   Parser p;
@@ -526,6 +526,18 @@ std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, con
         break;
     }
   }
+}
+
+}  // namespace
+
+std::expected<DocNode, YamlSyntaxError> read_yaml_doc(std::string_view text, const ItemSink& sink,
+                                                      YamlDocuments documents,
+                                                      std::vector<YamlSyntaxError>* problems) {
+  if (!sink || text.size() < kYamlRelayMinBytes) return read_document(text, sink, documents, problems);
+  // `problems` is only written on the parsing thread, and read after it has ended.
+  std::expected<DocNode, YamlSyntaxError> result;
+  relay_items(sink, [&](const ItemSink& relay) { result = read_document(text, relay, documents, problems); });
+  return result;
 }
 
 }  // namespace orch::detail

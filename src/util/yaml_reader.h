@@ -30,7 +30,10 @@
 //
 // Streaming: with an ItemSink, the items of a plan's step list go to the sink
 // one by one and are not kept, as plan/json_reader.h does (doc_node.h says how);
-// a step list that has an anchor is kept whole, so its aliases can copy it.
+// a step list that has an anchor is kept whole, so its aliases can copy it. For
+// a text of kYamlRelayMinBytes or more, libyaml parses on a second thread while
+// the sink reads the items on the caller's (util/item_relay.h): the sink is
+// still called on the caller's thread, in order, and sees the same items.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +47,10 @@
 namespace orch::detail {
 
 constexpr int kMaxYamlDepth = 500;
+
+// From this size on, with a sink, the text is parsed on a second thread (a plan
+// of a few thousand steps; below it, starting a thread costs more than it saves).
+constexpr std::size_t kYamlRelayMinBytes = 256 * 1024;
 
 // A million nodes, plus one per byte of the text: far more than aliases in a
 // plan need (a 10-byte `env: *env` stands for a few nodes), far less than would

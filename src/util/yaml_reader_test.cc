@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -331,6 +333,70 @@ TEST(YamlReader, StreamsTheFirstStepList) {
   got.clear();
   ASSERT_TRUE(read_yaml_doc("a:\n  steps: [1]\n[steps]: [2]\n", sink));
   EXPECT_TRUE(got.empty());
+}
+
+// A step list of kYamlRelayMinBytes or more is parsed on a second thread
+// (util/item_relay.h): the sink still gets every item, in order, on this thread,
+// with its lines; what follows the list, errors and problems are as without it.
+std::string big_step_list(int steps, std::string_view after = "") {
+  std::string text = "name: big\nsteps:\n";
+  for (int i = 0; i < steps; ++i) text += "  - id: s" + std::to_string(i) + "\n    run: [\"true\"]\n";
+  text += after;
+  return text;
+}
+
+TEST(YamlReader, ALargeStepListIsParsedBesideItsReader) {
+  const int steps = 20000;
+  std::string text = big_step_list(steps, "defaults: {<<: 5, attempts: 2}\n");
+  ASSERT_GE(text.size(), kYamlRelayMinBytes);
+  const auto caller = std::this_thread::get_id();
+  std::vector<int> lines;
+  std::vector<std::string> ids;
+  bool on_caller = true;
+  auto sink = [&](StreamedList list, DocNode& item) {
+    on_caller = on_caller && std::this_thread::get_id() == caller && list == StreamedList::Steps;
+    lines.push_back(item.line);
+    ids.push_back(item.entries.at(0).value.scalar);
+  };
+  std::vector<YamlSyntaxError> problems;
+  auto doc = read_yaml_doc(text, sink, YamlDocuments::OnlyOne, &problems);
+  ASSERT_TRUE(doc) << doc.error().message;
+  EXPECT_TRUE(on_caller);
+  ASSERT_EQ(ids.size(), static_cast<std::size_t>(steps));
+  for (int i = 0; i < steps; ++i) {
+    ASSERT_EQ(ids[static_cast<std::size_t>(i)], "s" + std::to_string(i));
+    ASSERT_EQ(lines[static_cast<std::size_t>(i)], 3 + 2 * i);
+  }
+  EXPECT_TRUE(doc->entries[1].value.streamed);
+  ASSERT_EQ(doc->entries.size(), 3u);
+  EXPECT_EQ(doc->entries[2].value.entries.size(), 1u) << "the misused merge key is left out";
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].line, 3 + 2 * steps);
+
+  // A syntax error after the list: the items before it were given, the error has its line.
+  ids.clear();
+  lines.clear();
+  auto bad = read_yaml_doc(big_step_list(steps, "x: [\n"), sink, YamlDocuments::OnlyOne);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().line, 3 + 2 * steps + 1);
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(steps));
+
+  // A limit still holds: nesting too deep inside one of the steps.
+  std::string deep = big_step_list(steps / 2) + "  - " + std::string(kMaxYamlDepth + 1, '[') + "\n" +
+                     big_step_list(steps / 2).substr(std::string_view("name: big\nsteps:\n").size());
+  auto too_deep = read_yaml_doc(deep, sink);
+  ASSERT_FALSE(too_deep);
+  EXPECT_NE(too_deep.error().message.find("nesting deeper than"), std::string::npos)
+      << too_deep.error().message;
+  EXPECT_EQ(too_deep.error().line, 3 + 2 * (steps / 2));
+
+  // A sink that throws stops the parse; its exception reaches the caller.
+  int taken = 0;
+  auto throwing = [&](StreamedList, DocNode&) {
+    if (++taken == 1000) throw std::runtime_error("enough");
+  };
+  EXPECT_THROW((void)read_yaml_doc(text, throwing), std::runtime_error);
+  EXPECT_EQ(taken, 1000);
 }
 
 TEST(YamlReader, SyntaxErrorLines) {
