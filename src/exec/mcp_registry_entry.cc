@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "exec/config_check.h"
+#include "exec/registry_places.h"
 
 namespace orch {
 
@@ -11,19 +12,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 constexpr int kMaxMcpConcurrency = 64;
-
-std::string mcp_entry_child(const std::string& pointer, const std::string& key) {
-  std::string out = pointer + "/";
-  for (char c : key) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
 
 bool is_http_url(const std::string& url) {
   return url.starts_with("http://") || url.starts_with("https://");
@@ -48,21 +36,21 @@ void read_mcp_server(RegistryFields& fields, const ojson& value, const std::stri
                    true);
   if (auto url = fields.text(value, pointer, "url")) {
     if (!is_http_url(*url))
-      fields.problem(mcp_entry_child(pointer, "url"),
+      fields.problem(detail::pointer_child(pointer, "url"),
                      fmt::format("'{}' is not an http:// or https:// URL", *url));
     server.url = *url;
   }
   if (auto it = value.find("env"); it != value.end()) {
-    const std::string env_pointer = mcp_entry_child(pointer, "env");
+    const std::string env_pointer = detail::pointer_child(pointer, "env");
     if (!it->is_object()) {
       fields.problem(env_pointer, "must map variable names to strings");
     } else {
       for (const auto& [name, v] : it->items()) {
         if (!is_identifier(name))
-          fields.problem(mcp_entry_child(env_pointer, name),
+          fields.problem(detail::pointer_child(env_pointer, name),
                          fmt::format("'{}' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", name), true);
         if (!v.is_string())
-          fields.problem(mcp_entry_child(env_pointer, name),
+          fields.problem(detail::pointer_child(env_pointer, name),
                          fmt::format("must be a string, not {} (quote it)", v.dump()));
         else
           server.env.emplace_back(name, v.get<std::string>());
@@ -71,31 +59,32 @@ void read_mcp_server(RegistryFields& fields, const ojson& value, const std::stri
     if (has_url) fields.problem(env_pointer, "`env` is for a server orch starts (`command`), not a `url`");
   }
   if (auto cwd = fields.text(value, pointer, "cwd")) {
-    if (cwd->empty()) fields.problem(mcp_entry_child(pointer, "cwd"), "must not be empty (leave it out)");
+    if (cwd->empty())
+      fields.problem(detail::pointer_child(pointer, "cwd"), "must not be empty (leave it out)");
     std::filesystem::path folder(*cwd);
     if (folder.is_relative() && !base_dir.empty()) folder = (base_dir / folder).lexically_normal();
     server.cwd = folder;
     if (has_url)
-      fields.problem(mcp_entry_child(pointer, "cwd"),
+      fields.problem(detail::pointer_child(pointer, "cwd"),
                      "`cwd` is for a server orch starts (`command`), not a `url`");
   }
   if (auto it = value.find("max_concurrency"); it != value.end()) {
     if (!it->is_number_integer() || it->get<std::int64_t>() < 1 ||
         it->get<std::int64_t>() > kMaxMcpConcurrency)
       fields.problem(
-          mcp_entry_child(pointer, "max_concurrency"),
+          detail::pointer_child(pointer, "max_concurrency"),
           fmt::format("must be a whole number from 1 to {}, not {}", kMaxMcpConcurrency, it->dump()));
     else
       server.max_concurrency = it->get<int>();
   }
   if (auto it = value.find("tools"); it != value.end()) {
-    const std::string tools_pointer = mcp_entry_child(pointer, "tools");
+    const std::string tools_pointer = detail::pointer_child(pointer, "tools");
     if (!it->is_object()) {
       fields.problem(tools_pointer, "must map the server's tool names to {risk: LEVEL}");
       return;
     }
     for (const auto& [name, rule] : it->items()) {
-      const std::string rule_pointer = mcp_entry_child(tools_pointer, name);
+      const std::string rule_pointer = detail::pointer_child(tools_pointer, name);
       if (!rule.is_object()) {
         fields.problem(rule_pointer, "must be a mapping: {risk: LEVEL}");
         continue;

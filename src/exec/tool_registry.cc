@@ -17,6 +17,7 @@
 
 #include "exec/config_check.h"
 #include "exec/mcp_registry_entry.h"
+#include "exec/registry_places.h"
 #include "plan/json_reader.h"
 #include "util/doc_node.h"
 #include "util/read_file.h"
@@ -28,6 +29,9 @@ namespace orch {
 
 namespace {
 
+using detail::field_of_pointer;
+using detail::pointer_child;
+using detail::RegistryPlaces;
 namespace fs = std::filesystem;
 // The document keeps the file's order, so problems come in the order they were written.
 using ojson = nlohmann::ordered_json;
@@ -35,86 +39,16 @@ using ojson = nlohmann::ordered_json;
 constexpr ToolStatus kStatuses[] = {ToolStatus::Planned, ToolStatus::InProgress, ToolStatus::DryRunValidated,
                                     ToolStatus::ProdReady, ToolStatus::Pending};
 
-// "/tools/jq" + "status" → "/tools/jq/status" (JSON pointer escaping).
-std::string child(const std::string& pointer, const std::string& key) {
-  std::string out = pointer + "/";
-  for (char c : key) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
-std::string child(const std::string& pointer, std::size_t index) {
-  return pointer + "/" + std::to_string(index);
-}
-
-// Where each value (and its key) was written, by JSON pointer; and how to name it
-// in a message ("tools.jq.commands.query.args[0].flag").
-struct Places {
-  struct Place {
-    int key_line = 0;
-    int value_line = 0;
-    std::string field;
-  };
-  std::map<std::string, Place> by_pointer;
-  std::vector<std::pair<int, std::string>> duplicates;  // (line, "LINE: FIELD: message")
-
-  void collect(const detail::DocNode& node, const std::string& pointer, const std::string& field,
-               int key_line) {
-    by_pointer[pointer] = Place{key_line, node.line > 0 ? node.line : key_line, field};
-    if (node.is_map()) {
-      std::map<std::string, int> seen;
-      for (const auto& [key, value] : node.entries) {
-        const std::string& name = key.scalar;
-        std::string sub_field = field.empty() ? name : field + "." + name;
-        if (auto [it, fresh] = seen.emplace(name, key.line); !fresh) {
-          duplicates.push_back({key.line, fmt::format("{}: {}: duplicate key (first at line {})", key.line,
-                                                      sub_field, it->second)});
-          continue;  // the first value counts, as in yaml_to_json
-        }
-        collect(value, child(pointer, name), sub_field, key.line);
-      }
-    } else if (node.is_sequence()) {
-      for (std::size_t i = 0; i < node.items.size(); ++i)
-        collect(node.items[i], child(pointer, i), fmt::format("{}[{}]", field, i), node.items[i].line);
-    }
-  }
-
-  const Place* find(const std::string& pointer) const {
-    auto it = by_pointer.find(pointer);
-    return it == by_pointer.end() ? nullptr : &it->second;
-  }
-};
-
-std::string field_of(const std::string& pointer) {
-  std::string out;
-  std::size_t i = 1;
-  while (i <= pointer.size() && !pointer.empty()) {
-    std::size_t next = pointer.find('/', i);
-    std::string token = pointer.substr(i, next == std::string::npos ? std::string::npos : next - i);
-    bool index = !token.empty() &&
-                 std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; });
-    out += index ? "[" + token + "]" : (out.empty() ? token : "." + token);
-    if (next == std::string::npos) break;
-    i = next + 1;
-  }
-  return out.empty() ? "(top)" : out;
-}
-
 // Builds the registry from the parsed document while collecting every problem.
 class RegistryReader final : public RegistryFields {
  public:
-  RegistryReader(std::string file, const Places& places, fs::path base_dir)
+  RegistryReader(std::string file, const RegistryPlaces& places, fs::path base_dir)
       : file_(std::move(file)), places_(places), base_dir_(std::move(base_dir)) {}
 
   void problem(const std::string& pointer, const std::string& message, bool at_key = false) override {
-    const Places::Place* place = places_.find(pointer);
+    const RegistryPlaces::Place* place = places_.find(pointer);
     int line = place ? (at_key ? place->key_line : place->value_line) : 0;
-    std::string field = place && !place->field.empty() ? place->field : field_of(pointer);
+    std::string field = place && !place->field.empty() ? place->field : field_of_pointer(pointer);
     problems_.emplace_back(line, line > 0 ? fmt::format("{}:{}: {}: {}", file_, line, field, message)
                                           : fmt::format("{}: {}: {}", file_, field, message));
   }
@@ -136,7 +70,7 @@ class RegistryReader final : public RegistryFields {
       return registry;
     }
     for (const auto& [name, value] : tools->items()) {
-      std::string pointer = child("/tools", name);
+      std::string pointer = pointer_child("/tools", name);
       if (!is_executor_name(name))
         problem(pointer, "a tool name is letters, digits, '_', '.' and '-', starting with a letter or digit",
                 true);
@@ -152,7 +86,7 @@ class RegistryReader final : public RegistryFields {
       if ((notes_allowed && key.starts_with("x-")) ||
           std::find(known.begin(), known.end(), key) != known.end())
         continue;
-      problem(child(pointer, key), "unknown key" + did_you_mean(key, known), true);
+      problem(pointer_child(pointer, key), "unknown key" + did_you_mean(key, known), true);
     }
   }
 
@@ -161,7 +95,7 @@ class RegistryReader final : public RegistryFields {
     auto it = object.find(key);
     if (it == object.end()) return std::nullopt;
     if (!it->is_string()) {
-      problem(child(pointer, key), fmt::format("must be a string, not {}", it->dump()));
+      problem(pointer_child(pointer, key), fmt::format("must be a string, not {}", it->dump()));
       return std::nullopt;
     }
     return it->get<std::string>();
@@ -172,13 +106,13 @@ class RegistryReader final : public RegistryFields {
     auto it = object.find(key);
     if (it == object.end()) return std::nullopt;
     if (it->is_string()) {
-      problem(child(pointer, key),
+      problem(pointer_child(pointer, key),
               fmt::format("must be a list of words ([\"jq\", \"-c\"]): orch never splits "
                           "a command on spaces, nor runs it through a shell"));
       return std::nullopt;
     }
     if (!it->is_array()) {
-      problem(child(pointer, key), "must be a list of strings");
+      problem(pointer_child(pointer, key), "must be a list of strings");
       return std::nullopt;
     }
     std::vector<std::string> out;
@@ -186,7 +120,7 @@ class RegistryReader final : public RegistryFields {
       const ojson& w = (*it)[i];
       if (!w.is_string() || (!allow_empty_word && w.get_ref<const std::string&>().empty())) {
         // `[true]` is a YAML boolean: say what was read, so the fix (quotes) is plain.
-        problem(child(child(pointer, key), i),
+        problem(pointer_child(pointer_child(pointer, key), i),
                 fmt::format("must be a {}string, not {}", allow_empty_word ? "" : "non-empty ", w.dump()));
         continue;
       }
@@ -205,7 +139,7 @@ class RegistryReader final : public RegistryFields {
     // Lower or upper case, as the schema says ("LOW" in the seed's tables).
     auto level = *name == lower || *name == upper ? parse_risk_level(*name) : std::nullopt;
     if (!level) {
-      problem(child(pointer, "risk"),
+      problem(pointer_child(pointer, "risk"),
               fmt::format("'{}' is not a risk level: low, medium, high or critical{}", *name,
                           did_you_mean(lower, {"low", "medium", "high", "critical"})));
     }
@@ -218,12 +152,12 @@ class RegistryReader final : public RegistryFields {
     auto it = object.find(key);
     if (it == object.end()) return std::nullopt;
     if (!it->is_object()) {
-      problem(child(pointer, key), "must be a JSON Schema (a mapping; {} allows anything)");
+      problem(pointer_child(pointer, key), "must be a JSON Schema (a mapping; {} allows anything)");
       return std::nullopt;
     }
     auto compiled = JsonSchema::parse(nlohmann::json(*it));
     if (!compiled) {
-      problem(child(pointer, key), compiled.error().message);
+      problem(pointer_child(pointer, key), compiled.error().message);
       return std::nullopt;
     }
     if (raw) *raw = nlohmann::json(*it);
@@ -241,8 +175,8 @@ class RegistryReader final : public RegistryFields {
       if (*kind == "mcp") {
         tool.kind = ToolKind::Mcp;
       } else {
-        problem(child(pointer, "kind"), fmt::format("'{}' is not a kind: cli (the default) or mcp{}", *kind,
-                                                    did_you_mean(*kind, {"cli", "mcp"})));
+        problem(pointer_child(pointer, "kind"), fmt::format("'{}' is not a kind: cli (the default) or mcp{}",
+                                                            *kind, did_you_mean(*kind, {"cli", "mcp"})));
         return tool;
       }
     }
@@ -259,7 +193,8 @@ class RegistryReader final : public RegistryFields {
     }
     tool.description = text(value, pointer, "description").value_or("");
     if (auto command = words(value, pointer, "command", false)) {
-      if (command->empty()) problem(child(pointer, "command"), "must name at least the program to run");
+      if (command->empty())
+        problem(pointer_child(pointer, "command"), "must name at least the program to run");
       tool.command = std::move(*command);
       // A program path with a '/' is relative to the registry's folder; a bare name is looked up in PATH.
       if (!tool.command.empty() && !base_dir_.empty() && tool.command[0].find('/') != std::string::npos &&
@@ -272,15 +207,17 @@ class RegistryReader final : public RegistryFields {
       } else {
         std::vector<std::string> names;
         for (ToolStatus s : kStatuses) names.push_back(tool_status_name(s));
-        problem(child(pointer, "status"), fmt::format("'{}' is not a status{}: {}", *status,
-                                                      did_you_mean(*status, names), join(names, ", ")));
+        problem(pointer_child(pointer, "status"),
+                fmt::format("'{}' is not a status{}: {}", *status, did_you_mean(*status, names),
+                            join(names, ", ")));
       }
     }
     if (auto it = value.find("safe_for_agents"); it != value.end()) {
       if (it->is_boolean())
         tool.safe_for_agents = it->get<bool>();
       else
-        problem(child(pointer, "safe_for_agents"), fmt::format("must be true or false, not {}", it->dump()));
+        problem(pointer_child(pointer, "safe_for_agents"),
+                fmt::format("must be true or false, not {}", it->dump()));
     }
     tool.risk = risk(value, pointer).value_or(RiskLevel::Low);
     if (tool.kind == ToolKind::Mcp) {
@@ -293,11 +230,12 @@ class RegistryReader final : public RegistryFields {
     auto commands = value.find("commands");
     if (commands == value.end()) return tool;
     if (!commands->is_object() || commands->empty()) {
-      problem(child(pointer, "commands"), "must map sub-command names to sub-commands (at least one)");
+      problem(pointer_child(pointer, "commands"),
+              "must map sub-command names to sub-commands (at least one)");
       return tool;
     }
     for (const auto& [command_name, command_value] : commands->items()) {
-      std::string command_pointer = child(child(pointer, "commands"), command_name);
+      std::string command_pointer = pointer_child(pointer_child(pointer, "commands"), command_name);
       if (!is_executor_name(command_name))
         problem(command_pointer,
                 "a sub-command name is letters, digits, '_', '.' and '-', starting with a letter or digit",
@@ -335,7 +273,7 @@ class RegistryReader final : public RegistryFields {
     command.capabilities = words(value, pointer, "capabilities", false).value_or(std::vector<std::string>{});
     std::set<std::string> unique_capabilities(command.capabilities.begin(), command.capabilities.end());
     if (unique_capabilities.size() != command.capabilities.size())
-      problem(child(pointer, "capabilities"), "lists a capability twice");
+      problem(pointer_child(pointer, "capabilities"), "lists a capability twice");
     if (auto checker = schema(value, pointer, "input_schema", &command.input_schema))
       command.input_checker = *checker;
     if (auto contract = schema(value, pointer, "output_schema", &command.output_schema))
@@ -347,12 +285,12 @@ class RegistryReader final : public RegistryFields {
   void read_args(const ojson& value, const std::string& pointer, ToolCommand& command) {
     std::set<std::string> passed;
     if (auto it = value.find("args"); it != value.end()) {
-      const std::string args_pointer = child(pointer, "args");
+      const std::string args_pointer = pointer_child(pointer, "args");
       if (!it->is_array()) {
         problem(args_pointer, "must be a list of {input: NAME, flag: --FLAG} and {word: WORD}");
       } else {
         for (std::size_t i = 0; i < it->size(); ++i)
-          read_arg((*it)[i], child(args_pointer, i), command, passed);
+          read_arg((*it)[i], pointer_child(args_pointer, i), command, passed);
       }
     }
     // What the argument schema names must reach the tool.
@@ -367,17 +305,17 @@ class RegistryReader final : public RegistryFields {
     if (auto extra = s.find("additionalProperties"); extra != s.end() && *extra == false) {
       for (const ToolArg& arg : command.args)
         if (!arg.word && !arg.input.empty() && !declared.contains(arg.input))
-          problem(child(pointer, "input_schema"),
+          problem(pointer_child(pointer, "input_schema"),
                   fmt::format("forbids input '{}' (additionalProperties: false), which `args` passes",
                               arg.input));
     }
     for (const auto& input : declared) {
       if (input == "command") {
-        problem(child(pointer, "input_schema"),
+        problem(pointer_child(pointer, "input_schema"),
                 "`command` is the step's choice of sub-command, not an argument: "
                 "leave it out of the schema");
       } else if (!passed.contains(input)) {
-        problem(child(pointer, "input_schema"),
+        problem(pointer_child(pointer, "input_schema"),
                 fmt::format("declares input '{}' but no `args` entry passes it to the tool", input));
       }
     }
@@ -407,38 +345,38 @@ class RegistryReader final : public RegistryFields {
     }
     out.input = *input;
     if (!is_identifier(out.input)) {
-      problem(child(pointer, "input"),
+      problem(pointer_child(pointer, "input"),
               fmt::format("'{}' is not an input name ([A-Za-z_][A-Za-z0-9_]*)", out.input));
     } else if (out.input == "command") {
-      problem(child(pointer, "input"), "`command` names the sub-command; it cannot be an argument");
+      problem(pointer_child(pointer, "input"), "`command` names the sub-command; it cannot be an argument");
     } else if (!passed.insert(out.input).second) {
-      problem(child(pointer, "input"), fmt::format("input '{}' is passed twice", out.input));
+      problem(pointer_child(pointer, "input"), fmt::format("input '{}' is passed twice", out.input));
     }
     if (auto flag = text(arg, pointer, "flag")) {
       if (flag->empty())
-        problem(child(pointer, "flag"), "must not be empty (leave it out for a positional argument)");
+        problem(pointer_child(pointer, "flag"), "must not be empty (leave it out for a positional argument)");
       out.flag = *flag;
     }
     if (auto it = arg.find("joined"); it != arg.end()) {
       if (!it->is_boolean())
-        problem(child(pointer, "joined"), "must be true or false");
+        problem(pointer_child(pointer, "joined"), "must be true or false");
       else
         out.joined = it->get<bool>();
       if (out.joined && out.flag.empty())
-        problem(child(pointer, "joined"), "needs a `flag` to join the value to");
+        problem(pointer_child(pointer, "joined"), "needs a `flag` to join the value to");
     }
     command.args.push_back(std::move(out));
   }
 
   std::string file_;
-  const Places& places_;
+  const RegistryPlaces& places_;
   fs::path base_dir_;
   std::vector<std::pair<int, std::string>> problems_;
 };
 
 // The schema's own violations ("/tools/jq/status: Failed to match ... (value: \"x\")"), with lines.
 std::vector<std::string> schema_problems(const nlohmann::json& doc, const std::string& file,
-                                         const Places& places) {
+                                         const RegistryPlaces& places) {
   static const Expected<JsonSchema> schema =
       JsonSchema::parse(nlohmann::json::parse(tool_registry_schema_text()));
   if (!schema)
@@ -454,9 +392,9 @@ std::vector<std::string> schema_problems(const nlohmann::json& doc, const std::s
     } else if (v.starts_with("(root): ")) {
       message = v.substr(8);
     }
-    const Places::Place* place = places.find(pointer);
+    const RegistryPlaces::Place* place = places.find(pointer);
     int line = place ? place->value_line : 0;
-    std::string field = field_of(pointer);
+    std::string field = field_of_pointer(pointer);
     out.push_back(line > 0 ? fmt::format("{}:{}: {}: {}", file, line, field, message)
                            : fmt::format("{}: {}: {}", file, field, message));
   }
@@ -539,7 +477,7 @@ Expected<ToolRegistry> parse_tool_registry(const std::string& text, const std::s
                   fmt::format("{}:{}: YAML syntax error: {}", file, doc.error().line, doc.error().message));
     root = std::move(*doc);
   }
-  Places places;
+  RegistryPlaces places;
   places.collect(root, "", "", root.line);
   RegistryReader reader(file, places, base_dir);
   ToolRegistry registry = reader.read(yaml_to_ordered_json(root));
